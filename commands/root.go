@@ -1,0 +1,88 @@
+// Package commands is the CLI: one file per subcommand, the Factory, and the
+// exit-code mapping. It is the only package that knows about flags, colour
+// and exit codes.
+package commands
+
+import (
+	"os"
+
+	"github.com/urfave/cli/v2"
+)
+
+// Version is the agentauth version, set at build time with
+// -ldflags "-X github.com/agentauth/agentauth/commands.Version=…".
+var Version = "0.1.0-dev"
+
+const exitCodesHelp = `EXIT CODES:
+   0  success
+   1  failure
+   2  usage error (bad flags or arguments)
+   4  authentication needed (no token, a rejected or unrefreshable token, a 401/403/-32007)`
+
+// Main runs agentauth with the process's arguments and returns the exit code.
+func Main() int {
+	return Run(NewFactory(), os.Args)
+}
+
+// Run runs the CLI with args (args[0] is the program name).
+func Run(f *Factory, args []string) int {
+	app := NewApp(f)
+	err := app.Run(args)
+	if err != nil {
+		printError(f.IO.ErrOut, err)
+	}
+	return exitCode(err)
+}
+
+// NewApp builds the urfave/cli application.
+func NewApp(f *Factory) *cli.App {
+	app := &cli.App{
+		Name:                   "agentauth",
+		Usage:                  "standards-based authentication for agent protocols (agent hosts, ACP agents, MCP servers)",
+		Version:                Version,
+		Reader:                 f.IO.In,
+		Writer:                 f.IO.Out,
+		ErrWriter:              f.IO.ErrOut,
+		HideHelpCommand:        true,
+		UseShortOptionHandling: false,
+		CustomAppHelpTemplate:  cli.AppHelpTemplate + "\n" + exitCodesHelp + "\n",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "verbose", Usage: "print diagnostic detail on stderr (never secrets)", Destination: &f.Verbose},
+		},
+		ExitErrHandler: func(*cli.Context, error) {},
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
+			return &UsageError{Err: err}
+		},
+		CommandNotFound: func(c *cli.Context, name string) {},
+		Commands:        commandList(f),
+	}
+	app.Action = func(c *cli.Context) error {
+		if c.Args().Len() > 0 {
+			return usageErrorf("unknown command %q", c.Args().First())
+		}
+		return cli.ShowAppHelp(c)
+	}
+	for _, cmd := range app.Commands {
+		cmd.OnUsageError = app.OnUsageError
+		if cmd.CustomHelpTemplate == "" {
+			cmd.CustomHelpTemplate = cli.CommandHelpTemplate + "\n" + exitCodesHelp + "\n"
+		}
+	}
+	return app
+}
+
+// commandList is every working command, in help order.
+func commandList(f *Factory) []*cli.Command {
+	return []*cli.Command{
+		newServeCommand(f),
+		newCallCommand(f),
+	}
+}
+
+// exactArgs checks the number of positional arguments.
+func exactArgs(c *cli.Context, n int, names string) error {
+	if c.Args().Len() != n {
+		return usageErrorf("%s expects %s", c.Command.Name, names)
+	}
+	return nil
+}

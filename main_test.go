@@ -1,0 +1,54 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/agentauth/agentauth/commands"
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"agentauth": func() { os.Exit(commands.Main()) },
+	})
+}
+
+// TestScripts runs the end-to-end suite in testdata/script. Each script gets
+// its own HOME and config dir under $WORK and the file credential store.
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:                 filepath.Join("testdata", "script"),
+		RequireExplicitExec: true,
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("HOME", filepath.Join(env.WorkDir, "home"))
+			env.Setenv("AGENTAUTH_CONFIG_DIR", filepath.Join(env.WorkDir, "config"))
+			env.Setenv("AGENTAUTH_STORE", "file")
+			env.Setenv("NO_COLOR", "1")
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"waitfile": waitFile,
+		},
+	})
+}
+
+// waitFile waits until a file exists and is non-empty (a server's address
+// file), polling; it fails after 30 s. Usage: waitfile FILE
+func waitFile(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: waitfile FILE")
+	}
+	path := ts.MkAbs(args[0])
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if b, err := os.ReadFile(path); err == nil && len(b) > 0 && b[len(b)-1] == '\n' {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	ts.Fatalf("%s", fmt.Sprintf("timed out waiting for %s", args[0]))
+}

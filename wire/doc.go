@@ -1,0 +1,8 @@
+// Package wire is the protocol core shared by the agent host (serve) and the
+// client commands: JSON-RPC 2.0 messages, the auth messages of PROTOCOL.md in
+// both dialects (the seed design and the published Agent Host Protocol 0.9),
+// the -32007 challenge, RFC 9728 / RFC 8414 metadata types, WWW-Authenticate
+// (RFC 6750 §3, RFC 9728 §5.1) and the transports (WebSocket, stdio).
+//
+// wire imports none of agentauth's other packages.
+package wire

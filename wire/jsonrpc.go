@@ -1,0 +1,227 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Version is the JSON-RPC protocol version every message carries.
+const Version = "2.0"
+
+// Standard JSON-RPC 2.0 error codes (JSON-RPC 2.0 §5.1) and the protocol's own.
+const (
+	CodeParseError     = -32700
+	CodeInvalidRequest = -32600
+	CodeMethodNotFound = -32601
+	CodeInvalidParams  = -32602
+	CodeInternalError  = -32603
+	// CodeUnsupportedVersion answers an initialize whose offered versions
+	// the server cannot speak; data carries supportedVersions.
+	CodeUnsupportedVersion = -32005
+	// CodeAuthRequired is AHP_AUTH_REQUIRED: data carries AuthRequiredData.
+	CodeAuthRequired = -32007
+)
+
+// ID is a JSON-RPC request id: a string or a number, kept verbatim so that a
+// response echoes exactly what the request sent. The zero ID is absent.
+type ID struct{ raw json.RawMessage }
+
+// StringID returns an ID holding a JSON string.
+func StringID(s string) ID { b, _ := json.Marshal(s); return ID{raw: b} }
+
+// NumberID returns an ID holding a JSON number.
+func NumberID(n int64) ID { return ID{raw: json.RawMessage(fmt.Sprint(n))} }
+
+// IsZero reports whether the ID is absent (a notification).
+func (id ID) IsZero() bool { return len(id.raw) == 0 }
+
+// String is the id as it appears on the wire (quoted when a string).
+func (id ID) String() string { return string(id.raw) }
+
+// MarshalJSON writes the id verbatim, or null when absent.
+func (id ID) MarshalJSON() ([]byte, error) {
+	if id.IsZero() {
+		return []byte("null"), nil
+	}
+	return id.raw, nil
+}
+
+// UnmarshalJSON accepts a string, a number or null; anything else is an error.
+func (id *ID) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 || string(b) == "null" {
+		id.raw = nil
+		return nil
+	}
+	switch b[0] {
+	case '"':
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		var n json.Number
+		if err := json.Unmarshal(b, &n); err != nil {
+			return err
+		}
+	default:
+		return errors.New("id must be a string or a number")
+	}
+	id.raw = append(json.RawMessage(nil), b...)
+	return nil
+}
+
+// Message is any JSON-RPC 2.0 message: a request (ID and Method), a
+// notification (Method, no ID) or a response (ID and Result or Error).
+type Message struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      ID              `json:"id,omitzero"`
+	Method  string          `json:"method,omitempty"`
+	Params  json.RawMessage `json:"params,omitempty"`
+	Result  json.RawMessage `json:"result,omitempty"`
+	Error   *Error          `json:"error,omitempty"`
+}
+
+// IsRequest reports whether m is a request expecting a response.
+func (m *Message) IsRequest() bool { return m.Method != "" && !m.ID.IsZero() }
+
+// IsNotification reports whether m is a notification.
+func (m *Message) IsNotification() bool { return m.Method != "" && m.ID.IsZero() }
+
+// IsResponse reports whether m answers a request.
+func (m *Message) IsResponse() bool { return m.Method == "" && (m.Result != nil || m.Error != nil) }
+
+// Error is a JSON-RPC error object (JSON-RPC 2.0 §5.1).
+type Error struct {
+	Code    int             `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("json-rpc error %d: %s", e.Code, e.Message) }
+
+// Errorf builds an Error with a formatted message and no data.
+func Errorf(code int, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// WithData returns a copy of e carrying data marshalled as JSON.
+func (e *Error) WithData(data any) *Error {
+	out := *e
+	b, err := json.Marshal(data)
+	if err == nil {
+		out.Data = b
+	}
+	return &out
+}
+
+// NewRequest builds a request with params marshalled as JSON (nil: none).
+func NewRequest(id ID, method string, params any) (*Message, error) {
+	raw, err := marshalParams(params)
+	if err != nil {
+		return nil, err
+	}
+	return &Message{JSONRPC: Version, ID: id, Method: method, Params: raw}, nil
+}
+
+// NewNotification builds a notification with params marshalled as JSON.
+func NewNotification(method string, params any) (*Message, error) {
+	raw, err := marshalParams(params)
+	if err != nil {
+		return nil, err
+	}
+	return &Message{JSONRPC: Version, Method: method, Params: raw}, nil
+}
+
+// NewResult builds a success response.
+func NewResult(id ID, result any) (*Message, error) {
+	b, err := json.Marshal(result)
+	if err != nil {
+		return nil, err
+	}
+	return &Message{JSONRPC: Version, ID: id, Result: b}, nil
+}
+
+// NewErrorResponse builds an error response. A response to a message whose id
+// could not be read carries a null id (JSON-RPC 2.0 §5).
+func NewErrorResponse(id ID, e *Error) *Message {
+	return &Message{JSONRPC: Version, ID: id, Error: e}
+}
+
+func marshalParams(params any) (json.RawMessage, error) {
+	if params == nil {
+		return nil, nil
+	}
+	return json.Marshal(params)
+}
+
+// Decode parses one JSON-RPC message. Its error is a ready *Error: -32700 for
+// JSON that does not parse, -32600 for a well-formed value that is not a
+// valid JSON-RPC 2.0 message. The returned message may carry a usable ID even
+// when the error is -32600, so the caller can answer it.
+func Decode(data []byte) (*Message, *Error) {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 {
+		return nil, Errorf(CodeParseError, "parse error: empty message")
+	}
+	if data[0] == '[' {
+		return nil, Errorf(CodeInvalidRequest, "invalid request: batches are not supported")
+	}
+	if data[0] != '{' {
+		if !json.Valid(data) {
+			return nil, Errorf(CodeParseError, "parse error: not JSON")
+		}
+		return nil, Errorf(CodeInvalidRequest, "invalid request: a message must be a JSON object")
+	}
+	var m Message
+	if err := json.Unmarshal(data, &m); err != nil {
+		if !json.Valid(data) {
+			return nil, Errorf(CodeParseError, "parse error: %s", jsonErrorText(err))
+		}
+		// Valid JSON with a field of the wrong type: salvage the id if we can.
+		var probe struct {
+			ID ID `json:"id"`
+		}
+		_ = json.Unmarshal(data, &probe)
+		return &Message{ID: probe.ID}, Errorf(CodeInvalidRequest, "invalid request: %s", jsonErrorText(err))
+	}
+	if m.JSONRPC != Version {
+		return &m, Errorf(CodeInvalidRequest, `invalid request: "jsonrpc" must be "2.0"`)
+	}
+	if m.Method == "" && m.Result == nil && m.Error == nil {
+		return &m, Errorf(CodeInvalidRequest, "invalid request: no method, result or error")
+	}
+	if m.Method != "" && (m.Result != nil || m.Error != nil) {
+		return &m, Errorf(CodeInvalidRequest, "invalid request: a request cannot carry a result or error")
+	}
+	if len(m.Params) > 0 && m.Params[0] != '{' && m.Params[0] != '[' && string(m.Params) != "null" {
+		// JSON-RPC 2.0 §4.2 wants structured params; setAuthToken's bare
+		// string is the one tolerated exception, handled by its method.
+		if m.Method != MethodSetAuthToken {
+			return &m, Errorf(CodeInvalidRequest, "invalid request: params must be an object or an array")
+		}
+	}
+	return &m, nil
+}
+
+func jsonErrorText(err error) string {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Sprintf("%s at offset %d", se.Error(), se.Offset)
+	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return fmt.Sprintf("field %q has the wrong type (%s)", te.Field, te.Value)
+	}
+	return err.Error()
+}
+
+// Encode serialises a message as one line of JSON (no embedded newlines).
+func Encode(m *Message) ([]byte, error) {
+	if m.JSONRPC == "" {
+		m.JSONRPC = Version
+	}
+	return json.Marshal(m)
+}

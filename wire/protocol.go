@@ -1,0 +1,282 @@
+package wire
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// Method names of PROTOCOL.md.
+const (
+	MethodInitialize   = "initialize"
+	MethodPing         = "ping"
+	MethodAuthenticate = "authenticate"
+	// MethodGetAuthState and MethodAuthStatus are one pure query under the
+	// names of the ACP design (seed 003) and the published protocol.
+	MethodGetAuthState = "getAuthState"
+	MethodAuthStatus   = "auth/status"
+	// MethodSetAuthToken is the deprecated token push (a notification).
+	MethodSetAuthToken = "setAuthToken"
+	// MethodNotifyAuthRequired is the design dialect's auth-state push.
+	MethodNotifyAuthRequired = "notify/authRequired"
+	// MethodAuthRequired is the published dialect's auth-state push.
+	MethodAuthRequired = "auth/required"
+
+	MethodCreateSession  = "createSession"
+	MethodListSessions   = "listSessions"
+	MethodDisposeSession = "disposeSession"
+	MethodWhoami         = "whoami"
+	MethodEcho           = "echo"
+)
+
+// Dialect says which shape of the protocol a peer speaks.
+type Dialect int
+
+const (
+	// DialectDesign is the seed-001 design: protocolVersion 1, resourceMetadata,
+	// {schemeId, scheme, token}, notify/authRequired.
+	DialectDesign Dialect = iota
+	// DialectPublished is AHP 0.9: protocolVersions, protectedResources,
+	// {resource, token}, auth/required.
+	DialectPublished
+)
+
+func (d Dialect) String() string {
+	if d == DialectPublished {
+		return "published"
+	}
+	return "design"
+}
+
+// DesignProtocolVersion is the design dialect's protocol version number.
+const DesignProtocolVersion = 1
+
+// PublishedProtocolVersions are the AHP versions this implementation speaks, newest first.
+var PublishedProtocolVersions = []string{"0.9.0"}
+
+// RootChannel is the channel of the published dialect's root agent.
+const RootChannel = "ahp-root://"
+
+// SchemeBearer is the only scheme agentauth implements (RFC 6750).
+const SchemeBearer = "bearer"
+
+// InitializeParams carries both dialects: ProtocolVersion (design) or
+// ProtocolVersions (published).
+type InitializeParams struct {
+	ProtocolVersion  *int     `json:"protocolVersion,omitempty"`
+	Channel          string   `json:"channel,omitempty"`
+	ProtocolVersions []string `json:"protocolVersions,omitempty"`
+	ClientID         string   `json:"clientId,omitempty"`
+}
+
+// Dialect reports which dialect the params ask for.
+func (p InitializeParams) Dialect() Dialect {
+	if len(p.ProtocolVersions) > 0 {
+		return DialectPublished
+	}
+	return DialectDesign
+}
+
+// AuthScheme is one declared requirement in the design dialect's
+// resourceMetadata.authSchemes.
+type AuthScheme struct {
+	Scheme               string   `json:"scheme"`
+	ID                   string   `json:"id"`
+	Label                string   `json:"label,omitempty"`
+	AuthorizationServers []string `json:"authorizationServers"`
+	ScopesSupported      []string `json:"scopesSupported,omitempty"`
+	Required             bool     `json:"required"`
+}
+
+// ResourceMetadata is the design dialect's initialize result member.
+type ResourceMetadata struct {
+	Resource    string       `json:"resource"`
+	AuthSchemes []AuthScheme `json:"authSchemes"`
+}
+
+// AuthMethod is an ACP-style auth method advertisement.
+type AuthMethod struct {
+	ID          string `json:"id"`
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+}
+
+// AgentCapabilities advertises the optional queries.
+type AgentCapabilities struct {
+	GetAuthState bool `json:"getAuthState,omitempty"`
+	Auth         *struct {
+		Status bool `json:"status,omitempty"`
+	} `json:"auth,omitempty"`
+}
+
+// CanQueryAuthState reports whether either auth-state query is advertised.
+func (c AgentCapabilities) CanQueryAuthState() bool {
+	return c.GetAuthState || (c.Auth != nil && c.Auth.Status)
+}
+
+// Snapshot is the published dialect's state snapshot.
+type Snapshot struct {
+	Resource string        `json:"resource"`
+	State    SnapshotState `json:"state"`
+}
+
+// SnapshotState lists the agents of a snapshot.
+type SnapshotState struct {
+	Agents []SnapshotAgent `json:"agents"`
+}
+
+// SnapshotAgent carries the published dialect's protectedResources.
+type SnapshotAgent struct {
+	Provider           string                      `json:"provider"`
+	ProtectedResources []ProtectedResourceMetadata `json:"protectedResources"`
+}
+
+// InitializeResult carries both dialects. ProtocolVersion is a number
+// (design) or a string (published), so it is kept raw.
+type InitializeResult struct {
+	ProtocolVersion   json.RawMessage   `json:"protocolVersion"`
+	ServerSeq         int64             `json:"serverSeq"`
+	Snapshots         []Snapshot        `json:"snapshots"`
+	ResourceMetadata  *ResourceMetadata `json:"resourceMetadata,omitempty"`
+	AgentCapabilities AgentCapabilities `json:"agentCapabilities"`
+	AuthMethods       []AuthMethod      `json:"authMethods,omitempty"`
+}
+
+// Requirement is one auth requirement as a client understands it, read from
+// either dialect.
+type Requirement struct {
+	SchemeID             string   `json:"schemeId,omitempty"`
+	Label                string   `json:"label,omitempty"`
+	Resource             string   `json:"resource"`
+	AuthorizationServers []string `json:"authorizationServers"`
+	ScopesSupported      []string `json:"scopesSupported,omitempty"`
+	Required             bool     `json:"required"`
+}
+
+// Requirements reads the declared requirements from whichever dialect the
+// result carries, preferring resourceMetadata when both are present.
+func (r *InitializeResult) Requirements() []Requirement {
+	var out []Requirement
+	if r.ResourceMetadata != nil {
+		for _, s := range r.ResourceMetadata.AuthSchemes {
+			out = append(out, Requirement{SchemeID: s.ID, Label: s.Label, Resource: r.ResourceMetadata.Resource,
+				AuthorizationServers: s.AuthorizationServers, ScopesSupported: s.ScopesSupported, Required: s.Required})
+		}
+		return out
+	}
+	for _, snap := range r.Snapshots {
+		for _, a := range snap.State.Agents {
+			for _, p := range a.ProtectedResources {
+				req := true
+				if p.Required != nil {
+					req = *p.Required
+				}
+				out = append(out, Requirement{SchemeID: p.SchemeID, Label: p.ResourceName, Resource: p.Resource,
+					AuthorizationServers: p.AuthorizationServers, ScopesSupported: p.ScopesSupported, Required: req})
+			}
+		}
+	}
+	return out
+}
+
+// Dialect reports the dialect the server answered in.
+func (r *InitializeResult) Dialect() Dialect {
+	if len(r.ProtocolVersion) > 0 && r.ProtocolVersion[0] == '"' {
+		return DialectPublished
+	}
+	return DialectDesign
+}
+
+// AuthenticateParams carries both dialects: SchemeID+Scheme (design) or
+// Channel+Resource (published).
+type AuthenticateParams struct {
+	SchemeID  string   `json:"schemeId,omitempty"`
+	Scheme    string   `json:"scheme,omitempty"`
+	Channel   string   `json:"channel,omitempty"`
+	Resource  string   `json:"resource,omitempty"`
+	Token     string   `json:"token"`
+	Scopes    []string `json:"scopes,omitempty"`
+	ExpiresIn *int64   `json:"expiresIn,omitempty"`
+}
+
+// AuthenticateResult is authenticate's success result.
+type AuthenticateResult struct {
+	Authenticated bool `json:"authenticated"`
+}
+
+// Auth states of notify/authRequired (design dialect).
+const (
+	StateAuthenticated = "authenticated"
+	StateExpired       = "expired"
+	StateRevoked       = "revoked"
+	StateRequired      = "required"
+)
+
+// NotifyAuthRequiredParams is the design dialect's push.
+type NotifyAuthRequiredParams struct {
+	SchemeID  string     `json:"schemeId"`
+	Resource  string     `json:"resource"`
+	State     string     `json:"state"`
+	Challenge *Challenge `json:"challenge,omitempty"`
+}
+
+// AuthRequiredParams is the published dialect's push; Reason is "required"
+// or "expired" (revoked is sent as "required").
+type AuthRequiredParams struct {
+	Channel  string                    `json:"channel"`
+	Resource ProtectedResourceMetadata `json:"resource"`
+	Reason   string                    `json:"reason"`
+}
+
+// AuthStateResult answers getAuthState / auth/status (seed 003).
+type AuthStateResult struct {
+	Authenticated bool              `json:"authenticated"`
+	AuthMethods   []AuthMethodState `json:"authMethods"`
+	Message       string            `json:"message,omitempty"`
+}
+
+// AuthMethodState is one scheme's state in AuthStateResult.
+type AuthMethodState struct {
+	AuthMethodID  string `json:"authMethodId"`
+	Authenticated bool   `json:"authenticated"`
+	Message       string `json:"message,omitempty"`
+}
+
+// SetAuthTokenParams is the deprecated notification's object form; a bare
+// string param is accepted too (see ParseSetAuthToken).
+type SetAuthTokenParams struct {
+	Token string `json:"token"`
+}
+
+// ParseSetAuthToken reads setAuthToken's params in either accepted shape.
+func ParseSetAuthToken(raw json.RawMessage) (string, error) {
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		return s, nil
+	}
+	var p SetAuthTokenParams
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return "", fmt.Errorf("setAuthToken params must be a string or {\"token\": string}")
+	}
+	return p.Token, nil
+}
+
+// UnsupportedVersionData is -32005's data.
+type UnsupportedVersionData struct {
+	SupportedVersions []string `json:"supportedVersions"`
+}
+
+// WhoamiScheme is one authenticated scheme as whoami reports it: never the token.
+type WhoamiScheme struct {
+	SchemeID  string   `json:"schemeId"`
+	Subject   string   `json:"subject"`
+	ClientID  string   `json:"clientId,omitempty"`
+	Scopes    []string `json:"scopes"`
+	ExpiresAt string   `json:"expiresAt,omitempty"`
+}
+
+// SplitScope splits an RFC 6749 §3.3 scope string.
+func SplitScope(s string) []string { return strings.Fields(s) }
+
+// JoinScope joins scopes into an RFC 6749 §3.3 scope string.
+func JoinScope(scopes []string) string { return strings.Join(scopes, " ") }

@@ -1,0 +1,110 @@
+package wire
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+)
+
+// DefaultMaxMessageSize bounds one message on every transport (1 MiB).
+const DefaultMaxMessageSize = 1 << 20
+
+// ErrMessageTooLarge is returned by Read when a message exceeds the limit.
+// The connection stays usable: the oversized message is skipped.
+var ErrMessageTooLarge = errors.New("message exceeds the size limit")
+
+// TooLargeError reports an oversized message and the limit it broke.
+type TooLargeError struct{ Limit int64 }
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("message exceeds the size limit of %d bytes", e.Limit)
+}
+
+// Is makes errors.Is(err, ErrMessageTooLarge) hold.
+func (e *TooLargeError) Is(target error) bool { return target == ErrMessageTooLarge }
+
+// Conn carries one JSON-RPC message per unit, whatever the transport.
+// Read and Write may be called from different goroutines; Write is safe for
+// concurrent use.
+type Conn interface {
+	// Read returns the next message. A *TooLargeError leaves the Conn usable.
+	Read(ctx context.Context) ([]byte, error)
+	// Write sends one message.
+	Write(ctx context.Context, msg []byte) error
+	// Close ends the connection.
+	Close() error
+}
+
+// StdioConn is newline-delimited JSON over a reader and a writer.
+type StdioConn struct {
+	r      *bufio.Reader
+	limit  int64
+	mu     sync.Mutex
+	w      io.Writer
+	closer io.Closer
+}
+
+// NewStdioConn frames messages as lines on r and w. closer (may be nil) is
+// called by Close. limit <= 0 means DefaultMaxMessageSize.
+func NewStdioConn(r io.Reader, w io.Writer, closer io.Closer, limit int64) *StdioConn {
+	if limit <= 0 {
+		limit = DefaultMaxMessageSize
+	}
+	return &StdioConn{r: bufio.NewReaderSize(r, 64*1024), w: w, closer: closer, limit: limit}
+}
+
+// Read returns the next non-empty line. A line longer than the limit is
+// consumed to its end and reported as *TooLargeError.
+func (c *StdioConn) Read(ctx context.Context) ([]byte, error) {
+	for {
+		var line []byte
+		tooLarge := false
+		for {
+			chunk, isPrefix, err := c.r.ReadLine()
+			if err != nil {
+				if err == io.EOF && len(line) > 0 && !tooLarge {
+					return line, nil
+				}
+				return nil, err
+			}
+			if !tooLarge {
+				if int64(len(line)+len(chunk)) > c.limit {
+					tooLarge = true
+					line = nil
+				} else {
+					line = append(line, chunk...)
+				}
+			}
+			if !isPrefix {
+				break
+			}
+		}
+		if tooLarge {
+			return nil, &TooLargeError{Limit: c.limit}
+		}
+		if len(line) > 0 {
+			return line, nil
+		}
+	}
+}
+
+// Write sends msg followed by a newline. msg must not contain a newline.
+func (c *StdioConn) Write(ctx context.Context, msg []byte) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	buf := make([]byte, 0, len(msg)+1)
+	buf = append(append(buf, msg...), '\n')
+	_, err := c.w.Write(buf)
+	return err
+}
+
+// Close calls the closer given to NewStdioConn.
+func (c *StdioConn) Close() error {
+	if c.closer != nil {
+		return c.closer.Close()
+	}
+	return nil
+}
