@@ -1,0 +1,199 @@
+package issuer
+
+import (
+	"encoding/base64"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/agentauth/agentauth/wire"
+)
+
+// authRequest is a validated authorization request (RFC 6749 §4.1.1).
+type authRequest struct {
+	client        *client
+	redirectURI   string
+	redirectGiven bool
+	state         string
+	scope         string
+	resource      string
+	challenge     string
+}
+
+// consent is a rendered consent or device page awaiting its answer, keyed
+// by the hash of the page's single-use nonce.
+type consent struct {
+	expires time.Time
+	auth    *authRequest // from /authorize
+	device  *deviceAuth  // from /device
+}
+
+// serveAuthorize is the authorization endpoint (RFC 6749 §4.1.1). Errors
+// about the client or its redirect URI are shown on a page; every other
+// error goes back to the redirect URI (§4.1.2.1).
+func (i *Issuer) serveAuthorize(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	if len(q["client_id"]) > 1 || len(q["redirect_uri"]) > 1 {
+		i.errorPage(w, http.StatusBadRequest, "client_id and redirect_uri must appear once.")
+		return
+	}
+	clientID := q.Get("client_id")
+	if clientID == "" {
+		i.errorPage(w, http.StatusBadRequest, "The request has no client_id.")
+		return
+	}
+	i.mu.Lock()
+	c := i.clients[clientID]
+	i.mu.Unlock()
+	if c == nil {
+		i.errorPage(w, http.StatusBadRequest, "Unknown client "+clientID+".")
+		return
+	}
+	req := &authRequest{client: c, redirectURI: q.Get("redirect_uri"), redirectGiven: q.Has("redirect_uri"), state: q.Get("state")}
+	switch {
+	case !req.redirectGiven && len(c.redirectURIs) == 1 && !isLoopbackURI(c.redirectURIs[0]):
+		req.redirectURI = c.redirectURIs[0] // RFC 6749 §3.1.2.3
+	case !req.redirectGiven:
+		i.errorPage(w, http.StatusBadRequest, "The request has no redirect_uri.")
+		return
+	case !c.matchRedirect(req.redirectURI):
+		i.errorPage(w, http.StatusBadRequest, "The redirect_uri "+req.redirectURI+" is not registered for client "+clientID+".")
+		return
+	}
+	if e := i.checkAuthRequest(q, req); e != nil {
+		i.redirectBack(w, r, req, url.Values{"error": {e.body.Code}, "error_description": {e.body.Description}})
+		return
+	}
+	if i.opts.AutoApprove {
+		i.approveCode(w, r, req, i.opts.Subject)
+		return
+	}
+	nonce := randomToken()
+	now := i.lock()
+	i.consents[hash(nonce)] = &consent{expires: now.Add(consentTTL), auth: req}
+	i.mu.Unlock()
+	i.render(w, http.StatusOK, "consent.html", consentPage{
+		ClientName:  c.displayName(),
+		ClientID:    c.id,
+		Scopes:      strings.Fields(req.scope),
+		Resource:    req.resource,
+		RedirectURI: req.redirectURI,
+		State:       req.state,
+		Subject:     i.opts.Subject,
+		Nonce:       nonce,
+	})
+}
+
+// checkAuthRequest validates what may be reported to the redirect URI:
+// response type, PKCE (RFC 7636 §4.3, S256 only), scope and resource.
+func (i *Issuer) checkAuthRequest(q url.Values, req *authRequest) *oauthError {
+	if e := checkRepeats(q); e != nil {
+		return e
+	}
+	switch rt := q.Get("response_type"); {
+	case rt == "":
+		return badRequest("invalid_request", "response_type is required")
+	case rt != "code":
+		return badRequest("unsupported_response_type", "only response_type=code is supported")
+	}
+	if !req.client.allows(wire.GrantAuthorizationCode) {
+		return badRequest("unauthorized_client", "the client may not use the authorization code grant")
+	}
+	challenge := q.Get("code_challenge")
+	if challenge == "" {
+		return badRequest("invalid_request", "code_challenge is required (PKCE with S256)")
+	}
+	if q.Get("code_challenge_method") != "S256" {
+		return badRequest("invalid_request", "code_challenge_method must be S256; plain and missing are refused")
+	}
+	if b, err := base64.RawURLEncoding.DecodeString(challenge); err != nil || len(b) != 32 {
+		return badRequest("invalid_request", "code_challenge is not a base64url SHA-256 value")
+	}
+	req.challenge = challenge
+	var e *oauthError
+	if req.scope, e = i.requestedScope(q); e != nil {
+		return e
+	}
+	if req.resource, e = i.requestedResource(q); e != nil {
+		return e
+	}
+	return nil
+}
+
+// serveConsent takes the Approve/Deny answer of a consent page.
+func (i *Issuer) serveConsent(w http.ResponseWriter, r *http.Request) {
+	form, ok := i.readPageForm(w, r)
+	if !ok {
+		return
+	}
+	approve, subject, ok := i.readDecision(w, form)
+	if !ok {
+		return
+	}
+	key := hash(form.Get("nonce"))
+	now := i.lock()
+	c := i.consents[key]
+	if c != nil && c.auth != nil {
+		delete(i.consents, key)
+	}
+	i.mu.Unlock()
+	if c == nil || c.auth == nil || now.After(c.expires) {
+		i.errorPage(w, http.StatusBadRequest, "This consent page expired or was already answered. Start again from your application.")
+		return
+	}
+	if !approve {
+		i.log.Info("issuer: authorization denied", "client_id", c.auth.client.id)
+		i.redirectBack(w, r, c.auth, url.Values{"error": {"access_denied"}, "error_description": {"the user denied the request"}})
+		return
+	}
+	i.approveCode(w, r, c.auth, subject)
+}
+
+// approveCode issues a single-use code and sends it to the client.
+func (i *Issuer) approveCode(w http.ResponseWriter, r *http.Request, req *authRequest, subject string) {
+	code := randomToken()
+	now := i.lock()
+	expires := now.Add(i.opts.CodeTTL)
+	i.codes[hash(code)] = &authCode{
+		client:        req.client,
+		redirectURI:   req.redirectURI,
+		redirectGiven: req.redirectGiven,
+		challenge:     req.challenge,
+		subject:       subject,
+		scope:         req.scope,
+		resource:      req.resource,
+		expires:       expires,
+		keepUntil:     expires,
+	}
+	i.mu.Unlock()
+	i.log.Info("issuer: authorization code issued", "client_id", req.client.id, "sub", subject, "aud", req.resource)
+	i.redirectBack(w, r, req, url.Values{"code": {code}})
+}
+
+// redirectBack sends the authorization response to the client's redirect
+// URI, keeping its query, echoing state and adding iss (RFC 9207 §2).
+func (i *Issuer) redirectBack(w http.ResponseWriter, r *http.Request, req *authRequest, params url.Values) {
+	u, _ := url.Parse(req.redirectURI) // checked when registered and matched
+	q := u.Query()
+	for k, v := range params {
+		q[k] = v
+	}
+	if req.state != "" {
+		q.Set("state", req.state)
+	}
+	q.Set("iss", i.opts.Issuer)
+	u.RawQuery = q.Encode()
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	status := http.StatusFound
+	if r.Method == http.MethodPost {
+		status = http.StatusSeeOther
+	}
+	http.Redirect(w, r, u.String(), status)
+}
+
+func isLoopbackURI(raw string) bool {
+	u, err := url.Parse(raw)
+	return err == nil && u.Scheme == "http" && isLoopback(u.Hostname())
+}

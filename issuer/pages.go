@@ -1,0 +1,101 @@
+package issuer
+
+import (
+	"bytes"
+	"embed"
+	"html/template"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+func parsePages() (*template.Template, error) {
+	return template.ParseFS(templateFS, "templates/*.html")
+}
+
+// consentPage feeds templates/consent.html. Every field may come from a
+// request; html/template escapes them.
+type consentPage struct {
+	ClientName  string
+	ClientID    string
+	Scopes      []string
+	Resource    string
+	RedirectURI string
+	State       string
+	Subject     string
+	Nonce       string
+}
+
+// devicePage feeds templates/device.html: the user code entry form, or
+// with Nonce set, the confirmation form.
+type devicePage struct {
+	UserCode   string
+	Error      string
+	ClientName string
+	ClientID   string
+	Scopes     []string
+	Resource   string
+	Subject    string
+	Nonce      string
+}
+
+// messagePage feeds templates/message.html.
+type messagePage struct {
+	Title   string
+	Message string
+}
+
+// render executes a page into a buffer first, so a template failure is a
+// clean 500. Pages need no script, and may not be framed.
+func (i *Issuer) render(w http.ResponseWriter, status int, name string, data any) {
+	var buf bytes.Buffer
+	if err := i.pages.ExecuteTemplate(&buf, name, data); err != nil {
+		i.log.Error("issuer: cannot render page", "page", name, "err", err)
+		http.Error(w, "cannot render page", http.StatusInternalServerError)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	w.WriteHeader(status)
+	w.Write(buf.Bytes())
+}
+
+func (i *Issuer) errorPage(w http.ResponseWriter, status int, message string) {
+	i.render(w, status, "message.html", messagePage{Title: "Authorization error", Message: message})
+}
+
+// readPageForm reads a bounded consent or device form post.
+func (i *Issuer) readPageForm(w http.ResponseWriter, r *http.Request) (url.Values, bool) {
+	r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
+	if err := r.ParseForm(); err != nil {
+		i.errorPage(w, http.StatusBadRequest, "Cannot read the form.")
+		return nil, false
+	}
+	return r.PostForm, true
+}
+
+// readDecision reads Approve/Deny and, to approve, the user name.
+func (i *Issuer) readDecision(w http.ResponseWriter, form url.Values) (approve bool, subject string, ok bool) {
+	switch form.Get("decision") {
+	case "deny":
+		return false, "", true
+	case "approve":
+		subject = strings.TrimSpace(form.Get("subject"))
+		if err := checkSubject(subject); err != nil {
+			i.errorPage(w, http.StatusBadRequest, "Cannot approve: "+err.Error()+". Go back and correct it.")
+			return false, "", false
+		}
+		return true, subject, true
+	default:
+		i.errorPage(w, http.StatusBadRequest, "Choose Approve or Deny.")
+		return false, "", false
+	}
+}

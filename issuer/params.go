@@ -1,0 +1,127 @@
+package issuer
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// maxSubject bounds a subject typed on a consent page, in characters.
+const maxSubject = 255
+
+// parseScope splits a scope parameter into its tokens (RFC 6749 §3.3:
+// space-delimited, each made of %x21 / %x23-5B / %x5D-7E), dropping
+// duplicates.
+func parseScope(s string) ([]string, error) {
+	var scopes []string
+	for _, tok := range strings.Fields(s) {
+		for _, r := range tok {
+			if r < 0x21 || r > 0x7e || r == '"' || r == '\\' {
+				return nil, fmt.Errorf("scope %q has a character RFC 6749 §3.3 forbids", tok)
+			}
+		}
+		if !slices.Contains(scopes, tok) {
+			scopes = append(scopes, tok)
+		}
+	}
+	return scopes, nil
+}
+
+// requestedScope reads the scope parameter; none means ScopesSupported.
+func (i *Issuer) requestedScope(v url.Values) (string, *oauthError) {
+	scopes, err := parseScope(v.Get("scope"))
+	if err != nil {
+		return "", badRequest("invalid_scope", err.Error())
+	}
+	if len(scopes) == 0 {
+		scopes = i.opts.ScopesSupported
+	}
+	return strings.Join(scopes, " "), nil
+}
+
+// narrowScope checks that a refresh request's scope is within the granted
+// one (RFC 6749 §6); none means the granted scope.
+func narrowScope(v url.Values, granted string) (string, *oauthError) {
+	asked, err := parseScope(v.Get("scope"))
+	if err != nil {
+		return "", badRequest("invalid_scope", err.Error())
+	}
+	if len(asked) == 0 {
+		return granted, nil
+	}
+	have := strings.Fields(granted)
+	for _, s := range asked {
+		if !slices.Contains(have, s) {
+			return "", badRequest("invalid_scope", fmt.Sprintf("scope %q was not granted", s))
+		}
+	}
+	return strings.Join(asked, " "), nil
+}
+
+// checkResource accepts an RFC 8707 §2 resource indicator: an absolute URI
+// without a fragment.
+func checkResource(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("cannot parse resource %q", raw)
+	}
+	if !u.IsAbs() || (u.Host == "" && u.Opaque == "") {
+		return fmt.Errorf("resource %q is not an absolute URI", raw)
+	}
+	if strings.Contains(raw, "#") {
+		return fmt.Errorf("resource %q has a fragment", raw)
+	}
+	return nil
+}
+
+// requestedResource reads the resource parameter (RFC 8707 §2); none means
+// Options.DefaultResource. One resource per request is supported.
+func (i *Issuer) requestedResource(v url.Values) (string, *oauthError) {
+	switch vs := v["resource"]; len(vs) {
+	case 0:
+		return i.opts.DefaultResource, nil
+	case 1:
+		if err := checkResource(vs[0]); err != nil {
+			return "", badRequest("invalid_target", err.Error())
+		}
+		return vs[0], nil
+	default:
+		return "", badRequest("invalid_target", "only one resource per request is supported")
+	}
+}
+
+// sameResource checks a token request's resource, if any, against the
+// audience that was authorized (RFC 8707 §2.2).
+func sameResource(v url.Values, authorized string) *oauthError {
+	vs := v["resource"]
+	if len(vs) == 0 {
+		return nil
+	}
+	if len(vs) > 1 {
+		return badRequest("invalid_target", "only one resource per request is supported")
+	}
+	if err := checkResource(vs[0]); err != nil {
+		return badRequest("invalid_target", err.Error())
+	}
+	if vs[0] != authorized {
+		return badRequest("invalid_target", fmt.Sprintf("resource %q was not authorized; the grant is for %q", vs[0], authorized))
+	}
+	return nil
+}
+
+// checkSubject accepts a dev user name: 1 to 255 printable characters.
+func checkSubject(s string) error {
+	if s == "" || !utf8.ValidString(s) || utf8.RuneCountInString(s) > maxSubject || strings.TrimSpace(s) != s {
+		return errors.New("the user name must be 1 to 255 characters without surrounding spaces")
+	}
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			return errors.New("the user name must not contain control characters")
+		}
+	}
+	return nil
+}

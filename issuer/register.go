@@ -1,0 +1,132 @@
+package issuer
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"mime"
+	"net/http"
+	"slices"
+	"unicode/utf8"
+
+	"github.com/agentauth/agentauth/wire"
+)
+
+// maxRedirectURIs bounds the redirect URIs of one registration.
+const maxRedirectURIs = 20
+
+// registration is the RFC 7591 §2 client metadata the issuer understands;
+// anything else is ignored, as §2 requires.
+type registration struct {
+	RedirectURIs            []string `json:"redirect_uris,omitempty"`
+	TokenEndpointAuthMethod string   `json:"token_endpoint_auth_method"`
+	GrantTypes              []string `json:"grant_types"`
+	ResponseTypes           []string `json:"response_types"`
+	ClientName              string   `json:"client_name,omitempty"`
+}
+
+// registrationResponse is the RFC 7591 §3.2.1 response.
+type registrationResponse struct {
+	ClientID              string `json:"client_id"`
+	ClientSecret          string `json:"client_secret,omitempty"`
+	ClientIDIssuedAt      int64  `json:"client_id_issued_at"`
+	ClientSecretExpiresAt *int64 `json:"client_secret_expires_at,omitempty"`
+	registration
+}
+
+// serveRegister is the open dynamic client registration endpoint
+// (RFC 7591 §3). Defaults follow §2: client_secret_basic, the
+// authorization_code grant, the code response type. Public clients
+// (token_endpoint_auth_method none) get no secret; confidential ones get a
+// generated secret that never expires.
+func (i *Issuer) serveRegister(w http.ResponseWriter, r *http.Request) {
+	resp, e := i.register(w, r)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	writeJSON(w, http.StatusCreated, resp)
+}
+
+func (i *Issuer) register(w http.ResponseWriter, r *http.Request) (*registrationResponse, *oauthError) {
+	if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct != "application/json" {
+		return nil, badRequest("invalid_client_metadata", "the body must be application/json")
+	}
+	var m registration
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBodyBytes)).Decode(&m); err != nil {
+		return nil, badRequest("invalid_client_metadata", "cannot decode the client metadata: "+err.Error())
+	}
+	if e := checkRegistration(&m); e != nil {
+		return nil, e
+	}
+	resp := &registrationResponse{ClientID: randomID(), registration: m}
+	c := &client{
+		id:           resp.ClientID,
+		name:         m.ClientName,
+		authMethod:   m.TokenEndpointAuthMethod,
+		redirectURIs: m.RedirectURIs,
+		grantTypes:   m.GrantTypes,
+	}
+	if !c.public() {
+		resp.ClientSecret = randomToken()
+		c.secretHash = sha256.Sum256([]byte(resp.ClientSecret))
+		resp.ClientSecretExpiresAt = new(int64)
+	}
+	now := i.lock()
+	i.clients[c.id] = c
+	i.mu.Unlock()
+	resp.ClientIDIssuedAt = now.Unix()
+	i.log.Info("issuer: client registered", "client_id", c.id, "auth_method", c.authMethod)
+	return resp, nil
+}
+
+// checkRegistration applies the RFC 7591 §2 defaults (response_types
+// defaults to code only for the authorization_code grant) and checks: known
+// auth method, grant and response types, their §2.1 consistency, and
+// redirect URIs that are https or loopback http.
+func checkRegistration(m *registration) *oauthError {
+	if m.TokenEndpointAuthMethod == "" {
+		m.TokenEndpointAuthMethod = AuthClientSecretBasic
+	}
+	if !slices.Contains(supportedAuthMethods, m.TokenEndpointAuthMethod) {
+		return badRequest("invalid_client_metadata", fmt.Sprintf("token_endpoint_auth_method %q is not supported", m.TokenEndpointAuthMethod))
+	}
+	if len(m.GrantTypes) == 0 {
+		m.GrantTypes = []string{wire.GrantAuthorizationCode}
+	}
+	for _, g := range m.GrantTypes {
+		if !slices.Contains(supportedGrants, g) {
+			return badRequest("invalid_client_metadata", fmt.Sprintf("grant type %q is not supported", g))
+		}
+	}
+	code := slices.Contains(m.GrantTypes, wire.GrantAuthorizationCode)
+	if m.ResponseTypes == nil {
+		m.ResponseTypes = []string{}
+		if code {
+			m.ResponseTypes = []string{"code"}
+		}
+	}
+	for _, rt := range m.ResponseTypes {
+		if rt != "code" {
+			return badRequest("invalid_client_metadata", fmt.Sprintf("response type %q is not supported", rt))
+		}
+	}
+	if code != slices.Contains(m.ResponseTypes, "code") {
+		return badRequest("invalid_client_metadata", "response type code and the authorization_code grant type go together (RFC 7591 §2.1)")
+	}
+	if utf8.RuneCountInString(m.ClientName) > maxClientName {
+		return badRequest("invalid_client_metadata", fmt.Sprintf("client_name is longer than %d characters", maxClientName))
+	}
+	if len(m.RedirectURIs) == 0 && code {
+		return badRequest("invalid_redirect_uri", "redirect_uris is required for the authorization code grant")
+	}
+	if len(m.RedirectURIs) > maxRedirectURIs {
+		return badRequest("invalid_redirect_uri", fmt.Sprintf("more than %d redirect_uris", maxRedirectURIs))
+	}
+	for _, u := range m.RedirectURIs {
+		if err := checkRedirectURI(u); err != nil {
+			return badRequest("invalid_redirect_uri", err.Error())
+		}
+	}
+	return nil
+}

@@ -1,0 +1,15 @@
+//go:build !unix
+
+package store
+
+import (
+	"context"
+	"errors"
+)
+
+var errLockUnsupported = errors.New("file locks are only implemented on unix systems")
+
+func lockFile(context.Context, string) (func(), error) { return nil, errLockUnsupported }
+
+// syncDir is a no-op: directories cannot be fsynced here.
+func syncDir(string) error { return nil }
