@@ -1,0 +1,442 @@
+package wire
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"unicode"
+	"unicode/utf8"
+)
+
+// MCPProtocolVersion is the MCP revision agentauth's HTTP client offers.
+const MCPProtocolVersion = "2025-11-25"
+
+// mcpVersions are the revisions a server may answer with: agentauth only
+// sends initialize, notifications/initialized and the caller's method, which
+// mean the same in each.
+var mcpVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26"}
+
+// MCP Streamable HTTP headers (MCP 2025-11-25 "Transports").
+const (
+	headerSessionID       = "Mcp-Session-Id"
+	headerProtocolVersion = "Mcp-Protocol-Version"
+	methodInitialized     = "notifications/initialized"
+)
+
+// ErrSessionExpired means the server answered 404 to a request carrying the
+// session id: the session is gone and the client must initialize again
+// (MCP 2025-11-25 "Transports", Session Management).
+var ErrSessionExpired = errors.New("the MCP session expired or was ended by the server")
+
+// HTTPAuthError is a 401 or 403 answer: the caller decides whether to run
+// discovery, log in or step up (RFC 6750 §3, RFC 9728 §5.1).
+type HTTPAuthError struct {
+	StatusCode int
+	// Challenge is the first Bearer challenge of WWW-Authenticate; its
+	// Scheme is empty when there was none.
+	Challenge AuthChallenge
+	// Header holds the raw WWW-Authenticate values.
+	Header []string
+}
+
+func (e *HTTPAuthError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "the server refused the request: HTTP %d %s", e.StatusCode, http.StatusText(e.StatusCode))
+	if code := e.Challenge.Param("error"); code != "" {
+		fmt.Fprintf(&b, ": %s", code)
+		if d := e.Challenge.Param("error_description"); d != "" {
+			fmt.Fprintf(&b, " (%s)", d)
+		}
+	}
+	if s := e.Challenge.Param("scope"); s != "" {
+		fmt.Fprintf(&b, ", needs scope %q", s)
+	}
+	return b.String()
+}
+
+// HTTPStatusError is any other non-2xx answer, with the start of its body.
+type HTTPStatusError struct {
+	StatusCode int
+	// Excerpt is at most 200 printable characters of the body, with the
+	// request's token (should a server echo it) replaced by "[token]".
+	Excerpt string
+}
+
+func (e *HTTPStatusError) Error() string {
+	msg := fmt.Sprintf("the server answered HTTP %d %s", e.StatusCode, http.StatusText(e.StatusCode))
+	if e.Excerpt != "" {
+		msg += ": " + e.Excerpt
+	}
+	return msg
+}
+
+// MCPImplementation names an MCP client or server (clientInfo, serverInfo).
+type MCPImplementation struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+}
+
+// MCPInitializeResult is the result of MCP initialize.
+type MCPInitializeResult struct {
+	ProtocolVersion string            `json:"protocolVersion"`
+	Capabilities    json.RawMessage   `json:"capabilities,omitempty"`
+	ServerInfo      MCPImplementation `json:"serverInfo"`
+	Instructions    string            `json:"instructions,omitempty"`
+}
+
+// HTTPSession is a client session of the MCP Streamable HTTP transport
+// (MCP 2025-11-25 "Transports"): every message is a POST to one endpoint,
+// answered with application/json or a text/event-stream. It does not open
+// the optional GET stream: a command-line call needs no unsolicited messages.
+type HTTPSession struct {
+	endpoint string
+	client   *http.Client
+	token    func(context.Context) (string, error)
+	limit    int64
+
+	// OnMessage, when set, receives each request or notification the
+	// server sends on a response stream before its response. Requests are
+	// answered by the session: ping with an empty result, others with
+	// -32601, since agentauth declares no client capabilities.
+	OnMessage func(*Message)
+
+	nextID          atomic.Int64
+	mu              sync.Mutex
+	sessionID       string
+	protocolVersion string
+}
+
+// NewHTTPSession prepares a session with the MCP endpoint (an http or https
+// URL). token is called before every request; an empty token sends no
+// Authorization header, and a nil token function means no token at all.
+// A nil client means http.DefaultClient.
+func NewHTTPSession(endpoint string, client *http.Client, token func(context.Context) (string, error)) (*HTTPSession, error) {
+	u, err := url.Parse(endpoint)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("cannot use %q as an MCP endpoint: want an http or https URL", endpoint)
+	}
+	if client == nil {
+		client = http.DefaultClient
+	}
+	if token == nil {
+		token = func(context.Context) (string, error) { return "", nil }
+	}
+	return &HTTPSession{endpoint: endpoint, client: client, token: token, limit: DefaultMaxMessageSize}, nil
+}
+
+// SessionID is the Mcp-Session-Id the server assigned at initialize, or "".
+func (s *HTTPSession) SessionID() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sessionID
+}
+
+// ProtocolVersion is the MCP revision negotiated by Initialize, or "".
+func (s *HTTPSession) ProtocolVersion() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.protocolVersion
+}
+
+// Initialize runs the MCP lifecycle's first phase: initialize offering
+// MCPProtocolVersion, then notifications/initialized. Later requests carry
+// the negotiated MCP-Protocol-Version header.
+func (s *HTTPSession) Initialize(ctx context.Context, clientName, version string) (*MCPInitializeResult, error) {
+	params := map[string]any{
+		"protocolVersion": MCPProtocolVersion,
+		"capabilities":    map[string]any{},
+		"clientInfo":      MCPImplementation{Name: clientName, Version: version},
+	}
+	var res MCPInitializeResult
+	if err := s.Call(ctx, MethodInitialize, params, &res); err != nil {
+		return nil, err
+	}
+	if !slices.Contains(mcpVersions, res.ProtocolVersion) {
+		return nil, fmt.Errorf("cannot initialize: the server speaks MCP %q; agentauth speaks %s", res.ProtocolVersion, strings.Join(mcpVersions, ", "))
+	}
+	s.mu.Lock()
+	s.protocolVersion = res.ProtocolVersion
+	s.mu.Unlock()
+	if err := s.Notify(ctx, methodInitialized, nil); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// Call sends a request and waits for its response, reading an event stream
+// until the response with the request's id. A JSON-RPC error comes back as
+// *Error, a 401/403 as *HTTPAuthError, another non-2xx as *HTTPStatusError;
+// result (may be nil) receives the result.
+func (s *HTTPSession) Call(ctx context.Context, method string, params, result any) error {
+	id := NumberID(s.nextID.Add(1))
+	req, err := NewRequest(id, method, params)
+	if err != nil {
+		return fmt.Errorf("cannot encode the %s request: %w", method, err)
+	}
+	resp, err := s.post(ctx, req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusAccepted {
+		return fmt.Errorf("the server accepted %s but sent no response (HTTP 202)", method)
+	}
+	if method == MethodInitialize {
+		if err := s.keepSessionID(resp.Header.Get(headerSessionID)); err != nil {
+			return err
+		}
+	}
+	m, err := s.readResponse(ctx, resp, id)
+	if err != nil {
+		return fmt.Errorf("cannot read the response to %s: %w", method, err)
+	}
+	if m.Error != nil {
+		return m.Error
+	}
+	if result != nil {
+		if err := json.Unmarshal(m.Result, result); err != nil {
+			return fmt.Errorf("cannot read the %s result: %w", method, err)
+		}
+	}
+	return nil
+}
+
+// Notify sends a notification; the server answers 202 Accepted.
+func (s *HTTPSession) Notify(ctx context.Context, method string, params any) error {
+	m, err := NewNotification(method, params)
+	if err != nil {
+		return fmt.Errorf("cannot encode the %s notification: %w", method, err)
+	}
+	resp, err := s.post(ctx, m)
+	if err != nil {
+		return err
+	}
+	return drain(resp)
+}
+
+// Close ends the session with DELETE when the server assigned one; a server
+// that does not allow clients to end sessions (405) is not an error.
+func (s *HTTPSession) Close(ctx context.Context) error {
+	if s.SessionID() == "" {
+		return nil
+	}
+	resp, err := s.do(ctx, http.MethodDelete, nil)
+	var se *HTTPStatusError
+	if errors.As(err, &se) && se.StatusCode == http.StatusMethodNotAllowed {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("cannot end the MCP session: %w", err)
+	}
+	return drain(resp)
+}
+
+func (s *HTTPSession) keepSessionID(id string) error {
+	if id == "" {
+		return nil
+	}
+	// MCP 2025-11-25: visible ASCII (0x21–0x7E) only.
+	for i := 0; i < len(id); i++ {
+		if id[i] < 0x21 || id[i] > 0x7e {
+			return errors.New("cannot keep the session: the server's Mcp-Session-Id has characters outside visible ASCII")
+		}
+	}
+	s.mu.Lock()
+	s.sessionID = id
+	s.mu.Unlock()
+	return nil
+}
+
+// post sends one JSON-RPC message and returns a 2xx response, or the
+// error its status means.
+func (s *HTTPSession) post(ctx context.Context, m *Message) (*http.Response, error) {
+	body, err := Encode(m)
+	if err != nil {
+		return nil, fmt.Errorf("cannot encode the message: %w", err)
+	}
+	return s.do(ctx, http.MethodPost, body)
+}
+
+func (s *HTTPSession) do(ctx context.Context, method string, body []byte) (*http.Response, error) {
+	token, err := s.token(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("cannot get a token for %s: %w", s.endpoint, err)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, s.endpoint, bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("cannot build the request: %w", err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token) // RFC 6750 §2.1
+	}
+	s.mu.Lock()
+	sessionID, version := s.sessionID, s.protocolVersion
+	s.mu.Unlock()
+	if sessionID != "" {
+		req.Header.Set(headerSessionID, sessionID)
+	}
+	if version != "" {
+		req.Header.Set(headerProtocolVersion, version)
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("cannot reach the MCP server: %w", err)
+	}
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+		header := resp.Header.Values("WWW-Authenticate")
+		challenge, _ := BearerChallenge(header)
+		return nil, &HTTPAuthError{StatusCode: resp.StatusCode, Challenge: challenge, Header: header}
+	case resp.StatusCode == http.StatusNotFound && sessionID != "":
+		s.mu.Lock()
+		if s.sessionID == sessionID {
+			s.sessionID, s.protocolVersion = "", ""
+		}
+		s.mu.Unlock()
+		return nil, ErrSessionExpired
+	}
+	return nil, &HTTPStatusError{StatusCode: resp.StatusCode, Excerpt: excerpt(resp.Body, token)}
+}
+
+// readResponse returns the response to id from a JSON body or an event
+// stream, handing anything else the server sends first to OnMessage.
+func (s *HTTPSession) readResponse(ctx context.Context, resp *http.Response, id ID) (*Message, error) {
+	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	switch ct {
+	case "application/json":
+		data, err := io.ReadAll(io.LimitReader(resp.Body, s.limit+1))
+		if err != nil {
+			return nil, err
+		}
+		if int64(len(data)) > s.limit {
+			return nil, &TooLargeError{Limit: s.limit}
+		}
+		m, err := decodeMessage(data)
+		if err != nil {
+			return nil, err
+		}
+		if !answers(m, id) {
+			return nil, errors.New("the server's JSON body is not the response to this request")
+		}
+		return m, nil
+	case "text/event-stream":
+		events := NewSSEReader(resp.Body, s.limit)
+		for {
+			ev, err := events.Next()
+			if err == io.EOF {
+				return nil, errors.New("the server ended the event stream without a response")
+			}
+			if err != nil {
+				return nil, err
+			}
+			if ev.Type != "message" || ev.Data == "" {
+				continue // a priming event (id only) or another event type
+			}
+			m, err := decodeMessage([]byte(ev.Data))
+			if err != nil {
+				return nil, err
+			}
+			switch {
+			case answers(m, id):
+				return m, nil
+			case m.IsRequest():
+				if s.OnMessage != nil {
+					s.OnMessage(m)
+				}
+				if err := s.answer(ctx, m); err != nil {
+					return nil, err
+				}
+			case m.IsNotification():
+				if s.OnMessage != nil {
+					s.OnMessage(m)
+				}
+			}
+		}
+	}
+	return nil, fmt.Errorf("unexpected content type %q", resp.Header.Get("Content-Type"))
+}
+
+// decodeMessage reads one JSON-RPC message from the server. Its failure is
+// a plain error, not an *Error: the server did not send an error object.
+func decodeMessage(data []byte) (*Message, error) {
+	m, derr := Decode(data)
+	if derr != nil {
+		return nil, fmt.Errorf("the server sent an invalid JSON-RPC message: %s", derr.Message)
+	}
+	return m, nil
+}
+
+// answers reports whether m is the response to the request id, or an error
+// with a null id: the server could not read the request (JSON-RPC 2.0 §5).
+func answers(m *Message, id ID) bool {
+	return m.IsResponse() && (m.ID.String() == id.String() || m.ID.IsZero() && m.Error != nil)
+}
+
+// answer replies to a request the server sent on a response stream.
+func (s *HTTPSession) answer(ctx context.Context, req *Message) error {
+	reply := NewErrorResponse(req.ID, Errorf(CodeMethodNotFound, "method %q not found", req.Method))
+	if req.Method == MethodPing {
+		reply = &Message{JSONRPC: Version, ID: req.ID, Result: json.RawMessage("{}")}
+	}
+	resp, err := s.post(ctx, reply)
+	if err != nil {
+		return fmt.Errorf("cannot answer the server's %s: %w", req.Method, err)
+	}
+	return drain(resp)
+}
+
+// drain reads and closes a body nobody needs, so the connection is reused.
+func drain(resp *http.Response) error {
+	_, err := io.Copy(io.Discard, io.LimitReader(resp.Body, DefaultMaxMessageSize))
+	resp.Body.Close()
+	return err
+}
+
+// excerpt returns up to 200 printable characters of a body, never the
+// token: whole copies become "[token]", and a copy cut off by the read
+// limit is dropped.
+func excerpt(body io.Reader, token string) string {
+	limit := 1024 + len(token)
+	data, _ := io.ReadAll(io.LimitReader(body, int64(limit)))
+	text := string(data)
+	if token != "" {
+		text = strings.ReplaceAll(text, token, "[token]")
+		if len(data) == limit {
+			for k := len(token) - 1; k > 0; k-- {
+				if strings.HasSuffix(text, token[:k]) {
+					text = text[:len(text)-k]
+					break
+				}
+			}
+		}
+	}
+	text = strings.Map(func(r rune) rune {
+		if unicode.IsPrint(r) && r != utf8.RuneError {
+			return r
+		}
+		return ' '
+	}, text)
+	text = strings.Join(strings.Fields(text), " ")
+	if r := []rune(text); len(r) > 200 {
+		text = string(r[:200]) + "…"
+	}
+	return text
+}
