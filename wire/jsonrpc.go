@@ -84,6 +84,20 @@ type Message struct {
 	Error   *Error          `json:"error,omitempty"`
 }
 
+// MarshalJSON writes the message, giving a response whose id could not be
+// read an explicit "id": null (JSON-RPC 2.0 §5); requests and notifications
+// are written as they are.
+func (m Message) MarshalJSON() ([]byte, error) {
+	type plain Message
+	if m.Method == "" && m.ID.IsZero() && (m.Result != nil || m.Error != nil) {
+		return json.Marshal(struct {
+			plain
+			ID json.RawMessage `json:"id"`
+		}{plain(m), json.RawMessage("null")})
+	}
+	return json.Marshal(plain(m))
+}
+
 // IsRequest reports whether m is a request expecting a response.
 func (m *Message) IsRequest() bool { return m.Method != "" && !m.ID.IsZero() }
 

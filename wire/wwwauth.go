@@ -107,6 +107,16 @@ func (p *authParser) token() string {
 	return p.s[start:p.pos]
 }
 
+// bare reads an unquoted value. RFC 9110 wants a token, but servers also
+// send unquoted URLs, so it runs to the next comma or whitespace.
+func (p *authParser) bare() string {
+	start := p.pos
+	for p.pos < len(p.s) && strings.IndexByte(", \t\"", p.s[p.pos]) < 0 {
+		p.pos++
+	}
+	return p.s[start:p.pos]
+}
+
 func (p *authParser) quoted() string {
 	// p.s[p.pos] == '"'
 	p.pos++
@@ -150,7 +160,7 @@ func (p *authParser) parse() []AuthChallenge {
 			if p.pos < len(p.s) && p.s[p.pos] == '"' {
 				val = p.quoted()
 			} else {
-				val = p.token()
+				val = p.bare()
 			}
 			cur.Params[strings.ToLower(name)] = val
 			continue

@@ -1,0 +1,125 @@
+package flows
+
+import (
+	"fmt"
+	"maps"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	"golang.org/x/oauth2"
+)
+
+// Client authentication methods (RFC 7591 §2, RFC 6749 §2.3.1).
+const (
+	AuthMethodNone              = "none"
+	AuthMethodClientSecretBasic = "client_secret_basic"
+	AuthMethodClientSecretPost  = "client_secret_post"
+)
+
+// Client is an OAuth client as the token, revocation and device
+// authorization endpoints see it.
+type Client struct {
+	ID string
+	// Secret is empty for a public client.
+	Secret string
+	// AuthMethod is one of the AuthMethod constants; empty means
+	// client_secret_basic with a secret, none without.
+	AuthMethod string
+}
+
+// ChooseAuthMethod picks how a client authenticates to the token endpoint
+// from the authorization server's token_endpoint_auth_methods_supported:
+// a public client (no secret) uses none; a confidential one prefers
+// client_secret_basic, then client_secret_post. An absent list means
+// client_secret_basic (RFC 8414 §2).
+func ChooseAuthMethod(supported []string, hasSecret bool) (string, error) {
+	if !hasSecret {
+		return AuthMethodNone, nil
+	}
+	if len(supported) == 0 {
+		return AuthMethodClientSecretBasic, nil
+	}
+	for _, m := range []string{AuthMethodClientSecretBasic, AuthMethodClientSecretPost} {
+		if slices.Contains(supported, m) {
+			return m, nil
+		}
+	}
+	return "", fmt.Errorf("%w: it accepts %s, agentauth sends a client secret with %s or %s",
+		ErrNoAuthMethod, strings.Join(supported, ", "), AuthMethodClientSecretBasic, AuthMethodClientSecretPost)
+}
+
+func (c Client) method() string {
+	switch {
+	case c.AuthMethod != "":
+		return c.AuthMethod
+	case c.Secret != "":
+		return AuthMethodClientSecretBasic
+	}
+	return AuthMethodNone
+}
+
+func (c Client) check() error {
+	if c.ID == "" {
+		return fmt.Errorf("no client id")
+	}
+	switch m := c.method(); m {
+	case AuthMethodNone:
+	case AuthMethodClientSecretBasic, AuthMethodClientSecretPost:
+		if c.Secret == "" {
+			return fmt.Errorf("client authentication %s needs a client secret", m)
+		}
+	default:
+		return fmt.Errorf("client authentication %q is not supported (only %s, %s, %s)",
+			m, AuthMethodNone, AuthMethodClientSecretBasic, AuthMethodClientSecretPost)
+	}
+	return nil
+}
+
+// newRequest builds a POST of form to an OAuth endpoint carrying the
+// client's credentials: client_secret_basic is HTTP Basic over the
+// form-urlencoded id and secret (RFC 6749 §2.3.1); client_secret_post puts
+// both in the form; none sends client_id alone.
+func (c Client) newRequest(endpoint string, form url.Values) (*http.Request, error) {
+	form = maps.Clone(form)
+	if form == nil {
+		form = url.Values{}
+	}
+	method := c.method()
+	if method != AuthMethodClientSecretBasic {
+		form.Set("client_id", c.ID)
+	}
+	if method == AuthMethodClientSecretPost {
+		form.Set("client_secret", c.Secret)
+	}
+	req, err := http.NewRequest(http.MethodPost, endpoint, strings.NewReader(form.Encode()))
+	if err != nil {
+		return nil, err
+	}
+	if method == AuthMethodClientSecretBasic {
+		req.SetBasicAuth(url.QueryEscape(c.ID), url.QueryEscape(c.Secret))
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept", "application/json")
+	return req, nil
+}
+
+// oauth2Config is the x/oauth2 view of the client, for the authorization
+// code grant.
+func (c Client) oauth2Config(authURL, tokenURL, redirectURL string, scopes []string) *oauth2.Config {
+	cfg := &oauth2.Config{
+		ClientID:    c.ID,
+		RedirectURL: redirectURL,
+		Scopes:      scopes,
+		Endpoint:    oauth2.Endpoint{AuthURL: authURL, TokenURL: tokenURL, AuthStyle: oauth2.AuthStyleInParams},
+	}
+	switch c.method() {
+	case AuthMethodClientSecretBasic:
+		cfg.ClientSecret = c.Secret
+		cfg.Endpoint.AuthStyle = oauth2.AuthStyleInHeader
+	case AuthMethodClientSecretPost:
+		cfg.ClientSecret = c.Secret
+	}
+	return cfg
+}

@@ -1,0 +1,208 @@
+package flows
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/oauth2"
+
+	"github.com/agentauth/agentauth/wire"
+)
+
+// Token is what a grant yields (RFC 6749 §5.1). It holds secrets: String
+// never shows them.
+type Token struct {
+	AccessToken  string
+	RefreshToken string
+	// TokenType is the AS's token_type ("Bearer" when it sent none).
+	TokenType string
+	// Expiry is zero when the AS gave no expires_in.
+	Expiry time.Time
+	// Scopes are the granted scopes, or the requested ones when the AS's
+	// answer has no scope (RFC 6749 §5.1).
+	Scopes []string
+}
+
+// String describes the token without its secrets.
+func (t *Token) String() string {
+	s := t.TokenType + " token"
+	if !t.Expiry.IsZero() {
+		s += ", expires " + t.Expiry.Format(time.RFC3339)
+	}
+	if t.RefreshToken != "" {
+		s += ", refreshable"
+	}
+	return s + ", scopes [" + wire.JoinScope(t.Scopes) + "]"
+}
+
+// postForm POSTs a form to an OAuth endpoint with the client's
+// authentication, within DefaultFetchTimeout.
+func postForm(ctx context.Context, hc *http.Client, field, endpoint string, client Client, form url.Values) (*http.Response, []byte, error) {
+	if endpoint == "" {
+		return nil, nil, fmt.Errorf("the authorization server has no %s", field)
+	}
+	if _, err := checkURL(field, endpoint); err != nil {
+		return nil, nil, err
+	}
+	if err := client.check(); err != nil {
+		return nil, nil, err
+	}
+	req, err := client.newRequest(endpoint, form)
+	if err != nil {
+		return nil, nil, err
+	}
+	return do(ctx, guard(hc), req, DefaultFetchTimeout)
+}
+
+// tokenResponse is the RFC 6749 §5.1 body.
+type tokenResponse struct {
+	AccessToken  string      `json:"access_token"`
+	TokenType    string      `json:"token_type"`
+	RefreshToken string      `json:"refresh_token"`
+	ExpiresIn    json.Number `json:"expires_in"`
+	Scope        *string     `json:"scope"`
+	Error        string      `json:"error"`
+}
+
+// requestToken makes a token request (RFC 6749 §4.1.3, §6, RFC 8628 §3.4)
+// and reads its answer; requested is the scope to record when the answer
+// has none. Errors wrap *wire.OAuthError and, for invalid_grant and
+// invalid_client, their sentinel.
+func requestToken(ctx context.Context, hc *http.Client, endpoint string, client Client, form url.Values, requested []string) (*Token, error) {
+	resp, body, err := postForm(ctx, hc, "token_endpoint", endpoint, client, form)
+	if err != nil {
+		return nil, err
+	}
+	var tr tokenResponse
+	jsonErr := json.Unmarshal(body, &tr)
+	if resp.StatusCode != http.StatusOK || tr.Error != "" {
+		return nil, grantError(oauthError(resp, body))
+	}
+	if jsonErr != nil {
+		return nil, fmt.Errorf("cannot read the token response of %s: %w", endpoint, jsonErr)
+	}
+	if tr.AccessToken == "" {
+		return nil, fmt.Errorf("the token response of %s has no access_token", endpoint)
+	}
+	t := &Token{AccessToken: tr.AccessToken, RefreshToken: tr.RefreshToken, TokenType: tr.TokenType, Scopes: requested}
+	if tr.Scope != nil && *tr.Scope != "" {
+		t.Scopes = wire.SplitScope(*tr.Scope)
+	}
+	if tr.ExpiresIn != "" {
+		secs, err := strconv.ParseFloat(tr.ExpiresIn.String(), 64)
+		if err != nil {
+			return nil, fmt.Errorf("the token response of %s has an expires_in that is not a number", endpoint)
+		}
+		if secs > 0 {
+			t.Expiry = time.Now().Add(time.Duration(secs * float64(time.Second)))
+		}
+	}
+	if t.TokenType == "" {
+		t.TokenType = "Bearer"
+	}
+	return t, nil
+}
+
+// fromOAuth2 converts an x/oauth2 token.
+func fromOAuth2(tok *oauth2.Token, requested []string) *Token {
+	t := &Token{AccessToken: tok.AccessToken, RefreshToken: tok.RefreshToken, TokenType: tok.Type(), Expiry: tok.Expiry, Scopes: requested}
+	if s, ok := tok.Extra("scope").(string); ok && s != "" {
+		t.Scopes = wire.SplitScope(s)
+	}
+	return t
+}
+
+// oauth2Error turns an x/oauth2 error into ours: its RetrieveError text
+// may quote the response body, which is never shown.
+func oauth2Error(err error, tokenURL string) error {
+	var re *oauth2.RetrieveError
+	if !errors.As(err, &re) {
+		return err
+	}
+	if re.ErrorCode != "" {
+		return grantError(sanitized(wire.OAuthError{Code: re.ErrorCode, Description: re.ErrorDescription, URI: re.ErrorURI}))
+	}
+	return &HTTPStatusError{URL: tokenURL, StatusCode: re.Response.StatusCode}
+}
+
+// RefreshRequest is a refresh token grant (RFC 6749 §6).
+type RefreshRequest struct {
+	TokenEndpoint string
+	Client        Client
+	RefreshToken  string
+	// Resource is sent as the RFC 8707 resource indicator when not empty.
+	Resource string
+	// Scopes are the scopes the credential holds: they are not sent (a
+	// refresh cannot widen them) but kept when the answer has no scope.
+	Scopes []string
+}
+
+// Refresh exchanges a refresh token for a new access token. When the AS
+// does not rotate the refresh token, the old one is kept. invalid_grant
+// wraps ErrInvalidGrant (log in again); invalid_client wraps
+// ErrInvalidClient (drop the registration).
+func Refresh(ctx context.Context, hc *http.Client, req RefreshRequest) (*Token, error) {
+	if req.RefreshToken == "" {
+		return nil, fmt.Errorf("cannot refresh the token: %w: there is no refresh token", ErrInvalidGrant)
+	}
+	form := url.Values{"grant_type": {wire.GrantRefreshToken}, "refresh_token": {req.RefreshToken}}
+	if req.Resource != "" {
+		form.Set("resource", req.Resource)
+	}
+	t, err := requestToken(ctx, hc, req.TokenEndpoint, req.Client, form, req.Scopes)
+	if err != nil {
+		return nil, fmt.Errorf("cannot refresh the token: %w", err)
+	}
+	if t.RefreshToken == "" {
+		t.RefreshToken = req.RefreshToken
+	}
+	return t, nil
+}
+
+// Token type hints (RFC 7009 §2.1).
+const (
+	HintRefreshToken = "refresh_token"
+	HintAccessToken  = "access_token"
+)
+
+// RevokeRequest is an RFC 7009 revocation request.
+type RevokeRequest struct {
+	Endpoint string
+	Client   Client
+	Token    string
+	// TokenTypeHint is HintRefreshToken, HintAccessToken or empty.
+	TokenTypeHint string
+}
+
+// Revoke asks the authorization server to revoke a token (RFC 7009 §2.1).
+// A 200 (any 2xx) is success, also for a token that was already invalid
+// (§2.2); any other answer (a 503 or other 5xx, a 400 unsupported_token_type) or a
+// network failure is an error, and the token may still be valid.
+func Revoke(ctx context.Context, hc *http.Client, req RevokeRequest) error {
+	what := "token"
+	if req.TokenTypeHint != "" {
+		what = strings.ReplaceAll(req.TokenTypeHint, "_", " ")
+	}
+	if req.Token == "" {
+		return fmt.Errorf("cannot revoke the %s: it is empty", what)
+	}
+	form := url.Values{"token": {req.Token}}
+	if req.TokenTypeHint != "" {
+		form.Set("token_type_hint", req.TokenTypeHint)
+	}
+	resp, body, err := postForm(ctx, hc, "revocation_endpoint", req.Endpoint, req.Client, form)
+	if err != nil {
+		return fmt.Errorf("cannot revoke the %s: %w", what, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("cannot revoke the %s: %w", what, grantError(oauthError(resp, body)))
+	}
+	return nil
+}

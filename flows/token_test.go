@@ -1,0 +1,216 @@
+package flows
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentauth/agentauth/wire"
+)
+
+func TestRefresh(t *testing.T) {
+	tests := []struct {
+		name        string
+		reply       func(w http.ResponseWriter)
+		wantRefresh string
+		wantScopes  string
+		wantErr     error
+	}{
+		{"rotated", func(w http.ResponseWriter) {
+			writeJSON(w, 200, map[string]any{"access_token": "at-2", "token_type": "bearer", "expires_in": "120", "refresh_token": "rt-2", "scope": "agent:use"})
+		}, "rt-2", "agent:use", nil},
+		{"not rotated: the old refresh token is kept", func(w http.ResponseWriter) {
+			writeJSON(w, 200, map[string]any{"access_token": "at-2", "token_type": "Bearer", "expires_in": 120})
+		}, "rt-old-secret", "agent:use agent:admin", nil},
+		{"invalid_grant", func(w http.ResponseWriter) { oauthErr(w, 400, "invalid_grant", "refresh token revoked") },
+			"", "", ErrInvalidGrant},
+		{"invalid_client", func(w http.ResponseWriter) { oauthErr(w, 401, "invalid_client", "client unknown") },
+			"", "", ErrInvalidClient},
+		{"an error in a 200", func(w http.ResponseWriter) { oauthErr(w, 200, "invalid_grant", "") },
+			"", "", ErrInvalidGrant},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			as := newFakeAS(t)
+			as.token = func(w http.ResponseWriter, form url.Values) { tt.reply(w) }
+			tok, err := Refresh(context.Background(), nil, RefreshRequest{
+				TokenEndpoint: as.md.TokenEndpoint, Client: Client{ID: "pub"}, RefreshToken: "rt-old-secret",
+				Resource: "https://mcp.example/mcp", Scopes: []string{"agent:use", "agent:admin"},
+			})
+			f := as.tokenForms[0]
+			if f.Get("grant_type") != "refresh_token" || f.Get("refresh_token") != "rt-old-secret" ||
+				f.Get("resource") != "https://mcp.example/mcp" || f.Get("client_id") != "pub" || f.Has("scope") {
+				t.Errorf("refresh request = %v", f)
+			}
+			if tt.wantErr != nil {
+				if !errors.Is(err, tt.wantErr) {
+					t.Fatalf("error %v is not %v", err, tt.wantErr)
+				}
+				var oe *wire.OAuthError
+				if !errors.As(err, &oe) {
+					t.Errorf("error %v does not carry the OAuth error", err)
+				}
+				noSecrets(t, err, "rt-old-secret")
+				return
+			}
+			if err != nil {
+				t.Fatalf("Refresh: %v", err)
+			}
+			if tok.AccessToken != "at-2" || tok.RefreshToken != tt.wantRefresh || strings.Join(tok.Scopes, " ") != tt.wantScopes {
+				t.Errorf("token = %+v", *tok)
+			}
+			if until := time.Until(tok.Expiry); until < time.Minute || until > 2*time.Minute {
+				t.Errorf("expiry in %v, want about 120s", until)
+			}
+		})
+	}
+	if _, err := Refresh(context.Background(), nil, RefreshRequest{TokenEndpoint: "https://as.example/token", Client: Client{ID: "x"}}); !errors.Is(err, ErrInvalidGrant) {
+		t.Errorf("refresh without a refresh token: %v, want ErrInvalidGrant", err)
+	}
+}
+
+// Client authentication on the token endpoint, per method.
+func TestClientAuthentication(t *testing.T) {
+	tests := []struct {
+		client             Client
+		wantUser, wantPass string // Basic credentials, form-urlencoded (RFC 6749 §2.3.1)
+		wantForm           url.Values
+	}{
+		{Client{ID: "my client", Secret: "s&c:r+t%"}, "my+client", "s%26c%3Ar%2Bt%25", url.Values{}},
+		{Client{ID: "c", Secret: "s", AuthMethod: AuthMethodClientSecretBasic}, "c", "s", url.Values{}},
+		{Client{ID: "c", Secret: "s", AuthMethod: AuthMethodClientSecretPost}, "", "", url.Values{"client_id": {"c"}, "client_secret": {"s"}}},
+		{Client{ID: "c"}, "", "", url.Values{"client_id": {"c"}}},
+		{Client{ID: "c", Secret: "ignored", AuthMethod: AuthMethodNone}, "", "", url.Values{"client_id": {"c"}}},
+	}
+	for _, tt := range tests {
+		var gotUser, gotPass string
+		var gotForm url.Values
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			gotUser, gotPass, _ = r.BasicAuth()
+			body, _ := io.ReadAll(r.Body)
+			gotForm, _ = url.ParseQuery(string(body))
+			writeJSON(w, 200, map[string]any{"access_token": "at"})
+		}))
+		_, err := Refresh(context.Background(), nil, RefreshRequest{TokenEndpoint: srv.URL, Client: tt.client, RefreshToken: "rt"})
+		srv.Close()
+		if err != nil {
+			t.Errorf("%+v: %v", tt.client, err)
+			continue
+		}
+		gotForm.Del("grant_type")
+		gotForm.Del("refresh_token")
+		if gotUser != tt.wantUser || gotPass != tt.wantPass || gotForm.Encode() != tt.wantForm.Encode() {
+			t.Errorf("%s: basic %q:%q form %v; want %q:%q %v", tt.client.method(), gotUser, gotPass, gotForm, tt.wantUser, tt.wantPass, tt.wantForm)
+		}
+	}
+	for _, c := range []Client{{}, {ID: "c", AuthMethod: AuthMethodClientSecretPost}, {ID: "c", Secret: "s", AuthMethod: "private_key_jwt"}} {
+		if _, err := Refresh(context.Background(), nil, RefreshRequest{TokenEndpoint: "https://as.example/token", Client: c, RefreshToken: "rt"}); err == nil {
+			t.Errorf("client %+v was accepted", c)
+		}
+	}
+}
+
+func TestRevoke(t *testing.T) {
+	tests := []struct {
+		name     string
+		status   int
+		body     string
+		wantErr  bool
+		wantCode string
+	}{
+		{"ok", 200, "", false, ""},
+		{"unavailable", 503, "", true, ""},
+		{"server error", 500, "oops", true, ""},
+		{"unsupported token type", 400, `{"error":"unsupported_token_type"}`, true, "unsupported_token_type"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var form url.Values
+			var auth string
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				body, _ := io.ReadAll(r.Body)
+				form, _ = url.ParseQuery(string(body))
+				auth = r.Header.Get("Authorization")
+				if tt.body != "" {
+					w.Header().Set("Content-Type", "application/json")
+				}
+				w.WriteHeader(tt.status)
+				io.WriteString(w, tt.body)
+			}))
+			defer srv.Close()
+			err := Revoke(context.Background(), nil, RevokeRequest{Endpoint: srv.URL, Client: Client{ID: "c", Secret: "s"},
+				Token: "rt-secret-1", TokenTypeHint: HintRefreshToken})
+			if form.Get("token") != "rt-secret-1" || form.Get("token_type_hint") != "refresh_token" || !strings.HasPrefix(auth, "Basic ") {
+				t.Errorf("revocation request: form %v, Authorization %q", form, auth)
+			}
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("Revoke: %v, want error %v", err, tt.wantErr)
+			}
+			noSecrets(t, err)
+			if tt.wantCode != "" {
+				var oe *wire.OAuthError
+				if !errors.As(err, &oe) || oe.Code != tt.wantCode {
+					t.Errorf("error %v does not carry %s", err, tt.wantCode)
+				}
+			}
+			var se *HTTPStatusError
+			if tt.status >= 500 && (!errors.As(err, &se) || se.StatusCode != tt.status) {
+				t.Errorf("error %v does not carry HTTP %d", err, tt.status)
+			}
+		})
+	}
+	t.Run("network", func(t *testing.T) {
+		srv := httptest.NewServer(http.NotFoundHandler())
+		srv.Close()
+		if err := Revoke(context.Background(), nil, RevokeRequest{Endpoint: srv.URL, Client: Client{ID: "c"}, Token: "tok"}); err == nil {
+			t.Fatal("Revoke against a closed server succeeded")
+		}
+	})
+	if err := Revoke(context.Background(), nil, RevokeRequest{Endpoint: "http://as.example/revoke", Client: Client{ID: "c"}, Token: "t"}); !errors.Is(err, ErrInsecureHTTP) {
+		t.Errorf("revocation over http off loopback: %v", err)
+	}
+}
+
+func TestReadOAuthError(t *testing.T) {
+	tests := []struct {
+		name        string
+		contentType string
+		body        string
+		want        *wire.OAuthError
+		wantStatus  bool
+	}{
+		{"json", "application/json", `{"error":"invalid_request","error_description":"bad","error_uri":"https://as.example/e"}`,
+			&wire.OAuthError{Code: "invalid_request", Description: "bad", URI: "https://as.example/e"}, false},
+		{"json without a content type", "", `{"error":"invalid_grant"}`, &wire.OAuthError{Code: "invalid_grant"}, false},
+		{"form", "application/x-www-form-urlencoded", `error=slow_down&error_description=wait`,
+			&wire.OAuthError{Code: "slow_down", Description: "wait"}, false},
+		{"control characters", "application/json", `{"error":"invalid_request","error_description":"a\u001b[31mred\nline"}`,
+			&wire.OAuthError{Code: "invalid_request", Description: "a [31mred line"}, false},
+		{"html", "text/html", `<h1>Bad Gateway</h1>`, nil, true},
+		{"empty", "application/json", ``, nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := httptest.NewRequest("POST", "https://as.example/token", nil)
+			resp := &http.Response{StatusCode: 400, Header: http.Header{"Content-Type": {tt.contentType}},
+				Body: io.NopCloser(strings.NewReader(tt.body)), Request: req}
+			err := ReadOAuthError(resp)
+			var oe *wire.OAuthError
+			var se *HTTPStatusError
+			switch {
+			case tt.wantStatus:
+				if !errors.As(err, &se) || se.StatusCode != 400 || se.URL != "https://as.example/token" {
+					t.Fatalf("ReadOAuthError = %v, want an HTTPStatusError", err)
+				}
+			case !errors.As(err, &oe) || *oe != *tt.want:
+				t.Fatalf("ReadOAuthError = %#v, want %#v", err, tt.want)
+			}
+		})
+	}
+}
