@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -32,6 +33,7 @@ func TestScripts(t *testing.T) {
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"waitfile": waitFile,
+			"addrenv":  addrEnv,
 		},
 	})
 }
@@ -51,4 +53,13 @@ func waitFile(ts *testscript.TestScript, neg bool, args []string) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	ts.Fatalf("%s", fmt.Sprintf("timed out waiting for %s", args[0]))
+}
+
+// addrEnv sets an environment variable to a file's content without
+// surrounding whitespace (a server's address file). Usage: addrenv VAR FILE
+func addrEnv(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: addrenv VAR FILE")
+	}
+	ts.Setenv(args[0], strings.TrimSpace(ts.ReadFile(args[1])))
 }

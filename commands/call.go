@@ -1,7 +1,312 @@
 package commands
 
-import "github.com/urfave/cli/v2"
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/agentauth/agentauth/wire"
+)
+
+// callClientID is the clientId call sends with initialize.
+const callClientID = "agentauth-call"
+
+// callTimeout bounds connecting, initialize, authenticate and the call;
+// --watch then waits without a bound.
+const callTimeout = 60 * time.Second
+
+// maxTokenInput bounds what --token-stdin reads.
+const maxTokenInput = 64 << 10
+
+// CallOptions are call's inputs.
+type CallOptions struct {
+	IO         *IOStreams
+	HTTPClient *http.Client
+
+	Target string
+	Method string
+	// Params is PARAMS_JSON, nil when not given.
+	Params           json.RawMessage
+	TokenStdin       bool
+	SetAuthToken     bool
+	SchemeID         string
+	Watch            bool
+	MaxNotifications int
+	JSON             bool
+	Dialect          wire.Dialect
+}
 
 func newCallCommand(f *Factory) *cli.Command {
-	return &cli.Command{Name: "call", Usage: "call a method on an agent host (TODO)"}
+	opts := &CallOptions{}
+	var dialect string
+	return &cli.Command{
+		Name:      "call",
+		Usage:     "call a method on an agent host (initialize, optional authenticate, then METHOD)",
+		ArgsUsage: "TARGET METHOD [PARAMS_JSON]",
+		Description: `TARGET is ws://HOST:PORT[/ws][?tkn=CONNECTION_TOKEN], wss://… or stdio:COMMAND LINE
+(run as a child process; its stderr is passed through).
+
+call runs initialize, authenticates with the token read from stdin when
+--token-stdin is given, calls METHOD with PARAMS_JSON and prints the result
+JSON on stdout. METHOD initialize prints the initialize result (PARAMS_JSON,
+if given, replaces the default initialize params).
+
+A -32007 answer prints each challenge on stderr (scheme, error, description,
+scope, where to get a token) and exits 4; other JSON-RPC errors exit 1.`,
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "token-stdin", Usage: "read a bearer token from stdin and authenticate with it", Destination: &opts.TokenStdin},
+			&cli.BoolFlag{Name: "set-auth-token", Usage: "hand the token over with the deprecated setAuthToken notification instead of authenticate", Destination: &opts.SetAuthToken},
+			&cli.StringFlag{Name: "scheme", Usage: "scheme `ID` to authenticate (default: the only required one)", Destination: &opts.SchemeID},
+			&cli.BoolFlag{Name: "watch", Usage: "after the call, print every notification as one JSON line until the connection closes or Ctrl-C", Destination: &opts.Watch},
+			&cli.IntFlag{Name: "max-notifications", Usage: "with --watch, stop after `N` notifications", Destination: &opts.MaxNotifications},
+			&cli.BoolFlag{Name: "json", Usage: "print compact JSON; on a JSON-RPC error, print the error object on stdout too", Destination: &opts.JSON},
+			&cli.StringFlag{Name: "dialect", Value: "design", Usage: "protocol dialect to initialize with: `design` (protocolVersion 1) or published (AHP 0.9)", Destination: &dialect},
+		},
+		Action: func(c *cli.Context) error {
+			if n := c.Args().Len(); n < 2 || n > 3 {
+				return usageErrorf("call expects TARGET METHOD [PARAMS_JSON]")
+			}
+			opts.Target, opts.Method = c.Args().Get(0), c.Args().Get(1)
+			if c.Args().Len() == 3 {
+				p := []byte(strings.TrimSpace(c.Args().Get(2)))
+				if !json.Valid(p) || (p[0] != '{' && p[0] != '[') {
+					return usageErrorf("PARAMS_JSON must be a JSON object or array")
+				}
+				opts.Params = p
+			}
+			switch dialect {
+			case "design":
+				opts.Dialect = wire.DialectDesign
+			case "published":
+				opts.Dialect = wire.DialectPublished
+			default:
+				return usageErrorf("--dialect must be design or published, not %q", dialect)
+			}
+			if opts.SchemeID != "" && !opts.TokenStdin {
+				return usageErrorf("--scheme needs --token-stdin")
+			}
+			if opts.SetAuthToken && (!opts.TokenStdin || opts.SchemeID != "") {
+				return usageErrorf("--set-auth-token needs --token-stdin and takes no --scheme (setAuthToken has no scheme)")
+			}
+			if opts.MaxNotifications < 0 || (opts.MaxNotifications > 0 && !opts.Watch) {
+				return usageErrorf("--max-notifications needs --watch and a positive count")
+			}
+			opts.IO = f.IO
+			opts.HTTPClient = f.HTTPClient
+			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runCall(ctx, opts)
+		},
+	}
+}
+
+func runCall(ctx context.Context, opts *CallOptions) error {
+	var token string
+	if opts.TokenStdin {
+		b, err := io.ReadAll(io.LimitReader(opts.IO.In, maxTokenInput))
+		if err != nil {
+			return fmt.Errorf("cannot read the token from stdin: %w", err)
+		}
+		if token = strings.TrimSpace(string(b)); token == "" {
+			return usageErrorf("--token-stdin: stdin holds no token")
+		}
+	}
+	callCtx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	conn, err := wire.DialTarget(callCtx, opts.Target, wire.DialOptions{HTTPClient: opts.HTTPClient, Stderr: opts.IO.ErrOut})
+	if err != nil {
+		return err
+	}
+	client := wire.NewClient(conn)
+	defer client.Close()
+
+	var params any = wire.NewInitializeParams(opts.Dialect, callClientID)
+	if opts.Method == wire.MethodInitialize && opts.Params != nil {
+		params = opts.Params
+	}
+	var raw json.RawMessage
+	if err := client.Call(callCtx, wire.MethodInitialize, params, &raw); err != nil {
+		return opts.rpcFailure(wire.MethodInitialize, err, nil)
+	}
+	var initRes wire.InitializeResult
+	if err := json.Unmarshal(raw, &initRes); err != nil {
+		return fmt.Errorf("cannot read the initialize result: %w", err)
+	}
+	reqs := initRes.Requirements()
+
+	switch {
+	case token != "" && opts.SetAuthToken:
+		// Deprecated, fire-and-forget: a rejection arrives as a push and
+		// the call below then answers -32007.
+		if err := client.Notify(callCtx, wire.MethodSetAuthToken, wire.SetAuthTokenParams{Token: token}); err != nil {
+			return fmt.Errorf("cannot send setAuthToken: %w", err)
+		}
+	case token != "":
+		req, err := pickRequirement(reqs, opts.SchemeID)
+		if err != nil {
+			return err
+		}
+		if err := wire.Authenticate(callCtx, client, initRes.Dialect(), req, token); err != nil {
+			return opts.rpcFailure(wire.MethodAuthenticate, err, reqs)
+		}
+	}
+	if opts.Method != wire.MethodInitialize {
+		var p any
+		if opts.Params != nil {
+			p = opts.Params
+		}
+		raw = nil
+		if err := client.Call(callCtx, opts.Method, p, &raw); err != nil {
+			return opts.rpcFailure(opts.Method, err, reqs)
+		}
+	}
+	if err := opts.printJSON(raw); err != nil {
+		return err
+	}
+	if opts.Watch {
+		return opts.watch(ctx, client)
+	}
+	return nil
+}
+
+// pickRequirement chooses the scheme to authenticate: --scheme, else the
+// only required scheme, else the only scheme.
+func pickRequirement(reqs []wire.Requirement, id string) (wire.Requirement, error) {
+	ids := make([]string, len(reqs))
+	for i, r := range reqs {
+		ids[i] = r.SchemeID
+	}
+	if id != "" {
+		if i := slices.Index(ids, id); i >= 0 {
+			return reqs[i], nil
+		}
+		return wire.Requirement{}, usageErrorf("the host declares no scheme %q (declared: %s)", id, strings.Join(ids, ", "))
+	}
+	var required []wire.Requirement
+	for _, r := range reqs {
+		if r.Required {
+			required = append(required, r)
+		}
+	}
+	switch {
+	case len(required) == 1:
+		return required[0], nil
+	case len(required) == 0 && len(reqs) == 1:
+		return reqs[0], nil
+	case len(reqs) == 0:
+		return wire.Requirement{}, errors.New("the host declares no auth scheme to authenticate with")
+	default:
+		return wire.Requirement{}, usageErrorf("the host declares several schemes (%s): choose one with --scheme", strings.Join(ids, ", "))
+	}
+}
+
+// rpcFailure reports a failed call: a -32007 prints its challenges and
+// becomes an AuthError (exit 4); any other JSON-RPC error exits 1.
+func (opts *CallOptions) rpcFailure(method string, err error, reqs []wire.Requirement) error {
+	var rpc *wire.Error
+	if errors.Is(err, wire.ErrTokenNotAccepted) {
+		return &AuthError{Err: err}
+	}
+	if !errors.As(err, &rpc) {
+		return fmt.Errorf("cannot call %s: %w", method, err)
+	}
+	if opts.JSON {
+		if b, merr := json.Marshal(rpc); merr == nil {
+			fmt.Fprintln(opts.IO.Out, string(b))
+		}
+	}
+	data, ok := rpc.AuthRequired()
+	if !ok {
+		if len(rpc.Data) > 0 {
+			return fmt.Errorf("%s failed: %w (data: %s)", method, rpc, rpc.Data)
+		}
+		return fmt.Errorf("%s failed: %w", method, rpc)
+	}
+	printChallenges(opts.IO, method, data, reqs)
+	what := method + " needs authentication"
+	if method == wire.MethodAuthenticate {
+		what = "the host rejected the token"
+	}
+	return &AuthError{Err: errors.New(what)}
+}
+
+// printChallenges writes each -32007 challenge for people: scheme, error,
+// description, scope and where to get a token.
+func printChallenges(s *IOStreams, method string, data wire.AuthRequiredData, reqs []wire.Requirement) {
+	p := s.ErrPainter()
+	fmt.Fprintf(s.ErrOut, "%s answered %s:\n", method, p.Bold("authentication required (-32007)"))
+	for _, ch := range data.Challenges {
+		fmt.Fprintf(s.ErrOut, "  %s\n", p.Yellow(ch.String()))
+		if servers := serversFor(ch, data, reqs); len(servers) > 0 {
+			fmt.Fprintf(s.ErrOut, "    get a token from: %s\n", strings.Join(servers, ", "))
+		}
+		fmt.Fprintf(s.ErrOut, "    resource: %s\n", ch.Resource)
+	}
+	fmt.Fprintln(s.ErrOut, "To authenticate, pipe a token into: agentauth call --token-stdin [--scheme ID] TARGET METHOD")
+}
+
+func serversFor(ch wire.Challenge, data wire.AuthRequiredData, reqs []wire.Requirement) []string {
+	for _, r := range data.Resources {
+		if r.SchemeID == ch.SchemeID || (r.SchemeID == "" && r.Resource == ch.Resource) {
+			return r.AuthorizationServers
+		}
+	}
+	for _, r := range reqs {
+		if r.SchemeID == ch.SchemeID {
+			return r.AuthorizationServers
+		}
+	}
+	return nil
+}
+
+func (opts *CallOptions) printJSON(raw json.RawMessage) error {
+	var buf bytes.Buffer
+	var err error
+	if opts.JSON {
+		err = json.Compact(&buf, raw)
+	} else {
+		err = json.Indent(&buf, raw, "", "  ")
+	}
+	if err != nil {
+		return fmt.Errorf("cannot print the result: %w", err)
+	}
+	buf.WriteByte('\n')
+	_, err = opts.IO.Out.Write(buf.Bytes())
+	return err
+}
+
+// watch prints every notification as one JSON line until the connection
+// closes, ctx ends (Ctrl-C) or --max-notifications is reached.
+func (opts *CallOptions) watch(ctx context.Context, client *wire.Client) error {
+	if opts.IO.StderrTTY {
+		fmt.Fprintln(opts.IO.ErrOut, "Watching notifications; press Ctrl-C to stop.")
+	}
+	for n := 0; opts.MaxNotifications == 0 || n < opts.MaxNotifications; n++ {
+		select {
+		case <-ctx.Done():
+			return nil
+		case m, ok := <-client.Notifications():
+			if !ok {
+				return nil
+			}
+			b, err := wire.Encode(m)
+			if err != nil {
+				return fmt.Errorf("cannot print a notification: %w", err)
+			}
+			fmt.Fprintln(opts.IO.Out, string(b))
+		}
+	}
+	return nil
 }

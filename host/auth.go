@@ -1,0 +1,339 @@
+package host
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentauth/agentauth/wire"
+)
+
+// stateInvalid marks a token rejected for a reason other than expiry or
+// revocation; it is pushed as "required".
+const stateInvalid = "invalid"
+
+// schemeStatus is what one request knows about one scheme: a live grant,
+// or why there is none (state "" means no token was ever given).
+type schemeStatus struct {
+	grant *Grant
+	state string
+	desc  string
+}
+
+func statusOf(te *TokenError) schemeStatus {
+	switch te.Kind {
+	case TokenExpired:
+		return schemeStatus{state: wire.StateExpired, desc: te.Description}
+	case TokenRevoked:
+		return schemeStatus{state: wire.StateRevoked, desc: te.Description}
+	default:
+		return schemeStatus{state: stateInvalid, desc: te.Description}
+	}
+}
+
+// authView is the auth a request carries, by scheme id.
+type authView map[string]schemeStatus
+
+// viewOf builds the view of requests that carry their grants (the HTTP face).
+func viewOf(grants []*Grant) authView {
+	v := authView{}
+	for _, g := range grants {
+		if g != nil {
+			v[g.Scheme] = schemeStatus{grant: g}
+		}
+	}
+	return v
+}
+
+// grantTable holds the tokens given with authenticate: one table per
+// connection (auth scope connection) or one for the whole host.
+type grantTable struct {
+	owner *session // nil: the host-wide table
+
+	mu   sync.Mutex
+	held map[string]*held // by scheme id
+}
+
+// held is one scheme's token in a table. token is kept in memory only to
+// re-introspect it, and dropped when the grant lapses.
+type held struct {
+	sc      *scheme
+	token   string
+	grant   *Grant
+	lapsed  *TokenError // nil while the grant is live
+	expiry  *time.Timer
+	recheck *time.Timer
+}
+
+func (e *held) stop() {
+	if e.expiry != nil {
+		e.expiry.Stop()
+	}
+	if e.recheck != nil {
+		e.recheck.Stop()
+	}
+}
+
+func (t *grantTable) view(now time.Time) authView {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	v := authView{}
+	for id, e := range t.held {
+		switch {
+		case e.lapsed != nil:
+			v[id] = statusOf(e.lapsed)
+		case e.grant.expiredAt(now):
+			v[id] = statusOf(errExpired)
+		default:
+			v[id] = schemeStatus{grant: e.grant}
+		}
+	}
+	return v
+}
+
+// matching returns the live entries whose grant satisfies f.
+func (t *grantTable) matching(f func(*Grant) bool) []*held {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []*held
+	for _, e := range t.held {
+		if e.lapsed == nil && f(e.grant) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func (t *grantTable) clear() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for id, e := range t.held {
+		e.stop()
+		delete(t.held, id)
+	}
+}
+
+// hold makes g the table's grant for sc, replacing any earlier one (last
+// writer wins), and arms the expiry and re-check timers. In the host-wide
+// table every other connection is told "authenticated".
+func (h *Host) hold(t *grantTable, sc *scheme, token string, g *Grant, from *session) {
+	e := &held{sc: sc, token: token, grant: g}
+	t.mu.Lock()
+	if old := t.held[sc.ID]; old != nil {
+		old.stop()
+	}
+	t.held[sc.ID] = e
+	if !g.Expiry.IsZero() {
+		e.expiry = time.AfterFunc(g.Expiry.Sub(h.now()), func() { h.lapse(t, e, errExpired) })
+	}
+	if sc.recheck > 0 {
+		e.recheck = time.AfterFunc(sc.recheck, func() { h.recheckHeld(t, e) })
+	}
+	t.mu.Unlock()
+	if t.owner == nil {
+		for _, s := range h.audience(t, from) {
+			s.push(sc, wire.StateAuthenticated, nil)
+		}
+	}
+}
+
+// release signs a scheme out of a table (authenticate with an empty token).
+func (h *Host) release(t *grantTable, sc *scheme, from *session) {
+	t.mu.Lock()
+	e := t.held[sc.ID]
+	if e != nil {
+		e.stop()
+		delete(t.held, sc.ID)
+	}
+	t.mu.Unlock()
+	if e != nil && t.owner == nil {
+		ch := h.challenge(sc, schemeStatus{})
+		for _, s := range h.audience(t, from) {
+			s.push(sc, wire.StateRequired, &ch)
+		}
+	}
+}
+
+// lapse ends a live grant (expired, revoked, no longer valid) and pushes
+// the new state to every connection the table serves, at once.
+func (h *Host) lapse(t *grantTable, e *held, why *TokenError) {
+	t.mu.Lock()
+	if t.held[e.sc.ID] != e || e.lapsed != nil {
+		t.mu.Unlock()
+		return
+	}
+	e.lapsed = why
+	e.token = ""
+	e.stop()
+	t.mu.Unlock()
+	st := statusOf(why)
+	attrs := []any{"scheme", e.sc.ID, "subject", e.grant.Subject, "state", st.state, "reason", why.Description}
+	if t.owner != nil {
+		attrs = append([]any{"conn", t.owner.id}, attrs...)
+	}
+	h.log.Info("auth state changed", attrs...)
+	ch := h.challenge(e.sc, st)
+	for _, s := range h.audience(t, nil) {
+		s.push(e.sc, st.state, &ch)
+	}
+}
+
+// recheckHeld validates a held token again (introspection), so that a
+// token the authorization server no longer reports active is pushed as
+// revoked within one cacheTTL.
+func (h *Host) recheckHeld(t *grantTable, e *held) {
+	t.mu.Lock()
+	if t.held[e.sc.ID] != e || e.lapsed != nil {
+		t.mu.Unlock()
+		return
+	}
+	token := e.token
+	t.mu.Unlock()
+	_, err := h.validate(h.ctx, e.sc, token, true)
+	var te *TokenError
+	switch {
+	case errors.As(err, &te):
+		h.lapse(t, e, te)
+		return
+	case err != nil:
+		h.log.Warn("cannot re-check a held token; keeping it", "scheme", e.sc.ID, "subject", e.grant.Subject, "err", err)
+	}
+	t.mu.Lock()
+	if t.held[e.sc.ID] == e && e.lapsed == nil {
+		e.recheck = time.AfterFunc(e.sc.recheck, func() { h.recheckHeld(t, e) })
+	}
+	t.mu.Unlock()
+}
+
+// audience lists the connections a table serves, except one.
+func (h *Host) audience(t *grantTable, except *session) []*session {
+	if t.owner != nil {
+		return []*session{t.owner}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]*session, 0, len(h.conns))
+	for s := range h.conns {
+		if s != except {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// challenge is the RFC 6750 §3.1 challenge for a scheme in a state.
+func (h *Host) challenge(sc *scheme, st schemeStatus) wire.Challenge {
+	ch := wire.Challenge{SchemeID: sc.ID, Resource: h.cfg.Resource, Scope: wire.JoinScope(sc.ScopesSupported)}
+	if st.state == "" {
+		ch.Error = wire.ErrInvalidRequest
+		ch.ErrorDescription = "No access token was provided"
+	} else {
+		ch.Error = wire.ErrInvalidToken
+		ch.ErrorDescription = st.desc
+	}
+	return ch
+}
+
+// metadata is a scheme as an RFC 9728 document (the published dialect's
+// protected resource).
+func (h *Host) metadata(sc *scheme) wire.ProtectedResourceMetadata {
+	req := sc.IsRequired()
+	return wire.ProtectedResourceMetadata{Resource: h.cfg.Resource, AuthorizationServers: sc.AuthorizationServers,
+		ScopesSupported: sc.ScopesSupported, BearerMethodsSupported: []string{"header"}, ResourceName: sc.Label,
+		SchemeID: sc.ID, Required: &req}
+}
+
+// authRequired is the -32007 error for challenges.
+func (h *Host) authRequired(chs []wire.Challenge) *wire.Error {
+	data := wire.AuthRequiredData{Challenges: chs}
+	seen := map[string]bool{}
+	for _, ch := range chs {
+		if !seen[ch.SchemeID] {
+			seen[ch.SchemeID] = true
+			data.Resources = append(data.Resources, h.metadata(h.byID[ch.SchemeID]))
+		}
+	}
+	return wire.NewAuthRequiredError(data)
+}
+
+// gate decides whether a gated method may run: every required scheme needs
+// a live grant, and one live grant must hold the method's extra scopes
+// (methodScopes). It returns the -32007 error otherwise.
+func (h *Host) gate(method string, v authView) *wire.Error {
+	var chs []wire.Challenge
+	for _, sc := range h.schemes {
+		if st := v[sc.ID]; sc.IsRequired() && st.grant == nil {
+			chs = append(chs, h.challenge(sc, st))
+		}
+	}
+	if len(chs) > 0 {
+		return h.authRequired(chs)
+	}
+	need := h.cfg.MethodScopes[method]
+	if len(need) == 0 {
+		return nil
+	}
+	for _, st := range v {
+		if st.grant != nil && st.grant.HasScopes(need) {
+			return nil
+		}
+	}
+	// Challenge the schemes that can grant the scopes, or else all.
+	var cands []*scheme
+	for _, sc := range h.schemes {
+		if (&Grant{Scopes: sc.ScopesSupported}).HasScopes(need) {
+			cands = append(cands, sc)
+		}
+	}
+	if len(cands) == 0 {
+		cands = h.schemes
+	}
+	scope := wire.JoinScope(need)
+	for _, sc := range cands {
+		st := v[sc.ID]
+		ch := h.challenge(sc, st)
+		if st.grant != nil {
+			ch.Error = wire.ErrInsufficientScope
+			ch.ErrorDescription = fmt.Sprintf("%s needs scope %s", method, scope)
+		}
+		ch.Scope = scope
+		chs = append(chs, ch)
+	}
+	return h.authRequired(chs)
+}
+
+// authState answers getAuthState / auth/status (seed 003): a pure query.
+func (h *Host) authState(v authView) wire.AuthStateResult {
+	res := wire.AuthStateResult{Authenticated: true, AuthMethods: []wire.AuthMethodState{}}
+	missing := 0
+	for _, sc := range h.schemes {
+		st := v[sc.ID]
+		m := wire.AuthMethodState{AuthMethodID: sc.ID, Authenticated: st.grant != nil}
+		switch {
+		case st.grant != nil && st.grant.Expiry.IsZero():
+			m.Message = "authenticated as " + st.grant.Subject
+		case st.grant != nil:
+			m.Message = fmt.Sprintf("authenticated as %s until %s", st.grant.Subject, st.grant.Expiry.UTC().Format(time.RFC3339))
+		case st.state == "":
+			m.Message = "no token for " + h.cfg.Resource
+		default:
+			m.Message = strings.ToLower(st.desc[:1]) + st.desc[1:]
+		}
+		if sc.IsRequired() && st.grant == nil {
+			missing++
+			res.Authenticated = false
+		}
+		res.AuthMethods = append(res.AuthMethods, m)
+	}
+	switch missing {
+	case 0:
+		res.Message = "every required scheme is authenticated"
+	case 1:
+		res.Message = "1 required scheme is not authenticated"
+	default:
+		res.Message = fmt.Sprintf("%d required schemes are not authenticated", missing)
+	}
+	return res
+}

@@ -1,0 +1,337 @@
+package host
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/agentauth/agentauth/wire"
+)
+
+// Validation types of a scheme.
+const (
+	ValidationStatic        = "static"
+	ValidationJWT           = "jwt"
+	ValidationIntrospection = "introspection"
+)
+
+// Embedded is the authorizationServers entry that stands for the
+// authorization server embedded in serve; Resolve replaces it with the
+// listener's origin.
+const Embedded = "embedded"
+
+// DefaultCacheTTL bounds how long an introspection result is trusted.
+const DefaultCacheTTL = 30 * time.Second
+
+// Config is the host's JSON configuration file. Its key names are part of
+// the user contract (README "Configuration").
+type Config struct {
+	// Resource is the RFC 8707 / RFC 9728 resource identifier every token
+	// must carry as its audience. Empty: serve uses http://HOST:PORT/mcp.
+	Resource string   `json:"resource"`
+	Schemes  []Scheme `json:"schemes"`
+	// MethodScopes lists the extra scopes a gated method needs.
+	MethodScopes map[string][]string `json:"methodScopes"`
+}
+
+// Scheme is one auth requirement (PROTOCOL.md "Auth requirements").
+type Scheme struct {
+	ID                   string   `json:"id"`
+	Label                string   `json:"label"`
+	AuthorizationServers []string `json:"authorizationServers"`
+	ScopesSupported      []string `json:"scopesSupported"`
+	// Required defaults to true.
+	Required   *bool      `json:"required"`
+	Validation Validation `json:"validation"`
+}
+
+// IsRequired reports whether gated methods need this scheme.
+func (s Scheme) IsRequired() bool { return s.Required == nil || *s.Required }
+
+// Validation says how a scheme's tokens are checked. Which keys apply
+// depends on Type.
+type Validation struct {
+	Type string `json:"type"`
+	// static
+	Tokens []StaticToken `json:"tokens"`
+	// jwt
+	JWKSURI    string   `json:"jwksUri"`
+	Algorithms []string `json:"algorithms"`
+	// introspection (RFC 7662)
+	IntrospectionEndpoint string   `json:"introspectionEndpoint"`
+	ClientID              string   `json:"clientId"`
+	ClientSecret          string   `json:"clientSecret"`
+	CacheTTL              Duration `json:"cacheTTL"`
+}
+
+// StaticToken is a token the host accepts without asking anyone: for tests
+// and demos. ExpiresIn counts from the moment the host first sees the token.
+type StaticToken struct {
+	Token     string   `json:"token"`
+	Subject   string   `json:"subject"`
+	Scopes    []string `json:"scopes"`
+	ExpiresIn Duration `json:"expiresIn"`
+	ClientID  string   `json:"clientId"`
+}
+
+// Duration is a positive Go duration string in JSON ("90s", "1h").
+type Duration time.Duration
+
+// UnmarshalJSON reads a duration string.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf(`must be a duration string such as "30s" or "1h"`)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf(`%q is not a duration (use Go syntax such as "30s" or "1h")`, s)
+	}
+	if v <= 0 {
+		return fmt.Errorf("%q must be positive", s)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// allowedAlgorithms is the JWS allow-list (RFC 8725 §3.1).
+var allowedAlgorithms = []string{"ES256", "RS256", "EdDSA"}
+
+// gatedMethods are the methods that need authentication.
+var gatedMethods = []string{wire.MethodCreateSession, wire.MethodListSessions, wire.MethodDisposeSession, wire.MethodWhoami, wire.MethodEcho}
+
+// LoadConfig reads and checks a config file.
+func LoadConfig(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read config: %w", err)
+	}
+	c, err := ParseConfig(data)
+	if err != nil {
+		return nil, fmt.Errorf("invalid config %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// ParseConfig decodes a config strictly (an unknown key is an error) and
+// checks it for consistency. Errors name the key path, e.g.
+// "schemes[0].validation.tokns: unknown key".
+func ParseConfig(data []byte) (*Config, error) {
+	var c Config
+	if err := decodeStrict(data, &c); err != nil {
+		return nil, err
+	}
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+func (c *Config) check() error {
+	if c.Resource != "" {
+		if err := checkResource(c.Resource); err != nil {
+			return fmt.Errorf("resource: %w", err)
+		}
+	}
+	if len(c.Schemes) == 0 {
+		return fmt.Errorf("schemes: at least one scheme is needed")
+	}
+	seen := map[string]bool{}
+	for i, s := range c.Schemes {
+		p := fmt.Sprintf("schemes[%d]", i)
+		if s.ID == "" {
+			return fmt.Errorf("%s.id: missing", p)
+		}
+		if seen[s.ID] {
+			return fmt.Errorf("%s.id: duplicate scheme id %q", p, s.ID)
+		}
+		seen[s.ID] = true
+		for j, as := range s.AuthorizationServers {
+			if as == Embedded {
+				continue
+			}
+			if err := checkFetchURL(as); err != nil {
+				return fmt.Errorf("%s.authorizationServers[%d]: %w", p, j, err)
+			}
+		}
+		if err := checkScopes(p+".scopesSupported", s.ScopesSupported); err != nil {
+			return err
+		}
+		if err := s.Validation.check(p+".validation", s); err != nil {
+			return err
+		}
+	}
+	for method, scopes := range c.MethodScopes {
+		if !slices.Contains(gatedMethods, method) {
+			return fmt.Errorf("methodScopes.%s: not a gated method (%s)", method, strings.Join(gatedMethods, ", "))
+		}
+		if err := checkScopes("methodScopes."+method, scopes); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (v Validation) check(p string, s Scheme) error {
+	// Keys that belong to one type only.
+	owners := []struct {
+		key, typ string
+		set      bool
+	}{
+		{"tokens", ValidationStatic, v.Tokens != nil},
+		{"jwksUri", ValidationJWT, v.JWKSURI != ""},
+		{"algorithms", ValidationJWT, v.Algorithms != nil},
+		{"introspectionEndpoint", ValidationIntrospection, v.IntrospectionEndpoint != ""},
+		{"clientId", ValidationIntrospection, v.ClientID != ""},
+		{"clientSecret", ValidationIntrospection, v.ClientSecret != ""},
+		{"cacheTTL", ValidationIntrospection, v.CacheTTL != 0},
+	}
+	switch v.Type {
+	case ValidationStatic, ValidationJWT, ValidationIntrospection:
+	case "":
+		return fmt.Errorf("%s.type: missing (static, jwt or introspection)", p)
+	default:
+		return fmt.Errorf("%s.type: unknown validation type %q (static, jwt or introspection)", p, v.Type)
+	}
+	for _, o := range owners {
+		if o.set && o.typ != v.Type {
+			return fmt.Errorf("%s.%s: only applies to type %q", p, o.key, o.typ)
+		}
+	}
+	switch v.Type {
+	case ValidationStatic:
+		if len(v.Tokens) == 0 {
+			return fmt.Errorf("%s.tokens: at least one token is needed", p)
+		}
+		seen := map[string]bool{}
+		for i, t := range v.Tokens {
+			tp := fmt.Sprintf("%s.tokens[%d]", p, i)
+			if t.Token == "" {
+				return fmt.Errorf("%s.token: missing", tp)
+			}
+			if seen[t.Token] {
+				return fmt.Errorf("%s.token: the same token appears twice", tp)
+			}
+			seen[t.Token] = true
+			if t.Subject == "" {
+				return fmt.Errorf("%s.subject: missing", tp)
+			}
+			if err := checkScopes(tp+".scopes", t.Scopes); err != nil {
+				return err
+			}
+		}
+	case ValidationJWT:
+		if len(s.AuthorizationServers) == 0 {
+			return fmt.Errorf("%s.authorizationServers: a jwt scheme needs at least one (the tokens' iss)", strings.TrimSuffix(p, ".validation"))
+		}
+		if v.JWKSURI != "" {
+			if err := checkFetchURL(v.JWKSURI); err != nil {
+				return fmt.Errorf("%s.jwksUri: %w", p, err)
+			}
+		}
+		for i, a := range v.Algorithms {
+			if !slices.Contains(allowedAlgorithms, a) {
+				return fmt.Errorf("%s.algorithms[%d]: %q is not allowed (use %s)", p, i, a, strings.Join(allowedAlgorithms, ", "))
+			}
+		}
+	case ValidationIntrospection:
+		if v.IntrospectionEndpoint != "" {
+			if err := checkFetchURL(v.IntrospectionEndpoint); err != nil {
+				return fmt.Errorf("%s.introspectionEndpoint: %w", p, err)
+			}
+		} else if len(s.AuthorizationServers) == 0 {
+			return fmt.Errorf("%s.introspectionEndpoint: missing, and there is no authorization server to discover it from", p)
+		}
+		if v.ClientID == "" {
+			return fmt.Errorf("%s.clientId: missing (introspection needs client credentials)", p)
+		}
+		if v.ClientSecret == "" {
+			return fmt.Errorf("%s.clientSecret: missing (introspection needs client credentials)", p)
+		}
+	}
+	return nil
+}
+
+func checkScopes(p string, scopes []string) error {
+	for i, s := range scopes {
+		if s == "" || strings.ContainsAny(s, " \t\"\\") {
+			return fmt.Errorf("%s[%d]: %q is not a valid scope (RFC 6749 §3.3)", p, i, s)
+		}
+	}
+	return nil
+}
+
+func checkResource(r string) error {
+	u, err := url.Parse(r)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%q must be an absolute http or https URL", r)
+	}
+	if u.Fragment != "" {
+		return fmt.Errorf("%q must not have a fragment (RFC 8707 §2)", r)
+	}
+	return nil
+}
+
+// checkFetchURL accepts an https URL, or http on a loopback host only.
+func checkFetchURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return fmt.Errorf("%q is not an absolute URL", raw)
+	}
+	switch u.Scheme {
+	case "https":
+		return nil
+	case "http":
+		if isLoopback(u.Hostname()) {
+			return nil
+		}
+		return fmt.Errorf("%q must use https (http is allowed on loopback only)", raw)
+	default:
+		return fmt.Errorf("%q must be an https URL", raw)
+	}
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// Resolve fills in what depends on serve's listener: an empty resource
+// becomes origin + "/mcp", and the authorization server "embedded" becomes
+// origin (e.g. "http://127.0.0.1:7777").
+func (c *Config) Resolve(origin string) {
+	origin = strings.TrimSuffix(origin, "/")
+	if c.Resource == "" {
+		c.Resource = origin + "/mcp"
+	}
+	for i := range c.Schemes {
+		for j, as := range c.Schemes[i].AuthorizationServers {
+			if as == Embedded {
+				c.Schemes[i].AuthorizationServers[j] = origin
+			}
+		}
+	}
+}
+
+func (c *Config) checkResolved() error {
+	if c.Resource == "" {
+		return fmt.Errorf("config has no resource: call Resolve first")
+	}
+	if err := checkResource(c.Resource); err != nil {
+		return fmt.Errorf("resource: %w", err)
+	}
+	for _, s := range c.Schemes {
+		if slices.Contains(s.AuthorizationServers, Embedded) {
+			return fmt.Errorf("scheme %s: authorization server %q is not resolved: call Resolve first", s.ID, Embedded)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,29 @@
+// Package host is the agent host side of the auth protocol (PROTOCOL.md):
+// the requirements (schemes) read from the JSON config, token validation,
+// the per-connection or host-wide auth state, the methods of the minimal
+// agent host, and the server pushes when a token expires or is revoked.
+//
+// Tokens are validated by one of three validators per scheme:
+//   - static: tokens listed in the config. A static token's expiresIn
+//     lifetime starts when the host first sees the token (its first
+//     authenticate) and stays fixed for the life of the process, so a test
+//     can configure "2s" and watch it expire.
+//   - jwt: RFC 9068 JWT access tokens verified with go-jose against an
+//     ES256/RS256/EdDSA allow-list and the JWKS found through the
+//     authorization server's RFC 8414 metadata (fetched lazily, cached,
+//     refetched on an unknown kid at most once per 10 s, at most 64 keys and
+//     1 MiB). iss must be one of the scheme's authorization servers, aud
+//     must contain the resource; nbf and iat get 30 s of leeway, exp none
+//     (the host pushes "expired" at exp).
+//   - introspection: RFC 7662 with client_secret_basic; a result is
+//     trusted for at most cacheTTL (default 30 s) and never past exp, and a
+//     held token is re-introspected every cacheTTL so that active:false
+//     (revoked) is pushed without waiting for the next call.
+//
+// Every accepted token is cached by its SHA-256 until it expires; the token
+// itself is kept only in memory while a connection (or the host) holds it,
+// and never appears in logs, errors or results.
+//
+// host imports wire and no other agentauth package; it knows nothing of
+// flags, colour or exit codes (that is commands).
+package host

@@ -1,0 +1,386 @@
+package host
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/agentauth/agentauth/wire"
+)
+
+// Auth scopes: who a token authenticates (PROTOCOL.md "authenticate").
+const (
+	// AuthScopeConnection: only the connection that sent the token.
+	AuthScopeConnection = "connection"
+	// AuthScopeHost: every connection; the last token per scheme wins.
+	AuthScopeHost = "host"
+)
+
+// writeTimeout bounds one message write to a peer.
+const writeTimeout = 10 * time.Second
+
+// Options configure a Host.
+type Options struct {
+	// Config must be resolved (see Config.Resolve).
+	Config *Config
+	// AuthScope is AuthScopeConnection (default) or AuthScopeHost.
+	AuthScope string
+	// Logger receives one line per connection open/close and per auth
+	// decision. Default: discard.
+	Logger *slog.Logger
+	// HTTPClient fetches metadata and keys and calls introspection.
+	HTTPClient *http.Client
+	// MaxMessageSize bounds one WebSocket message (default 1 MiB).
+	MaxMessageSize int64
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Host serves the protocol on any number of connections.
+type Host struct {
+	cfg      *Config
+	log      *slog.Logger
+	now      func() time.Time
+	maxMsg   int64
+	schemes  []*scheme
+	byID     map[string]*scheme
+	shared   *grantTable // the host-wide table when AuthScope is host
+	sessions *agentSessions
+
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu       sync.Mutex
+	conns    map[*session]struct{}
+	nextConn uint64
+	revoked  map[string]time.Time // jti → until when it must stay refused
+}
+
+// scheme is a configured requirement with its validator.
+type scheme struct {
+	Scheme
+	checker *checker
+	// recheck is how often a held token is validated again (introspection
+	// only; zero: never).
+	recheck time.Duration
+}
+
+// New builds a Host from a resolved config.
+func New(opts Options) (*Host, error) {
+	if opts.Config == nil {
+		return nil, errors.New("cannot start the host: no config")
+	}
+	if err := opts.Config.checkResolved(); err != nil {
+		return nil, fmt.Errorf("cannot start the host: %w", err)
+	}
+	h := &Host{cfg: opts.Config, log: opts.Logger, now: opts.Now, maxMsg: opts.MaxMessageSize,
+		byID: map[string]*scheme{}, sessions: &agentSessions{}, conns: map[*session]struct{}{}, revoked: map[string]time.Time{}}
+	switch opts.AuthScope {
+	case "", AuthScopeConnection:
+	case AuthScopeHost:
+		h.shared = &grantTable{held: map[string]*held{}}
+	default:
+		return nil, fmt.Errorf("cannot start the host: unknown auth scope %q (connection or host)", opts.AuthScope)
+	}
+	if h.log == nil {
+		h.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if h.now == nil {
+		h.now = time.Now
+	}
+	client := opts.HTTPClient
+	if client == nil {
+		client = &http.Client{Timeout: fetchTimeout}
+	}
+	for _, s := range h.cfg.Schemes {
+		sc := &scheme{Scheme: s}
+		var v validator
+		var ttl time.Duration
+		switch s.Validation.Type {
+		case ValidationStatic:
+			v = newStaticValidator(s, h.now)
+		case ValidationJWT:
+			v = newJWTValidator(s, h.cfg.Resource, client, h.now)
+		case ValidationIntrospection:
+			v = newIntrospectionValidator(s, h.cfg.Resource, client, h.now)
+			ttl = time.Duration(s.Validation.CacheTTL)
+			if ttl == 0 {
+				ttl = DefaultCacheTTL
+			}
+			sc.recheck = ttl
+		}
+		sc.checker = &checker{scheme: s.ID, v: v, cache: newGrantCache(h.now, ttl)}
+		h.schemes = append(h.schemes, sc)
+		h.byID[s.ID] = sc
+	}
+	h.ctx, h.cancel = context.WithCancel(context.Background())
+	return h, nil
+}
+
+// Resource is the resource identifier every token must carry as audience.
+func (h *Host) Resource() string { return h.cfg.Resource }
+
+// ProtectedResourceMetadata is the host's RFC 9728 §2 document: the
+// resource, and the union of its schemes' authorization servers and scopes.
+func (h *Host) ProtectedResourceMetadata() wire.ProtectedResourceMetadata {
+	md := wire.ProtectedResourceMetadata{Resource: h.cfg.Resource, BearerMethodsSupported: []string{"header"}}
+	seen := map[string]bool{}
+	for _, sc := range h.schemes {
+		for _, as := range sc.AuthorizationServers {
+			if !seen["as "+as] {
+				seen["as "+as] = true
+				md.AuthorizationServers = append(md.AuthorizationServers, as)
+			}
+		}
+		for _, s := range sc.ScopesSupported {
+			if !seen["scope "+s] {
+				seen["scope "+s] = true
+				md.ScopesSupported = append(md.ScopesSupported, s)
+			}
+		}
+	}
+	return md
+}
+
+// Close ends every connection and stops every timer.
+func (h *Host) Close() {
+	h.cancel()
+	if h.shared != nil {
+		h.shared.clear()
+	}
+}
+
+// WebSocketHandler upgrades requests to WebSocket connections served by
+// the host (mount it on "/" and "/ws"). When connectionToken is not empty
+// the request must carry ?tkn= equal to it, compared in constant time, or
+// it gets HTTP 403 before any upgrade.
+func (h *Host) WebSocketHandler(connectionToken string) http.Handler {
+	want := sha256.Sum256([]byte(connectionToken))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if connectionToken != "" {
+			got := sha256.Sum256([]byte(r.URL.Query().Get("tkn")))
+			if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+				h.log.Warn("websocket upgrade refused", "remote", r.RemoteAddr, "reason", "wrong or missing connection token")
+				http.Error(w, "forbidden: wrong or missing connection token (?tkn=)", http.StatusForbidden)
+				return
+			}
+		}
+		c, err := wire.AcceptWebSocket(w, r, h.maxMsg)
+		if err != nil {
+			h.log.Warn("websocket upgrade failed", "remote", r.RemoteAddr, "err", err)
+			return
+		}
+		h.ServeConn(h.ctx, c)
+	})
+}
+
+// ServeConn runs one session on c until the peer closes it, ctx ends or
+// the host is closed. It closes c before returning.
+func (h *Host) ServeConn(ctx context.Context, c wire.Conn) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(h.ctx, cancel)
+	defer stop()
+
+	s := h.open(c)
+	reason := "closed by peer"
+	defer func() {
+		h.closeSession(s)
+		c.Close()
+		h.log.Info("connection closed", "conn", s.id, "reason", reason)
+	}()
+
+	type read struct {
+		data []byte
+		err  error
+	}
+	reads := make(chan read)
+	go func() {
+		for {
+			data, err := c.Read(ctx)
+			select {
+			case reads <- read{data, err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil && !errors.Is(err, wire.ErrMessageTooLarge) {
+				return
+			}
+		}
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			reason = "host shutting down"
+			return
+		case r := <-reads:
+			switch {
+			case errors.Is(r.err, wire.ErrMessageTooLarge):
+				h.log.Warn("message refused", "conn", s.id, "reason", r.err.Error())
+				s.send(ctx, wire.NewErrorResponse(wire.ID{}, wire.Errorf(wire.CodeInvalidRequest, "invalid request: %v", r.err)))
+			case r.err != nil:
+				if !errors.Is(r.err, io.EOF) && websocket.CloseStatus(r.err) != websocket.StatusNormalClosure {
+					reason = r.err.Error()
+				}
+				return
+			default:
+				s.handle(ctx, r.data)
+			}
+		}
+	}
+}
+
+func (h *Host) open(c wire.Conn) *session {
+	transport := "custom"
+	switch c.(type) {
+	case *wire.WSConn:
+		transport = "websocket"
+	case *wire.StdioConn:
+		transport = "stdio"
+	}
+	h.mu.Lock()
+	h.nextConn++
+	s := &session{h: h, id: h.nextConn, conn: c}
+	if h.shared == nil {
+		s.own = &grantTable{owner: s, held: map[string]*held{}}
+	}
+	h.conns[s] = struct{}{}
+	h.mu.Unlock()
+	h.log.Info("connection opened", "conn", s.id, "transport", transport)
+	return s
+}
+
+func (h *Host) closeSession(s *session) {
+	h.mu.Lock()
+	delete(h.conns, s)
+	h.mu.Unlock()
+	if s.own != nil {
+		s.own.clear()
+	}
+}
+
+// NotifyRevoked is called by the authorization server in the same process
+// when it revokes tokens (RFC 7009): grants with those JTIs are dropped from
+// the cache at once, refused from now on, and every connection holding one
+// is pushed "revoked".
+func (h *Host) NotifyRevoked(jtis ...string) {
+	set := map[string]bool{}
+	for _, j := range jtis {
+		if j != "" {
+			set[j] = true
+		}
+	}
+	if len(set) == 0 {
+		return
+	}
+	now := h.now()
+	until := now.Add(24 * time.Hour)
+	for _, sc := range h.schemes {
+		if t := sc.checker.cache.dropJTIs(set); t.After(until) {
+			until = t
+		}
+	}
+	h.mu.Lock()
+	for j, u := range h.revoked {
+		if now.After(u) {
+			delete(h.revoked, j)
+		}
+	}
+	for j := range set {
+		h.revoked[j] = until
+	}
+	tables := h.tables()
+	h.mu.Unlock()
+	for _, t := range tables {
+		for _, e := range t.matching(func(g *Grant) bool { return set[g.JTI] }) {
+			h.lapse(t, e, errRevoked)
+		}
+	}
+}
+
+// tables lists every grant table; h.mu must be held.
+func (h *Host) tables() []*grantTable {
+	if h.shared != nil {
+		return []*grantTable{h.shared}
+	}
+	out := make([]*grantTable, 0, len(h.conns))
+	for s := range h.conns {
+		out = append(out, s.own)
+	}
+	return out
+}
+
+func (h *Host) isRevoked(jti string) bool {
+	if jti == "" {
+		return false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, ok := h.revoked[jti]
+	return ok
+}
+
+// validate checks token against one scheme, refusing revoked JTIs.
+func (h *Host) validate(ctx context.Context, sc *scheme, token string, fresh bool) (*Grant, error) {
+	g, err := sc.checker.check(ctx, token, fresh)
+	if err != nil {
+		return nil, err
+	}
+	if h.isRevoked(g.JTI) {
+		sc.checker.cache.drop(token)
+		return nil, errRevoked
+	}
+	return g, nil
+}
+
+// ValidateBearer validates a token presented on a request of the HTTP face
+// (RFC 6750 §2.1) against each scheme in config order. It returns the grant
+// of the first scheme that accepts it; or, when none does, the challenge to
+// send (invalid_request without a token, invalid_token otherwise); or an
+// error when the token could not be checked at all.
+func (h *Host) ValidateBearer(ctx context.Context, token string) (*Grant, *wire.Challenge, error) {
+	first := h.schemes[0]
+	for _, sc := range h.schemes {
+		if sc.IsRequired() {
+			first = sc
+			break
+		}
+	}
+	if token == "" {
+		ch := h.challenge(first, schemeStatus{})
+		return nil, &ch, nil
+	}
+	var rejected *wire.Challenge
+	var failure error
+	for _, sc := range h.schemes {
+		g, err := h.validate(ctx, sc, token, false)
+		if err == nil {
+			h.log.Info("auth decision", "face", "http", "scheme", sc.ID, "subject", g.Subject, "outcome", "accepted")
+			return g, nil, nil
+		}
+		var te *TokenError
+		if !errors.As(err, &te) {
+			failure = err
+			continue
+		}
+		if rejected == nil {
+			ch := h.challenge(sc, statusOf(te))
+			rejected = &ch
+		}
+	}
+	if rejected == nil {
+		h.log.Warn("auth decision", "face", "http", "outcome", "error", "reason", failure.Error())
+		return nil, nil, failure
+	}
+	h.log.Info("auth decision", "face", "http", "scheme", rejected.SchemeID, "outcome", "rejected", "reason", rejected.ErrorDescription)
+	return nil, rejected, nil
+}

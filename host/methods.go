@@ -1,0 +1,490 @@
+package host
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentauth/agentauth/wire"
+)
+
+// session is one connection.
+type session struct {
+	h    *Host
+	id   uint64
+	conn wire.Conn
+	own  *grantTable // nil when the auth scope is host
+
+	mu          sync.Mutex
+	initialized bool
+	dialect     wire.Dialect
+}
+
+func (s *session) table() *grantTable {
+	if s.own != nil {
+		return s.own
+	}
+	return s.h.shared
+}
+
+func (s *session) send(ctx context.Context, m *wire.Message) {
+	b, err := wire.Encode(m)
+	if err != nil {
+		s.h.log.Error("cannot encode a message", "conn", s.id, "err", err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, writeTimeout)
+	defer cancel()
+	if err := s.conn.Write(ctx, b); err != nil {
+		s.h.log.Debug("cannot write", "conn", s.id, "err", err)
+	}
+}
+
+// push sends an auth state notification in the connection's dialect:
+// notify/authRequired (design) or auth/required (published, which has no
+// "authenticated" and sends revoked as "required").
+func (s *session) push(sc *scheme, state string, ch *wire.Challenge) {
+	s.mu.Lock()
+	ok, d := s.initialized, s.dialect
+	s.mu.Unlock()
+	if !ok {
+		return
+	}
+	var m *wire.Message
+	var err error
+	if d == wire.DialectPublished {
+		if state == wire.StateAuthenticated {
+			return
+		}
+		reason := wire.StateRequired
+		if state == wire.StateExpired {
+			reason = wire.StateExpired
+		}
+		m, err = wire.NewNotification(wire.MethodAuthRequired, wire.AuthRequiredParams{Channel: wire.RootChannel, Resource: s.h.metadata(sc), Reason: reason})
+	} else {
+		if state == stateInvalid {
+			state = wire.StateRequired
+		}
+		m, err = wire.NewNotification(wire.MethodNotifyAuthRequired, wire.NotifyAuthRequiredParams{SchemeID: sc.ID, Resource: s.h.cfg.Resource, State: state, Challenge: ch})
+	}
+	if err == nil {
+		s.send(s.h.ctx, m)
+	}
+}
+
+// allMethods are the methods a client may call (for the error before
+// initialize).
+var allMethods = append([]string{wire.MethodInitialize, wire.MethodPing, wire.MethodAuthenticate, wire.MethodGetAuthState, wire.MethodAuthStatus}, gatedMethods...)
+
+// handle answers one incoming message. Malformed messages get the
+// JSON-RPC error (JSON-RPC 2.0 §5.1) and the connection keeps serving.
+func (s *session) handle(ctx context.Context, data []byte) {
+	h := s.h
+	m, derr := wire.Decode(data)
+	if derr != nil {
+		var id wire.ID
+		if m != nil {
+			id = m.ID
+		}
+		h.log.Warn("message refused", "conn", s.id, "reason", derr.Message)
+		s.send(ctx, wire.NewErrorResponse(id, derr))
+		return
+	}
+	if m.IsResponse() {
+		return // the host sends no requests
+	}
+	s.mu.Lock()
+	initialized := s.initialized
+	s.mu.Unlock()
+	if m.IsNotification() {
+		switch {
+		case m.Method != wire.MethodSetAuthToken:
+			h.log.Debug("notification ignored", "conn", s.id, "method", m.Method)
+		case !initialized:
+			h.log.Warn("setAuthToken before initialize ignored", "conn", s.id)
+		default:
+			s.setAuthToken(ctx, m.Params)
+		}
+		return
+	}
+	var result any
+	var rerr *wire.Error
+	switch {
+	case m.Method == wire.MethodInitialize && initialized:
+		rerr = wire.Errorf(wire.CodeInvalidRequest, "invalid request: the connection is already initialized")
+	case m.Method == wire.MethodInitialize:
+		var d wire.Dialect
+		result, d, rerr = h.initialize(m.Params)
+		if rerr == nil {
+			s.mu.Lock()
+			s.initialized, s.dialect = true, d
+			s.mu.Unlock()
+			h.log.Info("connection initialized", "conn", s.id, "dialect", d.String())
+		}
+	case !initialized && m.Method != wire.MethodPing && slices.Contains(allMethods, m.Method):
+		rerr = wire.Errorf(wire.CodeInvalidRequest, "invalid request: call initialize before %s", m.Method)
+	case m.Method == wire.MethodAuthenticate:
+		result, rerr = s.authenticate(ctx, m.Params)
+	case m.Method == wire.MethodSetAuthToken:
+		rerr = wire.Errorf(wire.CodeInvalidRequest, "invalid request: setAuthToken is a notification (send it without an id), and deprecated: use authenticate")
+	default:
+		result, rerr = h.call(ctx, m.Method, m.Params, s.table().view(h.now()), []any{"conn", s.id})
+	}
+	s.send(ctx, respond(m.ID, result, rerr))
+}
+
+func respond(id wire.ID, result any, rerr *wire.Error) *wire.Message {
+	if rerr != nil {
+		return wire.NewErrorResponse(id, rerr)
+	}
+	m, err := wire.NewResult(id, result)
+	if err != nil {
+		return wire.NewErrorResponse(id, wire.Errorf(wire.CodeInternalError, "internal error: cannot encode the result"))
+	}
+	return m
+}
+
+// Dispatch answers one request of a face that carries a token per request
+// (the HTTP face, RFC 6750 §2.1): grants are what that request's token
+// established (see ValidateBearer). Gated methods are checked against them
+// exactly as on a connection, so a missing scope comes back as -32007 with
+// an insufficient_scope challenge. authenticate and setAuthToken belong to
+// connections and are refused. A notification gets no answer (nil).
+func (h *Host) Dispatch(ctx context.Context, req *wire.Message, grants ...*Grant) *wire.Message {
+	if !req.IsRequest() {
+		return nil
+	}
+	var result any
+	var rerr *wire.Error
+	switch req.Method {
+	case wire.MethodInitialize:
+		result, _, rerr = h.initialize(req.Params)
+	case wire.MethodAuthenticate, wire.MethodSetAuthToken:
+		rerr = wire.Errorf(wire.CodeMethodNotFound, "%s is not available here: send the token in the Authorization header (RFC 6750 §2.1)", req.Method)
+	default:
+		result, rerr = h.call(ctx, req.Method, req.Params, viewOf(grants), []any{"face", "http"})
+	}
+	return respond(req.ID, result, rerr)
+}
+
+// call answers the methods that need no connection state beyond the auth
+// view: ping, the auth-state query and the gated methods. who says where
+// the request came from, for the log.
+func (h *Host) call(ctx context.Context, method string, params json.RawMessage, v authView, who []any) (any, *wire.Error) {
+	switch method {
+	case wire.MethodPing:
+		return struct{}{}, nil
+	case wire.MethodGetAuthState, wire.MethodAuthStatus:
+		return h.authState(v), nil
+	}
+	if !slices.Contains(gatedMethods, method) {
+		return nil, wire.Errorf(wire.CodeMethodNotFound, "method %q not found", method)
+	}
+	if rerr := h.gate(method, v); rerr != nil {
+		d, _ := rerr.AuthRequired()
+		for _, ch := range d.Challenges {
+			h.log.Info("auth decision", append(who, "method", method, "scheme", ch.SchemeID, "subject", subjectOf(v, ch.SchemeID),
+				"outcome", "denied", "reason", ch.Error+": "+ch.ErrorDescription)...)
+		}
+		return nil, rerr
+	}
+	owner := h.principal(v)
+	switch method {
+	case wire.MethodWhoami:
+		return h.whoami(v), nil
+	case wire.MethodEcho:
+		if params == nil {
+			return json.RawMessage("null"), nil
+		}
+		return params, nil
+	case wire.MethodCreateSession:
+		return h.sessions.create(owner, h.now()), nil
+	case wire.MethodListSessions:
+		return map[string]any{"sessions": h.sessions.list(owner)}, nil
+	default: // disposeSession
+		var p struct {
+			SessionID string `json:"sessionId"`
+		}
+		if err := json.Unmarshal(params, &p); err != nil || p.SessionID == "" {
+			return nil, wire.Errorf(wire.CodeInvalidParams, `invalid params: disposeSession needs {"sessionId": "…"}`)
+		}
+		if !h.sessions.dispose(owner, p.SessionID) {
+			return nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: no session %q", p.SessionID)
+		}
+		return map[string]bool{"disposed": true}, nil
+	}
+}
+
+func subjectOf(v authView, id string) string {
+	if g := v[id].grant; g != nil {
+		return g.Subject
+	}
+	return ""
+}
+
+// principal is whom agent sessions belong to: the subject of the first
+// live grant in config order.
+func (h *Host) principal(v authView) string {
+	for _, sc := range h.schemes {
+		if g := v[sc.ID].grant; g != nil {
+			return g.Subject
+		}
+	}
+	return ""
+}
+
+func (h *Host) whoami(v authView) map[string][]wire.WhoamiScheme {
+	out := []wire.WhoamiScheme{}
+	for _, sc := range h.schemes {
+		g := v[sc.ID].grant
+		if g == nil {
+			continue
+		}
+		w := wire.WhoamiScheme{SchemeID: sc.ID, Subject: g.Subject, ClientID: g.ClientID, Scopes: g.Scopes}
+		if w.Scopes == nil {
+			w.Scopes = []string{}
+		}
+		if !g.Expiry.IsZero() {
+			w.ExpiresAt = g.Expiry.UTC().Format(time.RFC3339)
+		}
+		out = append(out, w)
+	}
+	return map[string][]wire.WhoamiScheme{"schemes": out}
+}
+
+// initialize answers both dialects (PROTOCOL.md "initialize"): the design
+// dialect's resourceMetadata always, and the published dialect's snapshot
+// of protectedResources when the client offered protocolVersions.
+func (h *Host) initialize(params json.RawMessage) (any, wire.Dialect, *wire.Error) {
+	var p wire.InitializeParams
+	if len(params) > 0 {
+		if err := json.Unmarshal(params, &p); err != nil {
+			return nil, 0, wire.Errorf(wire.CodeInvalidParams, "invalid params: %v", err)
+		}
+	}
+	supported := append([]string{fmt.Sprint(wire.DesignProtocolVersion)}, wire.PublishedProtocolVersions...)
+	unsupported := func(offered string) *wire.Error {
+		return wire.Errorf(wire.CodeUnsupportedVersion, "unsupported protocol version %s", offered).
+			WithData(wire.UnsupportedVersionData{SupportedVersions: supported})
+	}
+	d := p.Dialect()
+	res := map[string]any{"serverSeq": 0, "snapshots": []wire.Snapshot{}}
+	if d == wire.DialectPublished {
+		i := slices.IndexFunc(p.ProtocolVersions, func(v string) bool { return slices.Contains(wire.PublishedProtocolVersions, v) })
+		if i < 0 {
+			return nil, d, unsupported(strings.Join(p.ProtocolVersions, ", "))
+		}
+		if p.Channel != "" && p.Channel != wire.RootChannel {
+			return nil, d, wire.Errorf(wire.CodeInvalidParams, "invalid params: unknown channel %q (this host serves %s)", p.Channel, wire.RootChannel)
+		}
+		res["protocolVersion"] = p.ProtocolVersions[i]
+		prs := []wire.ProtectedResourceMetadata{}
+		for _, sc := range h.schemes {
+			prs = append(prs, h.metadata(sc))
+		}
+		res["snapshots"] = []wire.Snapshot{{Resource: wire.RootChannel, State: wire.SnapshotState{Agents: []wire.SnapshotAgent{{Provider: "agentauth", ProtectedResources: prs}}}}}
+	} else {
+		if p.ProtocolVersion != nil && *p.ProtocolVersion != wire.DesignProtocolVersion {
+			return nil, d, unsupported(fmt.Sprint(*p.ProtocolVersion))
+		}
+		res["protocolVersion"] = wire.DesignProtocolVersion
+	}
+	rm := wire.ResourceMetadata{Resource: h.cfg.Resource, AuthSchemes: []wire.AuthScheme{}}
+	methods := []wire.AuthMethod{}
+	for _, sc := range h.schemes {
+		as := sc.AuthorizationServers
+		if as == nil {
+			as = []string{}
+		}
+		rm.AuthSchemes = append(rm.AuthSchemes, wire.AuthScheme{Scheme: wire.SchemeBearer, ID: sc.ID, Label: sc.Label,
+			AuthorizationServers: as, ScopesSupported: sc.ScopesSupported, Required: sc.IsRequired()})
+		desc := "bearer token"
+		if len(as) > 0 {
+			desc += " from " + strings.Join(as, ", ")
+		}
+		methods = append(methods, wire.AuthMethod{ID: sc.ID, Name: cmp.Or(sc.Label, sc.ID), Description: desc})
+	}
+	res["resourceMetadata"] = rm
+	res["agentCapabilities"] = map[string]any{"getAuthState": true, "auth": map[string]bool{"status": true}}
+	res["authMethods"] = methods
+	return res, d, nil
+}
+
+// candidates maps authenticate's params to the schemes they may name:
+// schemeId (design) or resource (published, every scheme of that resource).
+func (h *Host) candidates(p wire.AuthenticateParams) ([]*scheme, *wire.Error) {
+	if p.Scheme != "" && !strings.EqualFold(p.Scheme, wire.SchemeBearer) {
+		return nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: unsupported scheme %q (only bearer)", p.Scheme)
+	}
+	if p.Channel != "" && p.Channel != wire.RootChannel {
+		return nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: unknown channel %q", p.Channel)
+	}
+	if p.Resource != "" && p.Resource != h.cfg.Resource {
+		return nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: unknown resource %q (this host is %s)", p.Resource, h.cfg.Resource)
+	}
+	if p.SchemeID != "" {
+		sc := h.byID[p.SchemeID]
+		if sc == nil {
+			ids := make([]string, len(h.schemes))
+			for i, s := range h.schemes {
+				ids[i] = s.ID
+			}
+			return nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: unknown schemeId %q (declared: %s)", p.SchemeID, strings.Join(ids, ", "))
+		}
+		return []*scheme{sc}, nil
+	}
+	if p.Resource == "" {
+		return nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: authenticate needs schemeId or resource")
+	}
+	return h.schemes, nil
+}
+
+// authenticate validates a token eagerly (PROTOCOL.md "authenticate"). A
+// rejected token is -32007 with a challenge per scheme tried; an empty
+// token signs the scheme(s) out.
+func (s *session) authenticate(ctx context.Context, params json.RawMessage) (any, *wire.Error) {
+	h := s.h
+	var p wire.AuthenticateParams
+	if err := json.Unmarshal(params, &p); err != nil {
+		return nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: %v", err)
+	}
+	cands, rerr := h.candidates(p)
+	if rerr != nil {
+		return nil, rerr
+	}
+	if p.Token == "" {
+		for _, sc := range cands {
+			h.release(s.table(), sc, s)
+			h.log.Info("auth decision", "conn", s.id, "scheme", sc.ID, "outcome", "signed out")
+		}
+		return wire.AuthenticateResult{Authenticated: false}, nil
+	}
+	g, chs, err := s.accept(ctx, cands, p.Token)
+	switch {
+	case g != nil:
+		return wire.AuthenticateResult{Authenticated: true}, nil
+	case len(chs) > 0:
+		return nil, h.authRequired(chs)
+	default:
+		return nil, wire.Errorf(wire.CodeInternalError, "internal error: cannot validate the token: %v", err)
+	}
+}
+
+// accept validates token against each candidate in turn and holds the
+// first grant. Otherwise it returns a challenge per rejecting scheme, or
+// the error that kept the token from being checked.
+func (s *session) accept(ctx context.Context, cands []*scheme, token string) (*Grant, []wire.Challenge, error) {
+	h := s.h
+	var chs []wire.Challenge
+	var failure error
+	for _, sc := range cands {
+		g, err := h.validate(ctx, sc, token, false)
+		if err == nil {
+			h.hold(s.table(), sc, token, g, s)
+			h.log.Info("auth decision", "conn", s.id, "scheme", sc.ID, "subject", g.Subject, "outcome", "accepted")
+			return g, nil, nil
+		}
+		var te *TokenError
+		if !errors.As(err, &te) {
+			failure = err
+			h.log.Warn("auth decision", "conn", s.id, "scheme", sc.ID, "outcome", "error", "reason", err.Error())
+			continue
+		}
+		h.log.Info("auth decision", "conn", s.id, "scheme", sc.ID, "outcome", "rejected", "reason", te.Description)
+		chs = append(chs, h.challenge(sc, statusOf(te)))
+	}
+	return nil, chs, failure
+}
+
+// setAuthToken is the deprecated token push: it authenticates the single
+// required scheme (or the only scheme), and otherwise pushes "required".
+func (s *session) setAuthToken(ctx context.Context, params json.RawMessage) {
+	h := s.h
+	h.log.Warn("setAuthToken is deprecated: use the authenticate request instead", "conn", s.id)
+	var cands []*scheme
+	for _, sc := range h.schemes {
+		if sc.IsRequired() {
+			cands = append(cands, sc)
+		}
+	}
+	if len(cands) == 0 {
+		cands = h.schemes
+	}
+	token, err := wire.ParseSetAuthToken(params)
+	var chs []wire.Challenge
+	switch {
+	case len(cands) != 1:
+		for _, sc := range cands {
+			ch := h.challenge(sc, schemeStatus{})
+			ch.ErrorDescription = fmt.Sprintf("setAuthToken cannot choose among %d schemes; use authenticate", len(cands))
+			chs = append(chs, ch)
+		}
+	case err != nil || token == "":
+		chs = []wire.Challenge{h.challenge(cands[0], schemeStatus{})}
+	default:
+		var g *Grant
+		g, chs, err = s.accept(ctx, cands, token)
+		if g != nil {
+			return
+		}
+		if len(chs) == 0 {
+			h.log.Warn("setAuthToken: cannot validate the token", "conn", s.id, "err", err)
+			return
+		}
+	}
+	for i, ch := range chs {
+		s.push(h.byID[ch.SchemeID], wire.StateRequired, &chs[i])
+	}
+}
+
+// agentSessions are the minimal agent host's in-memory sessions, each
+// visible to its owner only.
+type agentSessions struct {
+	mu   sync.Mutex
+	next int
+	all  []agentSession
+}
+
+type agentSession struct {
+	ID        string `json:"sessionId"`
+	Owner     string `json:"owner"`
+	CreatedAt string `json:"createdAt"`
+}
+
+func (a *agentSessions) create(owner string, now time.Time) agentSession {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.next++
+	s := agentSession{ID: fmt.Sprintf("s%d", a.next), Owner: owner, CreatedAt: now.UTC().Format(time.RFC3339)}
+	a.all = append(a.all, s)
+	return s
+}
+
+func (a *agentSessions) list(owner string) []agentSession {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := []agentSession{}
+	for _, s := range a.all {
+		if s.Owner == owner {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (a *agentSessions) dispose(owner, id string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	i := slices.IndexFunc(a.all, func(s agentSession) bool { return s.ID == id && s.Owner == owner })
+	if i < 0 {
+		return false
+	}
+	a.all = slices.Delete(a.all, i, i+1)
+	return true
+}

@@ -1,0 +1,232 @@
+package wire
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+)
+
+// DialOptions configure DialTarget.
+type DialOptions struct {
+	// HTTPClient makes the WebSocket handshake (default http.DefaultClient).
+	HTTPClient *http.Client
+	// MaxMessageSize bounds one incoming message (default 1 MiB).
+	MaxMessageSize int64
+	// Stderr receives a stdio child's stderr (default: discarded).
+	Stderr io.Writer
+}
+
+// stdioCloseGrace is how long Close waits for a stdio child to exit after
+// its stdin is closed before killing it.
+const stdioCloseGrace = 3 * time.Second
+
+// DialTarget connects to an agent host: "ws://…" or "wss://…" (one message
+// per text frame), or "stdio:COMMAND LINE", which runs the command line
+// (split like a shell: single quotes, double quotes, backslash escapes; no
+// expansion) as a child process speaking newline-delimited JSON on its
+// stdin and stdout. Closing the Conn closes the child's stdin, waits for
+// it to exit and kills it if it does not within a few seconds.
+func DialTarget(ctx context.Context, target string, opts DialOptions) (Conn, error) {
+	switch {
+	case strings.HasPrefix(target, "ws://"), strings.HasPrefix(target, "wss://"):
+		client := opts.HTTPClient
+		if client == nil {
+			client = http.DefaultClient
+		}
+		c, err := DialWebSocket(ctx, target, client, opts.MaxMessageSize)
+		if err != nil {
+			return nil, &redactedError{msg: "cannot connect to " + redactTarget(target) + ": " + redactTarget(err.Error()), err: err}
+		}
+		return c, nil
+	case strings.HasPrefix(target, "stdio:"):
+		return dialStdio(strings.TrimPrefix(target, "stdio:"), opts)
+	default:
+		return nil, fmt.Errorf("unsupported target %q: use ws://HOST:PORT, wss://HOST:PORT or stdio:COMMAND", redactTarget(target))
+	}
+}
+
+// redactedError shows a message with the connection token hidden and
+// unwraps to the original error.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
+
+// redactTarget hides a connection token (?tkn=) in a target shown to people.
+func redactTarget(target string) string {
+	i := strings.Index(target, "tkn=")
+	if i < 0 {
+		return target
+	}
+	i += len("tkn=")
+	end := strings.IndexAny(target[i:], "&#\" \t")
+	if end < 0 {
+		return target[:i] + "***"
+	}
+	return target[:i] + "***" + redactTarget(target[i+end:])
+}
+
+func dialStdio(line string, opts DialOptions) (Conn, error) {
+	args, err := SplitCommandLine(line)
+	if err != nil {
+		return nil, fmt.Errorf("cannot run stdio target: %w", err)
+	}
+	if len(args) == 0 {
+		return nil, errors.New("cannot run stdio target: no command after stdio:")
+	}
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Stderr = opts.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, fmt.Errorf("cannot run %s: %w", args[0], err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("cannot run %s: %w", args[0], err)
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("cannot run %s: %w", args[0], err)
+	}
+	child := &childCloser{cmd: cmd, stdin: stdin}
+	return NewStdioConn(stdout, stdin, child, opts.MaxMessageSize), nil
+}
+
+// childCloser ends a stdio child: EOF on its stdin, then a kill if it
+// lingers, then wait.
+type childCloser struct {
+	cmd   *exec.Cmd
+	stdin io.Closer
+	once  sync.Once
+	err   error
+}
+
+func (c *childCloser) Close() error {
+	c.once.Do(func() {
+		c.stdin.Close()
+		done := make(chan error, 1)
+		go func() { done <- c.cmd.Wait() }()
+		select {
+		case err := <-done:
+			var exit *exec.ExitError
+			if errors.As(err, &exit) {
+				c.err = fmt.Errorf("%s exited: %w", c.cmd.Args[0], err)
+			}
+		case <-time.After(stdioCloseGrace):
+			_ = c.cmd.Process.Kill()
+			<-done
+		}
+	})
+	return c.err
+}
+
+// SplitCommandLine splits a command line into words the way a POSIX shell
+// would, without any expansion: whitespace separates words, '…' quotes
+// literally, "…" quotes with \" \\ \$ \` escapes, and a backslash outside
+// quotes escapes the next character.
+func SplitCommandLine(s string) ([]string, error) {
+	var words []string
+	var cur strings.Builder
+	inWord := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == ' ' || c == '\t' || c == '\n':
+			if inWord {
+				words = append(words, cur.String())
+				cur.Reset()
+				inWord = false
+			}
+		case c == '\'':
+			j := strings.IndexByte(s[i+1:], '\'')
+			if j < 0 {
+				return nil, errors.New("unterminated ' quote in command line")
+			}
+			cur.WriteString(s[i+1 : i+1+j])
+			i += j + 1
+			inWord = true
+		case c == '"':
+			i++
+			for ; i < len(s) && s[i] != '"'; i++ {
+				if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("\"\\$`", s[i+1]) >= 0 {
+					i++
+				}
+				cur.WriteByte(s[i])
+			}
+			if i >= len(s) {
+				return nil, errors.New(`unterminated " quote in command line`)
+			}
+			inWord = true
+		case c == '\\':
+			if i+1 >= len(s) {
+				return nil, errors.New("trailing backslash in command line")
+			}
+			i++
+			cur.WriteByte(s[i])
+			inWord = true
+		default:
+			cur.WriteByte(c)
+			inWord = true
+		}
+	}
+	if inWord {
+		words = append(words, cur.String())
+	}
+	return words, nil
+}
+
+// NewInitializeParams builds initialize's params for dialect d.
+func NewInitializeParams(d Dialect, clientID string) InitializeParams {
+	p := InitializeParams{ClientID: clientID}
+	if d == DialectPublished {
+		p.Channel = RootChannel
+		p.ProtocolVersions = PublishedProtocolVersions
+	} else {
+		v := DesignProtocolVersion
+		p.ProtocolVersion = &v
+	}
+	return p
+}
+
+// Initialize runs initialize in dialect d (PROTOCOL.md "initialize"): the
+// design dialect offers protocolVersion 1, the published dialect offers
+// PublishedProtocolVersions on the root channel.
+func Initialize(ctx context.Context, c *Client, d Dialect, clientID string) (*InitializeResult, error) {
+	var res InitializeResult
+	if err := c.Call(ctx, MethodInitialize, NewInitializeParams(d, clientID), &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// ErrTokenNotAccepted is a host answering authenticate with
+// {"authenticated": false} instead of a -32007 challenge.
+var ErrTokenNotAccepted = errors.New("the host did not accept the token")
+
+// Authenticate hands a bearer token for requirement r to the host in
+// dialect d: {schemeId, scheme, token} (design) or {channel, resource,
+// token} (published). A rejected token comes back as a -32007 *Error.
+func Authenticate(ctx context.Context, c *Client, d Dialect, r Requirement, token string) error {
+	p := AuthenticateParams{Token: token}
+	if d == DialectPublished {
+		p.Channel, p.Resource = RootChannel, r.Resource
+	} else {
+		p.SchemeID, p.Scheme = r.SchemeID, SchemeBearer
+	}
+	var res AuthenticateResult
+	if err := c.Call(ctx, MethodAuthenticate, p, &res); err != nil {
+		return err
+	}
+	if !res.Authenticated && token != "" {
+		return fmt.Errorf("%w for %s", ErrTokenNotAccepted, r.SchemeID)
+	}
+	return nil
+}
