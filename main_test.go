@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,10 +13,41 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
+// scriptPrograms are the programs testscript puts on PATH for `exec`;
+// other _test.go files add theirs in init.
+var scriptPrograms = map[string]func(){
+	"agentauth": func() { os.Exit(commands.Main()) },
+	// browser-fetch URL is a $BROWSER for tests: it GETs the URL and follows
+	// redirects (an auto-approving authorization server redirects straight
+	// to the loopback callback), failing on a non-2xx final status.
+	"browser-fetch": browserFetch,
+}
+
+// scriptCmds are the custom script commands; other _test.go files add theirs in init.
+var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
+	"waitfile": waitFile,
+	"addrenv":  addrEnv,
+}
+
 func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){
-		"agentauth": func() { os.Exit(commands.Main()) },
-	})
+	testscript.Main(m, scriptPrograms)
+}
+
+func browserFetch() {
+	if len(os.Args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: browser-fetch URL")
+		os.Exit(2)
+	}
+	resp, err := http.Get(os.Args[1])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "browser-fetch:", err)
+		os.Exit(1)
+	}
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		fmt.Fprintln(os.Stderr, "browser-fetch: final status", resp.Status)
+		os.Exit(1)
+	}
 }
 
 // TestScripts runs the end-to-end suite in testdata/script. Each script gets
@@ -31,10 +63,7 @@ func TestScripts(t *testing.T) {
 			env.Setenv("NO_COLOR", "1")
 			return nil
 		},
-		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"waitfile": waitFile,
-			"addrenv":  addrEnv,
-		},
+		Cmds:                scriptCmds,
 	})
 }
 
