@@ -63,7 +63,7 @@ func TestScripts(t *testing.T) {
 			env.Setenv("NO_COLOR", "1")
 			return nil
 		},
-		Cmds:                scriptCmds,
+		Cmds: scriptCmds,
 	})
 }
 
