@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/signal"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/agentauth/agentauth/store"
 	"github.com/agentauth/agentauth/wire"
 )
 
@@ -34,6 +34,9 @@ const maxTokenInput = 64 << 10
 type CallOptions struct {
 	IO         *IOStreams
 	HTTPClient *http.Client
+	// Credentials gives the stored credentials used when no token comes
+	// from stdin.
+	Credentials func() (*credentialSource, error)
 
 	Target string
 	Method string
@@ -59,9 +62,11 @@ func newCallCommand(f *Factory) *cli.Command {
 (run as a child process; its stderr is passed through).
 
 call runs initialize, authenticates with the token read from stdin when
---token-stdin is given, calls METHOD with PARAMS_JSON and prints the result
-JSON on stdout. METHOD initialize prints the initialize result (PARAMS_JSON,
-if given, replaces the default initialize params).
+--token-stdin is given (else with the credentials stored for TARGET by
+login, refreshed when they expire within 60 s, and refreshed and sent once
+more when the host answers invalid_token), calls METHOD with PARAMS_JSON and
+prints the result JSON on stdout. METHOD initialize prints the initialize
+result (PARAMS_JSON, if given, replaces the default initialize params).
 
 A -32007 answer prints each challenge on stderr (scheme, error, description,
 scope, where to get a token) and exits 4; other JSON-RPC errors exit 1.`,
@@ -105,6 +110,7 @@ scope, where to get a token) and exits 4; other JSON-RPC errors exit 1.`,
 			}
 			opts.IO = f.IO
 			opts.HTTPClient = f.HTTPClient
+			opts.Credentials = f.credentials
 			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return runCall(ctx, opts)
@@ -115,16 +121,26 @@ scope, where to get a token) and exits 4; other JSON-RPC errors exit 1.`,
 func runCall(ctx context.Context, opts *CallOptions) error {
 	var token string
 	if opts.TokenStdin {
-		b, err := io.ReadAll(io.LimitReader(opts.IO.In, maxTokenInput))
-		if err != nil {
-			return fmt.Errorf("cannot read the token from stdin: %w", err)
-		}
-		if token = strings.TrimSpace(string(b)); token == "" {
-			return usageErrorf("--token-stdin: stdin holds no token")
+		var err error
+		if token, err = readTokenStdin(opts.IO.In); err != nil {
+			return err
 		}
 	}
 	callCtx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
+	var cs *credentialSource
+	var creds []*store.Credential
+	// Stored credentials are used when no token comes from stdin, unless
+	// the call is initialize alone (which needs none).
+	if !opts.TokenStdin && opts.Credentials != nil && (opts.Method != wire.MethodInitialize || opts.Watch) {
+		var err error
+		if cs, err = opts.Credentials(); err != nil {
+			return err
+		}
+		if creds, err = cs.ForTarget(callCtx, opts.Target, ""); err != nil {
+			return err
+		}
+	}
 	conn, err := wire.DialTarget(callCtx, opts.Target, wire.DialOptions{HTTPClient: opts.HTTPClient, Stderr: opts.IO.ErrOut})
 	if err != nil {
 		return err
@@ -162,13 +178,27 @@ func runCall(ctx context.Context, opts *CallOptions) error {
 			return opts.rpcFailure(wire.MethodAuthenticate, err, reqs)
 		}
 	}
+	hc := &hostConn{client: client, dialect: initRes.Dialect(), init: &initRes, reqs: reqs}
+	held, err := opts.authenticateStored(callCtx, hc, cs, creds)
+	if err != nil {
+		return err
+	}
 	if opts.Method != wire.MethodInitialize {
 		var p any
 		if opts.Params != nil {
 			p = opts.Params
 		}
 		raw = nil
-		if err := client.Call(callCtx, opts.Method, p, &raw); err != nil {
+		err := client.Call(callCtx, opts.Method, p, &raw)
+		retry, rerr := opts.renew(callCtx, hc, cs, held, err)
+		if rerr != nil {
+			return rerr
+		}
+		if retry {
+			raw = nil
+			err = client.Call(callCtx, opts.Method, p, &raw)
+		}
+		if err != nil {
 			return opts.rpcFailure(opts.Method, err, reqs)
 		}
 	}
@@ -179,6 +209,71 @@ func runCall(ctx context.Context, opts *CallOptions) error {
 		return opts.watch(ctx, client)
 	}
 	return nil
+}
+
+// authenticateStored authenticates every declared scheme that has a stored
+// credential (see hostConn.authenticateStored) and returns them by scheme
+// id. A required scheme the host refuses is an *AuthError with the login
+// command; a refused optional one is reported on stderr and left out.
+func (opts *CallOptions) authenticateStored(ctx context.Context, hc *hostConn, cs *credentialSource, creds []*store.Credential) (map[string]*store.Credential, error) {
+	held := map[string]*store.Credential{}
+	var refused []schemeResult
+	for _, r := range hc.reqs {
+		c := credentialFor(creds, r)
+		if c == nil {
+			continue
+		}
+		var res schemeResult
+		cur, err := hc.authenticateStored(ctx, cs, opts.Target, r, c, false, &res)
+		if err != nil {
+			return nil, err
+		}
+		if cur == nil {
+			fmt.Fprintln(opts.IO.ErrOut, res.line(opts.IO.ErrPainter(), "accepted"))
+			refused = append(refused, res)
+			continue
+		}
+		held[r.SchemeID] = cur
+	}
+	if f := authFailure(opts.Target, hc.reqs, refused); f != nil {
+		return nil, f
+	}
+	return held, nil
+}
+
+// renew answers a call refused with -32007 invalid_token for a scheme
+// authenticated from the store: the credential is refreshed, authenticated
+// again, and retry says to repeat the call once.
+func (opts *CallOptions) renew(ctx context.Context, hc *hostConn, cs *credentialSource, held map[string]*store.Credential, callErr error) (retry bool, err error) {
+	var rpc *wire.Error
+	data, ok := wire.AuthRequiredData{}, false
+	if errors.As(callErr, &rpc) {
+		data, ok = rpc.AuthRequired()
+	}
+	if !ok {
+		return false, nil
+	}
+	for _, ch := range data.Challenges {
+		c := held[ch.SchemeID]
+		if c == nil || ch.Error != wire.ErrInvalidToken {
+			continue
+		}
+		i := slices.IndexFunc(hc.reqs, func(r wire.Requirement) bool { return r.SchemeID == ch.SchemeID })
+		var res schemeResult
+		cur, err := hc.authenticateStored(ctx, cs, opts.Target, hc.reqs[i], c, true, &res)
+		if err != nil {
+			return false, err
+		}
+		if cur == nil {
+			fmt.Fprintln(opts.IO.ErrOut, res.line(opts.IO.ErrPainter(), "accepted"))
+			if f := authFailure(opts.Target, hc.reqs, []schemeResult{res}); f != nil {
+				return false, f
+			}
+			continue
+		}
+		held[ch.SchemeID], retry = cur, true
+	}
+	return retry, nil
 }
 
 // pickRequirement chooses the scheme to authenticate: --scheme, else the

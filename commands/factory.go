@@ -1,9 +1,18 @@
 package commands
 
 import (
+	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
+	"os/exec"
+	"runtime"
+	"sync"
 	"time"
+
+	"github.com/agentauth/agentauth/store"
+	"github.com/agentauth/agentauth/wire"
 )
 
 // Factory holds what commands depend on, so tests can swap any of it.
@@ -15,14 +24,37 @@ type Factory struct {
 	Now func() time.Time
 	// Verbose is set by the global --verbose flag.
 	Verbose bool
+
+	// StoreKind is the global --store flag ("" when not given).
+	StoreKind string
+	// OpenStore opens the credential store; nil means the store chosen by
+	// --store, $AGENTAUTH_STORE, the remembered choice, else keyring.
+	OpenStore func() (store.Store, error)
+	// ProbeKeyring checks that the OS keyring works (store.ProbeKeyring).
+	ProbeKeyring func(context.Context) error
+
+	// BrowserEnv is $BROWSER: a command line that opens a URL, run even
+	// without a terminal (scripts and test suites set it on purpose).
+	BrowserEnv string
+	// OpenURL is the platform's URL opener, used only on a terminal.
+	OpenURL func(url string) error
+
+	storeOnce sync.Once
+	store     store.Store
+	storeErr  error
+	// keyringChecked is set once ProbeKeyring succeeded in this process.
+	keyringChecked bool
 }
 
 // NewFactory returns the production dependencies.
 func NewFactory() *Factory {
 	return &Factory{
-		IO:         SystemIO(),
-		HTTPClient: &http.Client{Timeout: 30 * time.Second},
-		Now:        time.Now,
+		IO:           SystemIO(),
+		HTTPClient:   &http.Client{Timeout: 30 * time.Second},
+		Now:          time.Now,
+		ProbeKeyring: store.ProbeKeyring,
+		BrowserEnv:   os.Getenv("BROWSER"),
+		OpenURL:      platformOpenURL,
 	}
 }
 
@@ -34,4 +66,92 @@ func (f *Factory) Logger() *slog.Logger {
 		level = slog.LevelDebug
 	}
 	return slog.New(slog.NewTextHandler(f.IO.ErrOut, &slog.HandlerOptions{Level: level}))
+}
+
+// Store returns the credential store, opened once: --store, else
+// $AGENTAUTH_STORE, else the choice remembered in the config directory,
+// else keyring (store.Resolve). It touches neither the disk nor the keyring
+// beyond remembering an explicit choice.
+func (f *Factory) Store() (store.Store, error) {
+	f.storeOnce.Do(func() {
+		if f.OpenStore != nil {
+			f.store, f.storeErr = f.OpenStore()
+			return
+		}
+		f.store, f.storeErr = openStore(f.StoreKind)
+	})
+	return f.store, f.storeErr
+}
+
+func openStore(flagValue string) (store.Store, error) {
+	dir, err := store.ConfigDir()
+	if err != nil {
+		return nil, err
+	}
+	kind, err := store.Resolve(flagValue, dir)
+	if err != nil {
+		return nil, err
+	}
+	return store.Open(kind, dir)
+}
+
+// fallbackStore is the file store in the config directory: where a
+// credential goes when the keyring refuses it after a successful flow.
+func fallbackStore() (store.Store, error) {
+	dir, err := store.ConfigDir()
+	if err != nil {
+		return nil, err
+	}
+	return store.Open(store.KindFile, dir)
+}
+
+// Browser returns how to open a login URL: $BROWSER when set, even without
+// a terminal; else the platform opener when stdout or stderr is a terminal;
+// else nil (the caller prints the URL and which flag avoids the wait).
+func (f *Factory) Browser() func(url string) error {
+	if f.BrowserEnv != "" {
+		return func(url string) error { return runBrowser(f.BrowserEnv, url, f.IO) }
+	}
+	if (f.IO.StdoutTTY || f.IO.StderrTTY) && f.OpenURL != nil {
+		return f.OpenURL
+	}
+	return nil
+}
+
+// runBrowser starts the $BROWSER command line (split like a shell, no
+// expansion) with url as its last argument, and does not wait for it:
+// a browser may run for as long as the user keeps it open.
+func runBrowser(cmdline, url string, io *IOStreams) error {
+	args, err := wire.SplitCommandLine(cmdline)
+	if err != nil {
+		return fmt.Errorf("cannot use $BROWSER: %w", err)
+	}
+	if len(args) == 0 {
+		return fmt.Errorf("cannot use $BROWSER: it names no command")
+	}
+	cmd := exec.Command(args[0], append(args[1:], url)...)
+	cmd.Stdout, cmd.Stderr = io.ErrOut, io.ErrOut
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("cannot run $BROWSER: %w", err)
+	}
+	go func() { _ = cmd.Wait() }()
+	return nil
+}
+
+// platformOpenURL opens url with the desktop's handler.
+func platformOpenURL(url string) error {
+	var cmd *exec.Cmd
+	switch runtime.GOOS {
+	case "darwin":
+		cmd = exec.Command("open", url)
+	case "windows":
+		cmd = exec.Command("rundll32", "url.dll,FileProtocolHandler", url)
+	default:
+		cmd = exec.Command("xdg-open", url)
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("cannot open the browser: %w", err)
+	}
+	go func() { _ = cmd.Wait() }()
+	return nil
 }

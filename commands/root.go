@@ -7,6 +7,8 @@ import (
 	"os"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/agentauth/agentauth/store"
 )
 
 // Version is the agentauth version, set at build time with
@@ -48,6 +50,13 @@ func NewApp(f *Factory) *cli.App {
 		CustomAppHelpTemplate:  cli.AppHelpTemplate + "\n" + exitCodesHelp + "\n",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "verbose", Usage: "print diagnostic detail on stderr (never secrets)", Destination: &f.Verbose},
+			&cli.StringFlag{Name: "store", Usage: "credential store: `keyring` or file (default: $AGENTAUTH_STORE, else the last choice, else keyring); remembered once chosen", Destination: &f.StoreKind},
+		},
+		Before: func(*cli.Context) error {
+			if f.StoreKind != "" && f.StoreKind != store.KindKeyring && f.StoreKind != store.KindFile {
+				return usageErrorf("--store must be keyring or file, not %q", f.StoreKind)
+			}
+			return nil
 		},
 		ExitErrHandler: func(*cli.Context, error) {},
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
@@ -76,6 +85,12 @@ func commandList(f *Factory) []*cli.Command {
 	return []*cli.Command{
 		newServeCommand(f),
 		newCallCommand(f),
+		newDiscoverCommand(f),
+		newLoginCommand(f),
+		newTokenCommand(f),
+		newAuthenticateCommand(f),
+		newStatusCommand(f),
+		newRevokeCommand(f),
 	}
 }
 

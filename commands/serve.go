@@ -2,20 +2,25 @@ package commands
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/agentauth/agentauth/host"
+	"github.com/agentauth/agentauth/issuer"
 	"github.com/agentauth/agentauth/wire"
 )
 
@@ -23,6 +28,7 @@ import (
 type ServeOptions struct {
 	IO         *IOStreams
 	Logger     *slog.Logger
+	LogLevel   slog.Level
 	HTTPClient *http.Client
 	Now        func() time.Time
 
@@ -32,26 +38,77 @@ type ServeOptions struct {
 	AuthScope       string
 	ConnectionToken string
 	Stdio           bool
+	// LogFile, when set, receives the logs instead of stderr.
+	LogFile string
+	// Resource is --resource: the resource identifier when the config
+	// sets none (default http://HOST:PORT/mcp).
+	Resource string
+	// Issuer is --issuer: the external authorization server of the
+	// built-in configuration; the embedded issuer then does not run.
+	Issuer string
+
+	// The embedded issuer's settings.
+	AutoApprove    bool
+	DevUser        string
+	TokenTTL       time.Duration
+	RefreshTTL     time.Duration
+	CodeTTL        time.Duration
+	DeviceInterval time.Duration
+	// IssuerFlags lists the embedded issuer's flags given on the command
+	// line: an error when the embedded issuer does not run.
+	IssuerFlags []string
 }
+
+// The built-in configuration's scheme (PROTOCOL.md "Auth requirements").
+const (
+	defaultSchemeID    = "dev"
+	defaultSchemeLabel = "agentauth dev issuer"
+	defaultScope       = "agent:use"
+)
+
+// embeddedIssuerFlags configure the embedded issuer.
+var embeddedIssuerFlags = []string{"auto-approve", "dev-user", "token-ttl", "refresh-ttl", "code-ttl", "device-interval"}
 
 func newServeCommand(f *Factory) *cli.Command {
 	opts := &ServeOptions{}
 	return &cli.Command{
 		Name:  "serve",
-		Usage: "run the agent host on WebSocket (or one session on stdio)",
+		Usage: "run the agent host (WebSocket, HTTP, or one session on stdio) and its development authorization server",
 		Description: `Serves the agent host protocol: initialize declares the auth requirements
-(schemes) from --config, authenticate hands over a bearer token, gated methods
-answer -32007 with RFC 6750 challenges, and the host pushes notify/authRequired
-(or auth/required) when a token expires or is revoked.
+(schemes), authenticate hands over a bearer token, gated methods answer -32007
+with RFC 6750 challenges, and the host pushes notify/authRequired (or
+auth/required) when a token expires or is revoked.
 
-WebSocket upgrades are accepted on / and /ws. Logs go to stderr, never tokens.`,
+On one listener (default 127.0.0.1:7777):
+  /, /ws                                    WebSocket upgrades
+  POST /mcp                                 JSON-RPC with a bearer token per request (MCP-style)
+  /.well-known/oauth-protected-resource/mcp RFC 9728 protected resource metadata
+  /.well-known/oauth-authorization-server,  the embedded development authorization server
+  /authorize, /token, /device, …            (when a scheme uses it)
+
+Without --config, serve declares one required scheme "dev": JWT access tokens
+from the embedded issuer (or from --issuer), audience http://HOST:PORT/mcp,
+scope agent:use. The embedded issuer keeps everything in memory: clients,
+codes and tokens die with the process. It signs everyone in as --dev-user
+without a password: keep it on loopback.
+
+Logs go to stderr (or --log-file), never tokens.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:7777", Usage: "`HOST:PORT` to listen on (port 0 picks a free one)", Destination: &opts.Listen},
 			&cli.StringFlag{Name: "addr-file", Usage: "once listening, write the address (HOST:PORT and a newline) to `FILE`", Destination: &opts.AddrFile},
-			&cli.StringFlag{Name: "config", Usage: "JSON `FILE` declaring the resource, schemes and methodScopes", Destination: &opts.ConfigPath},
+			&cli.StringFlag{Name: "config", Usage: "JSON `FILE` declaring the resource, schemes and methodScopes (default: one scheme, dev, bound to the embedded issuer)", Destination: &opts.ConfigPath},
+			&cli.StringFlag{Name: "resource", Usage: "resource identifier `URL` tokens must carry as audience (default http://HOST:PORT/mcp)", Destination: &opts.Resource},
+			&cli.StringFlag{Name: "issuer", Usage: "trust the external authorization server `URL` (RFC 8414 metadata, JWKS) instead of running the embedded one", Destination: &opts.Issuer},
 			&cli.StringFlag{Name: "auth-scope", Value: host.AuthScopeConnection, Usage: "who a token authenticates: `connection` (the one that sent it) or host (every connection, last writer wins)", Destination: &opts.AuthScope},
 			&cli.StringFlag{Name: "connection-token", Usage: "require ?tkn=`TOKEN` on WebSocket upgrades (HTTP 403 otherwise)", Destination: &opts.ConnectionToken},
-			&cli.BoolFlag{Name: "stdio", Usage: "serve one session on stdin/stdout instead of listening (logs stay on stderr)", Destination: &opts.Stdio},
+			&cli.BoolFlag{Name: "stdio", Usage: "serve one session on stdin/stdout (logs stay on stderr); the embedded issuer and the HTTP face still listen on --listen when a scheme uses the embedded issuer", Destination: &opts.Stdio},
+			&cli.StringFlag{Name: "log-file", Usage: "append the logs to `FILE` instead of stderr", Destination: &opts.LogFile},
+			&cli.BoolFlag{Name: "auto-approve", Usage: "embedded issuer: approve every authorization and device code at once, without the consent page (tests, scripts)", Destination: &opts.AutoApprove},
+			&cli.StringFlag{Name: "dev-user", Value: issuer.DefaultSubject, Usage: "embedded issuer: the `NAME` approvals sign in as (the pages let you type another)", Destination: &opts.DevUser},
+			&cli.DurationFlag{Name: "token-ttl", Value: issuer.DefaultTokenTTL, Usage: "embedded issuer: access token lifetime `DURATION`", Destination: &opts.TokenTTL},
+			&cli.DurationFlag{Name: "refresh-ttl", Value: issuer.DefaultRefreshTTL, Usage: "embedded issuer: refresh token lifetime `DURATION`, renewed by each rotation", Destination: &opts.RefreshTTL},
+			&cli.DurationFlag{Name: "code-ttl", Value: issuer.DefaultCodeTTL, Usage: "embedded issuer: authorization code lifetime `DURATION`", Destination: &opts.CodeTTL},
+			&cli.DurationFlag{Name: "device-interval", Value: issuer.DefaultDeviceInterval, Usage: "embedded issuer: the device flow's polling interval `DURATION` (faster polls get slow_down)", Destination: &opts.DeviceInterval},
 		},
 		Action: func(c *cli.Context) error {
 			if c.Args().Len() > 0 {
@@ -60,23 +117,47 @@ WebSocket upgrades are accepted on / and /ws. Logs go to stderr, never tokens.`,
 			if opts.AuthScope != host.AuthScopeConnection && opts.AuthScope != host.AuthScopeHost {
 				return usageErrorf("--auth-scope must be connection or host, not %q", opts.AuthScope)
 			}
-			if c.IsSet("connection-token") && opts.ConnectionToken == "" {
-				return usageErrorf("--connection-token must not be empty")
+			for _, name := range []string{"connection-token", "dev-user", "log-file", "addr-file"} {
+				if c.IsSet(name) && c.String(name) == "" {
+					return usageErrorf("--%s must not be empty", name)
+				}
 			}
-			if opts.Stdio && (opts.AddrFile != "" || opts.ConnectionToken != "") {
-				return usageErrorf("--addr-file and --connection-token apply to the listener, not to --stdio")
+			if opts.Stdio && opts.ConnectionToken != "" {
+				return usageErrorf("--connection-token gates WebSocket upgrades, and --stdio serves none")
 			}
-			if opts.ConfigPath == "" {
-				return usageErrorf("serve needs --config FILE (there is no built-in configuration yet)")
+			for _, name := range []string{"token-ttl", "refresh-ttl", "code-ttl", "device-interval"} {
+				if c.Duration(name) < time.Second {
+					return usageErrorf("--%s must be at least 1s, not %s", name, c.Duration(name))
+				}
+			}
+			if opts.Resource != "" {
+				if err := checkResourceFlag(opts.Resource); err != nil {
+					return usageErrorf("--resource: %v", err)
+				}
+			}
+			for _, name := range embeddedIssuerFlags {
+				if c.IsSet(name) {
+					opts.IssuerFlags = append(opts.IssuerFlags, "--"+name)
+				}
+			}
+			if opts.Issuer != "" {
+				if opts.ConfigPath != "" {
+					return usageErrorf("--issuer replaces the embedded issuer of the built-in configuration; in a --config file, list the authorization server under authorizationServers")
+				}
+				if len(opts.IssuerFlags) > 0 {
+					return usageErrorf("%s configure the embedded issuer, which --issuer replaces", strings.Join(opts.IssuerFlags, ", "))
+				}
+				if err := checkIssuerFlag(opts.Issuer); err != nil {
+					return usageErrorf("--issuer: %v", err)
+				}
 			}
 			opts.IO = f.IO
 			opts.HTTPClient = f.HTTPClient
 			opts.Now = f.Now
-			level := slog.LevelInfo
+			opts.LogLevel = slog.LevelInfo
 			if f.Verbose {
-				level = slog.LevelDebug
+				opts.LogLevel = slog.LevelDebug
 			}
-			opts.Logger = slog.New(slog.NewTextHandler(f.IO.ErrOut, &slog.HandlerOptions{Level: level}))
 			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return runServe(ctx, opts)
@@ -84,82 +165,281 @@ WebSocket upgrades are accepted on / and /ws. Logs go to stderr, never tokens.`,
 	}
 }
 
+// checkResourceFlag accepts an absolute http(s) URL without a fragment
+// (RFC 8707 §2).
+func checkResourceFlag(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%q must be an absolute http or https URL", raw)
+	}
+	if strings.Contains(raw, "#") {
+		return fmt.Errorf("%q must not have a fragment (RFC 8707 §2)", raw)
+	}
+	return nil
+}
+
+// checkIssuerFlag accepts an issuer identifier (RFC 8414 §2): https, or
+// http on a loopback host, without query or fragment.
+func checkIssuerFlag(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || u.RawQuery != "" || strings.Contains(raw, "#") {
+		return fmt.Errorf("%q must be an https URL without query or fragment (RFC 8414 §2)", raw)
+	}
+	if u.Scheme == "https" || u.Scheme == "http" && isLoopbackHost(u.Hostname()) {
+		return nil
+	}
+	return fmt.Errorf("%q must use https (http is allowed on loopback only)", raw)
+}
+
+func isLoopbackHost(h string) bool {
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
 // runServe runs the host until ctx ends (SIGINT/SIGTERM: graceful, nil) or,
 // with --stdio, until stdin closes.
 func runServe(ctx context.Context, opts *ServeOptions) error {
-	cfg, err := host.LoadConfig(opts.ConfigPath)
+	logger := opts.Logger
+	if opts.LogFile != "" {
+		f, err := os.OpenFile(opts.LogFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			return fmt.Errorf("cannot open the log file: %w", err)
+		}
+		defer f.Close()
+		logger = slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: opts.LogLevel}))
+	} else if logger == nil {
+		logger = slog.New(slog.NewTextHandler(opts.IO.ErrOut, &slog.HandlerOptions{Level: opts.LogLevel}))
+	}
+
+	cfg, err := serveConfig(opts)
 	if err != nil {
 		return err
 	}
-	newHost := func(origin string) (*host.Host, error) {
-		cfg.Resolve(origin)
-		return host.New(host.Options{Config: cfg, AuthScope: opts.AuthScope, Logger: opts.Logger,
-			HTTPClient: opts.HTTPClient, Now: opts.Now, MaxMessageSize: wire.DefaultMaxMessageSize})
+	// Read before Resolve replaces "embedded" with the listener's origin.
+	embedded := usesEmbeddedIssuer(cfg)
+	clients, err := introspectionClients(cfg)
+	if err != nil {
+		return err
 	}
-	if opts.Stdio {
-		// Nothing listens: an empty resource and "embedded" resolve against
-		// the --listen address.
-		h, err := newHost("http://" + opts.Listen)
-		if err != nil {
-			return err
-		}
-		defer h.Close()
-		conn := wire.NewStdioConn(opts.IO.In, opts.IO.Out, nil, wire.DefaultMaxMessageSize)
-		h.ServeConn(ctx, conn)
-		return nil
+	scopes := embeddedScopes(cfg)
+	if !embedded && len(opts.IssuerFlags) > 0 {
+		return usageErrorf("%s configure the embedded issuer, and no scheme uses it (name \"embedded\" in a scheme's authorizationServers with jwt or introspection validation)", strings.Join(opts.IssuerFlags, ", "))
+	}
+	listening := !opts.Stdio || embedded
+	if !listening && opts.AddrFile != "" {
+		return usageErrorf("--addr-file applies to the listener, and with --stdio nothing listens unless a scheme uses the embedded issuer")
 	}
 
-	ln, err := net.Listen("tcp", opts.Listen)
-	if err != nil {
-		return fmt.Errorf("cannot listen on %s: %w", opts.Listen, err)
+	// Nothing listens with --stdio alone: an empty resource and "embedded"
+	// resolve against the --listen address.
+	origin := "http://" + opts.Listen
+	var ln net.Listener
+	if listening {
+		if ln, err = net.Listen("tcp", opts.Listen); err != nil {
+			return fmt.Errorf("cannot listen on %s: %w", opts.Listen, err)
+		}
+		defer ln.Close()
+		origin = "http://" + ln.Addr().String()
 	}
-	addr := ln.Addr().String()
-	h, err := newHost("http://" + addr)
+	if embedded {
+		if ip, _, _ := net.SplitHostPort(ln.Addr().String()); !isLoopbackHost(ip) {
+			return fmt.Errorf("cannot run the embedded issuer on %s: it signs anyone in without a password, so it listens on loopback only\nUse --listen 127.0.0.1:PORT, or trust an external authorization server with --issuer", opts.Listen)
+		}
+	}
+	cfg.Resolve(origin)
+	var iss *issuer.Issuer
+	if embedded {
+		iss, err = issuer.New(issuer.Options{
+			Issuer: origin, DefaultResource: cfg.Resource,
+			TokenTTL: opts.TokenTTL, RefreshTTL: opts.RefreshTTL, CodeTTL: opts.CodeTTL, DeviceInterval: opts.DeviceInterval,
+			AutoApprove: opts.AutoApprove, Subject: opts.DevUser, ScopesSupported: scopes, Clients: clients,
+			Logger: logger, Now: opts.Now,
+		})
+		if err != nil {
+			return fmt.Errorf("cannot start the embedded issuer: %w", err)
+		}
+	}
+	h, err := host.New(host.Options{Config: cfg, AuthScope: opts.AuthScope, Logger: logger, HTTPClient: opts.HTTPClient,
+		Now: opts.Now, MaxMessageSize: wire.DefaultMaxMessageSize, Version: Version})
 	if err != nil {
-		ln.Close()
 		return err
 	}
 	defer h.Close()
-	srv := &http.Server{
-		Handler:           newServeMux(h, opts.ConnectionToken),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(opts.Logger.Handler(), slog.LevelWarn),
+	if iss != nil {
+		// A revocation at the issuer reaches the connections at once.
+		iss.OnRevoke(func(jtis []string) { h.NotifyRevoked(jtis...) })
 	}
+
+	var srv *http.Server
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	opts.Logger.Info("agent host listening", "addr", addr, "resource", h.Resource(), "auth_scope", opts.AuthScope)
-	if opts.AddrFile != "" {
-		if err := writeFileAtomic(opts.AddrFile, []byte(addr+"\n")); err != nil {
-			srv.Close()
+	if listening {
+		mux, err := newServeMux(h, iss, opts.ConnectionToken, !opts.Stdio)
+		if err != nil {
 			return err
 		}
+		srv = &http.Server{
+			Handler:           mux,
+			ReadHeaderTimeout: 10 * time.Second,
+			ReadTimeout:       30 * time.Second,
+			WriteTimeout:      30 * time.Second,
+			IdleTimeout:       2 * time.Minute,
+			MaxHeaderBytes:    64 << 10,
+			ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		}
+		go func() { served <- srv.Serve(ln) }()
+		attrs := []any{"addr", ln.Addr().String(), "resource", h.Resource(), "resource_metadata", h.ResourceMetadataURL(), "auth_scope", opts.AuthScope}
+		if iss != nil {
+			attrs = append(attrs, "issuer", origin, "auto_approve", opts.AutoApprove, "dev_user", opts.DevUser)
+		}
+		logger.Info("agent host listening", attrs...)
+		if opts.AddrFile != "" {
+			if err := writeFileAtomic(opts.AddrFile, []byte(ln.Addr().String()+"\n")); err != nil {
+				srv.Close()
+				return err
+			}
+		}
 	}
-	select {
-	case err := <-served:
-		return fmt.Errorf("cannot serve: %w", err)
-	case <-ctx.Done():
+	if opts.Stdio {
+		conn := wire.NewStdioConn(opts.IO.In, opts.IO.Out, nil, wire.DefaultMaxMessageSize)
+		h.ServeConn(ctx, conn)
+	} else {
+		select {
+		case err := <-served:
+			return fmt.Errorf("cannot serve: %w", err)
+		case <-ctx.Done():
+		}
+		logger.Info("shutting down")
 	}
-	opts.Logger.Info("shutting down")
+	h.Close()
+	if srv == nil {
+		return nil
+	}
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	h.Close()
 	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("cannot shut down: %w", err)
 	}
 	return nil
 }
 
-// newServeMux mounts every HTTP face of serve on one mux: the WebSocket
-// upgrade on / and /ws. The embedded issuer's endpoints, POST /mcp and
-// /.well-known/oauth-protected-resource* are mounted here too.
-func newServeMux(h *host.Host, connectionToken string) *http.ServeMux {
+// serveConfig loads --config, or builds the built-in configuration: one
+// required scheme "dev" with jwt validation, bound to the embedded issuer
+// or to --issuer, scope agent:use. Both go through host.ParseConfig's checks.
+func serveConfig(opts *ServeOptions) (*host.Config, error) {
+	if opts.ConfigPath != "" {
+		cfg, err := host.LoadConfig(opts.ConfigPath)
+		if err != nil {
+			return nil, err
+		}
+		if opts.Resource != "" {
+			if cfg.Resource != "" && cfg.Resource != opts.Resource {
+				return nil, usageErrorf("--resource %s differs from the config's resource %s: keep one", opts.Resource, cfg.Resource)
+			}
+			cfg.Resource = opts.Resource
+		}
+		return cfg, nil
+	}
+	as, label := host.Embedded, defaultSchemeLabel
+	if opts.Issuer != "" {
+		as, label = opts.Issuer, opts.Issuer
+	}
+	doc := map[string]any{"schemes": []any{map[string]any{
+		"id": defaultSchemeID, "label": label, "authorizationServers": []string{as},
+		"scopesSupported": []string{defaultScope}, "validation": map[string]string{"type": host.ValidationJWT},
+	}}}
+	if opts.Resource != "" {
+		doc["resource"] = opts.Resource
+	}
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := host.ParseConfig(b)
+	if err != nil {
+		return nil, fmt.Errorf("cannot build the default configuration: %w", err)
+	}
+	return cfg, nil
+}
+
+// usesEmbeddedIssuer reports whether a scheme takes its tokens from the
+// embedded issuer: "embedded" among its authorizationServers, with jwt or
+// introspection validation. (A static scheme naming "embedded" only
+// advertises the listener's origin.)
+func usesEmbeddedIssuer(cfg *host.Config) bool {
+	for _, s := range cfg.Schemes {
+		if s.Validation.Type != host.ValidationStatic && slices.Contains(s.AuthorizationServers, host.Embedded) {
+			return true
+		}
+	}
+	return false
+}
+
+// introspectionClients are the confidential clients the embedded issuer
+// pre-registers so that an introspection scheme against it can
+// authenticate (RFC 7662 §2.1).
+func introspectionClients(cfg *host.Config) ([]issuer.Client, error) {
+	var out []issuer.Client
+	for _, s := range cfg.Schemes {
+		v := s.Validation
+		if v.Type != host.ValidationIntrospection || !slices.Contains(s.AuthorizationServers, host.Embedded) {
+			continue
+		}
+		i := slices.IndexFunc(out, func(c issuer.Client) bool { return c.ID == v.ClientID })
+		switch {
+		case i < 0:
+			out = append(out, issuer.Client{ID: v.ClientID, Secret: v.ClientSecret, AuthMethod: issuer.AuthClientSecretBasic,
+				Name: "agent host (introspection for scheme " + s.ID + ")"})
+		case out[i].Secret != v.ClientSecret:
+			return nil, fmt.Errorf("invalid config: schemes %s: clientId %q appears with two different secrets", s.ID, v.ClientID)
+		}
+	}
+	return out, nil
+}
+
+// embeddedScopes are the scopes the embedded issuer advertises and grants
+// by default: those of the schemes bound to it, else agent:use.
+func embeddedScopes(cfg *host.Config) []string {
+	var out []string
+	for _, s := range cfg.Schemes {
+		if slices.Contains(s.AuthorizationServers, host.Embedded) {
+			for _, sc := range s.ScopesSupported {
+				if !slices.Contains(out, sc) {
+					out = append(out, sc)
+				}
+			}
+		}
+	}
+	if len(out) == 0 {
+		out = []string{defaultScope}
+	}
+	return out
+}
+
+// newServeMux mounts serve's faces on one mux: the WebSocket upgrade on /
+// and /ws (unless the session is on stdio), the embedded issuer's
+// endpoints, and the host's HTTP face (RFC 9728 metadata, POST to the
+// resource's path) as the catch-all.
+func newServeMux(h *host.Host, iss *issuer.Issuer, connectionToken string, websocket bool) (*http.ServeMux, error) {
 	mux := http.NewServeMux()
-	ws := h.WebSocketHandler(connectionToken)
-	mux.Handle("GET /{$}", ws)
-	mux.Handle("GET /ws", ws)
-	return mux
+	if websocket {
+		ws := h.WebSocketHandler(connectionToken)
+		mux.Handle("GET /{$}", ws)
+		mux.Handle("GET /ws", ws)
+	}
+	if iss != nil {
+		u, _ := url.Parse(h.Resource())
+		for _, p := range iss.Paths() {
+			if u.Path == p {
+				return nil, fmt.Errorf("cannot serve the resource %s: the embedded issuer uses the path %s", h.Resource(), p)
+			}
+			mux.Handle(p, iss.Handler())
+		}
+	}
+	mux.Handle("/", h.HTTPHandler())
+	return mux, nil
 }
 
 // writeFileAtomic writes data to a temporary file beside path and renames

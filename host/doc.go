@@ -2,6 +2,10 @@
 // the requirements (schemes) read from the JSON config, token validation,
 // the per-connection or host-wide auth state, the methods of the minimal
 // agent host, and the server pushes when a token expires or is revoked.
+// It serves them on connections (WebSocket, stdio) and on the HTTP face
+// (HTTPHandler): the RFC 9728 metadata and POST to the resource's path
+// with a bearer token per request (RFC 6750 §2.1), answering the host's
+// methods and a minimal MCP server (initialize, tools/list, whoami).
 //
 // Tokens are validated by one of three validators per scheme:
 //   - static: tokens listed in the config. A static token's expiresIn

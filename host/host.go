@@ -1,6 +1,7 @@
 package host
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -43,6 +44,9 @@ type Options struct {
 	MaxMessageSize int64
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// Version is the server version MCP clients see in serverInfo
+	// (default "dev").
+	Version string
 }
 
 // Host serves the protocol on any number of connections.
@@ -51,6 +55,7 @@ type Host struct {
 	log      *slog.Logger
 	now      func() time.Time
 	maxMsg   int64
+	version  string
 	schemes  []*scheme
 	byID     map[string]*scheme
 	shared   *grantTable // the host-wide table when AuthScope is host
@@ -82,7 +87,7 @@ func New(opts Options) (*Host, error) {
 	if err := opts.Config.checkResolved(); err != nil {
 		return nil, fmt.Errorf("cannot start the host: %w", err)
 	}
-	h := &Host{cfg: opts.Config, log: opts.Logger, now: opts.Now, maxMsg: opts.MaxMessageSize,
+	h := &Host{cfg: opts.Config, log: opts.Logger, now: opts.Now, maxMsg: opts.MaxMessageSize, version: cmp.Or(opts.Version, "dev"),
 		byID: map[string]*scheme{}, sessions: &agentSessions{}, conns: map[*session]struct{}{}, revoked: map[string]time.Time{}}
 	switch opts.AuthScope {
 	case "", AuthScopeConnection:
@@ -92,7 +97,7 @@ func New(opts Options) (*Host, error) {
 		return nil, fmt.Errorf("cannot start the host: unknown auth scope %q (connection or host)", opts.AuthScope)
 	}
 	if h.log == nil {
-		h.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+		h.log = slog.New(slog.DiscardHandler)
 	}
 	if h.now == nil {
 		h.now = time.Now

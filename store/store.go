@@ -43,6 +43,12 @@ type ClientRegistration struct {
 // refresh (§6) and revoke (RFC 7009) it.
 type Credential struct {
 	Key
+	// Target is what the user logged in to (a ws://, stdio: or http(s)://
+	// target) when it differs from Resource; commands find credentials by it.
+	Target string `json:"target,omitempty"`
+	// NoResource records a login without the RFC 8707 resource parameter
+	// (login --no-resource), so refreshes leave it out too.
+	NoResource   bool   `json:"no_resource,omitempty"`
 	AccessToken  string `json:"access_token"`
 	RefreshToken string `json:"refresh_token,omitempty"`
 	TokenType    string `json:"token_type,omitempty"`

@@ -1,0 +1,252 @@
+package commands
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/agentauth/agentauth/flows"
+	"github.com/agentauth/agentauth/store"
+	"github.com/agentauth/agentauth/wire"
+)
+
+// refreshLeeway is how long an access token must stay valid to be used as
+// is: one expiring sooner is refreshed first.
+const refreshLeeway = 60 * time.Second
+
+// credentialSource is the one place commands get tokens from (call,
+// authenticate, token, status TARGET): it reads the store, refreshes a token
+// about to expire (serialised by the store lock, rotation-safe, resource
+// sent) and never logs in by itself: a credential it cannot make usable is
+// an *AuthError whose hint is the login command to run.
+type credentialSource struct {
+	Store      store.Store
+	HTTPClient *http.Client
+	Now        func() time.Time
+	Logger     *slog.Logger
+	// ErrOut receives the warning when a refreshed credential has to go to
+	// the file store (nil: io.Discard).
+	ErrOut io.Writer
+	// Fallback opens the file store for that case (nil: no fallback).
+	Fallback func() (store.Store, error)
+}
+
+// credentials returns the credential source over the factory's store.
+func (f *Factory) credentials() (*credentialSource, error) {
+	st, err := f.Store()
+	if err != nil {
+		return nil, err
+	}
+	cs := &credentialSource{Store: st, HTTPClient: f.HTTPClient, Now: f.Now, Logger: f.Logger(), ErrOut: f.IO.ErrOut}
+	if st.Kind() == store.KindKeyring {
+		cs.Fallback = fallbackStore
+	}
+	return cs, nil
+}
+
+// loginCommand is the command that logs in to target (with --scheme when
+// schemeID is set), for hints. A connection token in target is hidden.
+func loginCommand(target, schemeID string) string {
+	cmd := "agentauth login "
+	if schemeID != "" {
+		cmd += "--scheme " + shellQuote(schemeID) + " "
+	}
+	return cmd + shellQuote(wire.RedactTarget(target))
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:@%+=,", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// ForTarget lists the stored credentials for target: those logged in
+// through it (Credential.Target) or whose resource it is, filtered by
+// schemeID when not empty. It makes no network request.
+func (cs *credentialSource) ForTarget(ctx context.Context, target, schemeID string) ([]*store.Credential, error) {
+	all, err := cs.Store.List(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the credential store: %w", err)
+	}
+	var out []*store.Credential
+	for _, c := range all {
+		if (c.Target == target || c.Resource == target) && (schemeID == "" || c.SchemeID == schemeID) {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// Usable returns the credential for key with an access token valid for at
+// least refreshLeeway, refreshing it first when needed (RFC 6749 §6). The
+// refresh runs under store.Lock(key) and re-reads the credential once the
+// lock is held, so when several processes race only the first refreshes and
+// the others use its result: a rotated refresh token is never sent twice.
+// No credential, no refresh token or a refused refresh is an *AuthError
+// whose hint logs in to target.
+func (cs *credentialSource) Usable(ctx context.Context, key store.Key, target string) (*store.Credential, error) {
+	c, err := cs.get(ctx, key, target)
+	if err != nil || cs.fresh(c) {
+		return c, err
+	}
+	unlock, err := cs.Store.Lock(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("cannot lock the credential for refresh: %w", err)
+	}
+	defer unlock()
+	if c, err = cs.get(ctx, key, target); err != nil || cs.fresh(c) {
+		return c, err
+	}
+	return cs.refresh(ctx, c, target)
+}
+
+// Refresh forces one refresh of a credential whose access token a server
+// refused (invalid_token), unless the stored access token already differs
+// from stale's: another process refreshed it meanwhile, and that one is
+// returned.
+func (cs *credentialSource) Refresh(ctx context.Context, stale *store.Credential, target string) (*store.Credential, error) {
+	unlock, err := cs.Store.Lock(ctx, stale.Key)
+	if err != nil {
+		return nil, fmt.Errorf("cannot lock the credential for refresh: %w", err)
+	}
+	defer unlock()
+	c, err := cs.get(ctx, stale.Key, target)
+	if err != nil {
+		return nil, err
+	}
+	if c.AccessToken != stale.AccessToken {
+		return c, nil
+	}
+	return cs.refresh(ctx, c, target)
+}
+
+func (cs *credentialSource) get(ctx context.Context, key store.Key, target string) (*store.Credential, error) {
+	c, err := cs.Store.Get(ctx, key)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, &AuthError{Err: fmt.Errorf("no stored credential for %s", describeKey(key)), Hint: loginCommand(target, key.SchemeID)}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the credential for %s: %w", describeKey(key), err)
+	}
+	return c, nil
+}
+
+// fresh reports whether c's access token stays valid for refreshLeeway. A
+// token without a known expiry is used as is: the server will say.
+func (cs *credentialSource) fresh(c *store.Credential) bool {
+	return c.AccessToken != "" && (c.Expiry.IsZero() || c.Expiry.Sub(cs.Now()) >= refreshLeeway)
+}
+
+// refresh runs the refresh token grant for c (the caller holds the lock)
+// and stores the result.
+func (cs *credentialSource) refresh(ctx context.Context, c *store.Credential, target string) (*store.Credential, error) {
+	hint := loginCommand(target, c.SchemeID)
+	if c.RefreshToken == "" {
+		return nil, &AuthError{Err: fmt.Errorf("the access token for %s has expired and there is no refresh token", describeKey(c.Key)), Hint: hint}
+	}
+	resource := c.Resource
+	if c.NoResource {
+		resource = ""
+	}
+	cs.Logger.Debug("refreshing the access token", "resource", c.Resource, "issuer", c.Issuer, "scheme", c.SchemeID)
+	tok, err := flows.Refresh(ctx, cs.HTTPClient, flows.RefreshRequest{
+		TokenEndpoint: c.TokenEndpoint,
+		Client:        clientOf(c.Client),
+		RefreshToken:  c.RefreshToken,
+		Resource:      resource,
+		Scopes:        c.Scopes,
+	})
+	var oe *wire.OAuthError
+	switch {
+	case err == nil:
+	case errors.Is(err, flows.ErrInvalidGrant), errors.Is(err, flows.ErrInvalidClient), errors.As(err, &oe):
+		return nil, &AuthError{Err: fmt.Errorf("cannot refresh the token for %s: %w", describeKey(c.Key), err), Hint: hint}
+	default:
+		return nil, fmt.Errorf("cannot refresh the token for %s: %w", describeKey(c.Key), err)
+	}
+	next := *c
+	next.AccessToken, next.RefreshToken, next.TokenType = tok.AccessToken, tok.RefreshToken, tok.TokenType
+	next.Expiry, next.Scopes = tok.Expiry, tok.Scopes
+	if sub := tokenSubject(tok.AccessToken); sub != "" {
+		next.Subject = sub
+	}
+	if err := cs.save(ctx, &next); err != nil {
+		return nil, err
+	}
+	cs.Logger.Debug("access token refreshed", "resource", c.Resource, "expiry", next.Expiry)
+	return &next, nil
+}
+
+// save stores c; when the keyring refuses it, c goes to the file store with
+// a loud warning rather than being lost (its refresh token may be the only
+// valid one left).
+func (cs *credentialSource) save(ctx context.Context, c *store.Credential) error {
+	err := cs.Store.Put(ctx, c)
+	if err == nil {
+		return nil
+	}
+	if cs.Fallback == nil {
+		return fmt.Errorf("cannot store the credential for %s: %w", describeKey(c.Key), err)
+	}
+	fs, ferr := cs.Fallback()
+	if ferr == nil {
+		ferr = fs.Put(ctx, c)
+	}
+	if ferr != nil {
+		return fmt.Errorf("cannot store the credential for %s: %w (and the file store failed too: %w)", describeKey(c.Key), err, ferr)
+	}
+	w := cs.ErrOut
+	if w == nil {
+		w = io.Discard
+	}
+	fmt.Fprintf(w, "WARNING: cannot store the credential in the OS keyring: %v\n", err)
+	fmt.Fprintf(w, "WARNING: it was saved to the file store instead: %s\n", fs.Location())
+	fmt.Fprintln(w, "WARNING: to use it, run agentauth with --store file (or set AGENTAUTH_STORE=file).")
+	return nil
+}
+
+// clientOf is the flows view of a stored client registration.
+func clientOf(r store.ClientRegistration) flows.Client {
+	return flows.Client{ID: r.ClientID, Secret: r.ClientSecret, AuthMethod: r.AuthMethod}
+}
+
+// describeKey names a credential for messages: its resource, and its
+// scheme when it has one.
+func describeKey(k store.Key) string {
+	if k.SchemeID != "" {
+		return fmt.Sprintf("%s (scheme %s)", k.Resource, k.SchemeID)
+	}
+	return k.Resource
+}
+
+// tokenSubject returns the sub claim of a JWT access token (RFC 9068 §2.2),
+// decoded for display only (the signature is not checked: agentauth is not
+// the token's audience), or "" for an opaque token.
+func tokenSubject(token string) string {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return ""
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return ""
+	}
+	var claims struct {
+		Sub string `json:"sub"`
+	}
+	if json.Unmarshal(payload, &claims) != nil {
+		return ""
+	}
+	return claims.Sub
+}

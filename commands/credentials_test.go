@@ -1,0 +1,298 @@
+package commands
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentauth/agentauth/store"
+	"github.com/agentauth/agentauth/wire"
+)
+
+// seed stores a credential issued by the fake (its current refresh token),
+// expiring at expiry.
+func (f *oauthFake) seed(t *testing.T, st store.Store, expiry time.Time, mutate func(c *store.Credential)) *store.Credential {
+	t.Helper()
+	f.mu.Lock()
+	f.n++
+	f.refresh = "rt-secret-seed"
+	f.clients["pub"] = ""
+	c := &store.Credential{
+		Key:           store.Key{Resource: f.resource(), Issuer: f.srv.URL, SchemeID: "dev"},
+		Target:        "ws://host.example",
+		AccessToken:   fakeAccessToken(f.n, f.resource()),
+		RefreshToken:  f.refresh,
+		TokenType:     "Bearer",
+		Expiry:        expiry,
+		Scopes:        []string{"agent:use"},
+		Client:        store.ClientRegistration{ClientID: "pub", AuthMethod: "none", Source: "dcr"},
+		TokenEndpoint: f.md.TokenEndpoint,
+	}
+	f.mu.Unlock()
+	if mutate != nil {
+		mutate(c)
+	}
+	if err := st.Put(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func newSource(st store.Store) *credentialSource {
+	return &credentialSource{Store: st, HTTPClient: http.DefaultClient, Now: time.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+}
+
+func TestUsable(t *testing.T) {
+	now := time.Now()
+	tests := []struct {
+		name          string
+		expiry        time.Time
+		mutate        func(c *store.Credential)
+		noCredential  bool
+		wantRefreshes int
+		wantAuthErr   bool
+		wantResource  bool
+	}{
+		{name: "valid for an hour", expiry: now.Add(time.Hour)},
+		{name: "no expiry known", expiry: time.Time{}},
+		{name: "expires within 60 s", expiry: now.Add(30 * time.Second), wantRefreshes: 1, wantResource: true},
+		{name: "expired", expiry: now.Add(-time.Hour), wantRefreshes: 1, wantResource: true},
+		{name: "expired, logged in with --no-resource", expiry: now.Add(-time.Hour), wantRefreshes: 1,
+			mutate: func(c *store.Credential) { c.NoResource = true }},
+		{name: "confidential client", expiry: now.Add(-time.Hour), wantRefreshes: 1, wantResource: true,
+			mutate: func(c *store.Credential) {
+				c.Client = store.ClientRegistration{ClientID: "conf", ClientSecret: "s3cret", AuthMethod: "client_secret_post"}
+			}},
+		{name: "no credential", noCredential: true, wantAuthErr: true},
+		{name: "expired without refresh token", expiry: now.Add(-time.Hour), wantAuthErr: true,
+			mutate: func(c *store.Credential) { c.RefreshToken = "" }},
+		{name: "refresh refused", expiry: now.Add(-time.Hour), wantAuthErr: true,
+			mutate: func(c *store.Credential) { c.RefreshToken = "rt-secret-revoked" }},
+		{name: "client rejected", expiry: now.Add(-time.Hour), wantAuthErr: true,
+			mutate: func(c *store.Credential) { c.Client.ClientID = "forgotten" }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			as := newOAuthFake(t)
+			as.clients["conf"] = "s3cret"
+			st := store.NewMemory()
+			key := store.Key{Resource: as.resource(), Issuer: as.srv.URL, SchemeID: "dev"}
+			var seeded *store.Credential
+			if !tt.noCredential {
+				seeded = as.seed(t, st, tt.expiry, tt.mutate)
+			}
+			c, err := newSource(st).Usable(context.Background(), key, "ws://host.example")
+			var ae *AuthError
+			if tt.wantAuthErr {
+				if !errors.As(err, &ae) || ae.Hint != "agentauth login --scheme dev ws://host.example" {
+					t.Fatalf("err = %v (%T), want an AuthError with the login hint", err, err)
+				}
+				if strings.Contains(err.Error(), "rt-secret") {
+					t.Errorf("error reveals the refresh token: %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Usable: %v", err)
+			}
+			forms := as.formsWith(wire.GrantRefreshToken)
+			if len(forms) != tt.wantRefreshes {
+				t.Fatalf("%d refreshes, want %d", len(forms), tt.wantRefreshes)
+			}
+			if tt.wantRefreshes == 0 {
+				if c.AccessToken != seeded.AccessToken {
+					t.Error("a valid token was replaced")
+				}
+				return
+			}
+			if got := forms[0].Get("resource"); (got == as.resource()) != tt.wantResource || (!tt.wantResource && forms[0].Has("resource")) {
+				t.Errorf("refresh resource = %q, want sent: %v", got, tt.wantResource)
+			}
+			if c.AccessToken == seeded.AccessToken || c.RefreshToken == seeded.RefreshToken || c.Expiry.Before(now.Add(time.Minute)) {
+				t.Errorf("credential not refreshed and rotated: expiry %v", c.Expiry)
+			}
+			stored, _ := st.Get(context.Background(), key)
+			if stored.AccessToken != c.AccessToken || stored.RefreshToken != as.refresh || stored.Target != "ws://host.example" || stored.Subject != "alice" {
+				t.Errorf("stored credential not updated: %+v", stored)
+			}
+		})
+	}
+}
+
+func TestRefreshAfterRejection(t *testing.T) {
+	as := newOAuthFake(t)
+	st := store.NewMemory()
+	c := as.seed(t, st, time.Now().Add(time.Hour), nil)
+	cs := newSource(st)
+
+	// The server refused c's token: one refresh.
+	fresh, err := cs.Refresh(context.Background(), c, "ws://host.example")
+	if err != nil {
+		t.Fatalf("Refresh: %v", err)
+	}
+	if fresh.AccessToken == c.AccessToken || as.refreshes != 1 {
+		t.Fatalf("no refresh happened (%d)", as.refreshes)
+	}
+	// Another process still holding the old token asks again: the stored
+	// token differs already, so no second refresh.
+	again, err := cs.Refresh(context.Background(), c, "ws://host.example")
+	if err != nil || again.AccessToken != fresh.AccessToken || as.refreshes != 1 {
+		t.Fatalf("second Refresh = %v, %v; %d refreshes, want 1", again, err, as.refreshes)
+	}
+}
+
+// TestUsableConcurrent: ten goroutines with their own store handles (the
+// file store's lock is a flock, like separate processes) on one expired
+// credential whose refresh token rotates: one refresh, one token for all.
+func TestUsableConcurrent(t *testing.T) {
+	as := newOAuthFake(t)
+	dir := t.TempDir()
+	open := func() store.Store {
+		st, err := store.Open(store.KindFile, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	c := as.seed(t, open(), time.Now().Add(-time.Minute), nil)
+	tokens := make([]string, 10)
+	var wg sync.WaitGroup
+	for i := range tokens {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got, err := newSource(open()).Usable(context.Background(), c.Key, "ws://host.example")
+			if err != nil {
+				t.Errorf("Usable: %v", err)
+				return
+			}
+			tokens[i] = got.AccessToken
+		}()
+	}
+	wg.Wait()
+	if as.refreshes != 1 {
+		t.Fatalf("%d refreshes, want exactly 1", as.refreshes)
+	}
+	for _, tok := range tokens {
+		if tok != tokens[0] || tok == c.AccessToken {
+			t.Fatalf("tokens differ or were not refreshed")
+		}
+	}
+}
+
+// failingStore refuses every write, like a keyring that broke mid-login.
+type failingStore struct{ store.Store }
+
+func (failingStore) Kind() string { return store.KindKeyring }
+func (failingStore) Put(context.Context, *store.Credential) error {
+	return errors.New("keyring locked")
+}
+
+func TestSaveFallsBackToFile(t *testing.T) {
+	as := newOAuthFake(t)
+	mem := store.NewMemory()
+	c := as.seed(t, mem, time.Now().Add(-time.Minute), nil)
+	file, err := store.Open(store.KindFile, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var warn strings.Builder
+	cs := newSource(failingStore{mem})
+	cs.ErrOut = &warn
+	cs.Fallback = func() (store.Store, error) { return file, nil }
+	got, err := cs.Usable(context.Background(), c.Key, "ws://host.example")
+	if err != nil {
+		t.Fatalf("Usable: %v", err)
+	}
+	saved, err := file.Get(context.Background(), c.Key)
+	if err != nil || saved.RefreshToken != got.RefreshToken {
+		t.Fatalf("the rotated credential is not in the file store: %v", err)
+	}
+	for _, want := range []string{"WARNING: cannot store the credential in the OS keyring: keyring locked", file.Location(), "--store file"} {
+		if !strings.Contains(warn.String(), want) {
+			t.Errorf("warning lacks %q:\n%s", want, warn.String())
+		}
+	}
+	assertNoSecrets(t, warn.String())
+}
+
+func TestForTarget(t *testing.T) {
+	st := store.NewMemory()
+	for _, c := range []*store.Credential{
+		{Key: store.Key{Resource: "http://h/mcp", Issuer: "http://h", SchemeID: "dev"}, Target: "ws://h"},
+		{Key: store.Key{Resource: "http://h/mcp", Issuer: "http://h", SchemeID: "gh"}, Target: "ws://h"},
+		{Key: store.Key{Resource: "http://h/mcp", Issuer: "http://other"}},
+		{Key: store.Key{Resource: "http://x/mcp", Issuer: "http://x"}},
+	} {
+		if err := st.Put(context.Background(), c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cs := newSource(st)
+	for _, tt := range []struct {
+		target, scheme string
+		want           int
+	}{{"ws://h", "", 2}, {"ws://h", "gh", 1}, {"http://h/mcp", "", 3}, {"http://h/mcp/", "", 0}, {"ws://nope", "", 0}} {
+		got, err := cs.ForTarget(context.Background(), tt.target, tt.scheme)
+		if err != nil || len(got) != tt.want {
+			t.Errorf("ForTarget(%q, %q) = %d credentials, %v; want %d", tt.target, tt.scheme, len(got), err, tt.want)
+		}
+	}
+}
+
+func TestLoginCommand(t *testing.T) {
+	for _, tt := range []struct{ target, scheme, want string }{
+		{"ws://127.0.0.1:7777", "", "agentauth login ws://127.0.0.1:7777"},
+		{"https://mcp.example.com/mcp", "gh", "agentauth login --scheme gh https://mcp.example.com/mcp"},
+		{"stdio:agentauth serve --stdio", "", "agentauth login 'stdio:agentauth serve --stdio'"},
+		{"ws://h/?tkn=s3cret", "", "agentauth login 'ws://h/?tkn=***'"},
+		{"stdio:it's", "", `agentauth login 'stdio:it'\''s'`},
+	} {
+		if got := loginCommand(tt.target, tt.scheme); got != tt.want {
+			t.Errorf("loginCommand(%q, %q) = %q, want %q", tt.target, tt.scheme, got, tt.want)
+		}
+	}
+}
+
+func TestTokenSubject(t *testing.T) {
+	for _, tt := range []struct{ token, want string }{
+		{fakeAccessToken(1, "http://h/mcp"), "alice"},
+		{"opaque-token", ""},
+		{"a.b.c", ""},
+		{"a.eyJzdWIiOjF9.c", ""}, // sub is not a string
+	} {
+		if got := tokenSubject(tt.token); got != tt.want {
+			t.Errorf("tokenSubject(%q) = %q, want %q", tt.token, got, tt.want)
+		}
+	}
+}
+
+func TestStoreFlag(t *testing.T) {
+	t.Setenv(store.EnvStore, "")
+	tf := newTestFactory(t, "")
+	if code := tf.run("--store", "vault", "token", "ws://h"); code != ExitUsage || !strings.Contains(tf.errOut.String(), `--store must be keyring or file, not "vault"`) {
+		t.Fatalf("exit %d, stderr %q; want a usage error", code, tf.errOut)
+	}
+
+	// --store file opens the file store in the config dir and remembers the choice.
+	tf = newTestFactory(t, "")
+	tf.OpenStore = nil
+	dir := os.Getenv(store.EnvConfigDir)
+	if code := tf.run("--store", "file", "token", "ws://h"); code != ExitAuth {
+		t.Fatalf("exit %d, want 4 (nothing stored); stderr %q", code, tf.errOut)
+	}
+	st, err := tf.Store()
+	if err != nil || st.Kind() != store.KindFile || !strings.HasPrefix(st.Location(), dir) {
+		t.Fatalf("store = %v, %v; want the file store in %s", st, err, dir)
+	}
+	if kind, err := store.Resolve("", dir); err != nil || kind != store.KindFile {
+		t.Errorf("remembered choice = %q, %v; want file", kind, err)
+	}
+}

@@ -1,0 +1,459 @@
+package commands
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/urfave/cli/v2"
+
+	"github.com/agentauth/agentauth/store"
+	"github.com/agentauth/agentauth/wire"
+)
+
+// parseWith runs cmd's flag parsing and Action with args.
+func parseWith(t *testing.T, cmd *cli.Command, args ...string) error {
+	t.Helper()
+	app := &cli.App{Name: "agentauth", Commands: []*cli.Command{cmd}, Writer: io.Discard, ErrWriter: io.Discard,
+		ExitErrHandler: func(*cli.Context, error) {}}
+	return app.Run(append([]string{"agentauth", cmd.Name}, args...))
+}
+
+func TestLoginFlags(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		want    LoginOptions
+		wantErr string
+	}{
+		{name: "defaults", args: []string{"ws://h"},
+			want: LoginOptions{Target: "ws://h", CallbackHost: "127.0.0.1", Timeout: 5 * time.Minute}},
+		{name: "every flag",
+			args: []string{"--device", "--scheme", "dev", "--scope", "a", "--scope", "b c", "--client-id", "cid", "--client-secret-stdin",
+				"--client-metadata-url", "https://app.example/client.json", "--no-resource", "--callback-host", "localhost",
+				"--no-browser", "--timeout", "90s", "--json", "https://mcp.example/mcp"},
+			want: LoginOptions{Target: "https://mcp.example/mcp", Device: true, SchemeID: "dev", Scopes: []string{"a", "b c"},
+				ClientID: "cid", ClientSecretStdin: true, ClientMetadataURL: "https://app.example/client.json", NoResource: true,
+				CallbackHost: "localhost", NoBrowser: true, Timeout: 90 * time.Second, JSON: true}},
+		{name: "callback port", args: []string{"--callback-port", "8765", "ws://h"},
+			want: LoginOptions{Target: "ws://h", CallbackHost: "127.0.0.1", CallbackPort: 8765, Timeout: 5 * time.Minute}},
+		{name: "no target", args: nil, wantErr: "login expects TARGET"},
+		{name: "two targets", args: []string{"ws://a", "ws://b"}, wantErr: "login expects TARGET"},
+		{name: "secret without client", args: []string{"--client-secret-stdin", "ws://h"}, wantErr: "--client-secret-stdin needs --client-id"},
+		{name: "empty client id", args: []string{"--client-id", "", "ws://h"}, wantErr: "--client-id must not be empty"},
+		{name: "bad callback host", args: []string{"--callback-host", "0.0.0.0", "ws://h"}, wantErr: "--callback-host must be 127.0.0.1 or localhost"},
+		{name: "bad callback port", args: []string{"--callback-port", "70000", "ws://h"}, wantErr: "--callback-port must be between"},
+		{name: "device with port", args: []string{"--device", "--callback-port", "8765", "ws://h"}, wantErr: "--callback-port does not apply to --device"},
+		{name: "http client metadata", args: []string{"--client-metadata-url", "http://app.example/c.json", "ws://h"}, wantErr: "must be an https URL with a path"},
+		{name: "client metadata without path", args: []string{"--client-metadata-url", "https://app.example", "ws://h"}, wantErr: "must be an https URL with a path"},
+		{name: "empty scope", args: []string{"--scope", " ", "ws://h"}, wantErr: "--scope must not be empty"},
+		{name: "zero timeout", args: []string{"--timeout", "0s", "ws://h"}, wantErr: "--timeout must be positive"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tf := newTestFactory(t, "")
+			var got *LoginOptions
+			err := parseWith(t, loginCommandWith(tf.Factory, func(_ context.Context, o *LoginOptions) error { got = o; return nil }), tt.args...)
+			if tt.wantErr != "" {
+				var ue *UsageError
+				if !errors.As(err, &ue) || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want a usage error with %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.IO != tf.IO || got.Factory != tf.Factory {
+				t.Error("the streams and factory were not passed")
+			}
+			got.IO, got.Factory = nil, nil
+			if diff := cmp.Diff(tt.want, *got); diff != "" {
+				t.Errorf("options (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestLogin(t *testing.T) {
+	const cimdURL = "https://app.example/agentauth.json"
+	tests := []struct {
+		name  string
+		args  []string
+		stdin string
+		// setup tunes the fake and the factory before the run.
+		setup    func(t *testing.T, as *oauthFake, tf *testFactory)
+		wantCode int
+		// wantErr are regexps over stderr.
+		wantErr []string
+		// check looks at what the fake saw and what was stored.
+		check func(t *testing.T, as *oauthFake, tf *testFactory)
+	}{
+		{
+			name: "dynamic registration, PKCE, resource, scopes_supported",
+			wantErr: []string{`^Opening http://127\.0\.0\.1:\d+/authorize\?\S+ in your browser\.$`,
+				`^✓ Logged in to http://127\.0\.0\.1:\d+/mcp as alice \(agent:use, expires in 59m\)$`},
+			check: func(t *testing.T, as *oauthFake, tf *testFactory) {
+				q := as.authorizeQ[0]
+				if q.Get("resource") != as.resource() || q.Get("scope") != "agent:use" || q.Get("code_challenge_method") != "S256" ||
+					q.Get("client_id") != "dcr-1" || !regexp.MustCompile(`^http://127\.0\.0\.1:\d+/callback$`).MatchString(q.Get("redirect_uri")) {
+					t.Errorf("authorize query = %v", q)
+				}
+				if tok := as.formsWith(wire.GrantAuthorizationCode); len(tok) != 1 || tok[0].Get("resource") != as.resource() {
+					t.Errorf("token requests = %v", tok)
+				}
+				c := storedOne(t, tf)
+				want := store.Credential{
+					Key:           store.Key{Resource: as.resource(), Issuer: as.srv.URL},
+					TokenType:     "Bearer",
+					Scopes:        []string{"agent:use"},
+					Subject:       "alice",
+					Client:        store.ClientRegistration{ClientID: "dcr-1", AuthMethod: "none", Source: "dcr"},
+					TokenEndpoint: as.md.TokenEndpoint, RevocationEndpoint: as.md.RevocationEndpoint,
+				}
+				if c.AccessToken == "" || c.RefreshToken != "rt-secret-1" || c.Expiry.IsZero() {
+					t.Errorf("tokens not stored: expiry %v", c.Expiry)
+				}
+				c.AccessToken, c.RefreshToken, c.Expiry, c.UpdatedAt = "", "", time.Time{}, time.Time{}
+				if diff := cmp.Diff(want, *c); diff != "" {
+					t.Errorf("stored credential (-want +got):\n%s", diff)
+				}
+			},
+		},
+		{
+			name:  "challenge scope plus --scope, --no-resource",
+			args:  []string{"--scope", "extra", "--no-resource"},
+			setup: func(t *testing.T, as *oauthFake, tf *testFactory) { as.challengeScope = "mcp:read mcp:write" },
+			check: func(t *testing.T, as *oauthFake, tf *testFactory) {
+				q := as.authorizeQ[0]
+				if q.Get("scope") != "mcp:read mcp:write extra" || q.Has("resource") {
+					t.Errorf("authorize query = %v", q)
+				}
+				if tok := as.formsWith(wire.GrantAuthorizationCode); tok[0].Has("resource") {
+					t.Errorf("token request sent resource: %v", tok[0])
+				}
+				if c := storedOne(t, tf); !c.NoResource {
+					t.Error("NoResource not recorded")
+				}
+			},
+		},
+		{
+			name: "--callback-host localhost",
+			args: []string{"--callback-host", "localhost"},
+			check: func(t *testing.T, as *oauthFake, tf *testFactory) {
+				if got := as.authorizeQ[0].Get("redirect_uri"); !regexp.MustCompile(`^http://localhost:\d+/callback$`).MatchString(got) {
+					t.Errorf("redirect_uri = %q", got)
+				}
+			},
+		},
+		{
+			name:  "pre-registered confidential client, secret on stdin, basic",
+			args:  []string{"--client-id", "conf", "--client-secret-stdin"},
+			stdin: "s3cret\n",
+			setup: func(t *testing.T, as *oauthFake, tf *testFactory) { as.clients["conf"] = "s3cret" },
+			check: func(t *testing.T, as *oauthFake, tf *testFactory) {
+				if as.registered != 0 || as.tokenAuth[0] == "" {
+					t.Errorf("registered %d clients, token Authorization %q", as.registered, as.tokenAuth[0])
+				}
+				if c := storedOne(t, tf); c.Client != (store.ClientRegistration{ClientID: "conf", ClientSecret: "s3cret", AuthMethod: "client_secret_basic", Source: "preregistered"}) {
+					t.Errorf("client = %+v", c.Client)
+				}
+			},
+		},
+		{
+			name:  "pre-registered client, post when basic is not offered",
+			args:  []string{"--client-id", "conf", "--client-secret-stdin"},
+			stdin: "s3cret",
+			setup: func(t *testing.T, as *oauthFake, tf *testFactory) {
+				as.clients["conf"] = "s3cret"
+				as.md.TokenEndpointAuthMethodsSupported = []string{"client_secret_post"}
+			},
+			check: func(t *testing.T, as *oauthFake, tf *testFactory) {
+				form := as.formsWith(wire.GrantAuthorizationCode)[0]
+				if as.tokenAuth[0] != "" || form.Get("client_secret") != "s3cret" {
+					t.Errorf("client_secret_post not used: Authorization %q", as.tokenAuth[0])
+				}
+			},
+		},
+		{
+			name:     "empty client secret",
+			args:     []string{"--client-id", "conf", "--client-secret-stdin"},
+			stdin:    "\n",
+			wantCode: ExitUsage,
+			wantErr:  []string{"--client-secret-stdin: stdin holds no secret"},
+			check:    func(t *testing.T, as *oauthFake, tf *testFactory) { noRequests(t, as) },
+		},
+		{
+			name: "client ID metadata document",
+			args: []string{"--client-metadata-url", cimdURL},
+			setup: func(t *testing.T, as *oauthFake, tf *testFactory) {
+				as.md.ClientIDMetadataDocumentSupported = true
+				as.clients[cimdURL] = ""
+			},
+			check: func(t *testing.T, as *oauthFake, tf *testFactory) {
+				if as.registered != 0 || as.authorizeQ[0].Get("client_id") != cimdURL {
+					t.Errorf("registered %d, client_id %q", as.registered, as.authorizeQ[0].Get("client_id"))
+				}
+				if c := storedOne(t, tf); c.Client.Source != "cimd" {
+					t.Errorf("client = %+v", c.Client)
+				}
+			},
+		},
+		{
+			name: "client metadata URL but no server support: registration",
+			args: []string{"--client-metadata-url", cimdURL},
+			check: func(t *testing.T, as *oauthFake, tf *testFactory) {
+				if as.registered != 1 {
+					t.Errorf("registered %d clients, want 1", as.registered)
+				}
+			},
+		},
+		{
+			name:  "confidential client from registration",
+			setup: func(t *testing.T, as *oauthFake, tf *testFactory) { as.dcrAuthMethod = "client_secret_post" },
+			check: func(t *testing.T, as *oauthFake, tf *testFactory) {
+				if form := as.formsWith(wire.GrantAuthorizationCode)[0]; form.Get("client_secret") != "dcr-secret-dcr-1" {
+					t.Errorf("the registered secret was not posted")
+				}
+				if c := storedOne(t, tf); c.Client.AuthMethod != "client_secret_post" || c.Client.ClientSecret == "" {
+					t.Errorf("client = %+v", c.Client)
+				}
+			},
+		},
+		{
+			name:     "no way to get a client",
+			setup:    func(t *testing.T, as *oauthFake, tf *testFactory) { as.md.RegistrationEndpoint = "" },
+			wantCode: ExitError,
+			wantErr:  []string{`has no registration endpoint \(RFC 7591\)`, `agentauth login --client-id ID \[--client-secret-stdin\] TARGET`},
+		},
+		{
+			name: "stored registration reused",
+			setup: func(t *testing.T, as *oauthFake, tf *testFactory) {
+				as.clients["kept"] = ""
+				putOther(t, tf, as, store.ClientRegistration{ClientID: "kept", AuthMethod: "none", Source: "dcr"})
+			},
+			check: func(t *testing.T, as *oauthFake, tf *testFactory) {
+				if as.registered != 0 || as.authorizeQ[0].Get("client_id") != "kept" {
+					t.Errorf("registered %d, client_id %q", as.registered, as.authorizeQ[0].Get("client_id"))
+				}
+			},
+		},
+		{
+			name: "stale stored registration: dropped, registered again once",
+			setup: func(t *testing.T, as *oauthFake, tf *testFactory) {
+				putOther(t, tf, as, store.ClientRegistration{ClientID: "forgotten", AuthMethod: "none", Source: "dcr"})
+			},
+			wantErr: []string{`no longer accepts the stored client forgotten; choosing the client again\.$`, `✓ Logged in to`},
+			check: func(t *testing.T, as *oauthFake, tf *testFactory) {
+				if as.registered != 1 || len(as.authorizeQ) != 2 || as.authorizeQ[1].Get("client_id") != "dcr-1" {
+					t.Errorf("registered %d, %d authorizations", as.registered, len(as.authorizeQ))
+				}
+				c, err := tf.st.Get(context.Background(), store.Key{Resource: as.resource(), Issuer: as.srv.URL})
+				if err != nil || c.Client.ClientID != "dcr-1" {
+					t.Errorf("stored client = %+v, %v", c, err)
+				}
+			},
+		},
+		{
+			name: "--client-id names a client the server rejects: no second attempt",
+			args: []string{"--client-id", "forgotten"},
+			setup: func(t *testing.T, as *oauthFake, tf *testFactory) {
+				putOther(t, tf, as, store.ClientRegistration{ClientID: "forgotten", AuthMethod: "none", Source: "preregistered"})
+			},
+			wantCode: ExitError,
+			wantErr:  []string{`^agentauth: cannot log in: cannot exchange the authorization code: the authorization server rejected the client: invalid_client`},
+			check: func(t *testing.T, as *oauthFake, tf *testFactory) {
+				if as.registered != 0 || len(as.authorizeQ) != 1 {
+					t.Errorf("registered %d, %d authorizations; want 0 and 1", as.registered, len(as.authorizeQ))
+				}
+			},
+		},
+		{
+			name: "--client-id of a stored confidential client: its stored secret",
+			args: []string{"--client-id", "conf"},
+			setup: func(t *testing.T, as *oauthFake, tf *testFactory) {
+				as.clients["conf"] = "s3cret"
+				putOther(t, tf, as, store.ClientRegistration{ClientID: "conf", ClientSecret: "s3cret", AuthMethod: "client_secret_basic", Source: "preregistered"})
+			},
+			check: func(t *testing.T, as *oauthFake, tf *testFactory) {
+				if as.tokenAuth[0] == "" {
+					t.Error("the stored secret was not sent")
+				}
+			},
+		},
+		{
+			name: "device flow on a terminal: a spinner with the time left",
+			args: []string{"--device"},
+			setup: func(t *testing.T, as *oauthFake, tf *testFactory) {
+				tf.IO.StderrTTY = true
+			},
+			wantErr: []string{`\r\x1b\[K. Waiting for approval \((4|5)m left\)`, `✓ Logged in`},
+		},
+		{
+			name:     "authorization refused in the browser",
+			setup:    func(t *testing.T, as *oauthFake, tf *testFactory) { as.authError = "access_denied" },
+			wantCode: ExitAuth,
+			wantErr:  []string{`cannot log in: the authorization server refused the authorization: access_denied: the user said no`, `To log in, run: agentauth login http://`},
+			check:    func(t *testing.T, as *oauthFake, tf *testFactory) { noneStored(t, tf) },
+		},
+		{
+			name: "keyring unavailable: stops before any request",
+			setup: func(t *testing.T, as *oauthFake, tf *testFactory) {
+				tf.st = failingStore{store.NewMemory()}
+				tf.ProbeKeyring = func(context.Context) error {
+					return errors.New("cannot write to the OS keyring: no dbus\nTo store credentials in a file instead, use --store file (or set AGENTAUTH_STORE=file).")
+				}
+			},
+			wantCode: ExitError,
+			wantErr:  []string{`^agentauth: cannot log in: cannot write to the OS keyring: no dbus$`, `use --store file`},
+			check:    func(t *testing.T, as *oauthFake, tf *testFactory) { noRequests(t, as) },
+		},
+		{
+			name: "keyring write fails after the flow: file store, loud warning",
+			setup: func(t *testing.T, as *oauthFake, tf *testFactory) {
+				tf.st = failingStore{store.NewMemory()}
+				tf.ProbeKeyring = func(context.Context) error { return nil }
+			},
+			wantErr: []string{`^WARNING: cannot store the credential in the OS keyring: keyring locked$`, `^WARNING: to use it, run agentauth with --store file`, `✓ Logged in`},
+			check: func(t *testing.T, as *oauthFake, tf *testFactory) {
+				st, _ := fallbackStore()
+				if c, err := st.Get(context.Background(), store.Key{Resource: as.resource(), Issuer: as.srv.URL}); err != nil || c.RefreshToken == "" {
+					t.Errorf("credential not in the file store: %v", err)
+				}
+			},
+		},
+		{
+			name: "no terminal, no BROWSER: the URL is printed",
+			args: []string{"--timeout", "100ms"},
+			setup: func(t *testing.T, as *oauthFake, tf *testFactory) {
+				tf.IO.StdoutTTY, tf.IO.StderrTTY = false, false
+				tf.OpenURL = func(string) error { t.Error("the platform opener ran without a terminal"); return nil }
+			},
+			wantCode: ExitAuth,
+			wantErr: []string{`^No terminal and no \$BROWSER, so no browser was opened\. Open this URL to log in:$`,
+				`^  http://127\.0\.0\.1:\d+/authorize\?`, `--device logs in without a browser`, `timed out waiting for the authorization`},
+		},
+		{
+			name: "--no-browser prints the URL",
+			args: []string{"--no-browser", "--timeout", "100ms"},
+			setup: func(t *testing.T, as *oauthFake, tf *testFactory) {
+				tf.OpenURL = func(string) error { t.Error("browser opened"); return nil }
+			},
+			wantCode: ExitAuth,
+			wantErr:  []string{`^Open this URL in a browser to log in:$`, `^  http://127\.0\.0\.1:\d+/authorize\?`},
+		},
+		{
+			name: "device flow",
+			args: []string{"--device"},
+			wantErr: []string{`^To log in, open http://127\.0\.0\.1:\d+/activate and enter the code WDJB-MJHT$`,
+				`^or open http://127\.0\.0\.1:\d+/activate\?user_code=WDJB-MJHT$`, `✓ Logged in to http://\S+ as alice`},
+			check: func(t *testing.T, as *oauthFake, tf *testFactory) {
+				polls := as.formsWith(wire.GrantDeviceCode)
+				if len(polls) != 1 || polls[0].Get("resource") != as.resource() {
+					t.Errorf("device polls = %v", polls)
+				}
+				if len(as.authorizeQ) != 0 {
+					t.Error("the browser flow ran")
+				}
+			},
+		},
+		{
+			name: "--json",
+			args: []string{"--json"},
+			check: func(t *testing.T, as *oauthFake, tf *testFactory) {
+				var doc loginDoc
+				if err := json.Unmarshal(tf.out.Bytes(), &doc); err != nil {
+					t.Fatalf("stdout is not JSON: %v\n%s", err, tf.out)
+				}
+				if len(doc.Logins) != 1 || doc.Logins[0].Subject != "alice" || doc.Logins[0].Client.ClientID != "dcr-1" ||
+					!doc.Logins[0].Refreshable || doc.Logins[0].Store != "memory" || doc.Target != as.resource() {
+					t.Errorf("document = %+v", doc)
+				}
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			as := newOAuthFake(t)
+			tf := newTestFactory(t, tt.stdin)
+			if tt.setup != nil {
+				tt.setup(t, as, tf)
+			}
+			code := tf.run(append(append([]string{"login"}, tt.args...), as.resource())...)
+			if code != tt.wantCode {
+				t.Fatalf("exit %d, want %d; stderr:\n%s", code, tt.wantCode, tf.errOut)
+			}
+			for _, re := range tt.wantErr {
+				if !regexp.MustCompile("(?m)" + re).MatchString(tf.errOut.String()) {
+					t.Errorf("stderr lacks %s:\n%s", re, tf.errOut)
+				}
+			}
+			if !slices.Contains(tt.args, "--json") && tf.out.Len() > 0 {
+				t.Errorf("stdout is not empty: %s", tf.out)
+			}
+			if tt.check != nil {
+				tt.check(t, as, tf)
+			}
+			assertNoSecrets(t, tf.out.String(), tf.errOut.String())
+		})
+	}
+}
+
+func TestLoginCallbackPortTaken(t *testing.T) {
+	as := newOAuthFake(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	tf := newTestFactory(t, "")
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	if code := tf.run("login", "--callback-port", port, as.resource()); code != ExitError {
+		t.Fatalf("exit %d, want 1", code)
+	}
+	if want := "cannot listen for the login callback: the callback port is already in use: 127.0.0.1:" + port; !strings.Contains(tf.errOut.String(), want) {
+		t.Errorf("stderr lacks %q:\n%s", want, tf.errOut)
+	}
+}
+
+func storedOne(t *testing.T, tf *testFactory) *store.Credential {
+	t.Helper()
+	all, err := tf.st.List(context.Background())
+	if err != nil || len(all) != 1 {
+		t.Fatalf("stored %d credentials (%v), want 1", len(all), err)
+	}
+	return all[0]
+}
+
+func noneStored(t *testing.T, tf *testFactory) {
+	t.Helper()
+	if all, _ := tf.st.List(context.Background()); len(all) != 0 {
+		t.Errorf("stored %d credentials, want none", len(all))
+	}
+}
+
+func noRequests(t *testing.T, as *oauthFake) {
+	t.Helper()
+	if as.hits != 0 {
+		t.Errorf("%d requests reached the servers, want none", as.hits)
+	}
+}
+
+// putOther stores a credential for another resource of the same issuer,
+// holding reg: what an earlier login left.
+func putOther(t *testing.T, tf *testFactory, as *oauthFake, reg store.ClientRegistration) {
+	t.Helper()
+	c := &store.Credential{Key: store.Key{Resource: as.srv.URL + "/other", Issuer: as.srv.URL}, AccessToken: "x", Client: reg}
+	if err := tf.st.Put(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,441 @@
+package host
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/agentauth/agentauth/wire"
+)
+
+// MCPProtocolVersions are the MCP revisions the HTTP face negotiates,
+// newest first (MCP 2025-11-25 "Lifecycle", version negotiation).
+var MCPProtocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26"}
+
+// WellKnownResourceMetadata is the RFC 9728 §3 well-known path prefix.
+const WellKnownResourceMetadata = "/.well-known/oauth-protected-resource"
+
+// MCP method and tool names the HTTP face answers itself.
+const (
+	methodMCPInitialized = "notifications/initialized"
+	methodToolsList      = "tools/list"
+	methodToolsCall      = "tools/call"
+	toolWhoami           = "whoami"
+)
+
+// headerMCPProtocolVersion is sent by MCP clients after initialize
+// (MCP 2025-11-25 "Transports", Protocol Version Header).
+const headerMCPProtocolVersion = "Mcp-Protocol-Version"
+
+// ResourceMetadataURL is where the host's RFC 9728 document is served: the
+// well-known prefix inserted between the resource's host and its path
+// (RFC 9728 §3.1), e.g. http://127.0.0.1:7777/.well-known/oauth-protected-resource/mcp.
+func (h *Host) ResourceMetadataURL() string {
+	u, err := url.Parse(h.cfg.Resource)
+	if err != nil { // checked by checkResolved
+		return ""
+	}
+	path := strings.TrimSuffix(u.EscapedPath(), "/")
+	if u.Path == "/" {
+		path = ""
+	}
+	out := u.Scheme + "://" + u.Host + WellKnownResourceMetadata + path
+	if u.RawQuery != "" {
+		out += "?" + u.RawQuery
+	}
+	return out
+}
+
+// HTTPHandler serves the host's HTTP face (PROTOCOL.md "HTTP resource"),
+// to be mounted as the catch-all of a mux:
+//   - GET on /.well-known/oauth-protected-resource and on its path-aware
+//     form for the resource (RFC 9728 §3.1): the RFC 9728 document;
+//   - POST on the resource's path (/mcp by default): one JSON-RPC message
+//     with a bearer token in the Authorization header (RFC 6750 §2.1),
+//     answered with application/json: the host's methods plus the minimal
+//     MCP server (initialize, notifications/initialized, ping, tools/list,
+//     tools/call whoami), so that an MCP client can connect, list and call.
+//
+// Every other path is 404. Browser-based clients are allowed by CORS: the
+// face uses no cookies, so a cross-origin caller gains nothing.
+func (h *Host) HTTPHandler() http.Handler {
+	u, _ := url.Parse(h.cfg.Resource)
+	f := &httpFace{h: h, path: cmp.Or(u.Path, "/"), metadataURL: h.ResourceMetadataURL()}
+	mu, _ := url.Parse(f.metadataURL)
+	f.metadataPath = mu.Path
+	f.maxBody = h.maxMsg
+	if f.maxBody <= 0 {
+		f.maxBody = wire.DefaultMaxMessageSize
+	}
+	return f
+}
+
+type httpFace struct {
+	h            *Host
+	path         string // the resource's path: where POST is served
+	metadataPath string
+	metadataURL  string
+	maxBody      int64
+}
+
+func (f *httpFace) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case f.path:
+		f.serveMCP(w, r)
+	case WellKnownResourceMetadata, f.metadataPath:
+		f.serveMetadata(w, r)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// serveMetadata answers the RFC 9728 §3.2 metadata request.
+func (f *httpFace) serveMetadata(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Access-Control-Allow-Origin", "*")
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+		writeHTTPJSON(w, http.StatusOK, f.h.ProtectedResourceMetadata())
+	case http.MethodOptions:
+		preflight(w, "GET")
+	default:
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed: GET the protected resource metadata", http.StatusMethodNotAllowed)
+	}
+}
+
+func preflight(w http.ResponseWriter, method string) {
+	h := w.Header()
+	h.Set("Access-Control-Allow-Methods", method)
+	h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Mcp-Protocol-Version, Mcp-Session-Id")
+	h.Set("Access-Control-Max-Age", "600")
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// httpRefusal is an answer of the HTTP face before any method runs: an
+// HTTP status, the Bearer challenge parameters (none: no WWW-Authenticate)
+// and the JSON-RPC error of the body.
+type httpRefusal struct {
+	status    int
+	challenge map[string]string
+	err       *wire.Error
+}
+
+func (f *httpFace) serveMCP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Access-Control-Allow-Origin", "*")
+	w.Header().Set("Access-Control-Expose-Headers", "WWW-Authenticate")
+	switch r.Method {
+	case http.MethodPost:
+	case http.MethodOptions:
+		preflight(w, "POST")
+		return
+	default:
+		// MCP Streamable HTTP: no server-sent event stream to GET.
+		w.Header().Set("Allow", "POST")
+		f.refuse(w, wire.ID{}, &httpRefusal{status: http.StatusMethodNotAllowed,
+			err: wire.Errorf(wire.CodeInvalidRequest, "invalid request: %s is not served here; POST one JSON-RPC message", r.Method)})
+		return
+	}
+	token, ref := f.credentials(w, r)
+	if ref != nil {
+		f.refuse(w, wire.ID{}, ref)
+		return
+	}
+	grant, ref := f.authenticate(r.Context(), token)
+	if ref != nil {
+		f.refuse(w, wire.ID{}, ref)
+		return
+	}
+	if v := r.Header.Get(headerMCPProtocolVersion); v != "" && !slices.Contains(MCPProtocolVersions, v) {
+		f.refuse(w, wire.ID{}, &httpRefusal{status: http.StatusBadRequest,
+			err: wire.Errorf(wire.CodeInvalidRequest, "invalid request: unsupported %s %q (supported: %s)", headerMCPProtocolVersion, clip(v), strings.Join(MCPProtocolVersions, ", "))})
+		return
+	}
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, f.maxBody))
+	if err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			f.refuse(w, wire.ID{}, &httpRefusal{status: http.StatusRequestEntityTooLarge,
+				err: wire.Errorf(wire.CodeInvalidRequest, "invalid request: the message exceeds %d bytes", f.maxBody)})
+			return
+		}
+		f.refuse(w, wire.ID{}, &httpRefusal{status: http.StatusBadRequest, err: wire.Errorf(wire.CodeParseError, "parse error: cannot read the body")})
+		return
+	}
+	m, derr := wire.Decode(data)
+	if derr != nil {
+		var id wire.ID
+		if m != nil {
+			id = m.ID
+		}
+		f.refuse(w, id, &httpRefusal{status: http.StatusBadRequest, err: derr})
+		return
+	}
+	if !m.IsRequest() {
+		// A notification (notifications/initialized, …) or a response:
+		// accepted, no body (MCP "Transports", Sending Messages).
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	resp := f.answer(r.Context(), m, grant)
+	status := http.StatusOK
+	if ch, ok := authChallenge(resp.Error); ok {
+		status = http.StatusUnauthorized
+		if ch.Error == wire.ErrInsufficientScope {
+			status = http.StatusForbidden
+		}
+		w.Header().Set("WWW-Authenticate", f.formatChallenge(ch))
+	}
+	writeHTTPJSON(w, status, resp)
+}
+
+// credentials reads the bearer token from the Authorization header only
+// (RFC 6750 §2.1) and refuses, with 400 invalid_request (§3.1), a token in
+// the query string (§2.3) or a form body (§2.2), several Authorization
+// headers, a malformed Bearer header, and a body that is not JSON (415).
+// Another authentication scheme counts as no token (§3).
+func (f *httpFace) credentials(w http.ResponseWriter, r *http.Request) (string, *httpRefusal) {
+	invalid := func(desc string) *httpRefusal {
+		return &httpRefusal{status: http.StatusBadRequest,
+			challenge: map[string]string{"error": wire.ErrInvalidRequest, "error_description": desc},
+			err:       wire.Errorf(wire.CodeInvalidRequest, "invalid request: %s", desc)}
+	}
+	// Descriptions go into WWW-Authenticate: printable ASCII only.
+	const headerOnly = "send it in the Authorization header (RFC 6750 section 2.1)"
+	if r.URL.Query().Has("access_token") {
+		return "", invalid("An access token in the query string is refused: " + headerOnly)
+	}
+	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	switch ct {
+	case "application/json":
+	case "application/x-www-form-urlencoded":
+		r.Body = http.MaxBytesReader(w, r.Body, f.maxBody)
+		if err := r.ParseForm(); err == nil && r.PostForm.Has("access_token") {
+			return "", invalid("An access token in the request body is refused: " + headerOnly)
+		}
+		fallthrough
+	default:
+		return "", &httpRefusal{status: http.StatusUnsupportedMediaType,
+			err: wire.Errorf(wire.CodeInvalidRequest, "invalid request: the body must be one JSON-RPC message with Content-Type: application/json")}
+	}
+	values := r.Header.Values("Authorization")
+	switch {
+	case len(values) == 0:
+		return "", nil
+	case len(values) > 1:
+		return "", invalid("The request has more than one Authorization header")
+	}
+	scheme, rest, _ := strings.Cut(values[0], " ")
+	if !strings.EqualFold(scheme, "Bearer") {
+		return "", nil
+	}
+	token := strings.TrimLeft(rest, " ")
+	if !isB64Token(token) {
+		return "", invalid("The Authorization header must be Bearer followed by one token (RFC 6750 section 2.1)")
+	}
+	return token, nil
+}
+
+// isB64Token checks the RFC 6750 §2.1 b64token syntax.
+func isB64Token(s string) bool {
+	body := strings.TrimRight(s, "=")
+	if body == "" {
+		return false
+	}
+	for i := 0; i < len(body); i++ {
+		c := body[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-._~+/", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// authenticate validates the request's token through the grant cache (see
+// ValidateBearer): 401 without a token (no error code, RFC 6750 §3.1) or
+// with a rejected one (invalid_token), 503 when it cannot be checked.
+func (f *httpFace) authenticate(ctx context.Context, token string) (*Grant, *httpRefusal) {
+	if token == "" {
+		_, ch, _ := f.h.ValidateBearer(ctx, "")
+		f.h.log.Info("auth decision", "face", "http", "scheme", ch.SchemeID, "outcome", "denied", "reason", ch.Error+": "+ch.ErrorDescription)
+		return nil, &httpRefusal{status: http.StatusUnauthorized, challenge: map[string]string{"scope": ch.Scope},
+			err: f.h.authRequired([]wire.Challenge{*ch})}
+	}
+	g, ch, err := f.h.ValidateBearer(ctx, token)
+	switch {
+	case err != nil:
+		return nil, &httpRefusal{status: http.StatusServiceUnavailable,
+			err: wire.Errorf(wire.CodeInternalError, "internal error: cannot validate the token now; try again later")}
+	case ch != nil:
+		return nil, &httpRefusal{status: http.StatusUnauthorized,
+			challenge: map[string]string{"error": ch.Error, "error_description": ch.ErrorDescription, "scope": ch.Scope},
+			err:       f.h.authRequired([]wire.Challenge{*ch})}
+	}
+	return g, nil
+}
+
+// refuse writes a refusal: its status, its challenge (with
+// resource_metadata, RFC 9728 §5.1) and a JSON-RPC error response.
+func (f *httpFace) refuse(w http.ResponseWriter, id wire.ID, ref *httpRefusal) {
+	if ref.challenge != nil {
+		params := map[string]string{"resource_metadata": f.metadataURL}
+		for k, v := range ref.challenge {
+			params[k] = v
+		}
+		w.Header().Set("WWW-Authenticate", bearerChallenge(params))
+	}
+	writeHTTPJSON(w, ref.status, wire.NewErrorResponse(id, ref.err))
+}
+
+// authChallenge picks the challenge of a -32007 answer for the HTTP
+// status and header: an insufficient_scope one first (403), else the first.
+func authChallenge(e *wire.Error) (wire.Challenge, bool) {
+	d, ok := e.AuthRequired()
+	if !ok || len(d.Challenges) == 0 {
+		return wire.Challenge{}, false
+	}
+	for _, ch := range d.Challenges {
+		if ch.Error == wire.ErrInsufficientScope {
+			return ch, true
+		}
+	}
+	return d.Challenges[0], true
+}
+
+// formatChallenge renders a host challenge as WWW-Authenticate: a scheme
+// without a token is asked for one without an error code (RFC 6750 §3.1).
+func (f *httpFace) formatChallenge(ch wire.Challenge) string {
+	params := map[string]string{"resource_metadata": f.metadataURL, "scope": ch.Scope}
+	if ch.Error != wire.ErrInvalidRequest {
+		params["error"] = ch.Error
+		params["error_description"] = ch.ErrorDescription
+	}
+	return bearerChallenge(params)
+}
+
+// bearerChallenge formats a Bearer challenge (wire.FormatBearerChallenge)
+// after limiting error_description to the characters RFC 6750 §3 allows
+// (printable ASCII without '"' and '\').
+func bearerChallenge(params map[string]string) string {
+	if d, ok := params["error_description"]; ok {
+		d = strings.ReplaceAll(d, "…", "...")
+		params["error_description"] = strings.Map(func(r rune) rune {
+			switch {
+			case r == '"':
+				return '\''
+			case r == '\\':
+				return '/'
+			case r < 0x20 || r > 0x7e:
+				return '?'
+			}
+			return r
+		}, d)
+	}
+	return wire.FormatBearerChallenge(params)
+}
+
+func writeHTTPJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, "internal error: cannot encode the answer", http.StatusInternalServerError)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}
+
+// answer runs one authenticated request: MCP's own methods here, the rest
+// through Dispatch with the request's grant.
+func (f *httpFace) answer(ctx context.Context, m *wire.Message, g *Grant) *wire.Message {
+	switch m.Method {
+	case wire.MethodInitialize:
+		if v, ok := mcpRequestedVersion(m.Params); ok {
+			return respond(m.ID, f.h.mcpInitialize(v), nil)
+		}
+	case methodToolsList:
+		return respond(m.ID, map[string][]mcpTool{"tools": {whoamiTool}}, nil)
+	case methodToolsCall:
+		return f.callTool(ctx, m, g)
+	}
+	return f.h.Dispatch(ctx, m, g)
+}
+
+// mcpRequestedVersion reads an MCP initialize's protocolVersion, a date
+// string; the agent host dialects send a number or protocolVersions.
+func mcpRequestedVersion(params json.RawMessage) (string, bool) {
+	var p struct {
+		ProtocolVersion json.RawMessage `json:"protocolVersion"`
+	}
+	if json.Unmarshal(params, &p) != nil || len(p.ProtocolVersion) == 0 || p.ProtocolVersion[0] != '"' {
+		return "", false
+	}
+	var v string
+	err := json.Unmarshal(p.ProtocolVersion, &v)
+	return v, err == nil
+}
+
+// mcpInitialize answers MCP initialize: the requested revision when
+// supported, else the newest (MCP "Lifecycle", version negotiation).
+func (h *Host) mcpInitialize(requested string) any {
+	version := MCPProtocolVersions[0]
+	if slices.Contains(MCPProtocolVersions, requested) {
+		version = requested
+	}
+	return map[string]any{
+		"protocolVersion": version,
+		"capabilities":    map[string]any{"tools": map[string]any{}},
+		"serverInfo":      map[string]string{"name": "agentauth", "title": "agentauth agent host", "version": h.version},
+		"instructions":    "agentauth's minimal agent host. Call the whoami tool to see what your access token establishes.",
+	}
+}
+
+// mcpTool is a tools/list entry (MCP 2025-11-25 "Tools").
+type mcpTool struct {
+	Name        string          `json:"name"`
+	Title       string          `json:"title"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"inputSchema"`
+	Annotations map[string]bool `json:"annotations"`
+}
+
+var whoamiTool = mcpTool{
+	Name:        toolWhoami,
+	Title:       "Who am I",
+	Description: "Reports what the request's access token establishes, per scheme: subject, client id, scopes and expiry (never the token).",
+	InputSchema: json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
+	Annotations: map[string]bool{"readOnlyHint": true, "openWorldHint": false},
+}
+
+// callTool runs tools/call. whoami goes through the host's gate, so a
+// missing scope is the same 403 as calling the method directly.
+func (f *httpFace) callTool(ctx context.Context, m *wire.Message, g *Grant) *wire.Message {
+	var p struct {
+		Name      string                     `json:"name"`
+		Arguments map[string]json.RawMessage `json:"arguments"`
+	}
+	if err := json.Unmarshal(m.Params, &p); err != nil {
+		return respond(m.ID, nil, wire.Errorf(wire.CodeInvalidParams, `invalid params: tools/call needs {"name": "…", "arguments": {…}}`))
+	}
+	if p.Name != toolWhoami {
+		return respond(m.ID, nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: unknown tool %s (this server has: %s)", clip(p.Name), toolWhoami))
+	}
+	if len(p.Arguments) > 0 {
+		return respond(m.ID, nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: %s takes no arguments", toolWhoami))
+	}
+	resp := f.h.Dispatch(ctx, &wire.Message{JSONRPC: wire.Version, ID: m.ID, Method: wire.MethodWhoami}, g)
+	if resp.Error != nil {
+		return resp
+	}
+	return respond(m.ID, map[string]any{
+		"content": []map[string]string{{"type": "text", "text": string(resp.Result)}},
+		"isError": false,
+	}, nil)
+}

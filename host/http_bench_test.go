@@ -1,0 +1,134 @@
+package host
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/oauth2"
+
+	"github.com/agentauth/agentauth/issuer"
+)
+
+// BenchmarkMCPAuthenticatedPost measures POST /mcp (a whoami request) over
+// real HTTP on loopback from parallel clients, with an ES256 access token
+// from the embedded issuer validated as serve does by default (jwt, keys
+// from the issuer's JWKS). The token is checked once; every later request
+// is a grant-cache hit. Run: go test -run '^$' -bench MCPAuthenticatedPost ./host
+func BenchmarkMCPAuthenticatedPost(b *testing.B) { benchmarkMCPPost(b, true) }
+
+// BenchmarkMCPAuthenticatedPostNoCache is the same with a grant cache that
+// never hits, so that every request verifies the ES256 signature.
+func BenchmarkMCPAuthenticatedPostNoCache(b *testing.B) { benchmarkMCPPost(b, false) }
+
+func benchmarkMCPPost(b *testing.B, cache bool) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	origin := "http://" + ln.Addr().String()
+	iss, err := issuer.New(issuer.Options{Issuer: origin, AutoApprove: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg, err := ParseConfig([]byte(`{"schemes": [{"id": "dev", "authorizationServers": ["embedded"], "scopesSupported": ["agent:use"], "validation": {"type": "jwt"}}]}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.Resolve(origin)
+	h, err := New(Options{Config: cfg})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(h.Close)
+	if !cache {
+		// Every entry is stale for a clock this far ahead.
+		farFuture := time.Now().AddDate(100, 0, 0)
+		h.schemes[0].checker.cache = newGrantCache(func() time.Time { return farFuture }, 0)
+	}
+	mux := http.NewServeMux()
+	for _, p := range iss.Paths() {
+		mux.Handle(p, iss.Handler())
+	}
+	mux.Handle("/", h.HTTPHandler())
+	srv := &httptest.Server{Listener: ln, Config: &http.Server{Handler: mux}}
+	srv.Start()
+	b.Cleanup(srv.Close)
+
+	token := embeddedToken(b, origin)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
+	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"whoami"}`)
+	post := func() error {
+		req, err := http.NewRequest(http.MethodPost, origin+"/mcp", bytes.NewReader(body))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return &url.Error{Op: "POST", URL: req.URL.String(), Err: io.ErrUnexpectedEOF}
+		}
+		return nil
+	}
+	if err := post(); err != nil { // fetch the JWKS outside the timing
+		b.Fatal(err)
+	}
+	b.SetParallelism(4)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := post(); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
+}
+
+// embeddedToken runs the authorization code grant with PKCE against an
+// auto-approving embedded issuer and returns the access token.
+func embeddedToken(b *testing.B, origin string) string {
+	b.Helper()
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	verifier := oauth2.GenerateVerifier()
+	redirect := "http://127.0.0.1:1/callback"
+	q := url.Values{"response_type": {"code"}, "client_id": {issuer.CLIClientID}, "redirect_uri": {redirect}, "state": {"s"},
+		"code_challenge": {oauth2.S256ChallengeFromVerifier(verifier)}, "code_challenge_method": {"S256"}, "resource": {origin + "/mcp"}}
+	resp, err := noRedirect.Get(origin + "/authorize?" + q.Encode())
+	if err != nil {
+		b.Fatal(err)
+	}
+	resp.Body.Close()
+	loc, err := url.Parse(resp.Header.Get("Location"))
+	if err != nil || loc.Query().Get("code") == "" {
+		b.Fatalf("authorize: %s %q", resp.Status, resp.Header.Get("Location"))
+	}
+	form := url.Values{"grant_type": {"authorization_code"}, "code": {loc.Query().Get("code")}, "redirect_uri": {redirect},
+		"client_id": {issuer.CLIClientID}, "code_verifier": {verifier}}
+	resp, err = http.Post(origin+"/token", "application/x-www-form-urlencoded", strings.NewReader(form.Encode()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var tok struct {
+		AccessToken string `json:"access_token"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&tok); err != nil || tok.AccessToken == "" {
+		b.Fatalf("token: %s %v", resp.Status, err)
+	}
+	return tok.AccessToken
+}
