@@ -262,7 +262,7 @@ func runAuthenticate(ctx context.Context, opts *AuthenticateOptions) error {
 		}
 	}
 	if isHTTPTarget(opts.Target) {
-		return opts.runHTTP(setupCtx, cs, creds, token)
+		return opts.runHTTP(setupCtx, cs, loggedInThrough(creds, opts.Target), token)
 	}
 
 	hc, err := dialHost(setupCtx, opts.Target, opts.HTTPClient, opts.IO.ErrOut)
@@ -711,6 +711,21 @@ func credentialFor(creds []*store.Credential, r wire.Requirement) *store.Credent
 		}
 	}
 	return nil
+}
+
+// loggedInThrough narrows creds to those logged in through target itself
+// (rather than found by their resource), when there are any.
+func loggedInThrough(creds []*store.Credential, target string) []*store.Credential {
+	var out []*store.Credential
+	for _, c := range creds {
+		if c.Target == target || (c.Target == "" && c.Resource == target) {
+			out = append(out, c)
+		}
+	}
+	if len(out) == 0 {
+		return creds
+	}
+	return out
 }
 
 // selectRequirements chooses what to authenticate: with a token from stdin

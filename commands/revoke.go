@@ -110,6 +110,9 @@ func runRevoke(ctx context.Context, opts *RevokeOptions) error {
 	if err != nil {
 		return err
 	}
+	// An MCP URL is also the resource of the agent host credentials logged
+	// in through ws:// or stdio:; only those logged in through it go.
+	creds = loggedInThrough(creds, opts.Target)
 	if len(creds) == 0 {
 		what := wire.RedactTarget(opts.Target)
 		if opts.SchemeID != "" {

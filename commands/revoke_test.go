@@ -151,3 +151,25 @@ func TestRevokeJSON(t *testing.T) {
 		t.Errorf("--json (-want +got):\n%s", diff)
 	}
 }
+
+func TestRevokeOnlyWhatTheTargetLoggedIn(t *testing.T) {
+	fx := newAuthFixture(t, host.AuthScopeConnection)
+	fx.seed("at-1", time.Hour, func(c *store.Credential) { c.RevocationEndpoint = "" })
+	fx.seed("at-2", time.Hour, func(c *store.Credential) { c.SchemeID, c.Target, c.RevocationEndpoint = "", "", "" })
+	// The MCP URL is also the agent host credential's resource: only the
+	// credential logged in through the URL itself goes.
+	code, _, stderr := fx.run("", "token-revoke", testResource)
+	if code != 0 {
+		t.Fatalf("exit code %d: %s", code, stderr)
+	}
+	if fx.stored() == nil {
+		t.Error("the agent host's credential was deleted too")
+	}
+	if !strings.HasPrefix(stderr, "! "+testResource+": deleted") {
+		t.Errorf("stderr = %q", stderr)
+	}
+	// With none left for the URL itself, its resource matches.
+	if code, _, stderr := fx.run("", "token-revoke", testResource); code != 0 || !strings.HasPrefix(stderr, "! dev: deleted") {
+		t.Errorf("second token-revoke: exit %d, stderr %q", code, stderr)
+	}
+}

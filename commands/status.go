@@ -141,7 +141,7 @@ func describeCredential(c *store.Credential, now time.Time, showToken bool) cred
 		cs.State = stateRefreshable
 	}
 	switch {
-	case c.Expiry.IsZero():
+	case !known:
 		cs.expiry = "no expiry known"
 	case left > 0:
 		cs.expiry = "expires in " + roughDuration(left)
@@ -292,7 +292,7 @@ func runTargetStatus(ctx context.Context, opts *StatusOptions) error {
 	var doc targetStatusDoc
 	var declared []wire.Requirement
 	if isHTTPTarget(opts.Target) {
-		doc, err = opts.httpStatus(ctx, cs, creds)
+		doc, err = opts.httpStatus(ctx, cs, loggedInThrough(creds, opts.Target))
 	} else {
 		doc, declared, err = opts.hostStatus(ctx, cs, creds)
 	}
