@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -257,7 +258,7 @@ func runAuthenticate(ctx context.Context, opts *AuthenticateOptions) error {
 		if cs, err = opts.Credentials(); err != nil {
 			return err
 		}
-		if creds, err = cs.ForTarget(setupCtx, opts.Target, opts.SchemeID); err != nil {
+		if creds, err = cs.ForTargetOrHost(setupCtx, opts.Target, opts.SchemeID); err != nil {
 			return err
 		}
 	}
@@ -290,7 +291,7 @@ func runAuthenticate(ctx context.Context, opts *AuthenticateOptions) error {
 			if res.Accepted {
 				res.Subject = tokenSubject(token)
 			}
-		} else if c := credentialFor(creds, r); c == nil {
+		} else if c := credentialFor(creds, opts.Target, r); c == nil {
 			res = newSchemeResult(r, "store")
 			res.refuse(resultNoCredential, "no stored credential for "+wire.RedactTarget(opts.Target))
 		} else {
@@ -704,10 +705,24 @@ func challengeFor(rpc *wire.Error, r wire.Requirement) wire.Challenge {
 
 // credentialFor picks the stored credential for requirement r: the one with
 // its scheme id or, when the host names no scheme id, its resource.
-func credentialFor(creds []*store.Credential, r wire.Requirement) *store.Credential {
-	for _, c := range creds {
-		if (r.SchemeID != "" && c.SchemeID == r.SchemeID) || (r.SchemeID == "" && c.Resource == r.Resource) {
-			return c
+func credentialFor(creds []*store.Credential, target string, r wire.Requirement) *store.Credential {
+	// In order of preference: logged in through this target for this
+	// scheme; logged in elsewhere for the same (resource, issuer, scheme);
+	// logged in through the resource's HTTP face (no scheme id) for the
+	// same resource and issuer. The resource is the token's audience, so
+	// any of them is a token the host should accept.
+	sameAudience := func(c *store.Credential) bool {
+		return c.Resource == r.Resource && slices.Contains(r.AuthorizationServers, c.Issuer)
+	}
+	for _, match := range []func(c *store.Credential) bool{
+		func(c *store.Credential) bool { return c.Target == target && c.SchemeID == r.SchemeID },
+		func(c *store.Credential) bool { return c.SchemeID == r.SchemeID && sameAudience(c) },
+		func(c *store.Credential) bool { return c.SchemeID == "" && sameAudience(c) },
+	} {
+		for _, c := range creds {
+			if match(c) {
+				return c
+			}
 		}
 	}
 	return nil

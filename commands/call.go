@@ -49,6 +49,10 @@ type CallOptions struct {
 	MaxNotifications int
 	JSON             bool
 	Dialect          wire.Dialect
+	// Login holds --login and its flags (MCP servers over HTTP).
+	Login CallLoginOptions
+	// Factory gives --login the store, the browser and the clock.
+	Factory *Factory
 }
 
 func newCallCommand(f *Factory) *cli.Command {
@@ -56,7 +60,7 @@ func newCallCommand(f *Factory) *cli.Command {
 	var dialect string
 	return &cli.Command{
 		Name:      "call",
-		Usage:     "call a method on an agent host (initialize, optional authenticate, then METHOD)",
+		Usage:     "call a method on an agent host or an MCP server (initialize, authorization, then METHOD)",
 		ArgsUsage: "TARGET METHOD [PARAMS_JSON]",
 		Description: `TARGET is ws://HOST:PORT[/ws][?tkn=CONNECTION_TOKEN], wss://… or stdio:COMMAND LINE
 (run as a child process; its stderr is passed through).
@@ -69,8 +73,10 @@ prints the result JSON on stdout. METHOD initialize prints the initialize
 result (PARAMS_JSON, if given, replaces the default initialize params).
 
 A -32007 answer prints each challenge on stderr (scheme, error, description,
-scope, where to get a token) and exits 4; other JSON-RPC errors exit 1.`,
-		Flags: []cli.Flag{
+scope, where to get a token) and exits 4; other JSON-RPC errors exit 1.
+
+` + callHTTPHelp,
+		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "token-stdin", Usage: "read a bearer token from stdin and authenticate with it", Destination: &opts.TokenStdin},
 			&cli.BoolFlag{Name: "set-auth-token", Usage: "hand the token over with the deprecated setAuthToken notification instead of authenticate", Destination: &opts.SetAuthToken},
 			&cli.StringFlag{Name: "scheme", Usage: "scheme `ID` to authenticate (default: the only required one)", Destination: &opts.SchemeID},
@@ -78,7 +84,7 @@ scope, where to get a token) and exits 4; other JSON-RPC errors exit 1.`,
 			&cli.IntFlag{Name: "max-notifications", Usage: "with --watch, stop after `N` notifications", Destination: &opts.MaxNotifications},
 			&cli.BoolFlag{Name: "json", Usage: "print compact JSON; on a JSON-RPC error, print the error object on stdout too", Destination: &opts.JSON},
 			&cli.StringFlag{Name: "dialect", Value: "design", Usage: "protocol dialect to initialize with: `design` (protocolVersion 1) or published (AHP 0.9)", Destination: &dialect},
-		},
+		}, callLoginFlags(&opts.Login)...),
 		Action: func(c *cli.Context) error {
 			if n := c.Args().Len(); n < 2 || n > 3 {
 				return usageErrorf("call expects TARGET METHOD [PARAMS_JSON]")
@@ -98,6 +104,18 @@ scope, where to get a token) and exits 4; other JSON-RPC errors exit 1.`,
 				opts.Dialect = wire.DialectPublished
 			default:
 				return usageErrorf("--dialect must be design or published, not %q", dialect)
+			}
+			if err := opts.Login.check(c, isHTTPTarget(opts.Target)); err != nil {
+				return err
+			}
+			if isHTTPTarget(opts.Target) {
+				if err := opts.checkHTTP(); err != nil {
+					return err
+				}
+				opts.IO, opts.HTTPClient, opts.Credentials, opts.Factory = f.IO, f.HTTPClient, f.credentials, f
+				ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+				defer stop()
+				return runCallHTTP(ctx, opts)
 			}
 			if opts.SchemeID != "" && !opts.TokenStdin {
 				return usageErrorf("--scheme needs --token-stdin")
@@ -137,7 +155,7 @@ func runCall(ctx context.Context, opts *CallOptions) error {
 		if cs, err = opts.Credentials(); err != nil {
 			return err
 		}
-		if creds, err = cs.ForTarget(callCtx, opts.Target, ""); err != nil {
+		if creds, err = cs.ForTargetOrHost(callCtx, opts.Target, ""); err != nil {
 			return err
 		}
 	}
@@ -219,7 +237,7 @@ func (opts *CallOptions) authenticateStored(ctx context.Context, hc *hostConn, c
 	held := map[string]*store.Credential{}
 	var refused []schemeResult
 	for _, r := range hc.reqs {
-		c := credentialFor(creds, r)
+		c := credentialFor(creds, opts.Target, r)
 		if c == nil {
 			continue
 		}

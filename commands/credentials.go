@@ -71,6 +71,22 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
+// ForTargetOrHost is ForTarget for HTTP targets. For an agent host
+// (ws, wss, stdio) it lists every stored credential: which one fits a
+// declared requirement is known only after initialize, by resource,
+// issuer and scheme (credentialFor), so a token obtained through the
+// host's HTTP face serves its WebSocket face too.
+func (cs *credentialSource) ForTargetOrHost(ctx context.Context, target, schemeID string) ([]*store.Credential, error) {
+	if isHTTPTarget(target) {
+		return cs.ForTarget(ctx, target, schemeID)
+	}
+	all, err := cs.Store.List(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the credential store: %w", err)
+	}
+	return all, nil
+}
+
 // ForTarget lists the stored credentials for target: those logged in
 // through it (Credential.Target) or whose resource it is, filtered by
 // schemeID when not empty. It makes no network request.

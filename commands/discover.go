@@ -185,42 +185,25 @@ func isHTTPTarget(target string) bool {
 // flows). A failure to reach the target is an error; a failing authorization
 // server is recorded in its requirement. The caller must Close the result.
 func discoverTarget(ctx context.Context, hc *http.Client, stderr io.Writer, target string) (*targetInfo, error) {
-	var info *targetInfo
-	var legacy *flows.ResourceDiscovery
 	if isHTTPTarget(target) {
 		d, err := flows.DiscoverResource(ctx, hc, target)
 		if err != nil {
 			return nil, err
 		}
-		legacy = d
-		info = &targetInfo{Target: target, Kind: kindHTTP, Status: d.Status, MetadataURL: d.MetadataURL, Legacy: d.Legacy}
-		if d.Warning != "" {
-			info.Warnings = append(info.Warnings, d.Warning)
-		}
-		r := &requirementInfo{ChallengeScope: d.Scope, Requirement: wire.Requirement{
-			Resource: d.Resource, AuthorizationServers: d.AuthorizationServers, ScopesSupported: d.ScopesSupported(), Required: true}}
-		if d.Metadata != nil {
-			r.Label = d.Metadata.ResourceName
-		}
-		info.Requirements = []*requirementInfo{r}
-	} else {
-		res, client, err := initializeHost(ctx, hc, stderr, target)
-		if err != nil {
-			return nil, err
-		}
-		info = &targetInfo{Target: target, Kind: kindAgentHost, Dialect: res.Dialect(), host: client}
-		for _, req := range res.Requirements() {
-			info.Requirements = append(info.Requirements, &requirementInfo{Requirement: req})
-		}
-		if len(info.Requirements) == 0 {
-			info.Warnings = append(info.Warnings, wire.RedactTarget(target)+" declares no auth requirement")
-		}
+		return httpTargetInfo(ctx, hc, d), nil
+	}
+	res, client, err := initializeHost(ctx, hc, stderr, target)
+	if err != nil {
+		return nil, err
+	}
+	info := &targetInfo{Target: target, Kind: kindAgentHost, Dialect: res.Dialect(), host: client}
+	for _, req := range res.Requirements() {
+		info.Requirements = append(info.Requirements, &requirementInfo{Requirement: req})
+	}
+	if len(info.Requirements) == 0 {
+		info.Warnings = append(info.Warnings, wire.RedactTarget(target)+" declares no auth requirement")
 	}
 	for _, r := range info.Requirements {
-		if legacy != nil {
-			r.AuthServer, r.Err = flows.DiscoverAuthServer(ctx, hc, legacy)
-			continue
-		}
 		if len(r.AuthorizationServers) == 0 {
 			r.Err = flows.ErrNoAuthorizationServers
 			continue
@@ -232,6 +215,28 @@ func discoverTarget(ctx context.Context, hc *http.Client, stderr io.Writer, targ
 		r.AuthServer, r.Err = flows.FetchAuthServerMetadata(ctx, hc, r.AuthorizationServers[0])
 	}
 	return info, nil
+}
+
+// httpTargetInfo is what the resource discovery d of an HTTP target says:
+// its one requirement, with the first authorization server's checked
+// metadata (or, in the MCP 2025-03-26 fallback, its default endpoints).
+func httpTargetInfo(ctx context.Context, hc *http.Client, d *flows.ResourceDiscovery) *targetInfo {
+	info := &targetInfo{Target: d.Target, Kind: kindHTTP, Status: d.Status, MetadataURL: d.MetadataURL, Legacy: d.Legacy}
+	if d.Warning != "" {
+		info.Warnings = append(info.Warnings, d.Warning)
+	}
+	r := &requirementInfo{ChallengeScope: d.Scope, Requirement: wire.Requirement{
+		Resource: d.Resource, AuthorizationServers: d.AuthorizationServers, ScopesSupported: d.ScopesSupported(), Required: true}}
+	if d.Metadata != nil {
+		r.Label = d.Metadata.ResourceName
+	}
+	if err := flows.CheckURL(r.Resource); err != nil {
+		r.Err = fmt.Errorf("cannot use the resource: %w", err)
+	} else {
+		r.AuthServer, r.Err = flows.DiscoverAuthServer(ctx, hc, d)
+	}
+	info.Requirements = []*requirementInfo{r}
+	return info
 }
 
 // initializeHost connects to an agent host and runs initialize in the

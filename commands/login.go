@@ -155,12 +155,9 @@ func runLogin(ctx context.Context, opts *LoginOptions) error {
 	f := opts.Factory
 	var secret string
 	if opts.ClientSecretStdin {
-		b, err := io.ReadAll(io.LimitReader(opts.IO.In, maxSecretInput))
-		if err != nil {
-			return fmt.Errorf("cannot read the client secret from stdin: %w", err)
-		}
-		if secret = strings.TrimSpace(string(b)); secret == "" {
-			return usageErrorf("--client-secret-stdin: stdin holds no secret")
+		var err error
+		if secret, err = readClientSecret(opts.IO.In); err != nil {
+			return err
 		}
 	}
 	// The keyring is checked before discovery: nothing is approved, and no
@@ -210,6 +207,20 @@ func runLogin(ctx context.Context, opts *LoginOptions) error {
 		fmt.Fprintln(opts.IO.Out, string(b))
 	}
 	return nil
+}
+
+// readClientSecret reads --client-secret-stdin's secret (at most
+// maxSecretInput bytes, surrounding whitespace removed).
+func readClientSecret(in io.Reader) (string, error) {
+	b, err := io.ReadAll(io.LimitReader(in, maxSecretInput))
+	if err != nil {
+		return "", fmt.Errorf("cannot read the client secret from stdin: %w", err)
+	}
+	secret := strings.TrimSpace(string(b))
+	if secret == "" {
+		return "", usageErrorf("--client-secret-stdin: stdin holds no secret")
+	}
+	return secret, nil
 }
 
 // loginRequirements picks what to log in to: --scheme, else every required

@@ -285,7 +285,7 @@ func runTargetStatus(ctx context.Context, opts *StatusOptions) error {
 	if err != nil {
 		return err
 	}
-	creds, err := cs.ForTarget(ctx, opts.Target, "")
+	creds, err := cs.ForTargetOrHost(ctx, opts.Target, "")
 	if err != nil {
 		return err
 	}
@@ -334,7 +334,7 @@ func (opts *StatusOptions) hostStatus(ctx context.Context, cs *credentialSource,
 	}
 	for _, r := range hc.reqs {
 		s := targetSchemeStatus{}
-		if c := credentialFor(creds, r); c == nil {
+		if c := credentialFor(creds, opts.Target, r); c == nil {
 			s.schemeResult = newSchemeResult(r, "store")
 			s.refuse(resultNoCredential, "no stored credential for "+wire.RedactTarget(opts.Target))
 		} else {

@@ -68,13 +68,9 @@ const probeBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"prot
 //     the target's origin is the authorization server (Legacy, Warning).
 func DiscoverResource(ctx context.Context, hc *http.Client, target string, opts ...FetchOption) (*ResourceDiscovery, error) {
 	o := newFetchOptions(opts)
-	hc = guard(hc)
-	tu, err := checkURL("target", target)
-	if err != nil {
+	if _, err := checkURL("target", target); err != nil {
 		return nil, fmt.Errorf("cannot discover %s: %w", target, err)
 	}
-	d := &ResourceDiscovery{Target: target}
-
 	req, err := http.NewRequest(http.MethodPost, target, strings.NewReader(probeBody))
 	if err != nil {
 		return nil, err
@@ -83,17 +79,30 @@ func DiscoverResource(ctx context.Context, hc *http.Client, target string, opts 
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	pctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
-	resp, err := hc.Do(req.WithContext(pctx))
+	resp, err := guard(hc).Do(req.WithContext(pctx))
 	if err != nil {
 		return nil, fetchError(ctx, pctx, req, o.timeout, err)
 	}
 	resp.Body.Close() // only the status and the challenge matter; an event stream may never end
-	d.Status = resp.StatusCode
-	var hint string
-	if c, ok := wire.BearerChallenge(resp.Header.Values("WWW-Authenticate")); ok {
-		hint = c.Param("resource_metadata")
-		d.Scope, d.Error, d.ErrorDescription = c.Param("scope"), c.Param("error"), c.Param("error_description")
+	c, _ := wire.BearerChallenge(resp.Header.Values("WWW-Authenticate"))
+	return DiscoverResourceFromChallenge(ctx, hc, target, resp.StatusCode, c, opts...)
+}
+
+// DiscoverResourceFromChallenge is DiscoverResource without the probe: it
+// starts from the status and Bearer challenge (Scheme empty for none) the
+// target already answered a request with, such as the 401 or the 403
+// insufficient_scope of an MCP request (RFC 6750 §3, RFC 9728 §5.1), so
+// that scope and resource_metadata are those of the refused request.
+func DiscoverResourceFromChallenge(ctx context.Context, hc *http.Client, target string, status int, c wire.AuthChallenge, opts ...FetchOption) (*ResourceDiscovery, error) {
+	o := newFetchOptions(opts)
+	hc = guard(hc)
+	tu, err := checkURL("target", target)
+	if err != nil {
+		return nil, fmt.Errorf("cannot discover %s: %w", target, err)
 	}
+	d := &ResourceDiscovery{Target: target, Status: status}
+	hint := c.Param("resource_metadata")
+	d.Scope, d.Error, d.ErrorDescription = c.Param("scope"), c.Param("error"), c.Param("error_description")
 
 	var candidates []string
 	if hint != "" {

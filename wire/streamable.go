@@ -92,6 +92,8 @@ type MCPInitializeResult struct {
 	Capabilities    json.RawMessage   `json:"capabilities,omitempty"`
 	ServerInfo      MCPImplementation `json:"serverInfo"`
 	Instructions    string            `json:"instructions,omitempty"`
+	// Raw is the result as the server sent it.
+	Raw json.RawMessage `json:"-"`
 }
 
 // HTTPSession is a client session of the MCP Streamable HTTP transport
@@ -157,10 +159,15 @@ func (s *HTTPSession) Initialize(ctx context.Context, clientName, version string
 		"capabilities":    map[string]any{},
 		"clientInfo":      MCPImplementation{Name: clientName, Version: version},
 	}
-	var res MCPInitializeResult
-	if err := s.Call(ctx, MethodInitialize, params, &res); err != nil {
+	var raw json.RawMessage
+	if err := s.Call(ctx, MethodInitialize, params, &raw); err != nil {
 		return nil, err
 	}
+	var res MCPInitializeResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, fmt.Errorf("cannot read the initialize result: %w", err)
+	}
+	res.Raw = raw
 	if !slices.Contains(mcpVersions, res.ProtocolVersion) {
 		return nil, fmt.Errorf("cannot initialize: the server speaks MCP %q; agentauth speaks %s", res.ProtocolVersion, strings.Join(mcpVersions, ", "))
 	}

@@ -139,8 +139,8 @@ func TestHTTPSessionLifecycleHeaders(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Initialize: %v", err)
 			}
-			if res.ServerInfo.Name != "fake" || res.ProtocolVersion != "2025-11-25" {
-				t.Errorf("initialize result = %+v", res)
+			if res.ServerInfo.Name != "fake" || res.ProtocolVersion != "2025-11-25" || !strings.Contains(string(res.Raw), `"capabilities":{"tools":{}}`) {
+				t.Errorf("initialize result = %+v (raw %s)", res, res.Raw)
 			}
 			var tools toolList
 			if err := s.Call(context.Background(), "tools/list", nil, &tools); err != nil {

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+
+	"github.com/agentauth/agentauth/wire"
+)
+
+// The call_http_* scripts' helpers.
+func init() {
+	scriptPrograms["mcp-always-401"] = mcpAlways401Main
+}
+
+// mcpAlways401Main is an MCP server that refuses every token: each POST
+// /mcp is a 401 invalid_token whose resource_metadata names a protected
+// resource metadata document pointing at a real authorization server, so
+// that a client can log in, and is refused again. It listens on
+// 127.0.0.1:0, writes its address to ADDRFILE, prints one line on stderr
+// per request that carried a token, and exits 0 on kill -INT.
+//
+//	mcp-always-401 -issuer URL ADDRFILE
+func mcpAlways401Main() {
+	fs := flag.NewFlagSet("mcp-always-401", flag.ExitOnError)
+	issuer := fs.String("issuer", "", "the authorization server to name")
+	_ = fs.Parse(os.Args[1:])
+	if *issuer == "" || fs.NArg() != 1 {
+		fmt.Fprintln(os.Stderr, "usage: mcp-always-401 -issuer URL ADDRFILE")
+		os.Exit(2)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "mcp-always-401:", err)
+		os.Exit(1)
+	}
+	base := "http://" + ln.Addr().String()
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /.well-known/oauth-protected-resource/mcp", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(wire.ProtectedResourceMetadata{Resource: base + "/mcp", AuthorizationServers: []string{*issuer},
+			ScopesSupported: []string{"agent:use"}})
+	})
+	mux.HandleFunc("POST /mcp", func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "" {
+			fmt.Fprintln(os.Stderr, "mcp-always-401: refused a token")
+		}
+		w.Header().Set("WWW-Authenticate", wire.FormatBearerChallenge(map[string]string{
+			"error": wire.ErrInvalidToken, "error_description": "this server accepts no token",
+			"resource_metadata": base + "/.well-known/oauth-protected-resource/mcp"}))
+		http.Error(w, "unauthorized", http.StatusUnauthorized)
+	})
+	if err := os.WriteFile(fs.Arg(0), []byte(ln.Addr().String()+"\n"), 0o600); err != nil {
+		fmt.Fprintln(os.Stderr, "mcp-always-401:", err)
+		os.Exit(1)
+	}
+	// kill -INT ends it cleanly, so that `wait` succeeds.
+	srv := &http.Server{Handler: mux}
+	go func() {
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, os.Interrupt)
+		<-sig
+		_ = srv.Close()
+	}()
+	if err := srv.Serve(ln); err != http.ErrServerClosed {
+		fmt.Fprintln(os.Stderr, "mcp-always-401:", err)
+		os.Exit(1)
+	}
+}
