@@ -70,6 +70,12 @@ const (
 var embeddedIssuerFlags = []string{"auto-approve", "dev-user", "token-ttl", "refresh-ttl", "code-ttl", "device-interval"}
 
 func newServeCommand(f *Factory) *cli.Command {
+	return serveCommand(f, runServe)
+}
+
+// serveCommand builds the command around run, so tests can check what the
+// flags become.
+func serveCommand(f *Factory, run func(context.Context, *ServeOptions) error) *cli.Command {
 	opts := &ServeOptions{}
 	return &cli.Command{
 		Name:  "serve",
@@ -117,7 +123,7 @@ Logs go to stderr (or --log-file), never tokens.`,
 			if opts.AuthScope != host.AuthScopeConnection && opts.AuthScope != host.AuthScopeHost {
 				return usageErrorf("--auth-scope must be connection or host, not %q", opts.AuthScope)
 			}
-			for _, name := range []string{"connection-token", "dev-user", "log-file", "addr-file"} {
+			for _, name := range []string{"listen", "config", "resource", "issuer", "connection-token", "dev-user", "log-file", "addr-file"} {
 				if c.IsSet(name) && c.String(name) == "" {
 					return usageErrorf("--%s must not be empty", name)
 				}
@@ -160,7 +166,7 @@ Logs go to stderr (or --log-file), never tokens.`,
 			}
 			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return runServe(ctx, opts)
+			return run(ctx, opts)
 		},
 	}
 }
@@ -269,8 +275,13 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 	}
 	defer h.Close()
 	if iss != nil {
-		// A revocation at the issuer reaches the connections at once.
-		iss.OnRevoke(func(jtis []string) { h.NotifyRevoked(jtis...) })
+		// A revocation at the issuer reaches the connections at once; its
+		// tokens expire within one --token-ttl.
+		now := opts.Now
+		if now == nil {
+			now = time.Now
+		}
+		iss.OnRevoke(func(jtis []string) { h.NotifyRevoked(now().Add(opts.TokenTTL), jtis...) })
 	}
 
 	var srv *http.Server
@@ -280,15 +291,7 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 		if err != nil {
 			return err
 		}
-		srv = &http.Server{
-			Handler:           mux,
-			ReadHeaderTimeout: 10 * time.Second,
-			ReadTimeout:       30 * time.Second,
-			WriteTimeout:      30 * time.Second,
-			IdleTimeout:       2 * time.Minute,
-			MaxHeaderBytes:    64 << 10,
-			ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-		}
+		srv = newHTTPServer(mux, logger)
 		go func() { served <- srv.Serve(ln) }()
 		attrs := []any{"addr", ln.Addr().String(), "resource", h.Resource(), "resource_metadata", h.ResourceMetadataURL(), "auth_scope", opts.AuthScope}
 		if iss != nil {
@@ -323,6 +326,21 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 		return fmt.Errorf("cannot shut down: %w", err)
 	}
 	return nil
+}
+
+// newHTTPServer bounds every HTTP exchange of the listener: header, body,
+// response and idle keep-alive times, and header size. (WebSocket
+// connections leave these bounds once upgraded.)
+func newHTTPServer(h http.Handler, logger *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
 }
 
 // serveConfig loads --config, or builds the built-in configuration: one

@@ -68,6 +68,8 @@ type Host struct {
 	conns    map[*session]struct{}
 	nextConn uint64
 	revoked  map[string]time.Time // jti → until when it must stay refused
+	closed   bool                 // set by Close: no new connection is served
+	serving  sync.WaitGroup       // ServeConn calls under way
 }
 
 // scheme is a configured requirement with its validator.
@@ -156,9 +158,15 @@ func (h *Host) ProtectedResourceMetadata() wire.ProtectedResourceMetadata {
 	return md
 }
 
-// Close ends every connection and stops every timer.
+// Close ends every connection and stops every timer. It returns once every
+// ServeConn has closed its connection and logged it, so that a graceful
+// shutdown loses neither close frames nor log lines.
 func (h *Host) Close() {
+	h.mu.Lock()
+	h.closed = true
+	h.mu.Unlock()
 	h.cancel()
+	h.serving.Wait()
 	if h.shared != nil {
 		h.shared.clear()
 	}
@@ -191,12 +199,17 @@ func (h *Host) WebSocketHandler(connectionToken string) http.Handler {
 // ServeConn runs one session on c until the peer closes it, ctx ends or
 // the host is closed. It closes c before returning.
 func (h *Host) ServeConn(ctx context.Context, c wire.Conn) {
+	s := h.open(c)
+	if s == nil {
+		c.Close()
+		return
+	}
+	defer h.serving.Done()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stop := context.AfterFunc(h.ctx, cancel)
 	defer stop()
 
-	s := h.open(c)
 	reason := "closed by peer"
 	defer func() {
 		h.closeSession(s)
@@ -244,6 +257,7 @@ func (h *Host) ServeConn(ctx context.Context, c wire.Conn) {
 	}
 }
 
+// open registers a connection, or returns nil once the host is closed.
 func (h *Host) open(c wire.Conn) *session {
 	transport := "custom"
 	switch c.(type) {
@@ -253,6 +267,11 @@ func (h *Host) open(c wire.Conn) *session {
 		transport = "stdio"
 	}
 	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil
+	}
+	h.serving.Add(1)
 	h.nextConn++
 	s := &session{h: h, id: h.nextConn, conn: c}
 	if h.shared == nil {
@@ -273,11 +292,17 @@ func (h *Host) closeSession(s *session) {
 	}
 }
 
+// defaultRevokedRetention is how long a revoked JTI stays refused when
+// NotifyRevoked is not told when the tokens expire.
+const defaultRevokedRetention = 24 * time.Hour
+
 // NotifyRevoked is called by the authorization server in the same process
 // when it revokes tokens (RFC 7009): grants with those JTIs are dropped from
 // the cache at once, refused from now on, and every connection holding one
-// is pushed "revoked".
-func (h *Host) NotifyRevoked(jtis ...string) {
+// is pushed "revoked". until is when the tokens expire at the latest: the
+// JTIs stay refused until then, or until the expiry of any of them the
+// host has seen, whichever is later (zero until: 24 hours from now).
+func (h *Host) NotifyRevoked(until time.Time, jtis ...string) {
 	set := map[string]bool{}
 	for _, j := range jtis {
 		if j != "" {
@@ -288,7 +313,9 @@ func (h *Host) NotifyRevoked(jtis ...string) {
 		return
 	}
 	now := h.now()
-	until := now.Add(24 * time.Hour)
+	if until.IsZero() {
+		until = now.Add(defaultRevokedRetention)
+	}
 	for _, sc := range h.schemes {
 		if t := sc.checker.cache.dropJTIs(set); t.After(until) {
 			until = t

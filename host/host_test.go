@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -491,9 +492,9 @@ func TestNotifyRevoked(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	h.NotifyRevoked("other-jti")
+	h.NotifyRevoked(time.Time{}, "other-jti")
 	noPush(t, a)
-	h.NotifyRevoked("jti-1")
+	h.NotifyRevoked(time.Time{}, "jti-1")
 	if got := designPush(t, nextPush(t, a)); got.State != wire.StateRevoked || got.Challenge.ErrorDescription != "The access token was revoked" {
 		t.Errorf("push = %+v", got)
 	}
@@ -593,5 +594,83 @@ func TestWebSocketConnectionToken(t *testing.T) {
 	defer c.Close()
 	if _, err := wire.Initialize(ctx, c, wire.DialectDesign, "t"); err != nil {
 		t.Error(err)
+	}
+}
+
+// syncBuffer collects logs written by connection goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// Close is serve's graceful shutdown: when it returns, every connection is
+// closed and its close is logged, and no new connection is served.
+func TestCloseEndsEveryConnection(t *testing.T) {
+	var logs syncBuffer
+	h := newTestHost(t, baseConfig, Options{Logger: newTextLogger(&logs)})
+	srv := httptest.NewServer(h.WebSocketHandler(""))
+	t.Cleanup(srv.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), pushWait)
+	defer cancel()
+	conn, err := wire.DialWebSocket(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), srv.Client(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := wire.NewClient(conn)
+	defer c.Close()
+	if _, err := wire.Initialize(ctx, c, wire.DialectDesign, "t"); err != nil {
+		t.Fatal(err)
+	}
+
+	h.Close()
+	if !strings.Contains(logs.String(), `msg="connection closed" conn=1 reason="host shutting down"`) {
+		t.Errorf("Close returned before the connection was closed and logged:\n%s", logs.String())
+	}
+	if err := c.Call(ctx, wire.MethodPing, nil, nil); err == nil {
+		t.Error("the connection still answers after Close")
+	}
+	if _, err := pipeConn(t, h, 0).Read(ctx); err == nil {
+		t.Error("a connection opened after Close was served")
+	}
+}
+
+// A JTI revoked before the host ever saw its token stays refused until the
+// time NotifyRevoked was given, even past the 24-hour default.
+func TestRevokedUnseenTokenStaysRefusedUntilItExpires(t *testing.T) {
+	ti := newTestIssuer(t)
+	k := newSigningKey(t, "k", jose.ES256)
+	ti.publish(k)
+	clock := newFakeClock()
+	config := `{"resource": "` + testResource + `", "schemes": [{"id": "as", "authorizationServers": ["` + ti.srv.URL + `"], "validation": {"type": "jwt"}}]}`
+	c, err := ParseConfig([]byte(config))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := New(Options{Config: c, HTTPClient: ti.srv.Client(), Now: clock.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Close)
+	cl := claims(ti.srv.URL, testResource, clock.now())
+	cl["exp"] = clock.now().Add(72 * time.Hour).Unix()
+	tok := k.sign(t, cl, "at+jwt")
+
+	h.NotifyRevoked(clock.now().Add(72*time.Hour), "jti-1")
+	clock.advance(48 * time.Hour)
+	h.NotifyRevoked(time.Time{}, "another-jti") // prunes what has run out
+	if _, ch, err := h.ValidateBearer(context.Background(), tok); err != nil || ch == nil || ch.ErrorDescription != "The access token was revoked" {
+		t.Errorf("a revoked token 48h later: challenge %+v, err %v; want it refused as revoked", ch, err)
 	}
 }

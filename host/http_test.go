@@ -329,7 +329,7 @@ func TestHTTPCacheAndRevocation(t *testing.T) {
 	if n := inner.calls.Load(); n != 1 {
 		t.Errorf("validated %d times for 5 requests, want 1", n)
 	}
-	h.NotifyRevoked("j-carol")
+	h.NotifyRevoked(time.Time{}, "j-carol")
 	a := post(t, face, "/mcp", `{"jsonrpc":"2.0","id":1,"method":"whoami"}`, bearer("t-carol"))
 	if ch, _ := wire.BearerChallenge(a.header.Values("WWW-Authenticate")); a.status != 401 || ch.Param("error_description") != "The access token was revoked" {
 		t.Errorf("after revocation: %d %q", a.status, a.header.Values("WWW-Authenticate"))

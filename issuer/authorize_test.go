@@ -43,6 +43,7 @@ func TestAuthorizeErrorsGoToTheRedirectURI(t *testing.T) {
 			if q.Get("error") != tc.want || q.Get("code") != "" {
 				t.Errorf("error %q code %q, want error %q and no code", q.Get("error"), q.Get("code"), tc.want)
 			}
+			checkDescription(t, q.Get("error_description"))
 		})
 	}
 }

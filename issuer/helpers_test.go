@@ -182,6 +182,18 @@ func wantError(t *testing.T, r reply, status int, code string) {
 	if got := r.str(t, "error"); got != code {
 		t.Errorf("error %q, want %q (%s)", got, code, r.str(t, "error_description"))
 	}
+	checkDescription(t, r.str(t, "error_description"))
+}
+
+// descriptionRE is the RFC 6749 §5.2 error_description syntax:
+// 1*( %x20-21 / %x23-5B / %x5D-7E ).
+var descriptionRE = regexp.MustCompile(`^[\x20-\x21\x23-\x5b\x5d-\x7e]+$`)
+
+func checkDescription(t *testing.T, desc string) {
+	t.Helper()
+	if desc != "" && !descriptionRE.MatchString(desc) {
+		t.Errorf("error_description %q has characters RFC 6749 §5.2 forbids", desc)
+	}
 }
 
 // authz is one authorization request with its PKCE verifier.
