@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/zalando/go-keyring"
@@ -39,7 +38,6 @@ func init() {
 
 	scriptCmds["portenv"] = portEnv
 	scriptCmds["jwtpayload"] = jwtPayload
-	scriptCmds["expirecreds"] = expireCreds
 	scriptCmds["registerclient"] = registerClient
 	scriptCmds["nosecrets"] = noSecrets
 }
@@ -103,25 +101,6 @@ func fileStore(ts *testscript.TestScript) store.Store {
 	st, err := store.Open(store.KindFile, ts.Getenv(store.EnvConfigDir))
 	ts.Check(err)
 	return st
-}
-
-// expireCreds moves the expiry of every stored credential an hour into the
-// past (the access tokens themselves are unchanged), so the next use must
-// refresh. Usage: expirecreds
-func expireCreds(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 0 {
-		ts.Fatalf("usage: expirecreds")
-	}
-	st := fileStore(ts)
-	creds, err := st.List(context.Background())
-	ts.Check(err)
-	if len(creds) == 0 {
-		ts.Fatalf("no stored credential to expire")
-	}
-	for _, c := range creds {
-		c.Expiry = time.Now().Add(-time.Hour)
-		ts.Check(st.Put(context.Background(), c))
-	}
 }
 
 // registerClient registers a confidential client (client_secret_basic) at

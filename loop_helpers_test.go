@@ -13,7 +13,8 @@ import (
 	"github.com/agentauth/agentauth/store"
 )
 
-// The authenticate_, status_, revoke_ and loop_ scripts' helpers.
+// Helpers of the client scripts (authenticate_, status_, revoke_, loop_, and
+// store-edit for every script that needs a credential to have expired).
 func init() {
 	scriptPrograms["store-edit"] = storeEditMain
 	scriptPrograms["exitcode"] = exitCodeMain

@@ -100,10 +100,10 @@ command to run is printed on stderr).`,
 			&cli.BoolFlag{Name: "json", Usage: "print the result (and, with --watch, each event) as JSON lines on stdout", Destination: &opts.JSON},
 		},
 		Action: func(c *cli.Context) error {
-			if err := exactArgs(c, 1, "TARGET"); err != nil {
+			var err error
+			if opts.Target, err = targetArg(c); err != nil {
 				return err
 			}
-			opts.Target = c.Args().First()
 			if isHTTPTarget(opts.Target) {
 				if opts.Watch {
 					return usageErrorf("--watch needs a connection (ws://, wss:// or stdio:); an HTTP target sends no notifications")
@@ -245,7 +245,7 @@ func runAuthenticate(ctx context.Context, opts *AuthenticateOptions) error {
 	var token string
 	if opts.TokenStdin {
 		var err error
-		if token, err = readTokenStdin(opts.IO.In); err != nil {
+		if token, err = readStdinSecret(opts.IO.In, "--token-stdin", "token"); err != nil {
 			return err
 		}
 	}
@@ -306,7 +306,19 @@ func runAuthenticate(ctx context.Context, opts *AuthenticateOptions) error {
 		doc.Schemes = append(doc.Schemes, res)
 		fmt.Fprintln(opts.IO.ErrOut, res.line(p, "accepted"))
 	}
-	failure := authFailure(opts.Target, hc.reqs, doc.Schemes)
+	if err := opts.report(&doc, authFailure(opts.Target, hc.reqs, doc.Schemes)); err != nil {
+		return err
+	}
+	if opts.Watch {
+		return opts.watch(ctx, hc, cs, reqs, held)
+	}
+	return nil
+}
+
+// report completes doc with failure (the *AuthError of the required
+// schemes that were not accepted, nil when there are none), prints it with
+// --json, and returns failure.
+func (opts *AuthenticateOptions) report(doc *authenticateDoc, failure *AuthError) error {
 	doc.Authenticated = failure == nil
 	if failure != nil {
 		doc.LoginCommand = failure.Hint
@@ -318,9 +330,6 @@ func runAuthenticate(ctx context.Context, opts *AuthenticateOptions) error {
 	}
 	if failure != nil {
 		return failure
-	}
-	if opts.Watch {
-		return opts.watch(ctx, hc, cs, reqs, held)
 	}
 	return nil
 }
@@ -345,21 +354,8 @@ func (opts *AuthenticateOptions) runHTTP(ctx context.Context, cs *credentialSour
 		return err
 	}
 	fmt.Fprintln(opts.IO.ErrOut, res.line(opts.IO.ErrPainter(), "accepted"))
-	doc := authenticateDoc{Target: opts.Target, Kind: kindHTTP, Authenticated: res.Accepted, Schemes: []schemeResult{res}}
-	var failure *AuthError
-	if !res.Accepted {
-		failure = authFailure(opts.Target, nil, doc.Schemes)
-		doc.LoginCommand = failure.Hint
-	}
-	if opts.JSON {
-		if err := writeJSONLine(opts.IO.Out, doc); err != nil {
-			return err
-		}
-	}
-	if failure != nil {
-		return failure
-	}
-	return nil
+	doc := authenticateDoc{Target: opts.Target, Kind: kindHTTP, Schemes: []schemeResult{res}}
+	return opts.report(&doc, authFailure(opts.Target, nil, doc.Schemes))
 }
 
 // watch keeps the connection and answers the host's auth-state pushes
@@ -787,20 +783,6 @@ func schemeHint(declared []wire.Requirement, id string) string {
 		return id
 	}
 	return ""
-}
-
-// readTokenStdin reads a bearer token from stdin (at most maxTokenInput
-// bytes, surrounding whitespace removed).
-func readTokenStdin(in io.Reader) (string, error) {
-	b, err := io.ReadAll(io.LimitReader(in, maxTokenInput))
-	if err != nil {
-		return "", fmt.Errorf("cannot read the token from stdin: %w", err)
-	}
-	token := strings.TrimSpace(string(b))
-	if token == "" {
-		return "", usageErrorf("--token-stdin: stdin holds no token")
-	}
-	return token, nil
 }
 
 // writeJSONLine writes v as one line of compact JSON.

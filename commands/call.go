@@ -27,9 +27,6 @@ const callClientID = "agentauth-call"
 // --watch then waits without a bound.
 const callTimeout = 60 * time.Second
 
-// maxTokenInput bounds what --token-stdin reads.
-const maxTokenInput = 64 << 10
-
 // CallOptions are call's inputs.
 type CallOptions struct {
 	IO         *IOStreams
@@ -51,11 +48,24 @@ type CallOptions struct {
 	Dialect          wire.Dialect
 	// Login holds --login and its flags (MCP servers over HTTP).
 	Login CallLoginOptions
-	// Factory gives --login the store, the browser and the clock.
+	// Factory gives --login (MCP servers) the store, the browser and the
+	// clock.
 	Factory *Factory
 }
 
-func newCallCommand(f *Factory) *cli.Command {
+func newCallCommand(f *Factory) *cli.Command { return callCommand(f, runCallTarget) }
+
+// runCallTarget calls an MCP server over HTTP, or an agent host.
+func runCallTarget(ctx context.Context, opts *CallOptions) error {
+	if isHTTPTarget(opts.Target) {
+		return runCallHTTP(ctx, opts)
+	}
+	return runCall(ctx, opts)
+}
+
+// callCommand builds the command; run is runCallTarget except in the flag
+// tests.
+func callCommand(f *Factory, run func(context.Context, *CallOptions) error) *cli.Command {
 	opts := &CallOptions{}
 	var dialect string
 	return &cli.Command{
@@ -90,6 +100,9 @@ scope, where to get a token) and exits 4; other JSON-RPC errors exit 1.
 				return usageErrorf("call expects TARGET METHOD [PARAMS_JSON]")
 			}
 			opts.Target, opts.Method = c.Args().Get(0), c.Args().Get(1)
+			if err := checkTarget(opts.Target); err != nil {
+				return err
+			}
 			if c.Args().Len() == 3 {
 				p := []byte(strings.TrimSpace(c.Args().Get(2)))
 				if !json.Valid(p) || (p[0] != '{' && p[0] != '[') {
@@ -112,35 +125,35 @@ scope, where to get a token) and exits 4; other JSON-RPC errors exit 1.
 				if err := opts.checkHTTP(); err != nil {
 					return err
 				}
-				opts.IO, opts.HTTPClient, opts.Credentials, opts.Factory = f.IO, f.HTTPClient, f.credentials, f
-				ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
-				defer stop()
-				return runCallHTTP(ctx, opts)
+			} else if err := opts.checkHost(); err != nil {
+				return err
 			}
-			if opts.SchemeID != "" && !opts.TokenStdin {
-				return usageErrorf("--scheme needs --token-stdin")
-			}
-			if opts.SetAuthToken && (!opts.TokenStdin || opts.SchemeID != "") {
-				return usageErrorf("--set-auth-token needs --token-stdin and takes no --scheme (setAuthToken has no scheme)")
-			}
-			if opts.MaxNotifications < 0 || (opts.MaxNotifications > 0 && !opts.Watch) {
-				return usageErrorf("--max-notifications needs --watch and a positive count")
-			}
-			opts.IO = f.IO
-			opts.HTTPClient = f.HTTPClient
-			opts.Credentials = f.credentials
+			opts.IO, opts.HTTPClient, opts.Credentials, opts.Factory = f.IO, f.HTTPClient, f.credentials, f
 			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return runCall(ctx, opts)
+			return run(ctx, opts)
 		},
 	}
+}
+
+// checkHost rejects flag combinations an agent host cannot use.
+func (opts *CallOptions) checkHost() error {
+	switch {
+	case opts.SchemeID != "" && !opts.TokenStdin:
+		return usageErrorf("--scheme needs --token-stdin")
+	case opts.SetAuthToken && (!opts.TokenStdin || opts.SchemeID != ""):
+		return usageErrorf("--set-auth-token needs --token-stdin and takes no --scheme (setAuthToken has no scheme)")
+	case opts.MaxNotifications < 0 || (opts.MaxNotifications > 0 && !opts.Watch):
+		return usageErrorf("--max-notifications needs --watch and a positive count")
+	}
+	return nil
 }
 
 func runCall(ctx context.Context, opts *CallOptions) error {
 	var token string
 	if opts.TokenStdin {
 		var err error
-		if token, err = readTokenStdin(opts.IO.In); err != nil {
+		if token, err = readStdinSecret(opts.IO.In, "--token-stdin", "token"); err != nil {
 			return err
 		}
 	}
@@ -326,11 +339,12 @@ func pickRequirement(reqs []wire.Requirement, id string) (wire.Requirement, erro
 }
 
 // rpcFailure reports a failed call: a -32007 prints its challenges and
-// becomes an AuthError (exit 4); any other JSON-RPC error exits 1.
+// becomes an AuthError (exit 4) whose hint is the login command; any other
+// JSON-RPC error exits 1.
 func (opts *CallOptions) rpcFailure(method string, err error, reqs []wire.Requirement) error {
 	var rpc *wire.Error
 	if errors.Is(err, wire.ErrTokenNotAccepted) {
-		return &AuthError{Err: err}
+		return &AuthError{Err: err, Hint: loginCommand(opts.Target, "")}
 	}
 	if !errors.As(err, &rpc) {
 		return fmt.Errorf("cannot call %s: %w", method, err)
@@ -352,7 +366,11 @@ func (opts *CallOptions) rpcFailure(method string, err error, reqs []wire.Requir
 	if method == wire.MethodAuthenticate {
 		what = "the host rejected the token"
 	}
-	return &AuthError{Err: errors.New(what)}
+	var id string
+	if len(data.Challenges) == 1 {
+		id = schemeHint(reqs, data.Challenges[0].SchemeID)
+	}
+	return &AuthError{Err: errors.New(what), Hint: loginCommand(opts.Target, id)}
 }
 
 // printChallenges writes each -32007 challenge for people: scheme, error,

@@ -115,13 +115,13 @@ func runCallHTTP(ctx context.Context, opts *CallOptions) error {
 	var err error
 	switch {
 	case opts.TokenStdin:
-		token, err := readTokenStdin(opts.IO.In)
+		token, err := readStdinSecret(opts.IO.In, "--token-stdin", "token")
 		if err != nil {
 			return err
 		}
 		c.retry.Held = &store.Credential{AccessToken: token}
 	case opts.Login.ClientSecretStdin:
-		if c.secret, err = readClientSecret(opts.IO.In); err != nil {
+		if c.secret, err = readStdinSecret(opts.IO.In, "--client-secret-stdin", "client secret"); err != nil {
 			return err
 		}
 	}

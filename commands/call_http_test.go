@@ -331,34 +331,6 @@ func TestCallHTTP(t *testing.T) {
 
 // The agent-host flags do not apply to MCP servers, and --login and its
 // flags need each other and an http(s) target.
-func TestCallHTTPUsage(t *testing.T) {
-	tests := []struct {
-		args    []string
-		wantErr string
-	}{
-		{[]string{"--login", "ws://127.0.0.1:1", "whoami"}, "--login works with http(s) MCP servers only"},
-		{[]string{"--client-id", "app", "http://127.0.0.1:1/mcp", "tools/list"}, "--client-id needs --login"},
-		{[]string{"--scope", "a", "http://127.0.0.1:1/mcp", "tools/list"}, "--scope needs --login"},
-		{[]string{"--login", "--client-secret-stdin", "http://127.0.0.1:1/mcp", "tools/list"}, "--client-secret-stdin needs --client-id"},
-		{[]string{"--login", "--callback-host", "0.0.0.0", "http://127.0.0.1:1/mcp", "tools/list"}, "--callback-host must be"},
-		{[]string{"--login", "--token-stdin", "http://127.0.0.1:1/mcp", "tools/list"}, "--login and --token-stdin exclude each other"},
-		{[]string{"--watch", "http://127.0.0.1:1/mcp", "tools/list"}, "are for agent hosts"},
-		{[]string{"--dialect", "published", "http://127.0.0.1:1/mcp", "tools/list"}, "are for agent hosts"},
-		{[]string{"http://127.0.0.1:1/mcp", "initialize", "{}"}, "give no PARAMS_JSON to initialize"},
-	}
-	for _, tt := range tests {
-		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
-			tf := newTestFactory(t, "")
-			if code := tf.run(append([]string{"call"}, tt.args...)...); code != ExitUsage {
-				t.Fatalf("exit %d, want %d; stderr:\n%s", code, ExitUsage, tf.errOut)
-			}
-			if !strings.Contains(tf.errOut.String(), tt.wantErr) {
-				t.Errorf("stderr:\n%s\nwant %q", tf.errOut, tt.wantErr)
-			}
-		})
-	}
-}
-
 // --login reads a pre-registered client's secret from stdin and uses it at
 // the token endpoint; it is never shown.
 func TestCallHTTPPreregisteredClient(t *testing.T) {

@@ -186,7 +186,16 @@ func (cs *credentialSource) refresh(ctx context.Context, c *store.Credential, ta
 	var oe *wire.OAuthError
 	switch {
 	case err == nil:
-	case errors.Is(err, flows.ErrInvalidGrant), errors.Is(err, flows.ErrInvalidClient), errors.As(err, &oe):
+	case errors.Is(err, flows.ErrInvalidClient):
+		// The server forgot the client (a restarted development server,
+		// a deleted registration): the next login must not reuse it.
+		rejected := *c
+		rejected.Client.Rejected = true
+		if perr := cs.Store.Put(ctx, &rejected); perr != nil {
+			cs.Logger.Debug("cannot mark the rejected client", "issuer", c.Issuer, "err", perr)
+		}
+		return nil, &AuthError{Err: fmt.Errorf("cannot refresh the token for %s: %w", describeKey(c.Key), err), Hint: hint}
+	case errors.Is(err, flows.ErrInvalidGrant), errors.As(err, &oe):
 		return nil, &AuthError{Err: fmt.Errorf("cannot refresh the token for %s: %w", describeKey(c.Key), err), Hint: hint}
 	default:
 		return nil, fmt.Errorf("cannot refresh the token for %s: %w", describeKey(c.Key), err)

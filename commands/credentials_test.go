@@ -126,6 +126,29 @@ func TestUsable(t *testing.T) {
 	}
 }
 
+// A refresh refused with invalid_client means the server forgot the
+// registration (a restarted development issuer): the next login registers
+// again instead of sending the user to an authorization page that can only
+// show "unknown client".
+func TestRefreshInvalidClientDropsRegistration(t *testing.T) {
+	as := newOAuthFake(t)
+	tf := newTestFactory(t, "")
+	c := as.seed(t, tf.st, time.Now().Add(-time.Hour), func(c *store.Credential) { c.Client.ClientID = "forgotten" })
+	var ae *AuthError
+	if _, err := newSource(tf.st).Usable(context.Background(), c.Key, "ws://host.example"); !errors.As(err, &ae) {
+		t.Fatalf("Usable = %v, want an AuthError", err)
+	}
+	if stored, _ := tf.st.Get(context.Background(), c.Key); !stored.Client.Rejected || stored.RefreshToken != c.RefreshToken {
+		t.Errorf("stored client %+v: want it marked rejected, the rest kept", stored.Client)
+	}
+	if code := tf.run("login", as.resource()); code != 0 {
+		t.Fatalf("login exit %d; stderr:\n%s", code, tf.errOut)
+	}
+	if as.registered != 1 || as.authorizeQ[0].Get("client_id") != "dcr-1" {
+		t.Errorf("registered %d clients, authorized client %q; want a new registration", as.registered, as.authorizeQ[0].Get("client_id"))
+	}
+}
+
 func TestRefreshAfterRejection(t *testing.T) {
 	as := newOAuthFake(t)
 	st := store.NewMemory()

@@ -77,10 +77,10 @@ Prints one block per requirement on stdout; --json prints one document:
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON document on stdout", Destination: &opts.JSON},
 		},
 		Action: func(c *cli.Context) error {
-			if err := exactArgs(c, 1, "TARGET"); err != nil {
+			var err error
+			if opts.Target, err = targetArg(c); err != nil {
 				return err
 			}
-			opts.Target = c.Args().First()
 			opts.IO, opts.HTTPClient = f.IO, f.HTTPClient
 			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 			defer stop()

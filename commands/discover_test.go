@@ -25,12 +25,15 @@ func TestDiscoverFlags(t *testing.T) {
 		{args: []string{"--json", "stdio:agentauth serve --stdio"}, want: DiscoverOptions{Target: "stdio:agentauth serve --stdio", JSON: true}},
 		{args: nil, wantErr: "discover expects TARGET"},
 		{args: []string{"ws://a", "ws://b"}, wantErr: "discover expects TARGET"},
+		{args: []string{"ftp://h"}, wantErr: `unsupported target "ftp://h": use ws://HOST:PORT, wss://HOST:PORT, stdio:COMMAND LINE or an MCP server's https:// URL`},
+		{args: []string{"ws://h?tkn=secret", "x"}, wantErr: "discover expects TARGET"},
+		{args: []string{"host:7777?tkn=secret"}, wantErr: `unsupported target "host:7777?tkn=***"`},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			tf := newTestFactory(t, "")
 			var got *DiscoverOptions
-			err := parseWith(t, discoverCommand(tf.Factory, func(_ context.Context, o *DiscoverOptions) error { got = o; return nil }), tt.args...)
+			err := parseCommand(t, discoverCommand(tf.Factory, func(_ context.Context, o *DiscoverOptions) error { got = o; return nil }), tt.args...)
 			if tt.wantErr != "" {
 				var ue *UsageError
 				if !errors.As(err, &ue) || !strings.Contains(err.Error(), tt.wantErr) {

@@ -54,6 +54,8 @@ type oauthFake struct {
 	refresh    string // the one valid refresh token
 	deviceOK   bool
 	registered int
+	// registeredGrants are the grant_types of each registration request.
+	registeredGrants [][]string
 }
 
 func newOAuthFake(t *testing.T) *oauthFake {
@@ -118,11 +120,14 @@ func fakeOAuthError(w http.ResponseWriter, status int, code string) {
 	fakeJSON(w, status, map[string]string{"error": code, "error_description": "fake says " + code})
 }
 
-// accessToken is a JWT-shaped token (unsigned: nothing here verifies it).
+// fakeJWTHeader is the encoded header every fake access token starts with:
+// long enough never to appear by chance in a random PKCE challenge.
+var fakeJWTHeader = base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"ES256","typ":"at+jwt"}`))
+
+// fakeAccessToken is a JWT-shaped token (unsigned: nothing here verifies it).
 func fakeAccessToken(n int, aud string) string {
-	enc := base64.RawURLEncoding.EncodeToString
 	payload, _ := json.Marshal(map[string]any{"sub": "alice", "aud": aud, "jti": fmt.Sprintf("at-secret-%d", n)})
-	return enc([]byte(`{"alg":"ES256","typ":"at+jwt"}`)) + "." + enc(payload) + ".c2ln"
+	return fakeJWTHeader + "." + base64.RawURLEncoding.EncodeToString(payload) + ".c2ln"
 }
 
 // authorize approves at once. It leaves client checks to /token, so that a
@@ -209,6 +214,7 @@ func (f *oauthFake) register(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.registered++
+	f.registeredGrants = append(f.registeredGrants, req.GrantTypes)
 	id := fmt.Sprintf("dcr-%d", f.registered)
 	resp := map[string]any{"client_id": id, "grant_types": req.GrantTypes}
 	f.clients[id] = ""
@@ -275,7 +281,7 @@ func (tf *testFactory) run(args ...string) int {
 func assertNoSecrets(t *testing.T, outputs ...string) {
 	t.Helper()
 	for _, o := range outputs {
-		for _, s := range []string{"rt-secret", "at-secret", "good-code", "dev-code-secret", "dcr-secret", "s3cret", "eyJ"} {
+		for _, s := range []string{"rt-secret", "at-secret", "good-code", "dev-code-secret", "dcr-secret", "s3cret", fakeJWTHeader} {
 			if strings.Contains(o, s) {
 				t.Errorf("output reveals a secret (%s):\n%s", s, o)
 			}

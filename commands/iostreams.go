@@ -1,8 +1,10 @@
 package commands
 
 import (
+	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/fatih/color"
 	"github.com/mattn/go-isatty"
@@ -20,8 +22,8 @@ type IOStreams struct {
 	ColorOut, ColorErr bool
 }
 
-// SystemIO returns the real streams, honouring NO_COLOR, CLICOLOR=0 and
-// CLICOLOR_FORCE.
+// SystemIO returns the real streams, with colour decided per stream by
+// colorWanted.
 func SystemIO() *IOStreams {
 	tty := func(f *os.File) bool { return isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()) }
 	s := &IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr,
@@ -31,8 +33,12 @@ func SystemIO() *IOStreams {
 	return s
 }
 
+// colorWanted decides colour for one stream, in order: never when NO_COLOR
+// is set and not empty (no-color.org); always when CLICOLOR_FORCE is set and
+// not 0; never when CLICOLOR is 0 (bixense.com/clicolors); else only on a
+// terminal.
 func colorWanted(isTTY bool) bool {
-	if _, ok := os.LookupEnv("NO_COLOR"); ok {
+	if os.Getenv("NO_COLOR") != "" {
 		return false
 	}
 	if v := os.Getenv("CLICOLOR_FORCE"); v != "" && v != "0" {
@@ -42,6 +48,24 @@ func colorWanted(isTTY bool) bool {
 		return false
 	}
 	return isTTY
+}
+
+// maxStdinSecret bounds what --token-stdin and --client-secret-stdin read.
+const maxStdinSecret = 64 << 10
+
+// readStdinSecret reads the secret (what: "token", "client secret") that
+// flag passes on stdin: at most maxStdinSecret bytes, surrounding
+// whitespace removed. An empty one is a usage error.
+func readStdinSecret(in io.Reader, flag, what string) (string, error) {
+	b, err := io.ReadAll(io.LimitReader(in, maxStdinSecret))
+	if err != nil {
+		return "", fmt.Errorf("cannot read the %s from stdin: %w", what, err)
+	}
+	secret := strings.TrimSpace(string(b))
+	if secret == "" {
+		return "", usageErrorf("%s: stdin holds no %s", flag, what)
+	}
+	return secret, nil
 }
 
 // Painter colours text for one stream, or leaves it plain.

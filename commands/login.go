@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/url"
 	"os"
 	"os/signal"
@@ -19,9 +18,6 @@ import (
 	"github.com/agentauth/agentauth/store"
 	"github.com/agentauth/agentauth/wire"
 )
-
-// maxSecretInput bounds what --client-secret-stdin reads.
-const maxSecretInput = 64 << 10
 
 // Client sources recorded in store.ClientRegistration.Source.
 const (
@@ -70,11 +66,12 @@ scheme).
 Scopes: the challenge's scope, else the resource's scopes_supported, else none;
 --scope adds to them. No openid/profile default.
 
-Client: a registration stored for this issuer, else --client-id (with
---client-secret-stdin for a confidential client), else a client ID metadata
-document (--client-metadata-url, when the server supports it), else dynamic
-registration (RFC 7591). A stored registration the server rejects with
-invalid_client is dropped and registration is done again, once.
+Client: --client-id (a pre-registered client; --client-secret-stdin for a
+confidential one), else a registration stored for this issuer, else a
+client ID metadata document (--client-metadata-url, when the server
+supports it), else dynamic registration (RFC 7591). A stored registration
+the server rejects with invalid_client is dropped and registration is done
+again, once.
 
 Browser: $BROWSER is run with the URL when set, even without a terminal;
 otherwise the platform opener is used only when stdout or stderr is a
@@ -105,10 +102,10 @@ On success one line goes to stderr; --json prints on stdout:
 			&cli.BoolFlag{Name: "json", Usage: "print the login details as JSON on stdout", Destination: &opts.JSON},
 		},
 		Action: func(c *cli.Context) error {
-			if err := exactArgs(c, 1, "TARGET"); err != nil {
+			var err error
+			if opts.Target, err = targetArg(c); err != nil {
 				return err
 			}
-			opts.Target = c.Args().First()
 			opts.Scopes = scopes.Value()
 			if err := opts.check(c.IsSet("client-id")); err != nil {
 				return err
@@ -156,7 +153,7 @@ func runLogin(ctx context.Context, opts *LoginOptions) error {
 	var secret string
 	if opts.ClientSecretStdin {
 		var err error
-		if secret, err = readClientSecret(opts.IO.In); err != nil {
+		if secret, err = readStdinSecret(opts.IO.In, "--client-secret-stdin", "client secret"); err != nil {
 			return err
 		}
 	}
@@ -209,20 +206,6 @@ func runLogin(ctx context.Context, opts *LoginOptions) error {
 	return nil
 }
 
-// readClientSecret reads --client-secret-stdin's secret (at most
-// maxSecretInput bytes, surrounding whitespace removed).
-func readClientSecret(in io.Reader) (string, error) {
-	b, err := io.ReadAll(io.LimitReader(in, maxSecretInput))
-	if err != nil {
-		return "", fmt.Errorf("cannot read the client secret from stdin: %w", err)
-	}
-	secret := strings.TrimSpace(string(b))
-	if secret == "" {
-		return "", usageErrorf("--client-secret-stdin: stdin holds no secret")
-	}
-	return secret, nil
-}
-
 // loginRequirements picks what to log in to: --scheme, else every required
 // requirement, else (none required) every one.
 func loginRequirements(info *targetInfo, schemeID string) ([]*requirementInfo, error) {
@@ -251,9 +234,11 @@ func loginRequirements(info *targetInfo, schemeID string) ([]*requirementInfo, e
 	return out, nil
 }
 
-// usableStore returns the store after checking, once per process, that the
-// OS keyring works when it is the backend (store.ProbeKeyring): a login
-// must not start when its token could not be kept.
+// usableStore returns the store after checking that a login's token could
+// be kept: once per process, that the OS keyring works when it is the
+// backend (store.ProbeKeyring); every time, that the stored credentials can
+// be read (a corrupt credentials file or keyring index would refuse the
+// write only after the user approved).
 func (f *Factory) usableStore(ctx context.Context) (store.Store, error) {
 	st, err := f.Store()
 	if err != nil {
@@ -264,6 +249,9 @@ func (f *Factory) usableStore(ctx context.Context) (store.Store, error) {
 			return nil, fmt.Errorf("cannot log in: %w", err)
 		}
 		f.keyringChecked = true
+	}
+	if _, err := st.List(ctx); err != nil {
+		return nil, fmt.Errorf("cannot log in: %w", err)
 	}
 	return st, nil
 }
@@ -368,6 +356,9 @@ var errDeviceTimeout = errors.New("timed out waiting for the device login to be 
 // loginError makes a failed grant say what to do: a refusal by the user or
 // the authorization server is an authentication failure (exit 4).
 func loginError(err error, target, schemeID string) error {
+	if errors.Is(err, flows.ErrCallbackPortInUse) {
+		return fmt.Errorf("cannot log in: %w\nChoose another --callback-port, or leave it out to listen on a free port.", err)
+	}
 	err = fmt.Errorf("cannot log in: %w", err)
 	if errors.Is(err, flows.ErrAuthorizationRefused) || errors.Is(err, flows.ErrAccessDenied) ||
 		errors.Is(err, flows.ErrDeviceCodeExpired) || errors.Is(err, flows.ErrLoginTimeout) || errors.Is(err, errDeviceTimeout) || errors.Is(err, flows.ErrInvalidGrant) {
@@ -393,26 +384,7 @@ func loggedInLine(c *store.Credential, now time.Time) string {
 	if c.Expiry.IsZero() {
 		return s + " (" + scopes + ", no expiry given)"
 	}
-	return s + " (" + scopes + ", expires in " + humanDuration(c.Expiry.Sub(now)) + ")"
-}
-
-// humanDuration is a short, rounded-down duration: 59m, 2h5m, 3d, 45s.
-func humanDuration(d time.Duration) string {
-	switch {
-	case d < 0:
-		return "0s"
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d/time.Second))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm", int(d/time.Minute))
-	case d < 48*time.Hour:
-		h, m := int(d/time.Hour), int(d%time.Hour/time.Minute)
-		if m == 0 {
-			return fmt.Sprintf("%dh", h)
-		}
-		return fmt.Sprintf("%dh%dm", h, m)
-	}
-	return fmt.Sprintf("%dd", int(d/(24*time.Hour)))
+	return s + " (" + scopes + ", expires in " + roughDuration(c.Expiry.Sub(now)) + ")"
 }
 
 // chooseClient picks the OAuth client, in order: the registration stored
@@ -492,7 +464,7 @@ func runGrant(ctx context.Context, f *Factory, req loginRequest, md *wire.AuthSe
 				fmt.Fprintf(f.IO.ErrOut, "No terminal and no $BROWSER, so no browser was opened. Open this URL to log in:\n  %s\n"+
 					"(--no-browser says so and skips this note; --device logs in without a browser here.)\n", u)
 			}
-			fmt.Fprintf(f.IO.ErrOut, "Waiting for the authorization (%s)…\n", p.Bold("times out in "+humanDuration(timeout)))
+			fmt.Fprintf(f.IO.ErrOut, "Waiting for the authorization (%s)…\n", p.Bold("times out in "+roughDuration(timeout)))
 		},
 		OpenURL: func(u string) error {
 			if open == nil {
@@ -539,7 +511,7 @@ func deviceGrant(ctx context.Context, f *Factory, md *wire.AuthServerMetadata, c
 		},
 	})
 	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && !errors.Is(err, flows.ErrDeviceCodeExpired) {
-		return nil, fmt.Errorf("%w (%s)", errDeviceTimeout, humanDuration(timeout))
+		return nil, fmt.Errorf("%w (%s)", errDeviceTimeout, roughDuration(timeout))
 	}
 	return tok, err
 }
@@ -605,7 +577,7 @@ func (s *spinner) start(label string, until time.Time) {
 		for i := 0; ; i++ {
 			line := fmt.Sprintf("%c %s", frames[i%len(frames)], label)
 			if !until.IsZero() {
-				line += " (" + humanDuration(until.Sub(s.now())) + " left)"
+				line += " (" + roughDuration(until.Sub(s.now())) + " left)"
 			}
 			fmt.Fprintf(s.io.ErrOut, "\r\033[K%s", line)
 			select {

@@ -4,8 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -14,19 +15,10 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/urfave/cli/v2"
 
 	"github.com/agentauth/agentauth/store"
 	"github.com/agentauth/agentauth/wire"
 )
-
-// parseWith runs cmd's flag parsing and Action with args.
-func parseWith(t *testing.T, cmd *cli.Command, args ...string) error {
-	t.Helper()
-	app := &cli.App{Name: "agentauth", Commands: []*cli.Command{cmd}, Writer: io.Discard, ErrWriter: io.Discard,
-		ExitErrHandler: func(*cli.Context, error) {}}
-	return app.Run(append([]string{"agentauth", cmd.Name}, args...))
-}
 
 func TestLoginFlags(t *testing.T) {
 	tests := []struct {
@@ -48,6 +40,7 @@ func TestLoginFlags(t *testing.T) {
 			want: LoginOptions{Target: "ws://h", CallbackHost: "127.0.0.1", CallbackPort: 8765, Timeout: 5 * time.Minute}},
 		{name: "no target", args: nil, wantErr: "login expects TARGET"},
 		{name: "two targets", args: []string{"ws://a", "ws://b"}, wantErr: "login expects TARGET"},
+		{name: "javascript: target", args: []string{"javascript:alert(1)"}, wantErr: `unsupported target "javascript:alert(1)"`},
 		{name: "secret without client", args: []string{"--client-secret-stdin", "ws://h"}, wantErr: "--client-secret-stdin needs --client-id"},
 		{name: "empty client id", args: []string{"--client-id", "", "ws://h"}, wantErr: "--client-id must not be empty"},
 		{name: "bad callback host", args: []string{"--callback-host", "0.0.0.0", "ws://h"}, wantErr: "--callback-host must be 127.0.0.1 or localhost"},
@@ -62,7 +55,7 @@ func TestLoginFlags(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			tf := newTestFactory(t, "")
 			var got *LoginOptions
-			err := parseWith(t, loginCommandWith(tf.Factory, func(_ context.Context, o *LoginOptions) error { got = o; return nil }), tt.args...)
+			err := parseCommand(t, loginCommandWith(tf.Factory, func(_ context.Context, o *LoginOptions) error { got = o; return nil }), tt.args...)
 			if tt.wantErr != "" {
 				var ue *UsageError
 				if !errors.As(err, &ue) || !strings.Contains(err.Error(), tt.wantErr) {
@@ -110,6 +103,10 @@ func TestLogin(t *testing.T) {
 				}
 				if tok := as.formsWith(wire.GrantAuthorizationCode); len(tok) != 1 || tok[0].Get("resource") != as.resource() {
 					t.Errorf("token requests = %v", tok)
+				}
+				// One registration serves both flows when the server has a device endpoint.
+				if want := []string{wire.GrantAuthorizationCode, wire.GrantRefreshToken, wire.GrantDeviceCode}; !slices.Equal(as.registeredGrants[0], want) {
+					t.Errorf("registered grant types %q, want %q", as.registeredGrants[0], want)
 				}
 				c := storedOne(t, tf)
 				want := store.Credential{
@@ -189,7 +186,7 @@ func TestLogin(t *testing.T) {
 			args:     []string{"--client-id", "conf", "--client-secret-stdin"},
 			stdin:    "\n",
 			wantCode: ExitUsage,
-			wantErr:  []string{"--client-secret-stdin: stdin holds no secret"},
+			wantErr:  []string{"--client-secret-stdin: stdin holds no client secret"},
 			check:    func(t *testing.T, as *oauthFake, tf *testFactory) { noRequests(t, as) },
 		},
 		{
@@ -318,6 +315,28 @@ func TestLogin(t *testing.T) {
 			check:    func(t *testing.T, as *oauthFake, tf *testFactory) { noRequests(t, as) },
 		},
 		{
+			name: "corrupt credentials file: stops before any request, file untouched",
+			setup: func(t *testing.T, as *oauthFake, tf *testFactory) {
+				dir := t.TempDir()
+				if err := os.WriteFile(filepath.Join(dir, "credentials.json"), []byte(`{"version":1,"credentials":[{`), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				st, err := store.Open(store.KindFile, dir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				tf.st = st
+			},
+			wantCode: ExitError,
+			wantErr:  []string{`^agentauth: cannot log in: cannot read \S+/credentials\.json: corrupt data: `, `^Fix the file or move it away`},
+			check: func(t *testing.T, as *oauthFake, tf *testFactory) {
+				noRequests(t, as)
+				if b, _ := os.ReadFile(tf.st.Location()); string(b) != `{"version":1,"credentials":[{` {
+					t.Errorf("the corrupt file was rewritten: %s", b)
+				}
+			},
+		},
+		{
 			name: "keyring write fails after the flow: file store, loud warning",
 			setup: func(t *testing.T, as *oauthFake, tf *testFactory) {
 				tf.st = failingStore{store.NewMemory()}
@@ -420,7 +439,8 @@ func TestLoginCallbackPortTaken(t *testing.T) {
 	if code := tf.run("login", "--callback-port", port, as.resource()); code != ExitError {
 		t.Fatalf("exit %d, want 1", code)
 	}
-	if want := "cannot listen for the login callback: the callback port is already in use: 127.0.0.1:" + port; !strings.Contains(tf.errOut.String(), want) {
+	if want := "cannot listen for the login callback: the callback port is already in use: 127.0.0.1:" + port +
+		"\nChoose another --callback-port, or leave it out to listen on a free port.\n"; !strings.Contains(tf.errOut.String(), want) {
 		t.Errorf("stderr lacks %q:\n%s", want, tf.errOut)
 	}
 }

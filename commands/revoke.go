@@ -72,10 +72,10 @@ One line per credential on stderr; --json prints {"target", "credentials":
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON document on stdout", Destination: &opts.JSON},
 		},
 		Action: func(c *cli.Context) error {
-			if err := exactArgs(c, 1, "TARGET"); err != nil {
+			var err error
+			if opts.Target, err = targetArg(c); err != nil {
 				return err
 			}
-			opts.Target = c.Args().First()
 			opts.IO, opts.HTTPClient, opts.Now, opts.Credentials = f.IO, f.HTTPClient, f.Now, f.credentials
 			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -111,7 +111,8 @@ func runRevoke(ctx context.Context, opts *RevokeOptions) error {
 		return err
 	}
 	// An MCP URL is also the resource of the agent host credentials logged
-	// in through ws:// or stdio:; only those logged in through it go.
+	// in through ws:// or stdio:; only those logged in through the URL go,
+	// when there are any.
 	creds = loggedInThrough(creds, opts.Target)
 	if len(creds) == 0 {
 		what := wire.RedactTarget(opts.Target)

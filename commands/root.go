@@ -5,10 +5,12 @@ package commands
 
 import (
 	"os"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/agentauth/agentauth/store"
+	"github.com/agentauth/agentauth/wire"
 )
 
 // Version is the agentauth version, set at build time with
@@ -94,10 +96,27 @@ func commandList(f *Factory) []*cli.Command {
 	}
 }
 
-// exactArgs checks the number of positional arguments.
-func exactArgs(c *cli.Context, n int, names string) error {
-	if c.Args().Len() != n {
-		return usageErrorf("%s expects %s", c.Command.Name, names)
+// targetArg returns the command's one positional argument, TARGET, checked
+// by checkTarget.
+func targetArg(c *cli.Context) (string, error) {
+	if c.Args().Len() != 1 {
+		return "", usageErrorf("%s expects TARGET", c.Command.Name)
 	}
-	return nil
+	target := c.Args().First()
+	return target, checkTarget(target)
+}
+
+// checkTarget refuses a TARGET of no supported kind: an agent host
+// (ws://, wss://, stdio:) or an MCP server / protected resource
+// (http(s)://; whether plain http is allowed is checked where it is used).
+func checkTarget(target string) error {
+	for _, prefix := range []string{"ws://", "wss://", "stdio:"} {
+		if strings.HasPrefix(target, prefix) {
+			return nil
+		}
+	}
+	if isHTTPTarget(target) {
+		return nil
+	}
+	return usageErrorf("unsupported target %q: use ws://HOST:PORT, wss://HOST:PORT, stdio:COMMAND LINE or an MCP server's https:// URL", wire.RedactTarget(target))
 }

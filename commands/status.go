@@ -84,6 +84,11 @@ status and git status); errors and the login hint go to stderr.`,
 				return usageErrorf("status expects at most one TARGET")
 			}
 			opts.Target = c.Args().First()
+			if opts.Target != "" {
+				if err := checkTarget(opts.Target); err != nil {
+					return err
+				}
+			}
 			opts.IO, opts.HTTPClient, opts.Now = f.IO, f.HTTPClient, f.Now
 			opts.Store, opts.Credentials = f.Store, f.credentials
 			if opts.Target == "" {
@@ -189,12 +194,17 @@ func (cs *credentialStatus) print(w io.Writer, p Painter) {
 	fmt.Fprintf(w, "  - Expiry: %s\n", cs.expiry)
 	fmt.Fprintf(w, "  - Token: %s\n", cs.Token)
 	if !cs.usable() {
-		target := cs.Target
-		if target == "" {
-			target = cs.Resource
-		}
-		fmt.Fprintf(w, "  - To log in again, run: %s\n", loginCommand(target, cs.SchemeID))
+		fmt.Fprintf(w, "  - To log in again, run: %s\n", cs.loginCommand())
 	}
+}
+
+// loginCommand logs in again to what the credential was obtained for.
+func (cs *credentialStatus) loginCommand() string {
+	target := cs.Target
+	if target == "" {
+		target = cs.Resource
+	}
+	return loginCommand(target, cs.SchemeID)
 }
 
 // storeStatusDoc is status --json's document without TARGET.
@@ -249,6 +259,22 @@ func runStoreStatus(ctx context.Context, opts *StatusOptions) error {
 		fmt.Fprintf(opts.IO.Out, "\nStore: %s, %s\n", st.Kind(), st.Location())
 	}
 	if !doc.Usable {
+		// The fix goes to stderr too: stdout may be a pipe or a file.
+		var unusable []credentialStatus
+		for _, cs := range doc.Credentials {
+			if !cs.usable() {
+				unusable = append(unusable, cs)
+			}
+		}
+		if len(unusable) == 1 {
+			fmt.Fprintf(opts.IO.ErrOut, "agentauth: the credential for %s has expired and cannot be refreshed\n",
+				describeKey(store.Key{Resource: unusable[0].Resource, SchemeID: unusable[0].SchemeID}))
+		} else {
+			fmt.Fprintf(opts.IO.ErrOut, "agentauth: %d stored credentials have expired and cannot be refreshed\n", len(unusable))
+		}
+		for _, cs := range unusable {
+			fmt.Fprintf(opts.IO.ErrOut, "To log in, run: %s\n", cs.loginCommand())
+		}
 		return &SilentError{Code: ExitAuth}
 	}
 	return nil
@@ -509,9 +535,12 @@ func maskToken(t string, show bool) string {
 	return t[:4] + "***"
 }
 
-// roughDuration renders d for people: 45s, 12m, 3h, 2d.
+// roughDuration renders d for people, rounded down: 45s, 12m, 3h, 2d (0s
+// for a negative d).
 func roughDuration(d time.Duration) string {
 	switch {
+	case d < 0:
+		return "0s"
 	case d < time.Minute:
 		return fmt.Sprintf("%ds", int(d/time.Second))
 	case d < time.Hour:

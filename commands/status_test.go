@@ -64,6 +64,11 @@ func TestStatusStore(t *testing.T) {
 			c.Resource, c.SchemeID, c.Target, c.RefreshToken, c.Subject, c.Scopes = "https://third.example/mcp", "x", "ws://third.example", "", "", nil
 		})
 	}
+	expiredHTTP := func(fx *authFixture) {
+		fx.seed(jwtish, -50*time.Hour, func(c *store.Credential) {
+			c.Resource, c.SchemeID, c.Target, c.RefreshToken = "https://fourth.example/mcp", "", "", ""
+		})
+	}
 	const validBlock = `https://agent.example/mcp
   ✓ dev: logged in as alice
   - Issuer: {AS}
@@ -113,6 +118,23 @@ func TestStatusStore(t *testing.T) {
 		setup:  []func(*authFixture){valid, refreshable, expired},
 		code:   ExitAuth,
 		stdout: validBlock + "\n" + refreshableBlock + "\n" + expiredBlock + storeLine,
+		stderr: "agentauth: the credential for https://third.example/mcp (scheme x) has expired and cannot be refreshed\n" +
+			"To log in, run: agentauth login --scheme x ws://third.example\n",
+	}, {
+		name:  "two expired",
+		setup: []func(*authFixture){expired, expiredHTTP},
+		code:  ExitAuth,
+		stdout: `https://fourth.example/mcp
+  X Logged in as alice
+  - Issuer: {AS}
+  - Scopes: agent:use
+  - Expiry: expired 2d ago, not refreshable
+  - Token: eyJh***
+  - To log in again, run: agentauth login https://fourth.example/mcp
+
+` + expiredBlock + storeLine,
+		stderr: "agentauth: 2 stored credentials have expired and cannot be refreshed\n" +
+			"To log in, run: agentauth login https://fourth.example/mcp\nTo log in, run: agentauth login --scheme x ws://third.example\n",
 	}, {
 		name:   "show token",
 		setup:  []func(*authFixture){valid},
@@ -250,11 +272,43 @@ func TestStatusTarget(t *testing.T) {
 
 func TestRoughDuration(t *testing.T) {
 	for d, want := range map[time.Duration]string{
-		0: "0s", 59 * time.Second: "59s", 12*time.Minute + 30*time.Second: "12m", 3*time.Hour + time.Second: "3h",
+		-time.Minute: "0s", 0: "0s", 59 * time.Second: "59s", 12*time.Minute + 30*time.Second: "12m", 3*time.Hour + time.Second: "3h",
 		47 * time.Hour: "47h", 50 * time.Hour: "2d",
 	} {
 		if got := roughDuration(d); got != want {
 			t.Errorf("roughDuration(%v) = %q, want %q", d, got, want)
 		}
+	}
+}
+
+func TestDescribeCredential(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	tests := []struct {
+		name       string
+		left       time.Duration // 0: no expiry known
+		access     string
+		refresh    string
+		wantState  string
+		wantExpiry string
+	}{
+		{"valid", time.Hour, "at", "rt", stateValid, "expires in 1h"},
+		{"expiring within a minute, refreshable", 30 * time.Second, "at", "rt", stateRefreshable, "expires in 30s"},
+		{"expiring within a minute, not refreshable: still usable", 30 * time.Second, "at", "", stateValid, "expires in 30s"},
+		{"expired, refreshable", -3 * time.Hour, "at", "rt", stateRefreshable, "expired 3h ago, refreshable"},
+		{"expired, not refreshable", -3 * time.Hour, "at", "", stateExpired, "expired 3h ago, not refreshable"},
+		{"no expiry known", 0, "at", "", stateValid, "no expiry known"},
+		{"no access token, refreshable", 0, "", "rt", stateRefreshable, "no expiry known"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &store.Credential{AccessToken: tt.access, RefreshToken: tt.refresh}
+			if tt.left != 0 {
+				c.Expiry = now.Add(tt.left)
+			}
+			got := describeCredential(c, now, false)
+			if got.State != tt.wantState || got.expiry != tt.wantExpiry {
+				t.Errorf("state %q, expiry %q; want %q, %q", got.State, got.expiry, tt.wantState, tt.wantExpiry)
+			}
+		})
 	}
 }

@@ -46,10 +46,10 @@ usable credential, token exits 4 and prints the login command to run.`,
 			&cli.StringFlag{Name: "scheme", Usage: "the scheme `ID`, when TARGET has credentials for several", Destination: &opts.SchemeID},
 		},
 		Action: func(c *cli.Context) error {
-			if err := exactArgs(c, 1, "TARGET"); err != nil {
+			var err error
+			if opts.Target, err = targetArg(c); err != nil {
 				return err
 			}
-			opts.Target = c.Args().First()
 			opts.IO, opts.Credentials = f.IO, f.credentials
 			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -92,15 +92,7 @@ func pickCredential(ctx context.Context, cs *credentialSource, target, schemeID 
 	}
 	// Logins made through target itself come before those of another
 	// target with the same resource (a ws:// host and its /mcp face).
-	var direct []*store.Credential
-	for _, c := range creds {
-		if c.Target == target || (c.Target == "" && c.Resource == target) {
-			direct = append(direct, c)
-		}
-	}
-	if len(direct) > 0 {
-		creds = direct
-	}
+	creds = loggedInThrough(creds, target)
 	best := creds[0]
 	var schemes []string
 	for _, c := range creds {

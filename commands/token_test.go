@@ -22,12 +22,13 @@ func TestTokenFlags(t *testing.T) {
 		{args: []string{"--scheme", "gh", "https://mcp.example/mcp"}, wantTarget: "https://mcp.example/mcp", wantScheme: "gh"},
 		{args: nil, wantUsageErr: "token expects TARGET"},
 		{args: []string{"ws://h", "extra"}, wantUsageErr: "token expects TARGET"},
+		{args: []string{"127.0.0.1:7777"}, wantUsageErr: `unsupported target "127.0.0.1:7777"`},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			tf := newTestFactory(t, "")
 			var got *TokenOptions
-			err := parseWith(t, tokenCommand(tf.Factory, func(_ context.Context, o *TokenOptions) error { got = o; return nil }), tt.args...)
+			err := parseCommand(t, tokenCommand(tf.Factory, func(_ context.Context, o *TokenOptions) error { got = o; return nil }), tt.args...)
 			if tt.wantUsageErr != "" {
 				var ue *UsageError
 				if !errors.As(err, &ue) || !strings.Contains(err.Error(), tt.wantUsageErr) {

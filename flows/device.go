@@ -104,10 +104,7 @@ func DeviceCode(ctx context.Context, hc *http.Client, req DeviceRequest) (*Token
 			return nil, fmt.Errorf("cannot start the device login: %w", err)
 		}
 	}
-	interval, step := DefaultPollInterval, DefaultPollInterval
-	if n, err := strconv.Atoi(da.Interval.String()); err == nil && n > 0 {
-		interval = time.Duration(n) * time.Second
-	}
+	interval, step := pollInterval(da.Interval), DefaultPollInterval
 	if req.Interval > 0 {
 		interval, step = req.Interval, req.Interval
 	}
@@ -145,6 +142,15 @@ func DeviceCode(ctx context.Context, hc *http.Client, req DeviceRequest) (*Token
 			return nil, err
 		}
 	}
+}
+
+// pollInterval is the device authorization response's interval, or
+// DefaultPollInterval when it gives none (RFC 8628 §3.2).
+func pollInterval(interval json.Number) time.Duration {
+	if n, err := strconv.Atoi(interval.String()); err == nil && n > 0 {
+		return time.Duration(n) * time.Second
+	}
+	return DefaultPollInterval
 }
 
 // nextPoll reads a device token poll's error (RFC 8628 §3.5): keep polling

@@ -2,6 +2,7 @@ package flows
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -113,5 +114,15 @@ func TestNextPoll(t *testing.T) {
 	}
 	if _, err := nextPoll(time.Second, step, errors.New("connection refused")); err == nil {
 		t.Error("a network error does not end polling")
+	}
+}
+
+func TestPollInterval(t *testing.T) {
+	for given, want := range map[json.Number]time.Duration{
+		"": DefaultPollInterval, "3": 3 * time.Second, "0": DefaultPollInterval, "-2": DefaultPollInterval, "1.5": DefaultPollInterval,
+	} {
+		if got := pollInterval(given); got != want {
+			t.Errorf("pollInterval(%q) = %v, want %v", given, got, want)
+		}
 	}
 }

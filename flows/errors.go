@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"mime"
 	"net/http"
 	"net/url"
@@ -107,17 +106,10 @@ func (e *URLError) Error() string {
 
 func (e *URLError) Unwrap() error { return e.Err }
 
-// ReadOAuthError reads an error response (RFC 6749 §5.2: a JSON body with
-// error, error_description, error_uri; form-encoded bodies are accepted too)
-// and closes its body. It returns a *wire.OAuthError when the body names an
-// error, else an *HTTPStatusError.
-func ReadOAuthError(resp *http.Response) error {
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, MaxBodySize))
-	return oauthError(resp, body)
-}
-
-// oauthError is ReadOAuthError on a body already read.
+// oauthError reads the body of an error response (RFC 6749 §5.2: JSON with
+// error, error_description, error_uri; form-encoded bodies are accepted
+// too). It returns a *wire.OAuthError when the body names an error, else an
+// *HTTPStatusError.
 func oauthError(resp *http.Response, body []byte) error {
 	var oe wire.OAuthError
 	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))

@@ -177,7 +177,7 @@ func TestRevoke(t *testing.T) {
 	}
 }
 
-func TestReadOAuthError(t *testing.T) {
+func TestOAuthError(t *testing.T) {
 	tests := []struct {
 		name        string
 		contentType string
@@ -198,18 +198,17 @@ func TestReadOAuthError(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			req := httptest.NewRequest("POST", "https://as.example/token", nil)
-			resp := &http.Response{StatusCode: 400, Header: http.Header{"Content-Type": {tt.contentType}},
-				Body: io.NopCloser(strings.NewReader(tt.body)), Request: req}
-			err := ReadOAuthError(resp)
+			resp := &http.Response{StatusCode: 400, Header: http.Header{"Content-Type": {tt.contentType}}, Request: req}
+			err := oauthError(resp, []byte(tt.body))
 			var oe *wire.OAuthError
 			var se *HTTPStatusError
 			switch {
 			case tt.wantStatus:
 				if !errors.As(err, &se) || se.StatusCode != 400 || se.URL != "https://as.example/token" {
-					t.Fatalf("ReadOAuthError = %v, want an HTTPStatusError", err)
+					t.Fatalf("oauthError = %v, want an HTTPStatusError", err)
 				}
 			case !errors.As(err, &oe) || *oe != *tt.want:
-				t.Fatalf("ReadOAuthError = %#v, want %#v", err, tt.want)
+				t.Fatalf("oauthError = %#v, want %#v", err, tt.want)
 			}
 		})
 	}

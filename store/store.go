@@ -37,6 +37,10 @@ type ClientRegistration struct {
 	// RFC 7591 §3.2.1 registration when the server supports management.
 	RegistrationClientURI   string `json:"registration_client_uri,omitempty"`
 	RegistrationAccessToken string `json:"registration_access_token,omitempty"`
+	// Rejected is set once the authorization server answered invalid_client
+	// for this client (RFC 6749 §5.2), as one does after forgetting a
+	// dynamically registered client: FindRegistration no longer offers it.
+	Rejected bool `json:"rejected,omitempty"`
 }
 
 // Credential is one stored token set (RFC 6749 §5.1) with what is needed to
@@ -179,15 +183,25 @@ func readRemembered(path string) (string, error) {
 }
 
 // FindRegistration returns the most recently stored client registration for
-// issuer, if any, so a login can reuse it instead of registering again.
+// issuer, if any, so a login can reuse it instead of registering again. A
+// client the issuer rejected (ClientRegistration.Rejected, on any of its
+// credentials) is never returned: an authorization server that forgot a
+// client shows the user an error page instead of redirecting back
+// (RFC 6749 §4.1.2.1), so a login reusing it could only time out.
 func FindRegistration(ctx context.Context, s Store, issuer string) (*ClientRegistration, bool) {
 	creds, err := s.List(ctx)
 	if err != nil {
 		return nil, false
 	}
+	rejected := map[string]bool{}
+	for _, c := range creds {
+		if c.Issuer == issuer && c.Client.Rejected {
+			rejected[c.Client.ClientID] = true
+		}
+	}
 	var best *Credential
 	for _, c := range creds {
-		if c.Issuer == issuer && c.Client.ClientID != "" && (best == nil || c.UpdatedAt.After(best.UpdatedAt)) {
+		if c.Issuer == issuer && c.Client.ClientID != "" && !rejected[c.Client.ClientID] && (best == nil || c.UpdatedAt.After(best.UpdatedAt)) {
 			best = c
 		}
 	}

@@ -234,6 +234,26 @@ func TestStoreBehaviour(t *testing.T) {
 				t.Error("found a registration for a different issuer")
 			}
 		}},
+		{"find registration skips a client the issuer rejected", func(t *testing.T, s Store, _ func() Store) {
+			kept := testCred("https://a.example", "dev")
+			kept.Client.ClientID = "kept"
+			mustPut(t, s, kept)
+			stored, _ := s.Get(ctx, kept.Key)
+			for !time.Now().After(stored.UpdatedAt) { // Put stamps with the wall clock
+			}
+			// The newest registration, also held by a credential whose
+			// refresh the issuer refused with invalid_client.
+			forgotten := testCred("https://b.example", "dev")
+			forgotten.Client.ClientID = "forgotten"
+			mustPut(t, s, forgotten)
+			rejected := testCred("https://c.example", "dev")
+			rejected.Client.ClientID, rejected.Client.Rejected = "forgotten", true
+			mustPut(t, s, rejected)
+			reg, ok := FindRegistration(ctx, s, "https://issuer.example")
+			if !ok || reg.ClientID != "kept" {
+				t.Errorf("FindRegistration = %+v, %v; want client kept", reg, ok)
+			}
+		}},
 	}
 	for _, b := range backends {
 		for _, tt := range tests {

@@ -1,0 +1,83 @@
+package commands
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/agentauth/agentauth/wire"
+)
+
+func TestCallFlags(t *testing.T) {
+	noLogin := CallLoginOptions{CallbackHost: "127.0.0.1"}
+	tests := []struct {
+		args     []string
+		want     CallOptions
+		wantCode int
+		wantErr  string
+	}{
+		{args: []string{"ws://h", "whoami"},
+			want: CallOptions{Target: "ws://h", Method: "whoami", Login: noLogin}},
+		{args: []string{"--token-stdin", "--scheme", "dev", "--watch", "--max-notifications", "2", "--json", "--dialect", "published",
+			"stdio:agentauth serve --stdio", "echo", ` {"hi":1}`},
+			want: CallOptions{Target: "stdio:agentauth serve --stdio", Method: "echo", Params: json.RawMessage(`{"hi":1}`), TokenStdin: true,
+				SchemeID: "dev", Watch: true, MaxNotifications: 2, JSON: true, Dialect: wire.DialectPublished, Login: noLogin}},
+		{args: []string{"--token-stdin", "--set-auth-token", "ws://h", "whoami"},
+			want: CallOptions{Target: "ws://h", Method: "whoami", TokenStdin: true, SetAuthToken: true, Login: noLogin}},
+		{args: []string{"--login", "--scope", "a", "--scope", "b", "--client-id", "app", "--client-secret-stdin",
+			"--client-metadata-url", "https://app.example/c.json", "--device", "--no-browser", "--callback-host", "localhost",
+			"https://mcp.example/mcp", "tools/list"},
+			want: CallOptions{Target: "https://mcp.example/mcp", Method: "tools/list", Login: CallLoginOptions{Enabled: true,
+				Scopes: []string{"a", "b"}, ClientID: "app", ClientSecretStdin: true, ClientMetadataURL: "https://app.example/c.json",
+				Device: true, NoBrowser: true, CallbackHost: "localhost"}}},
+		{args: []string{"--login", "--callback-port", "8765", "http://127.0.0.1:7777/mcp", "tools/list"},
+			want: CallOptions{Target: "http://127.0.0.1:7777/mcp", Method: "tools/list",
+				Login: CallLoginOptions{Enabled: true, CallbackHost: "127.0.0.1", CallbackPort: 8765}}},
+		{args: []string{"ws://h"}, wantCode: ExitUsage, wantErr: "call expects TARGET METHOD [PARAMS_JSON]"},
+		{args: []string{"ws://h", "echo", "1"}, wantCode: ExitUsage, wantErr: "PARAMS_JSON must be a JSON object or array"},
+		{args: []string{"ws://h", "echo", "{"}, wantCode: ExitUsage, wantErr: "PARAMS_JSON must be a JSON object or array"},
+		{args: []string{"--dialect", "acp", "ws://h", "whoami"}, wantCode: ExitUsage, wantErr: "--dialect must be design or published"},
+		{args: []string{"--scheme", "dev", "ws://h", "whoami"}, wantCode: ExitUsage, wantErr: "--scheme needs --token-stdin"},
+		{args: []string{"--set-auth-token", "ws://h", "whoami"}, wantCode: ExitUsage, wantErr: "--set-auth-token needs --token-stdin"},
+		{args: []string{"--max-notifications", "2", "ws://h", "whoami"}, wantCode: ExitUsage, wantErr: "--max-notifications needs --watch"},
+		{args: []string{"--login", "ws://h", "whoami"}, wantCode: ExitUsage, wantErr: "--login works with http(s) MCP servers only"},
+		{args: []string{"--device", "https://mcp.example/mcp", "tools/list"}, wantCode: ExitUsage, wantErr: "--device needs --login"},
+		{args: []string{"--client-id", "app", "http://127.0.0.1:1/mcp", "tools/list"}, wantCode: ExitUsage, wantErr: "--client-id needs --login"},
+		{args: []string{"--scope", "a", "http://127.0.0.1:1/mcp", "tools/list"}, wantCode: ExitUsage, wantErr: "--scope needs --login"},
+		{args: []string{"--login", "--client-secret-stdin", "http://127.0.0.1:1/mcp", "tools/list"}, wantCode: ExitUsage,
+			wantErr: "--client-secret-stdin needs --client-id"},
+		{args: []string{"--login", "--callback-host", "0.0.0.0", "http://127.0.0.1:1/mcp", "tools/list"}, wantCode: ExitUsage,
+			wantErr: "--callback-host must be"},
+		{args: []string{"--login", "--token-stdin", "http://127.0.0.1:1/mcp", "tools/list"}, wantCode: ExitUsage,
+			wantErr: "--login and --token-stdin exclude each other"},
+		{args: []string{"--watch", "https://mcp.example/mcp", "tools/list"}, wantCode: ExitUsage, wantErr: "are for agent hosts"},
+		{args: []string{"--dialect", "published", "http://127.0.0.1:1/mcp", "tools/list"}, wantCode: ExitUsage, wantErr: "are for agent hosts"},
+		{args: []string{"http://127.0.0.1:1/mcp", "initialize", "{}"}, wantCode: ExitUsage, wantErr: "give no PARAMS_JSON to initialize"},
+		{args: []string{"mcp.example", "tools/list"}, wantCode: ExitUsage, wantErr: `unsupported target "mcp.example"`},
+		{args: []string{"--bogus", "ws://h", "whoami"}, wantCode: ExitUsage, wantErr: "flag provided but not defined: -bogus"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			tf := newTestFactory(t, "")
+			var got *CallOptions
+			err := parseCommand(t, callCommand(tf.Factory, func(_ context.Context, o *CallOptions) error { got = o; return nil }), tt.args...)
+			if code := exitCode(err); code != tt.wantCode || (tt.wantErr != "" && !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Fatalf("exit code %d (%v), want %d with %q", code, err, tt.wantCode, tt.wantErr)
+			}
+			if tt.wantCode != 0 {
+				return
+			}
+			if got.IO != tf.IO || got.HTTPClient != tf.HTTPClient || got.Credentials == nil || got.Factory != tf.Factory {
+				t.Error("the factory's dependencies were not copied into the options")
+			}
+			got.IO, got.HTTPClient, got.Credentials, got.Factory = nil, nil, nil, nil
+			if diff := cmp.Diff(tt.want, *got, cmpopts.IgnoreUnexported(CallLoginOptions{})); diff != "" {
+				t.Errorf("options (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
