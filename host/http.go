@@ -287,7 +287,7 @@ func (f *httpFace) refuse(w http.ResponseWriter, id wire.ID, ref *httpRefusal) {
 		for k, v := range ref.challenge {
 			params[k] = v
 		}
-		w.Header().Set("WWW-Authenticate", bearerChallenge(params))
+		w.Header().Set("WWW-Authenticate", wire.FormatBearerChallenge(params))
 	}
 	writeHTTPJSON(w, ref.status, wire.NewErrorResponse(id, ref.err))
 }
@@ -314,27 +314,6 @@ func (f *httpFace) formatChallenge(ch wire.Challenge) string {
 	if ch.Error != wire.ErrInvalidRequest {
 		params["error"] = ch.Error
 		params["error_description"] = ch.ErrorDescription
-	}
-	return bearerChallenge(params)
-}
-
-// bearerChallenge formats a Bearer challenge (wire.FormatBearerChallenge)
-// after limiting error_description to the characters RFC 6750 §3 allows
-// (printable ASCII without '"' and '\').
-func bearerChallenge(params map[string]string) string {
-	if d, ok := params["error_description"]; ok {
-		d = strings.ReplaceAll(d, "…", "...")
-		params["error_description"] = strings.Map(func(r rune) rune {
-			switch {
-			case r == '"':
-				return '\''
-			case r == '\\':
-				return '/'
-			case r < 0x20 || r > 0x7e:
-				return '?'
-			}
-			return r
-		}, d)
 	}
 	return wire.FormatBearerChallenge(params)
 }

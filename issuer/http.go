@@ -9,7 +9,6 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
-	"strings"
 
 	"github.com/agentauth/agentauth/wire"
 )
@@ -98,25 +97,7 @@ type oauthError struct {
 }
 
 func badRequest(code, desc string) *oauthError {
-	return &oauthError{status: http.StatusBadRequest, body: wire.OAuthError{Code: code, Description: errorDescription(desc)}}
-}
-
-// errorDescription keeps an error_description within the characters
-// RFC 6749 §5.2 and §4.1.2.1 allow (%x20-21 / %x23-5B / %x5D-7E): a quote
-// becomes an apostrophe, a backslash a slash, "§" the word "section", and
-// anything else outside printable ASCII a question mark.
-func errorDescription(s string) string {
-	return strings.Map(func(r rune) rune {
-		switch {
-		case r == '"':
-			return '\''
-		case r == '\\':
-			return '/'
-		case r < 0x20 || r > 0x7e:
-			return '?'
-		}
-		return r
-	}, strings.ReplaceAll(s, "§", "section "))
+	return &oauthError{status: http.StatusBadRequest, body: wire.OAuthError{Code: code, Description: wire.ErrorDescription(desc)}}
 }
 
 // writeJSON writes v with Cache-Control: no-store (RFC 6749 §5.1).

@@ -18,8 +18,12 @@ func (c AuthChallenge) Param(name string) string { return c.Params[strings.ToLow
 
 // FormatBearerChallenge renders a Bearer challenge (RFC 6750 §3) with the
 // given params in a stable order, each value a quoted-string with '"' and
-// '\' escaped (RFC 9110 §5.6.4). Empty values are left out.
+// '\' escaped (RFC 9110 §5.6.4). Empty values are left out, and
+// error_description is passed through ErrorDescription.
 func FormatBearerChallenge(params map[string]string) string {
+	if d, ok := params["error_description"]; ok {
+		params["error_description"] = ErrorDescription(d)
+	}
 	order := []string{"realm", "error", "error_description", "resource_metadata", "scope"}
 	seen := map[string]bool{}
 	var parts []string
@@ -46,6 +50,25 @@ func FormatBearerChallenge(params map[string]string) string {
 		return "Bearer"
 	}
 	return "Bearer " + strings.Join(parts, ", ")
+}
+
+// ErrorDescription limits an error_description to the characters RFC 6749
+// §5.2 and RFC 6750 §3 allow (printable ASCII except '"' and '\'): '"'
+// becomes an apostrophe, '\' a slash, "§" the word "section", "…" three
+// dots, and anything else outside printable ASCII a question mark.
+func ErrorDescription(s string) string {
+	s = strings.NewReplacer("§", "section ", "…", "...").Replace(s)
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == '"':
+			return '\''
+		case r == '\\':
+			return '/'
+		case r < 0x20 || r > 0x7e:
+			return '?'
+		}
+		return r
+	}, s)
 }
 
 func quoteEscape(s string) string {

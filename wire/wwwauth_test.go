@@ -83,8 +83,10 @@ func TestFormatBearerChallengeRoundTrip(t *testing.T) {
 			`Bearer resource_metadata="http://127.0.0.1:7777/.well-known/oauth-protected-resource/mcp", scope="agent:use"`},
 		{"fixed order, then the rest sorted", map[string]string{"scope": "s", "zeta": "z", "error": "invalid_token", "alpha": "a", "realm": "r"},
 			`Bearer realm="r", error="invalid_token", scope="s", alpha="a", zeta="z"`},
-		{"escaping", map[string]string{"error": "invalid_token", "error_description": `bad "quoted" \ value, really`},
-			`Bearer error="invalid_token", error_description="bad \"quoted\" \\ value, really"`},
+		{"escaping", map[string]string{"error": "invalid_token", "realm": `bad "quoted" \ value, really`},
+			`Bearer realm="bad \"quoted\" \\ value, really", error="invalid_token"`},
+		{"error_description limited to RFC 6750 §3 characters", map[string]string{"error_description": `the "token" \ expired — see RFC 6750 §3…`},
+			`Bearer error_description="the 'token' / expired ? see RFC 6750 section 3..."`},
 		{"empty values left out", map[string]string{"error": "", "scope": "s"}, `Bearer scope="s"`},
 		{"nothing", nil, `Bearer`},
 	}
