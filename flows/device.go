@@ -13,6 +13,14 @@ import (
 	"github.com/agentauth/agentauth/wire"
 )
 
+// The device authorization request and the token polling are written here
+// rather than with github.com/cli/oauth's device package: its RequestCode
+// fails when the optional interval is absent (RFC 8628 §3.2 makes it
+// optional), cannot authenticate a confidential client with HTTP Basic, and
+// folds 400/401/403 answers into one "unsupported" error; its polling, like
+// x/oauth2's DeviceAccessToken, cannot send the RFC 8707 resource parameter
+// and waits in whole seconds.
+
 // DefaultPollInterval is the device flow's polling interval when the AS
 // gives none, and the slow_down increment (RFC 8628 §3.2, §3.5).
 const DefaultPollInterval = 5 * time.Second
