@@ -126,14 +126,27 @@ func (d *devclient) parse(args []string, positional int) ([]string, error) {
 	return d.flags.Args()[1:], nil
 }
 
-// discover runs RFC 9728 then RFC 8414 discovery from the target.
-func (d *devclient) discover(ctx context.Context) error {
+// start reads the flags and TARGET alone, then runs RFC 9728 and RFC 8414
+// discovery from the target.
+func (d *devclient) start(args []string) error {
+	if _, err := d.parse(args, 0); err != nil {
+		return err
+	}
+	ctx := context.Background()
 	var err error
 	if d.discovery, err = flows.DiscoverResource(ctx, d.hc, d.target); err != nil {
 		return err
 	}
 	d.md, err = flows.DiscoverAuthServer(ctx, d.hc, d.discovery)
 	return err
+}
+
+// startClient is start, then the client.
+func (d *devclient) startClient(args []string) (flows.Client, error) {
+	if err := d.start(args); err != nil {
+		return flows.Client{}, err
+	}
+	return d.client()
 }
 
 // client is agentauth-cli, or the one in -client-file.
@@ -153,11 +166,7 @@ func (d *devclient) client() (flows.Client, error) {
 }
 
 func (d *devclient) metadata(args []string) error {
-	if _, err := d.parse(args, 0); err != nil {
-		return err
-	}
-	ctx := context.Background()
-	if err := d.discover(ctx); err != nil {
+	if err := d.start(args); err != nil {
 		return err
 	}
 	disc, md := d.discovery, d.md
@@ -376,17 +385,11 @@ func (d *devclient) authcode(args []string) error {
 	dc := d.flags.String("decide", "approve", "answer a consent page with `approve`, deny or as:NAME")
 	scope := d.flags.String("scope", "", "scopes to ask for (default: the resource's scopes_supported)")
 	resource := d.flags.String("resource", "", "resource indicator to send (default: the discovered resource)")
-	if _, err := d.parse(args, 0); err != nil {
-		return err
-	}
-	ctx := context.Background()
-	if err := d.discover(ctx); err != nil {
-		return err
-	}
-	client, err := d.client()
+	client, err := d.startClient(args)
 	if err != nil {
 		return err
 	}
+	ctx := context.Background()
 	scopes := d.discovery.ScopesSupported()
 	if *scope != "" {
 		scopes = strings.Fields(*scope)
@@ -409,14 +412,7 @@ func (d *devclient) device(args []string) error {
 	t := d.tokenFlags()
 	dc := d.flags.String("decide", "approve", "answer the device page with `approve`, deny or as:NAME")
 	twice := d.flags.Bool("poll-twice", false, "poll twice at once and stop")
-	if _, err := d.parse(args, 0); err != nil {
-		return err
-	}
-	ctx := context.Background()
-	if err := d.discover(ctx); err != nil {
-		return err
-	}
-	client, err := d.client()
+	client, err := d.startClient(args)
 	if err != nil {
 		return err
 	}
@@ -493,17 +489,11 @@ func readSecret(path string) (string, error) {
 func (d *devclient) refresh(args []string) error {
 	t := d.tokenFlags()
 	from := d.flags.String("from", "", "read the refresh token from `FILE`")
-	if _, err := d.parse(args, 0); err != nil {
-		return err
-	}
-	ctx := context.Background()
-	if err := d.discover(ctx); err != nil {
-		return err
-	}
-	client, err := d.client()
+	client, err := d.startClient(args)
 	if err != nil {
 		return err
 	}
+	ctx := context.Background()
 	old, err := readSecret(*from)
 	if err != nil {
 		return err
@@ -519,17 +509,11 @@ func (d *devclient) refresh(args []string) error {
 func (d *devclient) revoke(args []string) error {
 	from := d.flags.String("from", "", "read the token to revoke from `FILE`")
 	hint := d.flags.String("hint", "", "token_type_hint")
-	if _, err := d.parse(args, 0); err != nil {
-		return err
-	}
-	ctx := context.Background()
-	if err := d.discover(ctx); err != nil {
-		return err
-	}
-	client, err := d.client()
+	client, err := d.startClient(args)
 	if err != nil {
 		return err
 	}
+	ctx := context.Background()
 	tok, err := readSecret(*from)
 	if err != nil {
 		return err
@@ -548,10 +532,7 @@ func (d *devclient) introspect(args []string) error {
 	from := d.flags.String("from", "", "read the token from `FILE`")
 	id := d.flags.String("client-id", "", "client id")
 	secret := d.flags.String("client-secret", "", "client secret")
-	if _, err := d.parse(args, 0); err != nil {
-		return err
-	}
-	if err := d.discover(context.Background()); err != nil {
+	if err := d.start(args); err != nil {
 		return err
 	}
 	if d.clientFile != "" {
@@ -598,13 +579,10 @@ func (d *devclient) register(args []string) error {
 	out := d.flags.String("out", "", "write the registration to `FILE`")
 	confidential := d.flags.Bool("confidential", false, "register a confidential client (client_secret_basic)")
 	redirect := d.flags.String("redirect-uri", "", "register this redirect URI instead of the loopback ones")
-	if _, err := d.parse(args, 0); err != nil {
+	if err := d.start(args); err != nil {
 		return err
 	}
 	ctx := context.Background()
-	if err := d.discover(ctx); err != nil {
-		return err
-	}
 	var redirects []string
 	if *redirect != "" {
 		redirects = []string{*redirect}

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/urfave/cli/v2"
 
 	"github.com/agentauth/agentauth/host"
 	"github.com/agentauth/agentauth/store"
@@ -223,22 +222,8 @@ func (fx *authFixture) expand(s string) string {
 	return strings.NewReplacer("{TARGET}", fx.target, "{AS}", fx.as.URL).Replace(s)
 }
 
-// parseCommand runs cmd alone with args, the way NewApp would, and returns
-// the error (the run function captures the options).
-func parseCommand(t *testing.T, cmd *cli.Command, args ...string) error {
-	t.Helper()
-	app := &cli.App{Name: "agentauth", Writer: io.Discard, ErrWriter: io.Discard, ExitErrHandler: func(*cli.Context, error) {},
-		OnUsageError: func(_ *cli.Context, err error, _ bool) error { return &UsageError{Err: err} }, Commands: []*cli.Command{cmd}}
-	cmd.OnUsageError = app.OnUsageError
-	return app.Run(append([]string{"agentauth", cmd.Name}, args...))
-}
-
 func TestAuthenticateFlags(t *testing.T) {
-	tests := []struct {
-		args     []string
-		want     AuthenticateOptions
-		wantCode int
-	}{
+	checkFlags(t, []flagCase[AuthenticateOptions]{
 		{args: []string{"ws://h"}, want: AuthenticateOptions{Target: "ws://h"}},
 		{args: []string{"--scheme", "dev", "--token-stdin", "--watch", "--json", "stdio:serve"},
 			want: AuthenticateOptions{Target: "stdio:serve", SchemeID: "dev", TokenStdin: true, Watch: true, JSON: true}},
@@ -248,27 +233,11 @@ func TestAuthenticateFlags(t *testing.T) {
 		{args: []string{"--watch", "http://127.0.0.1/mcp"}, wantCode: ExitUsage},
 		{args: []string{"--scheme", "dev", "http://127.0.0.1/mcp"}, wantCode: ExitUsage},
 		{args: []string{"--bogus", "ws://h"}, wantCode: ExitUsage},
-	}
-	for _, tt := range tests {
-		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
-			var got *AuthenticateOptions
-			f := &Factory{IO: &IOStreams{}, Now: time.Now}
-			err := parseCommand(t, authenticateCommand(f, func(_ context.Context, o *AuthenticateOptions) error { got = o; return nil }), tt.args...)
-			if code := exitCode(err); code != tt.wantCode {
-				t.Fatalf("exit code %d (%v), want %d", code, err, tt.wantCode)
-			}
-			if tt.wantCode != 0 {
-				return
-			}
-			if got.IO != f.IO || got.Credentials == nil || got.Now == nil {
-				t.Error("the factory's dependencies were not copied into the options")
-			}
-			got.IO, got.HTTPClient, got.Now, got.Credentials = nil, nil, nil, nil
-			if diff := cmp.Diff(tt.want, *got); diff != "" {
-				t.Errorf("options (-want +got):\n%s", diff)
-			}
-		})
-	}
+	}, authenticateCommand, func(f *Factory, o *AuthenticateOptions) bool {
+		ok := o.IO == f.IO && o.Credentials != nil && o.Now != nil
+		o.IO, o.HTTPClient, o.Now, o.Credentials = nil, nil, nil, nil
+		return ok
+	})
 }
 
 func TestAuthenticate(t *testing.T) {

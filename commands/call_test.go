@@ -1,12 +1,9 @@
 package commands
 
 import (
-	"context"
 	"encoding/json"
-	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/agentauth/agentauth/wire"
@@ -14,12 +11,7 @@ import (
 
 func TestCallFlags(t *testing.T) {
 	noLogin := CallLoginOptions{CallbackHost: "127.0.0.1"}
-	tests := []struct {
-		args     []string
-		want     CallOptions
-		wantCode int
-		wantErr  string
-	}{
+	checkFlags(t, []flagCase[CallOptions]{
 		{args: []string{"ws://h", "whoami"},
 			want: CallOptions{Target: "ws://h", Method: "whoami", Login: noLogin}},
 		{args: []string{"--token-stdin", "--scheme", "dev", "--watch", "--max-notifications", "2", "--json", "--dialect", "published",
@@ -59,25 +51,9 @@ func TestCallFlags(t *testing.T) {
 		{args: []string{"http://127.0.0.1:1/mcp", "initialize", "{}"}, wantCode: ExitUsage, wantErr: "give no PARAMS_JSON to initialize"},
 		{args: []string{"mcp.example", "tools/list"}, wantCode: ExitUsage, wantErr: `unsupported target "mcp.example"`},
 		{args: []string{"--bogus", "ws://h", "whoami"}, wantCode: ExitUsage, wantErr: "flag provided but not defined: -bogus"},
-	}
-	for _, tt := range tests {
-		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
-			tf := newTestFactory(t, "")
-			var got *CallOptions
-			err := parseCommand(t, callCommand(tf.Factory, func(_ context.Context, o *CallOptions) error { got = o; return nil }), tt.args...)
-			if code := exitCode(err); code != tt.wantCode || (tt.wantErr != "" && !strings.Contains(err.Error(), tt.wantErr)) {
-				t.Fatalf("exit code %d (%v), want %d with %q", code, err, tt.wantCode, tt.wantErr)
-			}
-			if tt.wantCode != 0 {
-				return
-			}
-			if got.IO != tf.IO || got.HTTPClient != tf.HTTPClient || got.Credentials == nil || got.Factory != tf.Factory {
-				t.Error("the factory's dependencies were not copied into the options")
-			}
-			got.IO, got.HTTPClient, got.Credentials, got.Factory = nil, nil, nil, nil
-			if diff := cmp.Diff(tt.want, *got, cmpopts.IgnoreUnexported(CallLoginOptions{})); diff != "" {
-				t.Errorf("options (-want +got):\n%s", diff)
-			}
-		})
-	}
+	}, callCommand, func(f *Factory, o *CallOptions) bool {
+		ok := o.IO == f.IO && o.HTTPClient == f.HTTPClient && o.Credentials != nil && o.Factory == f
+		o.IO, o.HTTPClient, o.Credentials, o.Factory = nil, nil, nil, nil
+		return ok
+	}, cmpopts.IgnoreUnexported(CallLoginOptions{}))
 }

@@ -1,9 +1,7 @@
 package commands
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -16,43 +14,19 @@ import (
 )
 
 func TestDiscoverFlags(t *testing.T) {
-	tests := []struct {
-		args    []string
-		want    DiscoverOptions
-		wantErr string
-	}{
+	checkFlags(t, []flagCase[DiscoverOptions]{
 		{args: []string{"ws://h"}, want: DiscoverOptions{Target: "ws://h"}},
 		{args: []string{"--json", "stdio:agentauth serve --stdio"}, want: DiscoverOptions{Target: "stdio:agentauth serve --stdio", JSON: true}},
-		{args: nil, wantErr: "discover expects TARGET"},
-		{args: []string{"ws://a", "ws://b"}, wantErr: "discover expects TARGET"},
-		{args: []string{"ftp://h"}, wantErr: `unsupported target "ftp://h": use ws://HOST:PORT, wss://HOST:PORT, stdio:COMMAND LINE or an MCP server's https:// URL`},
-		{args: []string{"ws://h?tkn=secret", "x"}, wantErr: "discover expects TARGET"},
-		{args: []string{"host:7777?tkn=secret"}, wantErr: `unsupported target "host:7777?tkn=***"`},
-	}
-	for _, tt := range tests {
-		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
-			tf := newTestFactory(t, "")
-			var got *DiscoverOptions
-			err := parseCommand(t, discoverCommand(tf.Factory, func(_ context.Context, o *DiscoverOptions) error { got = o; return nil }), tt.args...)
-			if tt.wantErr != "" {
-				var ue *UsageError
-				if !errors.As(err, &ue) || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err = %v, want a usage error with %q", err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got.IO != tf.IO || got.HTTPClient != tf.HTTPClient {
-				t.Error("the streams and HTTP client were not passed")
-			}
-			got.IO, got.HTTPClient = nil, nil
-			if diff := cmp.Diff(tt.want, *got); diff != "" {
-				t.Errorf("options (-want +got):\n%s", diff)
-			}
-		})
-	}
+		{args: nil, wantCode: ExitUsage, wantErr: "discover expects TARGET"},
+		{args: []string{"ws://a", "ws://b"}, wantCode: ExitUsage, wantErr: "discover expects TARGET"},
+		{args: []string{"ftp://h"}, wantCode: ExitUsage, wantErr: `unsupported target "ftp://h": use ws://HOST:PORT, wss://HOST:PORT, stdio:COMMAND LINE or an MCP server's https:// URL`},
+		{args: []string{"ws://h?tkn=secret", "x"}, wantCode: ExitUsage, wantErr: "discover expects TARGET"},
+		{args: []string{"host:7777?tkn=secret"}, wantCode: ExitUsage, wantErr: `unsupported target "host:7777?tkn=***"`},
+	}, discoverCommand, func(f *Factory, o *DiscoverOptions) bool {
+		ok := o.IO == f.IO && o.HTTPClient == f.HTTPClient
+		o.IO, o.HTTPClient = nil, nil
+		return ok
+	})
 }
 
 // fakeHost is an agent host on WebSocket whose initialize answers result.

@@ -21,12 +21,7 @@ import (
 )
 
 func TestLoginFlags(t *testing.T) {
-	tests := []struct {
-		name    string
-		args    []string
-		want    LoginOptions
-		wantErr string
-	}{
+	checkFlags(t, []flagCase[LoginOptions]{
 		{name: "defaults", args: []string{"ws://h"},
 			want: LoginOptions{Target: "ws://h", CallbackHost: "127.0.0.1", Timeout: 5 * time.Minute}},
 		{name: "every flag",
@@ -38,43 +33,23 @@ func TestLoginFlags(t *testing.T) {
 				CallbackHost: "localhost", NoBrowser: true, Timeout: 90 * time.Second, JSON: true}},
 		{name: "callback port", args: []string{"--callback-port", "8765", "ws://h"},
 			want: LoginOptions{Target: "ws://h", CallbackHost: "127.0.0.1", CallbackPort: 8765, Timeout: 5 * time.Minute}},
-		{name: "no target", args: nil, wantErr: "login expects TARGET"},
-		{name: "two targets", args: []string{"ws://a", "ws://b"}, wantErr: "login expects TARGET"},
-		{name: "javascript: target", args: []string{"javascript:alert(1)"}, wantErr: `unsupported target "javascript:alert(1)"`},
-		{name: "secret without client", args: []string{"--client-secret-stdin", "ws://h"}, wantErr: "--client-secret-stdin needs --client-id"},
-		{name: "empty client id", args: []string{"--client-id", "", "ws://h"}, wantErr: "--client-id must not be empty"},
-		{name: "bad callback host", args: []string{"--callback-host", "0.0.0.0", "ws://h"}, wantErr: "--callback-host must be 127.0.0.1 or localhost"},
-		{name: "bad callback port", args: []string{"--callback-port", "70000", "ws://h"}, wantErr: "--callback-port must be between"},
-		{name: "device with port", args: []string{"--device", "--callback-port", "8765", "ws://h"}, wantErr: "--callback-port does not apply to --device"},
-		{name: "http client metadata", args: []string{"--client-metadata-url", "http://app.example/c.json", "ws://h"}, wantErr: "must be an https URL with a path"},
-		{name: "client metadata without path", args: []string{"--client-metadata-url", "https://app.example", "ws://h"}, wantErr: "must be an https URL with a path"},
-		{name: "empty scope", args: []string{"--scope", " ", "ws://h"}, wantErr: "--scope must not be empty"},
-		{name: "zero timeout", args: []string{"--timeout", "0s", "ws://h"}, wantErr: "--timeout must be positive"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			tf := newTestFactory(t, "")
-			var got *LoginOptions
-			err := parseCommand(t, loginCommandWith(tf.Factory, func(_ context.Context, o *LoginOptions) error { got = o; return nil }), tt.args...)
-			if tt.wantErr != "" {
-				var ue *UsageError
-				if !errors.As(err, &ue) || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err = %v, want a usage error with %q", err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got.IO != tf.IO || got.Factory != tf.Factory {
-				t.Error("the streams and factory were not passed")
-			}
-			got.IO, got.Factory = nil, nil
-			if diff := cmp.Diff(tt.want, *got); diff != "" {
-				t.Errorf("options (-want +got):\n%s", diff)
-			}
-		})
-	}
+		{name: "no target", args: nil, wantCode: ExitUsage, wantErr: "login expects TARGET"},
+		{name: "two targets", args: []string{"ws://a", "ws://b"}, wantCode: ExitUsage, wantErr: "login expects TARGET"},
+		{name: "javascript: target", args: []string{"javascript:alert(1)"}, wantCode: ExitUsage, wantErr: `unsupported target "javascript:alert(1)"`},
+		{name: "secret without client", args: []string{"--client-secret-stdin", "ws://h"}, wantCode: ExitUsage, wantErr: "--client-secret-stdin needs --client-id"},
+		{name: "empty client id", args: []string{"--client-id", "", "ws://h"}, wantCode: ExitUsage, wantErr: "--client-id must not be empty"},
+		{name: "bad callback host", args: []string{"--callback-host", "0.0.0.0", "ws://h"}, wantCode: ExitUsage, wantErr: "--callback-host must be 127.0.0.1 or localhost"},
+		{name: "bad callback port", args: []string{"--callback-port", "70000", "ws://h"}, wantCode: ExitUsage, wantErr: "--callback-port must be between"},
+		{name: "device with port", args: []string{"--device", "--callback-port", "8765", "ws://h"}, wantCode: ExitUsage, wantErr: "--callback-port does not apply to --device"},
+		{name: "http client metadata", args: []string{"--client-metadata-url", "http://app.example/c.json", "ws://h"}, wantCode: ExitUsage, wantErr: "must be an https URL with a path"},
+		{name: "client metadata without path", args: []string{"--client-metadata-url", "https://app.example", "ws://h"}, wantCode: ExitUsage, wantErr: "must be an https URL with a path"},
+		{name: "empty scope", args: []string{"--scope", " ", "ws://h"}, wantCode: ExitUsage, wantErr: "--scope must not be empty"},
+		{name: "zero timeout", args: []string{"--timeout", "0s", "ws://h"}, wantCode: ExitUsage, wantErr: "--timeout must be positive"},
+	}, loginCommandWith, func(f *Factory, o *LoginOptions) bool {
+		ok := o.IO == f.IO && o.Factory == f
+		o.IO, o.Factory = nil, nil
+		return ok
+	})
 }
 
 func TestLogin(t *testing.T) {

@@ -1,7 +1,6 @@
 package commands
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -15,36 +14,16 @@ import (
 )
 
 func TestRevokeFlags(t *testing.T) {
-	tests := []struct {
-		args     []string
-		want     RevokeOptions
-		wantCode int
-	}{
+	checkFlags(t, []flagCase[RevokeOptions]{
 		{args: []string{"ws://h"}, want: RevokeOptions{Target: "ws://h"}},
 		{args: []string{"--scheme", "dev", "--local-only", "--json", "ws://h"}, want: RevokeOptions{Target: "ws://h", SchemeID: "dev", LocalOnly: true, JSON: true}},
 		{args: nil, wantCode: ExitUsage},
 		{args: []string{"ws://h", "extra"}, wantCode: ExitUsage},
-	}
-	for _, tt := range tests {
-		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
-			var got *RevokeOptions
-			f := &Factory{IO: &IOStreams{}, Now: time.Now}
-			err := parseCommand(t, revokeCommand(f, func(_ context.Context, o *RevokeOptions) error { got = o; return nil }), tt.args...)
-			if code := exitCode(err); code != tt.wantCode {
-				t.Fatalf("exit code %d (%v), want %d", code, err, tt.wantCode)
-			}
-			if tt.wantCode != 0 {
-				return
-			}
-			if got.IO != f.IO || got.Credentials == nil || got.Now == nil {
-				t.Error("the factory's dependencies were not copied into the options")
-			}
-			got.IO, got.HTTPClient, got.Now, got.Credentials = nil, nil, nil, nil
-			if diff := cmp.Diff(tt.want, *got); diff != "" {
-				t.Errorf("options (-want +got):\n%s", diff)
-			}
-		})
-	}
+	}, revokeCommand, func(f *Factory, o *RevokeOptions) bool {
+		ok := o.IO == f.IO && o.Credentials != nil && o.Now != nil
+		o.IO, o.HTTPClient, o.Now, o.Credentials = nil, nil, nil, nil
+		return ok
+	})
 }
 
 func TestRevoke(t *testing.T) {

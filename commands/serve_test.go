@@ -26,12 +26,7 @@ func TestServeFlags(t *testing.T) {
 		change(&o)
 		return o
 	}
-	tests := []struct {
-		args     []string
-		verbose  bool
-		want     ServeOptions
-		wantCode int
-	}{
+	checkFlags(t, []flagCase[ServeOptions]{
 		{args: []string{}, want: defaults},
 		{args: []string{}, verbose: true, want: with(func(o *ServeOptions) { o.LogLevel = slog.LevelDebug })},
 		{args: []string{"--listen", "127.0.0.1:0", "--addr-file", "addr", "--config", "c.json", "--auth-scope", "host",
@@ -58,27 +53,11 @@ func TestServeFlags(t *testing.T) {
 		{args: []string{"--issuer", "http://as.example"}, wantCode: ExitUsage},
 		{args: []string{"--issuer", "https://as.example", "--config", "c.json"}, wantCode: ExitUsage},
 		{args: []string{"--issuer", "https://as.example", "--auto-approve"}, wantCode: ExitUsage},
-	}
-	for _, tt := range tests {
-		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
-			var got *ServeOptions
-			f := &Factory{IO: &IOStreams{}, HTTPClient: &http.Client{}, Now: time.Now, Verbose: tt.verbose}
-			err := parseCommand(t, serveCommand(f, func(_ context.Context, o *ServeOptions) error { got = o; return nil }), tt.args...)
-			if code := exitCode(err); code != tt.wantCode {
-				t.Fatalf("exit code %d (%v), want %d", code, err, tt.wantCode)
-			}
-			if tt.wantCode != 0 {
-				return
-			}
-			if got.IO != f.IO || got.HTTPClient != f.HTTPClient || got.Now == nil {
-				t.Error("the factory's dependencies were not copied into the options")
-			}
-			got.IO, got.HTTPClient, got.Now = nil, nil, nil
-			if diff := cmp.Diff(tt.want, *got); diff != "" {
-				t.Errorf("options (-want +got):\n%s", diff)
-			}
-		})
-	}
+	}, serveCommand, func(f *Factory, o *ServeOptions) bool {
+		ok := o.IO == f.IO && o.HTTPClient == f.HTTPClient && o.Now != nil
+		o.IO, o.HTTPClient, o.Now = nil, nil, nil
+		return ok
+	})
 }
 
 // serveConfigJSON is a static configuration: serve --stdio with it opens

@@ -1,7 +1,6 @@
 package commands
 
 import (
-	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -14,37 +13,17 @@ import (
 )
 
 func TestStatusFlags(t *testing.T) {
-	tests := []struct {
-		args     []string
-		want     StatusOptions
-		wantCode int
-	}{
+	checkFlags(t, []flagCase[StatusOptions]{
 		{args: nil, want: StatusOptions{}},
 		{args: []string{"--json", "--show-token"}, want: StatusOptions{JSON: true, ShowToken: true}},
 		{args: []string{"--json", "ws://h"}, want: StatusOptions{Target: "ws://h", JSON: true}},
 		{args: []string{"ws://a", "ws://b"}, wantCode: ExitUsage},
 		{args: []string{"--token", "ws://a"}, wantCode: ExitUsage},
-	}
-	for _, tt := range tests {
-		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
-			var got *StatusOptions
-			f := &Factory{IO: &IOStreams{}, Now: time.Now}
-			err := parseCommand(t, statusCommand(f, func(_ context.Context, o *StatusOptions) error { got = o; return nil }), tt.args...)
-			if code := exitCode(err); code != tt.wantCode {
-				t.Fatalf("exit code %d (%v), want %d", code, err, tt.wantCode)
-			}
-			if tt.wantCode != 0 {
-				return
-			}
-			if got.IO != f.IO || got.Store == nil || got.Credentials == nil || got.Now == nil {
-				t.Error("the factory's dependencies were not copied into the options")
-			}
-			got.IO, got.HTTPClient, got.Now, got.Store, got.Credentials = nil, nil, nil, nil, nil
-			if diff := cmp.Diff(tt.want, *got); diff != "" {
-				t.Errorf("options (-want +got):\n%s", diff)
-			}
-		})
-	}
+	}, statusCommand, func(f *Factory, o *StatusOptions) bool {
+		ok := o.IO == f.IO && o.Store != nil && o.Credentials != nil && o.Now != nil
+		o.IO, o.HTTPClient, o.Now, o.Store, o.Credentials = nil, nil, nil, nil, nil
+		return ok
+	})
 }
 
 // jwtish is a token long enough to be masked to its first 4 characters.

@@ -2,9 +2,7 @@ package commands
 
 import (
 	"context"
-	"errors"
 	"regexp"
-	"strings"
 	"testing"
 	"time"
 
@@ -12,38 +10,17 @@ import (
 )
 
 func TestTokenFlags(t *testing.T) {
-	tests := []struct {
-		args         []string
-		wantTarget   string
-		wantScheme   string
-		wantUsageErr string
-	}{
-		{args: []string{"ws://h"}, wantTarget: "ws://h"},
-		{args: []string{"--scheme", "gh", "https://mcp.example/mcp"}, wantTarget: "https://mcp.example/mcp", wantScheme: "gh"},
-		{args: nil, wantUsageErr: "token expects TARGET"},
-		{args: []string{"ws://h", "extra"}, wantUsageErr: "token expects TARGET"},
-		{args: []string{"127.0.0.1:7777"}, wantUsageErr: `unsupported target "127.0.0.1:7777"`},
-	}
-	for _, tt := range tests {
-		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
-			tf := newTestFactory(t, "")
-			var got *TokenOptions
-			err := parseCommand(t, tokenCommand(tf.Factory, func(_ context.Context, o *TokenOptions) error { got = o; return nil }), tt.args...)
-			if tt.wantUsageErr != "" {
-				var ue *UsageError
-				if !errors.As(err, &ue) || !strings.Contains(err.Error(), tt.wantUsageErr) {
-					t.Fatalf("err = %v, want a usage error with %q", err, tt.wantUsageErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got.Target != tt.wantTarget || got.SchemeID != tt.wantScheme || got.IO != tf.IO || got.Credentials == nil {
-				t.Errorf("options = %+v", got)
-			}
-		})
-	}
+	checkFlags(t, []flagCase[TokenOptions]{
+		{args: []string{"ws://h"}, want: TokenOptions{Target: "ws://h"}},
+		{args: []string{"--scheme", "gh", "https://mcp.example/mcp"}, want: TokenOptions{Target: "https://mcp.example/mcp", SchemeID: "gh"}},
+		{args: nil, wantCode: ExitUsage, wantErr: "token expects TARGET"},
+		{args: []string{"ws://h", "extra"}, wantCode: ExitUsage, wantErr: "token expects TARGET"},
+		{args: []string{"127.0.0.1:7777"}, wantCode: ExitUsage, wantErr: `unsupported target "127.0.0.1:7777"`},
+	}, tokenCommand, func(f *Factory, o *TokenOptions) bool {
+		ok := o.IO == f.IO && o.Credentials != nil
+		o.IO, o.Credentials = nil, nil
+		return ok
+	})
 }
 
 func TestToken(t *testing.T) {

@@ -2,7 +2,6 @@ package wire
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -115,15 +114,7 @@ func (c *Client) Call(ctx context.Context, method string, params, result any) er
 		if !ok {
 			return c.closedErr()
 		}
-		if m.Error != nil {
-			return m.Error
-		}
-		if result != nil {
-			if err := json.Unmarshal(m.Result, result); err != nil {
-				return fmt.Errorf("cannot read the %s result: %w", method, err)
-			}
-		}
-		return nil
+		return m.decodeResult(method, result)
 	}
 }
 

@@ -107,6 +107,22 @@ func (m *Message) IsNotification() bool { return m.Method != "" && m.ID.IsZero()
 // IsResponse reports whether m answers a request.
 func (m *Message) IsResponse() bool { return m.Method == "" && (m.Result != nil || m.Error != nil) }
 
+// decodeResult is the outcome of the call to method that the response m
+// answers: its error, else nil with the result decoded into result (when
+// result is not nil).
+func (m *Message) decodeResult(method string, result any) error {
+	if m.Error != nil {
+		return m.Error
+	}
+	if result == nil {
+		return nil
+	}
+	if err := json.Unmarshal(m.Result, result); err != nil {
+		return fmt.Errorf("cannot read the %s result: %w", method, err)
+	}
+	return nil
+}
+
 // Error is a JSON-RPC error object (JSON-RPC 2.0 §5.1).
 type Error struct {
 	Code    int             `json:"code"`

@@ -207,15 +207,7 @@ func (s *HTTPSession) Call(ctx context.Context, method string, params, result an
 	if err != nil {
 		return fmt.Errorf("cannot read the response to %s: %w", method, err)
 	}
-	if m.Error != nil {
-		return m.Error
-	}
-	if result != nil {
-		if err := json.Unmarshal(m.Result, result); err != nil {
-			return fmt.Errorf("cannot read the %s result: %w", method, err)
-		}
-	}
-	return nil
+	return m.decodeResult(method, result)
 }
 
 // Notify sends a notification; the server answers 202 Accepted.
