@@ -230,7 +230,7 @@ func (h *Host) ServeConn(ctx context.Context, c wire.Conn) {
 			case <-ctx.Done():
 				return
 			}
-			if err != nil && !errors.Is(err, wire.ErrMessageTooLarge) {
+			if err != nil && !errors.Is(err, wire.ErrSkippedMessage) {
 				return
 			}
 		}
@@ -242,7 +242,7 @@ func (h *Host) ServeConn(ctx context.Context, c wire.Conn) {
 			return
 		case r := <-reads:
 			switch {
-			case errors.Is(r.err, wire.ErrMessageTooLarge):
+			case errors.Is(r.err, wire.ErrSkippedMessage):
 				h.log.Warn("message refused", "conn", s.id, "reason", r.err.Error())
 				s.send(ctx, wire.NewErrorResponse(wire.ID{}, wire.Errorf(wire.CodeInvalidRequest, "invalid request: %v", r.err)))
 			case r.err != nil:

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentauth/agentauth/wire"
+	"github.com/coder/websocket"
 )
 
 // pushWait bounds how long a test waits for a push that must come; it only
@@ -672,5 +673,36 @@ func TestRevokedUnseenTokenStaysRefusedUntilItExpires(t *testing.T) {
 	h.NotifyRevoked(time.Time{}, "another-jti") // prunes what has run out
 	if _, ch, err := h.ValidateBearer(context.Background(), tok); err != nil || ch == nil || ch.ErrorDescription != "The access token was revoked" {
 		t.Errorf("a revoked token 48h later: challenge %+v, err %v; want it refused as revoked", ch, err)
+	}
+}
+
+// A binary WebSocket frame is not part of the protocol: the host answers it
+// with -32600 and keeps serving the connection.
+func TestBinaryFrameKeepsTheConnection(t *testing.T) {
+	h := newTestHost(t, baseConfig, Options{})
+	srv := httptest.NewServer(h.WebSocketHandler(""))
+	defer srv.Close()
+	ctx := context.Background()
+	ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	if err := ws.Write(ctx, websocket.MessageBinary, []byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)); err != nil {
+		t.Fatal(err)
+	}
+	_, b, err := ws.Read(ctx)
+	if err != nil {
+		t.Fatalf("after a binary frame: %v (the connection was closed)", err)
+	}
+	m, derr := wire.Decode(b)
+	if derr != nil || m.Error == nil || m.Error.Code != wire.CodeInvalidRequest || !strings.Contains(m.Error.Message, "text frame") {
+		t.Fatalf("binary frame answered with %s, want -32600 naming text frames", b)
+	}
+	if err := ws.Write(ctx, websocket.MessageText, []byte(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, b, err = ws.Read(ctx); err != nil || !strings.Contains(string(b), `"id":2,"result"`) {
+		t.Fatalf("ping after the binary frame: %s, %v", b, err)
 	}
 }

@@ -36,7 +36,7 @@ func (c *Client) readLoop() {
 	for {
 		data, err := c.conn.Read(context.Background())
 		if err != nil {
-			if errors.Is(err, ErrMessageTooLarge) {
+			if errors.Is(err, ErrSkippedMessage) {
 				continue
 			}
 			c.mu.Lock()

@@ -12,9 +12,24 @@ import (
 // DefaultMaxMessageSize bounds one message on every transport (1 MiB).
 const DefaultMaxMessageSize = 1 << 20
 
+// ErrSkippedMessage matches every Read error after which the connection
+// stays usable: the offending message was consumed and skipped, and the
+// peer deserves an invalid-request answer rather than a hang-up.
+var ErrSkippedMessage = errors.New("message skipped")
+
 // ErrMessageTooLarge is returned by Read when a message exceeds the limit.
-// The connection stays usable: the oversized message is skipped.
+// It also matches ErrSkippedMessage.
 var ErrMessageTooLarge = errors.New("message exceeds the size limit")
+
+// ErrBinaryFrame is returned by a WebSocket Read for a binary frame: the
+// protocol is one JSON text frame per message. It also matches
+// ErrSkippedMessage.
+var ErrBinaryFrame = &skippedError{msg: "binary frames are not part of the protocol: send each message as one text frame"}
+
+type skippedError struct{ msg string }
+
+func (e *skippedError) Error() string        { return e.msg }
+func (e *skippedError) Is(target error) bool { return target == ErrSkippedMessage }
 
 // TooLargeError reports an oversized message and the limit it broke.
 type TooLargeError struct{ Limit int64 }
@@ -23,14 +38,18 @@ func (e *TooLargeError) Error() string {
 	return fmt.Sprintf("message exceeds the size limit of %d bytes", e.Limit)
 }
 
-// Is makes errors.Is(err, ErrMessageTooLarge) hold.
-func (e *TooLargeError) Is(target error) bool { return target == ErrMessageTooLarge }
+// Is makes errors.Is(err, ErrMessageTooLarge) and errors.Is(err,
+// ErrSkippedMessage) hold.
+func (e *TooLargeError) Is(target error) bool {
+	return target == ErrMessageTooLarge || target == ErrSkippedMessage
+}
 
 // Conn carries one JSON-RPC message per unit, whatever the transport.
 // Read and Write may be called from different goroutines; Write is safe for
 // concurrent use.
 type Conn interface {
-	// Read returns the next message. A *TooLargeError leaves the Conn usable.
+	// Read returns the next message. An error matching ErrSkippedMessage
+	// (oversized message, binary frame) leaves the Conn usable.
 	Read(ctx context.Context) ([]byte, error)
 	// Write sends one message.
 	Write(ctx context.Context, msg []byte) error

@@ -2,7 +2,6 @@ package wire
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -51,7 +50,8 @@ func AcceptWebSocket(w http.ResponseWriter, r *http.Request, limit int64) (*WSCo
 }
 
 // Read returns the next text frame. An oversized frame is drained and
-// reported as *TooLargeError; the connection stays open.
+// reported as *TooLargeError, a binary frame as ErrBinaryFrame; the
+// connection stays open either way.
 func (c *WSConn) Read(ctx context.Context) ([]byte, error) {
 	typ, r, err := c.c.Reader(ctx)
 	if err != nil {
@@ -68,7 +68,7 @@ func (c *WSConn) Read(ctx context.Context) ([]byte, error) {
 		return nil, &TooLargeError{Limit: c.limit}
 	}
 	if typ != websocket.MessageText {
-		return nil, errors.New("binary frames are not part of the protocol")
+		return nil, ErrBinaryFrame
 	}
 	return data, nil
 }
