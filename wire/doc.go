@@ -2,7 +2,9 @@
 // client commands: JSON-RPC 2.0 messages, the auth messages of PROTOCOL.md in
 // both dialects (the seed design and the published Agent Host Protocol 0.9),
 // the -32007 challenge, RFC 9728 / RFC 8414 metadata types, WWW-Authenticate
-// (RFC 6750 §3, RFC 9728 §5.1) and the transports (WebSocket, stdio).
+// (RFC 6750 §3, RFC 9728 §5.1) and the transports: WebSocket and stdio
+// behind Conn, plus the client side of MCP Streamable HTTP (HTTPSession,
+// with its SSE reader).
 //
 // wire imports none of agentauth's other packages.
 package wire
