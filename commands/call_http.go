@@ -34,17 +34,8 @@ stops with exit 4.`
 // CallLoginOptions are call's flags for logging in by itself (--login):
 // the part of login's flags that fits a call.
 type CallLoginOptions struct {
-	Enabled           bool
-	Scopes            []string
-	ClientID          string
-	ClientSecretStdin bool
-	ClientMetadataURL string
-	Device            bool
-	NoBrowser         bool
-	CallbackHost      string
-	CallbackPort      int
-
-	scopes cli.StringSlice
+	Enabled bool
+	LoginChoices
 }
 
 // loginFlagNames are the flags that need --login.
@@ -52,23 +43,14 @@ var loginFlagNames = []string{"scope", "client-id", "client-secret-stdin", "clie
 
 // callLoginFlags are call's --login flags, writing into l.
 func callLoginFlags(l *CallLoginOptions) []cli.Flag {
-	return []cli.Flag{
+	return append([]cli.Flag{
 		&cli.BoolFlag{Name: "login", Usage: "MCP servers over HTTP: on a 401 log in (as login does) and retry; on a 403 insufficient_scope log in again with more scope", Destination: &l.Enabled},
-		&cli.StringSliceFlag{Name: "scope", Usage: "with --login, also request `SCOPE` (repeatable)", Destination: &l.scopes},
-		&cli.StringFlag{Name: "client-id", Usage: "with --login, use the pre-registered client `ID`", Destination: &l.ClientID},
-		&cli.BoolFlag{Name: "client-secret-stdin", Usage: "with --login, read the pre-registered client's secret from stdin", Destination: &l.ClientSecretStdin},
-		&cli.StringFlag{Name: "client-metadata-url", Usage: "with --login, https `URL` of a client ID metadata document to use as client_id where supported", Destination: &l.ClientMetadataURL},
-		&cli.BoolFlag{Name: "device", Usage: "with --login, use the device authorization grant (RFC 8628)", Destination: &l.Device},
-		&cli.BoolFlag{Name: "no-browser", Usage: "with --login, print the login URL instead of opening a browser", Destination: &l.NoBrowser},
-		&cli.StringFlag{Name: "callback-host", Value: "127.0.0.1", Usage: "with --login, redirect URI host: `127.0.0.1` or localhost", Destination: &l.CallbackHost},
-		&cli.IntFlag{Name: "callback-port", Usage: "with --login, listen for the redirect on `PORT`", DefaultText: "a free one", Destination: &l.CallbackPort},
-	}
+	}, loginChoiceFlags(&l.LoginChoices, "with --login, ")...)
 }
 
 // check validates the --login flags like login does; they need --login,
 // and --login needs an http(s) target.
 func (l *CallLoginOptions) check(c *cli.Context, httpTarget bool) error {
-	l.Scopes = l.scopes.Value()
 	if !l.Enabled {
 		for _, name := range loginFlagNames {
 			if c.IsSet(name) {
@@ -80,9 +62,7 @@ func (l *CallLoginOptions) check(c *cli.Context, httpTarget bool) error {
 	if !httpTarget {
 		return usageErrorf("--login works with http(s) MCP servers only; for an agent host, run agentauth login TARGET first")
 	}
-	lo := LoginOptions{Scopes: l.Scopes, ClientID: l.ClientID, ClientSecretStdin: l.ClientSecretStdin, ClientMetadataURL: l.ClientMetadataURL,
-		Device: l.Device, CallbackHost: l.CallbackHost, CallbackPort: l.CallbackPort, Timeout: flows.DefaultLoginTimeout}
-	return lo.check(c.IsSet("client-id"))
+	return l.LoginChoices.check(c.IsSet("client-id"))
 }
 
 // checkHTTP rejects the agent-host flags for an MCP server.
@@ -253,19 +233,7 @@ func (c *httpCall) authorize(ctx context.Context, refusal *wire.HTTPAuthError, s
 	} else {
 		fmt.Fprintf(w, "%s needs authorization (%s); logging in to %s.\n", c.method, refusalStatus(refusal), r.Resource)
 	}
-	l := c.opts.Login
-	return loginFlow(ctx, f, loginRequest{
-		Target:            c.opts.Target,
-		Requirement:       r,
-		ExtraScopes:       l.Scopes,
-		ClientID:          l.ClientID,
-		ClientSecret:      c.secret,
-		ClientMetadataURL: l.ClientMetadataURL,
-		Device:            l.Device,
-		CallbackHost:      l.CallbackHost,
-		CallbackPort:      l.CallbackPort,
-		NoBrowser:         l.NoBrowser,
-	})
+	return loginFlow(ctx, f, c.opts.Login.request(c.opts.Target, r, c.secret))
 }
 
 // failure reports a failed step: a refusal prints the challenge and exits

@@ -10,7 +10,7 @@ import (
 )
 
 func TestCallFlags(t *testing.T) {
-	noLogin := CallLoginOptions{CallbackHost: "127.0.0.1"}
+	noLogin := CallLoginOptions{LoginChoices: LoginChoices{CallbackHost: "127.0.0.1"}}
 	checkFlags(t, []flagCase[CallOptions]{
 		{args: []string{"ws://h", "whoami"},
 			want: CallOptions{Target: "ws://h", Method: "whoami", Login: noLogin}},
@@ -23,12 +23,12 @@ func TestCallFlags(t *testing.T) {
 		{args: []string{"--login", "--scope", "a", "--scope", "b", "--client-id", "app", "--client-secret-stdin",
 			"--client-metadata-url", "https://app.example/c.json", "--device", "--no-browser", "--callback-host", "localhost",
 			"https://mcp.example/mcp", "tools/list"},
-			want: CallOptions{Target: "https://mcp.example/mcp", Method: "tools/list", Login: CallLoginOptions{Enabled: true,
+			want: CallOptions{Target: "https://mcp.example/mcp", Method: "tools/list", Login: CallLoginOptions{Enabled: true, LoginChoices: LoginChoices{
 				Scopes: []string{"a", "b"}, ClientID: "app", ClientSecretStdin: true, ClientMetadataURL: "https://app.example/c.json",
-				Device: true, NoBrowser: true, CallbackHost: "localhost"}}},
+				Device: true, NoBrowser: true, CallbackHost: "localhost"}}}},
 		{args: []string{"--login", "--callback-port", "8765", "http://127.0.0.1:7777/mcp", "tools/list"},
 			want: CallOptions{Target: "http://127.0.0.1:7777/mcp", Method: "tools/list",
-				Login: CallLoginOptions{Enabled: true, CallbackHost: "127.0.0.1", CallbackPort: 8765}}},
+				Login: CallLoginOptions{Enabled: true, LoginChoices: LoginChoices{CallbackHost: "127.0.0.1", CallbackPort: 8765}}}},
 		{args: []string{"ws://h"}, wantCode: ExitUsage, wantErr: "call expects TARGET METHOD [PARAMS_JSON]"},
 		{args: []string{"ws://h", "echo", "1"}, wantCode: ExitUsage, wantErr: "PARAMS_JSON must be a JSON object or array"},
 		{args: []string{"ws://h", "echo", "{"}, wantCode: ExitUsage, wantErr: "PARAMS_JSON must be a JSON object or array"},
@@ -55,5 +55,5 @@ func TestCallFlags(t *testing.T) {
 		ok := o.IO == f.IO && o.HTTPClient == f.HTTPClient && o.Credentials != nil && o.Factory == f
 		o.IO, o.HTTPClient, o.Credentials, o.Factory = nil, nil, nil, nil
 		return ok
-	}, cmpopts.IgnoreUnexported(CallLoginOptions{}))
+	}, cmpopts.IgnoreUnexported(LoginChoices{}))
 }

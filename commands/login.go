@@ -32,19 +32,42 @@ type LoginOptions struct {
 	// Factory gives the store, the HTTP client, the browser and the clock.
 	Factory *Factory
 
-	Target            string
-	Device            bool
-	SchemeID          string
+	Target   string
+	SchemeID string
+	LoginChoices
+	NoResource bool
+	Timeout    time.Duration
+	JSON       bool
+}
+
+// LoginChoices are how the user wants to log in: the flags that login and
+// call --login share.
+type LoginChoices struct {
 	Scopes            []string
 	ClientID          string
 	ClientSecretStdin bool
 	ClientMetadataURL string
-	NoResource        bool
+	Device            bool
+	NoBrowser         bool
 	CallbackHost      string
 	CallbackPort      int
-	NoBrowser         bool
-	Timeout           time.Duration
-	JSON              bool
+
+	scopes cli.StringSlice // --scope; check copies it into Scopes
+}
+
+// loginChoiceFlags declares the shared login flags, writing into ch; prefix
+// starts each usage text ("" for login, "with --login, " for call).
+func loginChoiceFlags(ch *LoginChoices, prefix string) []cli.Flag {
+	return []cli.Flag{
+		&cli.StringSliceFlag{Name: "scope", Usage: prefix + "also request `SCOPE` (repeatable)", Destination: &ch.scopes},
+		&cli.StringFlag{Name: "client-id", Usage: prefix + "use the pre-registered client `ID`", Destination: &ch.ClientID},
+		&cli.BoolFlag{Name: "client-secret-stdin", Usage: prefix + "read the pre-registered client's secret from stdin", Destination: &ch.ClientSecretStdin},
+		&cli.StringFlag{Name: "client-metadata-url", Usage: prefix + "https `URL` of agentauth's client ID metadata document, used as client_id where the server supports it", Destination: &ch.ClientMetadataURL},
+		&cli.BoolFlag{Name: "device", Usage: prefix + "use the device authorization grant (RFC 8628): approve on any device", Destination: &ch.Device},
+		&cli.BoolFlag{Name: "no-browser", Usage: prefix + "print the URL instead of opening a browser", Destination: &ch.NoBrowser},
+		&cli.StringFlag{Name: "callback-host", Value: "127.0.0.1", Usage: prefix + "redirect URI host: `127.0.0.1` or localhost", Destination: &ch.CallbackHost},
+		&cli.IntFlag{Name: "callback-port", Usage: prefix + "listen for the redirect on `PORT`", DefaultText: "a free one", Destination: &ch.CallbackPort},
+	}
 }
 
 func newLoginCommand(f *Factory) *cli.Command { return loginCommandWith(f, runLogin) }
@@ -52,7 +75,6 @@ func newLoginCommand(f *Factory) *cli.Command { return loginCommandWith(f, runLo
 // loginCommandWith builds the command; run is runLogin except in the flag tests.
 func loginCommandWith(f *Factory, run func(context.Context, *LoginOptions) error) *cli.Command {
 	opts := &LoginOptions{}
-	var scopes cli.StringSlice
 	return &cli.Command{
 		Name:      "login",
 		Usage:     "log in to a target's authorization server and store the token",
@@ -87,26 +109,18 @@ On success one line goes to stderr; --json prints on stdout:
 {"target", "logins": [{"resource", "issuer", "schemeId", "subject", "scopes",
  "tokenType", "expiresAt", "refreshable", "client": {"clientId", "authMethod",
  "source"}, "store", "storeLocation"}]} (never a token or secret).`,
-		Flags: []cli.Flag{
-			&cli.BoolFlag{Name: "device", Usage: "use the device authorization grant (RFC 8628): approve on any device", Destination: &opts.Device},
+		Flags: append(append([]cli.Flag{
 			&cli.StringFlag{Name: "scheme", Usage: "log in to the scheme `ID` only (default: every required scheme)", Destination: &opts.SchemeID},
-			&cli.StringSliceFlag{Name: "scope", Usage: "also request `SCOPE` (repeatable)", Destination: &scopes},
-			&cli.StringFlag{Name: "client-id", Usage: "use the pre-registered client `ID`", Destination: &opts.ClientID},
-			&cli.BoolFlag{Name: "client-secret-stdin", Usage: "read the pre-registered client's secret from stdin", Destination: &opts.ClientSecretStdin},
-			&cli.StringFlag{Name: "client-metadata-url", Usage: "https `URL` of agentauth's client ID metadata document, used as client_id where the server supports it", Destination: &opts.ClientMetadataURL},
+		}, loginChoiceFlags(&opts.LoginChoices, "")...),
 			&cli.BoolFlag{Name: "no-resource", Usage: "do not send the RFC 8707 resource parameter", Destination: &opts.NoResource},
-			&cli.StringFlag{Name: "callback-host", Value: "127.0.0.1", Usage: "redirect URI host: `127.0.0.1` or localhost", Destination: &opts.CallbackHost},
-			&cli.IntFlag{Name: "callback-port", Usage: "listen for the redirect on `PORT`", DefaultText: "a free one", Destination: &opts.CallbackPort},
-			&cli.BoolFlag{Name: "no-browser", Usage: "print the URL instead of opening a browser", Destination: &opts.NoBrowser},
 			&cli.DurationFlag{Name: "timeout", Value: flows.DefaultLoginTimeout, Usage: "give up after `DURATION` without an approval", Destination: &opts.Timeout},
 			&cli.BoolFlag{Name: "json", Usage: "print the login details as JSON on stdout", Destination: &opts.JSON},
-		},
+		),
 		Action: func(c *cli.Context) error {
 			var err error
 			if opts.Target, err = targetArg(c); err != nil {
 				return err
 			}
-			opts.Scopes = scopes.Value()
 			if err := opts.check(c.IsSet("client-id")); err != nil {
 				return err
 			}
@@ -120,32 +134,57 @@ On success one line goes to stderr; --json prints on stdout:
 
 // check rejects flag combinations that cannot work.
 func (opts *LoginOptions) check(clientIDSet bool) error {
-	switch {
-	case clientIDSet && opts.ClientID == "":
-		return usageErrorf("--client-id must not be empty")
-	case opts.ClientSecretStdin && opts.ClientID == "":
-		return usageErrorf("--client-secret-stdin needs --client-id")
-	case opts.CallbackHost != "127.0.0.1" && opts.CallbackHost != "localhost":
-		return usageErrorf("--callback-host must be 127.0.0.1 or localhost, not %q", opts.CallbackHost)
-	case opts.CallbackPort < 0 || opts.CallbackPort > 65535:
-		return usageErrorf("--callback-port must be between 1 and 65535")
-	case opts.Device && opts.CallbackPort != 0:
-		return usageErrorf("--callback-port does not apply to --device")
-	case opts.Timeout <= 0:
+	if opts.Timeout <= 0 {
 		return usageErrorf("--timeout must be positive")
 	}
-	for _, s := range opts.Scopes {
+	return opts.LoginChoices.check(clientIDSet)
+}
+
+// check rejects login choices that cannot work; clientIDSet says whether
+// --client-id was given. It also reads --scope into Scopes.
+func (ch *LoginChoices) check(clientIDSet bool) error {
+	ch.Scopes = ch.scopes.Value()
+	switch {
+	case clientIDSet && ch.ClientID == "":
+		return usageErrorf("--client-id must not be empty")
+	case ch.ClientSecretStdin && ch.ClientID == "":
+		return usageErrorf("--client-secret-stdin needs --client-id")
+	case ch.CallbackHost != "127.0.0.1" && ch.CallbackHost != "localhost":
+		return usageErrorf("--callback-host must be 127.0.0.1 or localhost, not %q", ch.CallbackHost)
+	case ch.CallbackPort < 0 || ch.CallbackPort > 65535:
+		return usageErrorf("--callback-port must be between 1 and 65535")
+	case ch.Device && ch.CallbackPort != 0:
+		return usageErrorf("--callback-port does not apply to --device")
+	}
+	for _, s := range ch.Scopes {
 		if strings.TrimSpace(s) == "" {
 			return usageErrorf("--scope must not be empty")
 		}
 	}
-	if opts.ClientMetadataURL != "" {
-		u, err := url.Parse(opts.ClientMetadataURL)
+	if ch.ClientMetadataURL != "" {
+		u, err := url.Parse(ch.ClientMetadataURL)
 		if err != nil || u.Scheme != "https" || u.Host == "" || u.Path == "" || u.Path == "/" || u.Fragment != "" {
-			return usageErrorf("--client-metadata-url must be an https URL with a path (a client ID metadata document), not %q", opts.ClientMetadataURL)
+			return usageErrorf("--client-metadata-url must be an https URL with a path (a client ID metadata document), not %q", ch.ClientMetadataURL)
 		}
 	}
 	return nil
+}
+
+// request is the loginFlow request for requirement r of target, with the
+// pre-registered client's secret (read from stdin once per command).
+func (ch *LoginChoices) request(target string, r *requirementInfo, secret string) loginRequest {
+	return loginRequest{
+		Target:            target,
+		Requirement:       r,
+		ExtraScopes:       ch.Scopes,
+		ClientID:          ch.ClientID,
+		ClientSecret:      secret,
+		ClientMetadataURL: ch.ClientMetadataURL,
+		Device:            ch.Device,
+		CallbackHost:      ch.CallbackHost,
+		CallbackPort:      ch.CallbackPort,
+		NoBrowser:         ch.NoBrowser,
+	}
 }
 
 func runLogin(ctx context.Context, opts *LoginOptions) error {
@@ -177,20 +216,9 @@ func runLogin(ctx context.Context, opts *LoginOptions) error {
 	}
 	doc := loginDoc{Target: wire.RedactTarget(opts.Target), Logins: []loginDetails{}}
 	for _, r := range reqs {
-		c, err := loginFlow(ctx, f, loginRequest{
-			Target:            opts.Target,
-			Requirement:       r,
-			ExtraScopes:       opts.Scopes,
-			ClientID:          opts.ClientID,
-			ClientSecret:      secret,
-			ClientMetadataURL: opts.ClientMetadataURL,
-			Device:            opts.Device,
-			NoResource:        opts.NoResource,
-			CallbackHost:      opts.CallbackHost,
-			CallbackPort:      opts.CallbackPort,
-			NoBrowser:         opts.NoBrowser,
-			Timeout:           opts.Timeout,
-		})
+		req := opts.request(opts.Target, r, secret)
+		req.NoResource, req.Timeout = opts.NoResource, opts.Timeout
+		c, err := loginFlow(ctx, f, req)
 		if err != nil {
 			return err
 		}

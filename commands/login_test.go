@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/agentauth/agentauth/store"
 	"github.com/agentauth/agentauth/wire"
@@ -23,16 +24,16 @@ import (
 func TestLoginFlags(t *testing.T) {
 	checkFlags(t, []flagCase[LoginOptions]{
 		{name: "defaults", args: []string{"ws://h"},
-			want: LoginOptions{Target: "ws://h", CallbackHost: "127.0.0.1", Timeout: 5 * time.Minute}},
+			want: LoginOptions{Target: "ws://h", LoginChoices: LoginChoices{CallbackHost: "127.0.0.1"}, Timeout: 5 * time.Minute}},
 		{name: "every flag",
 			args: []string{"--device", "--scheme", "dev", "--scope", "a", "--scope", "b c", "--client-id", "cid", "--client-secret-stdin",
 				"--client-metadata-url", "https://app.example/client.json", "--no-resource", "--callback-host", "localhost",
 				"--no-browser", "--timeout", "90s", "--json", "https://mcp.example/mcp"},
-			want: LoginOptions{Target: "https://mcp.example/mcp", Device: true, SchemeID: "dev", Scopes: []string{"a", "b c"},
-				ClientID: "cid", ClientSecretStdin: true, ClientMetadataURL: "https://app.example/client.json", NoResource: true,
-				CallbackHost: "localhost", NoBrowser: true, Timeout: 90 * time.Second, JSON: true}},
+			want: LoginOptions{Target: "https://mcp.example/mcp", SchemeID: "dev", LoginChoices: LoginChoices{Device: true, Scopes: []string{"a", "b c"},
+				ClientID: "cid", ClientSecretStdin: true, ClientMetadataURL: "https://app.example/client.json",
+				CallbackHost: "localhost", NoBrowser: true}, NoResource: true, Timeout: 90 * time.Second, JSON: true}},
 		{name: "callback port", args: []string{"--callback-port", "8765", "ws://h"},
-			want: LoginOptions{Target: "ws://h", CallbackHost: "127.0.0.1", CallbackPort: 8765, Timeout: 5 * time.Minute}},
+			want: LoginOptions{Target: "ws://h", LoginChoices: LoginChoices{CallbackHost: "127.0.0.1", CallbackPort: 8765}, Timeout: 5 * time.Minute}},
 		{name: "no target", args: nil, wantCode: ExitUsage, wantErr: "login expects TARGET"},
 		{name: "two targets", args: []string{"ws://a", "ws://b"}, wantCode: ExitUsage, wantErr: "login expects TARGET"},
 		{name: "javascript: target", args: []string{"javascript:alert(1)"}, wantCode: ExitUsage, wantErr: `unsupported target "javascript:alert(1)"`},
@@ -49,7 +50,7 @@ func TestLoginFlags(t *testing.T) {
 		ok := o.IO == f.IO && o.Factory == f
 		o.IO, o.Factory = nil, nil
 		return ok
-	})
+	}, cmpopts.IgnoreUnexported(LoginChoices{}))
 }
 
 func TestLogin(t *testing.T) {
