@@ -35,6 +35,9 @@ const (
 	resultLoginRequired = "login_required"
 	// resultNotAccepted: the host answered {"authenticated": false}.
 	resultNotAccepted = "not_accepted"
+	// resultCrossOrigin: the host declares a resource on another origin,
+	// and the user never allowed it to receive that resource's token.
+	resultCrossOrigin = "cross_origin_resource"
 )
 
 // AuthenticateOptions are authenticate's inputs.
@@ -201,7 +204,7 @@ func (r *schemeResult) reason() string {
 	switch r.Error {
 	case resultNoCredential:
 		s = "not logged in"
-	case resultLoginRequired, resultNotAccepted, "":
+	case resultLoginRequired, resultNotAccepted, resultCrossOrigin, "":
 		s = r.ErrorDescription
 	default:
 		s = r.Error
@@ -594,7 +597,11 @@ func refusal(err error, res *schemeResult) error {
 	if !errors.As(err, &ae) {
 		return err
 	}
-	res.refuse(resultLoginRequired, ae.Err.Error())
+	code := resultLoginRequired
+	if errors.As(err, new(*crossOriginError)) {
+		code = resultCrossOrigin
+	}
+	res.refuse(code, ae.Err.Error())
 	return nil
 }
 
@@ -710,14 +717,19 @@ func credentialFor(creds []*store.Credential, target string, r wire.Requirement)
 	sameAudience := func(c *store.Credential) bool {
 		return c.Resource == r.Resource && slices.Contains(r.AuthorizationServers, c.Issuer)
 	}
-	for _, match := range []func(c *store.Credential) bool{
-		func(c *store.Credential) bool { return c.Target == target && c.SchemeID == r.SchemeID },
-		func(c *store.Credential) bool { return c.SchemeID == r.SchemeID && sameAudience(c) },
-		func(c *store.Credential) bool { return c.SchemeID == "" && sameAudience(c) },
-	} {
-		for _, c := range creds {
-			if match(c) {
-				return c
+	// Credentials target may receive (mayReceive) come first; one it may
+	// not is returned only when nothing else fits, so that using it
+	// reports the refusal (crossOriginError) instead of "not logged in".
+	for _, receivable := range []bool{true, false} {
+		for _, match := range []func(c *store.Credential) bool{
+			func(c *store.Credential) bool { return c.Target == target && c.SchemeID == r.SchemeID },
+			func(c *store.Credential) bool { return c.SchemeID == r.SchemeID && sameAudience(c) },
+			func(c *store.Credential) bool { return c.SchemeID == "" && sameAudience(c) },
+		} {
+			for _, c := range creds {
+				if match(c) && mayReceive(c, target) == receivable {
+					return c
+				}
 			}
 		}
 	}
@@ -757,9 +769,13 @@ func selectRequirements(reqs []wire.Requirement, schemeID string, single bool) (
 // the scheme when exactly one of several declared schemes failed.
 func authFailure(target string, declared []wire.Requirement, results []schemeResult) *AuthError {
 	var failed []string
-	for _, r := range results {
+	var crossOrigin *schemeResult
+	for i, r := range results {
 		if r.Required && !r.Accepted {
 			failed = append(failed, r.name())
+			if r.Error == resultCrossOrigin {
+				crossOrigin = &results[i]
+			}
 		}
 	}
 	if len(failed) == 0 {
@@ -772,6 +788,11 @@ func authFailure(target string, declared []wire.Requirement, results []schemeRes
 	err := fmt.Errorf("not authenticated to %s (%s)", wire.RedactTarget(target), strings.Join(failed, ", "))
 	if len(failed) == 1 && failed[0] == target {
 		err = fmt.Errorf("not authenticated to %s", target)
+	}
+	if len(failed) == 1 && crossOrigin != nil {
+		// Logging in again as usual would not help: say how to allow the
+		// other origin explicitly.
+		return &AuthError{Err: err, Hint: allowResourceLogin(target, id, crossOrigin.Resource)}
 	}
 	return &AuthError{Err: err, Hint: loginCommand(target, id)}
 }

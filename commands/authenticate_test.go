@@ -135,8 +135,11 @@ func writeTestJSON(w http.ResponseWriter, status int, v any) {
 func (fx *authFixture) seed(at string, left time.Duration, mutate func(*store.Credential)) *store.Credential {
 	fx.t.Helper()
 	c := &store.Credential{
-		Key:                store.Key{Resource: testResource, Issuer: fx.as.URL, SchemeID: "dev"},
-		Target:             fx.target,
+		Key:    store.Key{Resource: testResource, Issuer: fx.as.URL, SchemeID: "dev"},
+		Target: fx.target,
+		// The fake host is not on testResource's origin: the user allowed
+		// it explicitly (login --allow-resource).
+		AllowedTargets:     []string{allowedTarget(fx.target)},
 		AccessToken:        at,
 		RefreshToken:       fx.refreshToken,
 		TokenType:          "Bearer",
@@ -607,7 +610,10 @@ func TestCallRenewsAfterInvalidToken(t *testing.T) {
 // for another audience.
 func TestCredentialFor(t *testing.T) {
 	req := wire.Requirement{SchemeID: "dev", Resource: "http://h/mcp", AuthorizationServers: []string{"http://as"}}
-	viaTarget := &store.Credential{Key: store.Key{Resource: "http://old/mcp", Issuer: "http://old-as", SchemeID: "dev"}, Target: "ws://h"}
+	viaTarget := &store.Credential{Key: store.Key{Resource: "http://old/mcp", Issuer: "http://old-as", SchemeID: "dev"}, Target: "ws://h", AllowedTargets: []string{"http://h"}}
+	// crossOrigin was logged in through ws://h before logins checked the
+	// origin: ws://h may not receive it.
+	crossOrigin := &store.Credential{Key: store.Key{Resource: "http://old/mcp", Issuer: "http://old-as", SchemeID: "dev"}, Target: "ws://h"}
 	sameScheme := &store.Credential{Key: store.Key{Resource: "http://h/mcp", Issuer: "http://as", SchemeID: "dev"}, Target: "stdio:agent"}
 	viaHTTP := &store.Credential{Key: store.Key{Resource: "http://h/mcp", Issuer: "http://as"}, Target: "http://h/mcp"}
 	otherIssuer := &store.Credential{Key: store.Key{Resource: "http://h/mcp", Issuer: "http://evil"}, Target: "http://h/mcp"}
@@ -621,6 +627,8 @@ func TestCredentialFor(t *testing.T) {
 		{"same resource, issuer and scheme", []*store.Credential{viaHTTP, sameScheme}, sameScheme},
 		{"the resource's HTTP face", []*store.Credential{otherIssuer, viaHTTP}, viaHTTP},
 		{"nothing for another issuer or resource", []*store.Credential{otherIssuer, otherResource}, nil},
+		{"one the target may receive beats one on another origin", []*store.Credential{crossOrigin, viaHTTP}, viaHTTP},
+		{"one on another origin comes last, to be refused when used", []*store.Credential{crossOrigin}, crossOrigin},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := credentialFor(tc.creds, "ws://h", req); got != tc.want {

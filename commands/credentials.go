@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -9,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -147,6 +149,9 @@ func (cs *credentialSource) Refresh(ctx context.Context, stale *store.Credential
 	return cs.refresh(ctx, c, target)
 }
 
+// get reads the credential for key, to be used for target: one that
+// target may not receive (mayReceive) is an *AuthError, before anything is
+// refreshed or sent.
 func (cs *credentialSource) get(ctx context.Context, key store.Key, target string) (*store.Credential, error) {
 	c, err := cs.Store.Get(ctx, key)
 	if errors.Is(err, store.ErrNotFound) {
@@ -155,7 +160,70 @@ func (cs *credentialSource) get(ctx context.Context, key store.Key, target strin
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the credential for %s: %w", describeKey(key), err)
 	}
+	if !mayReceive(c, target) {
+		return nil, newCrossOriginError(target, c.Resource, key.SchemeID)
+	}
 	return c, nil
+}
+
+// mayReceive is the binding rule: a stored credential's token goes only to
+// a target on its resource's own origin (wire.Origin: ws and http, wss and
+// https of one host and port are one server; RFC 8707 §2 audience, MCP
+// security best practices "token passthrough"), or to a target the user
+// allowed explicitly when logging in (login --allow-resource). A host's own
+// word that it serves a resource is never enough: any host can declare any
+// resource.
+func mayReceive(c *store.Credential, target string) bool {
+	return wire.SameOrigin(target, c.Resource) || slices.Contains(c.AllowedTargets, allowedTarget(target))
+}
+
+// receivable narrows creds to those target may receive.
+func receivable(creds []*store.Credential, target string) []*store.Credential {
+	var out []*store.Credential
+	for _, c := range creds {
+		if mayReceive(c, target) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// allowedTarget is how a target is recorded in Credential.AllowedTargets:
+// its origin, or the whole target for stdio: (which has none).
+func allowedTarget(target string) string {
+	if o := wire.Origin(target); o != "" {
+		return o
+	}
+	return target
+}
+
+// crossOriginError refuses to hand a token for Resource to Target, a
+// host on another origin that the user never allowed.
+type crossOriginError struct {
+	Target, Resource, SchemeID string
+}
+
+// newCrossOriginError is the *AuthError for a credential that target may
+// not receive; its hint is the login that allows it explicitly.
+func newCrossOriginError(target, resource, schemeID string) *AuthError {
+	e := &crossOriginError{Target: target, Resource: resource, SchemeID: schemeID}
+	return &AuthError{Err: e, Hint: allowResourceLogin(target, schemeID, resource)}
+}
+
+func (e *crossOriginError) Error() string {
+	where := wire.Origin(e.Target)
+	if where == "" {
+		where = "a local program"
+	}
+	return fmt.Sprintf("%s declares resource %s, which is on another origin (%s) than the host (%s): "+
+		"agentauth does not send a token issued for one server to another, since the host could replay it there",
+		wire.RedactTarget(e.Target), e.Resource, cmp.Or(wire.Origin(e.Resource), e.Resource), where)
+}
+
+// allowResourceLogin is the login that lets target receive a token for a
+// resource on another origin, for hints.
+func allowResourceLogin(target, schemeID, resource string) string {
+	return strings.Replace(loginCommand(target, schemeID), "agentauth login ", "agentauth login --allow-resource "+shellQuote(resource)+" ", 1)
 }
 
 // fresh reports whether c's access token stays valid for refreshLeeway. A
@@ -193,6 +261,9 @@ func (cs *credentialSource) refresh(ctx context.Context, c *store.Credential, ta
 		rejected.Client.Rejected = true
 		if perr := cs.Store.Put(ctx, &rejected); perr != nil {
 			cs.Logger.Debug("cannot mark the rejected client", "issuer", c.Issuer, "err", perr)
+		}
+		if perr := store.MarkRejected(ctx, cs.Store, c.Issuer, c.Client.ClientID); perr != nil {
+			cs.Logger.Debug("cannot mark the rejected client registration", "issuer", c.Issuer, "err", perr)
 		}
 		return nil, &AuthError{Err: fmt.Errorf("cannot refresh the token for %s: %w", describeKey(c.Key), err), Hint: hint}
 	case errors.Is(err, flows.ErrInvalidGrant), errors.As(err, &oe):

@@ -25,15 +25,18 @@ func (f *oauthFake) seed(t *testing.T, st store.Store, expiry time.Time, mutate 
 	f.refresh = "rt-secret-seed"
 	f.clients["pub"] = ""
 	c := &store.Credential{
-		Key:           store.Key{Resource: f.resource(), Issuer: f.srv.URL, SchemeID: "dev"},
-		Target:        "ws://host.example",
-		AccessToken:   fakeAccessToken(f.n, f.resource()),
-		RefreshToken:  f.refresh,
-		TokenType:     "Bearer",
-		Expiry:        expiry,
-		Scopes:        []string{"agent:use"},
-		Client:        store.ClientRegistration{ClientID: "pub", AuthMethod: "none", Source: "dcr"},
-		TokenEndpoint: f.md.TokenEndpoint,
+		Key:    store.Key{Resource: f.resource(), Issuer: f.srv.URL, SchemeID: "dev"},
+		Target: "ws://host.example",
+		// host.example is not the resource's origin: the user allowed it
+		// explicitly (login --allow-resource).
+		AllowedTargets: []string{"http://host.example"},
+		AccessToken:    fakeAccessToken(f.n, f.resource()),
+		RefreshToken:   f.refresh,
+		TokenType:      "Bearer",
+		Expiry:         expiry,
+		Scopes:         []string{"agent:use"},
+		Client:         store.ClientRegistration{ClientID: "pub", AuthMethod: "none", Source: "dcr"},
+		TokenEndpoint:  f.md.TokenEndpoint,
 	}
 	f.mu.Unlock()
 	if mutate != nil {

@@ -50,7 +50,7 @@ type Factory struct {
 func NewFactory() *Factory {
 	return &Factory{
 		IO:           SystemIO(),
-		HTTPClient:   &http.Client{Timeout: 30 * time.Second},
+		HTTPClient:   &http.Client{Timeout: 30 * time.Second, CheckRedirect: wire.CheckRedirect},
 		Now:          time.Now,
 		ProbeKeyring: store.ProbeKeyring,
 		BrowserEnv:   os.Getenv("BROWSER"),

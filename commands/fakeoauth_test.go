@@ -47,7 +47,8 @@ type oauthFake struct {
 	hits       int // requests of any kind
 	n          int // tokens issued
 	authorizeQ []url.Values
-	challenge  string
+	// challenges are the code_challenge of each code issued.
+	challenges map[string]string
 	tokenForms []url.Values
 	tokenAuth  []string
 	refreshes  int
@@ -60,7 +61,7 @@ type oauthFake struct {
 
 func newOAuthFake(t *testing.T) *oauthFake {
 	t.Helper()
-	f := &oauthFake{t: t, clients: map[string]string{}, expiresIn: 3600}
+	f := &oauthFake{t: t, clients: map[string]string{}, challenges: map[string]string{}, expiresIn: 3600}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /mcp", func(w http.ResponseWriter, r *http.Request) {
 		ch := map[string]string{"resource_metadata": f.srv.URL + "/.well-known/oauth-protected-resource/mcp"}
@@ -136,9 +137,10 @@ func (f *oauthFake) authorize(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f.mu.Lock()
 	f.authorizeQ = append(f.authorizeQ, q)
-	f.challenge = q.Get("code_challenge")
+	code := fmt.Sprintf("good-code-%d", len(f.authorizeQ))
+	f.challenges[code] = q.Get("code_challenge")
 	f.mu.Unlock()
-	resp := url.Values{"code": {"good-code"}, "state": {q.Get("state")}}
+	resp := url.Values{"code": {code}, "state": {q.Get("state")}}
 	if f.authError != "" {
 		resp = url.Values{"error": {f.authError}, "error_description": {"the user said no"}, "state": {q.Get("state")}}
 	}
@@ -177,7 +179,9 @@ func (f *oauthFake) token(w http.ResponseWriter, r *http.Request) {
 	switch form.Get("grant_type") {
 	case wire.GrantAuthorizationCode:
 		sum := sha256.Sum256([]byte(form.Get("code_verifier")))
-		if form.Get("code") != "good-code" || base64.RawURLEncoding.EncodeToString(sum[:]) != f.challenge {
+		challenge, ok := f.challenges[form.Get("code")]
+		delete(f.challenges, form.Get("code"))
+		if !ok || base64.RawURLEncoding.EncodeToString(sum[:]) != challenge {
 			fakeOAuthError(w, http.StatusBadRequest, "invalid_grant")
 			return
 		}

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -35,9 +36,12 @@ type LoginOptions struct {
 	Target   string
 	SchemeID string
 	LoginChoices
-	NoResource bool
-	Timeout    time.Duration
-	JSON       bool
+	// AllowResources are resources on another origin than Target that the
+	// user allows Target to receive tokens for (--allow-resource).
+	AllowResources []string
+	NoResource     bool
+	Timeout        time.Duration
+	JSON           bool
 }
 
 // LoginChoices are how the user wants to log in: the flags that login and
@@ -112,6 +116,7 @@ On success one line goes to stderr; --json prints on stdout:
 		Flags: append(append([]cli.Flag{
 			&cli.StringFlag{Name: "scheme", Usage: "log in to the scheme `ID` only (default: every required scheme)", Destination: &opts.SchemeID},
 		}, loginChoiceFlags(&opts.LoginChoices, "")...),
+			&cli.StringSliceFlag{Name: "allow-resource", Usage: "let TARGET receive tokens for `URL`, a resource it declares on another origin (repeatable)"},
 			&cli.BoolFlag{Name: "no-resource", Usage: "do not send the RFC 8707 resource parameter", Destination: &opts.NoResource},
 			&cli.DurationFlag{Name: "timeout", Value: flows.DefaultLoginTimeout, Usage: "give up after `DURATION` without an approval", Destination: &opts.Timeout},
 			&cli.BoolFlag{Name: "json", Usage: "print the login details as JSON on stdout", Destination: &opts.JSON},
@@ -123,6 +128,12 @@ On success one line goes to stderr; --json prints on stdout:
 			}
 			if err := opts.check(c.IsSet("client-id")); err != nil {
 				return err
+			}
+			opts.AllowResources = c.StringSlice("allow-resource")
+			for _, r := range opts.AllowResources {
+				if wire.Origin(r) == "" {
+					return usageErrorf("--allow-resource must be an http(s) URL, not %q", r)
+				}
 			}
 			opts.IO, opts.Factory = f.IO, f
 			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
@@ -214,10 +225,13 @@ func runLogin(ctx context.Context, opts *LoginOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := checkAllowResources(info, opts.AllowResources); err != nil {
+		return err
+	}
 	doc := loginDoc{Target: wire.RedactTarget(opts.Target), Logins: []loginDetails{}}
 	for _, r := range reqs {
 		req := opts.request(opts.Target, r, secret)
-		req.NoResource, req.Timeout = opts.NoResource, opts.Timeout
+		req.NoResource, req.Timeout, req.AllowResources = opts.NoResource, opts.Timeout, opts.AllowResources
 		c, err := loginFlow(ctx, f, req)
 		if err != nil {
 			return err
@@ -230,6 +244,25 @@ func runLogin(ctx context.Context, opts *LoginOptions) error {
 			return fmt.Errorf("cannot print the login: %w", err)
 		}
 		fmt.Fprintln(opts.IO.Out, string(b))
+	}
+	return nil
+}
+
+// checkAllowResources refuses an --allow-resource that names no resource
+// the target declares: a typo must not pass for consent.
+func checkAllowResources(info *targetInfo, allow []string) error {
+	for _, a := range allow {
+		var declared []string
+		for _, r := range info.Requirements {
+			if r.Resource == a {
+				declared = nil
+				break
+			}
+			declared = append(declared, r.Resource)
+		}
+		if declared != nil {
+			return usageErrorf("--allow-resource %s: %s declares no such resource (declared: %s)", a, wire.RedactTarget(info.Target), strings.Join(declared, ", "))
+		}
 	}
 	return nil
 }
@@ -306,6 +339,9 @@ type loginRequest struct {
 	NoBrowser         bool
 	// Timeout bounds the wait for the user (default flows.DefaultLoginTimeout).
 	Timeout time.Duration
+	// AllowResources lets Target receive tokens for these resources on
+	// other origins (login --allow-resource); see mayReceive.
+	AllowResources []string
 }
 
 // loginFlow logs in to one requirement: it chooses the scopes and the
@@ -322,6 +358,12 @@ func loginFlow(ctx context.Context, f *Factory, req loginRequest) (*store.Creden
 		}
 		return nil, fmt.Errorf("cannot log in to %s: %w", r.name(), err)
 	}
+	crossOrigin := !wire.SameOrigin(req.Target, r.Resource)
+	if crossOrigin && !slices.Contains(req.AllowResources, r.Resource) {
+		// Refused before anything is approved: a host names the resource
+		// it wants, and could name another server's to have its token.
+		return nil, newCrossOriginError(req.Target, r.Resource, r.SchemeID)
+	}
 	st, err := f.usableStore(ctx)
 	if err != nil {
 		return nil, err
@@ -332,17 +374,20 @@ func loginFlow(ctx context.Context, f *Factory, req loginRequest) (*store.Creden
 		resource = ""
 	}
 
-	reg, stored, err := chooseClient(ctx, f, st, md, req, true)
+	reg, stored, err := chooseClient(ctx, f, st, md, req)
 	if err != nil {
 		return nil, err
 	}
 	tok, err := runGrant(ctx, f, req, md, clientOf(*reg), scopes, resource)
 	if stored && errors.Is(err, flows.ErrInvalidClient) {
-		// The stored registration is stale (the server forgot it): choose
-		// again without it, once.
+		// The stored registration is stale (the server forgot it): mark it
+		// so that no login offers it again, and choose again, once.
 		fmt.Fprintf(f.IO.ErrOut, "%s %s no longer accepts the stored client %s; choosing the client again.\n",
 			f.IO.ErrPainter().Yellow("warning:"), md.Issuer, reg.ClientID)
-		if reg, _, err = chooseClient(ctx, f, st, md, req, false); err != nil {
+		if err := store.MarkRejected(ctx, st, md.Issuer, reg.ClientID); err != nil {
+			return nil, fmt.Errorf("cannot record the rejected client: %w", err)
+		}
+		if reg, _, err = chooseClient(ctx, f, st, md, req); err != nil {
 			return nil, err
 		}
 		tok, err = runGrant(ctx, f, req, md, clientOf(*reg), scopes, resource)
@@ -366,6 +411,12 @@ func loginFlow(ctx context.Context, f *Factory, req loginRequest) (*store.Creden
 	}
 	if req.Target != r.Resource {
 		c.Target = req.Target
+	}
+	if prev, err := st.Get(ctx, c.Key); err == nil {
+		c.AllowedTargets = prev.AllowedTargets
+	}
+	if crossOrigin && !slices.Contains(c.AllowedTargets, allowedTarget(req.Target)) {
+		c.AllowedTargets = append(c.AllowedTargets, allowedTarget(req.Target))
 	}
 	cs, err := f.credentials()
 	if err != nil {
@@ -416,13 +467,13 @@ func loggedInLine(c *store.Credential, now time.Time) string {
 }
 
 // chooseClient picks the OAuth client, in order: the registration stored
-// for this issuer (when useStored and no --client-id is given), --client-id
-// (with the stored secret of that client when none is given), a client ID
-// metadata document, dynamic registration (RFC 7591). stored reports that
-// the first was used.
-func chooseClient(ctx context.Context, f *Factory, st store.Store, md *wire.AuthServerMetadata, req loginRequest, useStored bool) (reg *store.ClientRegistration, stored bool, err error) {
+// for this issuer (unless --client-id is given), --client-id (with the
+// stored secret of that client when none is given), a client ID metadata
+// document, dynamic registration (RFC 7591; registerOnce). stored reports
+// that a stored registration was used.
+func chooseClient(ctx context.Context, f *Factory, st store.Store, md *wire.AuthServerMetadata, req loginRequest) (reg *store.ClientRegistration, stored bool, err error) {
 	prev, found := store.FindRegistration(ctx, st, md.Issuer)
-	if useStored && found && req.ClientID == "" {
+	if found && req.ClientID == "" {
 		return prev, true, nil
 	}
 	switch {
@@ -439,8 +490,7 @@ func chooseClient(ctx context.Context, f *Factory, st store.Store, md *wire.Auth
 	case req.ClientMetadataURL != "" && md.ClientIDMetadataDocumentSupported:
 		return &store.ClientRegistration{ClientID: req.ClientMetadataURL, AuthMethod: flows.AuthMethodNone, Source: clientSourceCIMD}, false, nil
 	case md.RegistrationEndpoint != "":
-		reg, err := registerClient(ctx, f, md, req.Device)
-		return reg, false, err
+		return registerOnce(ctx, f, st, md, req.Device)
 	}
 	var offers string
 	if req.ClientMetadataURL != "" {
@@ -448,6 +498,32 @@ func chooseClient(ctx context.Context, f *Factory, st store.Store, md *wire.Auth
 	}
 	return nil, false, fmt.Errorf("cannot log in: %s has no registration endpoint (RFC 7591)%s, so agentauth cannot get a client by itself\n"+
 		"Register a client with it and run: agentauth login --client-id ID [--client-secret-stdin] TARGET", md.Issuer, offers)
+}
+
+// registerOnce registers a client with md's issuer unless another login
+// (in this process or another) did meanwhile: it holds the store lock of
+// the issuer's registration record while it checks again, registers and
+// records the registration, before any grant runs. So concurrent logins
+// register one client, and a login that then fails or is cancelled leaves
+// it for the next one. stored reports that another login's was found.
+func registerOnce(ctx context.Context, f *Factory, st store.Store, md *wire.AuthServerMetadata, device bool) (reg *store.ClientRegistration, stored bool, err error) {
+	unlock, err := st.Lock(ctx, store.RegistrationKey(md.Issuer))
+	if err != nil {
+		return nil, false, fmt.Errorf("cannot lock the client registration for %s: %w", md.Issuer, err)
+	}
+	defer unlock()
+	if prev, found := store.FindRegistration(ctx, st, md.Issuer); found {
+		return prev, true, nil
+	}
+	if reg, err = registerClient(ctx, f, md, device); err != nil {
+		return nil, false, err
+	}
+	if err := store.PutRegistration(ctx, st, md.Issuer, *reg); err != nil {
+		// The login goes on: the registration is kept with the credential
+		// (or its file-store fallback) when the login succeeds.
+		f.Logger().Warn("cannot store the client registration", "issuer", md.Issuer, "err", err)
+	}
+	return reg, false, nil
 }
 
 // registerClient registers agentauth as a public native client with the

@@ -90,8 +90,13 @@ func pickCredential(ctx context.Context, cs *credentialSource, target, schemeID 
 		}
 		return store.Key{}, &AuthError{Err: fmt.Errorf("no stored credential for %s", wire.RedactTarget(what)), Hint: loginCommand(target, schemeID)}
 	}
-	// Logins made through target itself come before those of another
-	// target with the same resource (a ws:// host and its /mcp face).
+	// Credentials target may receive come first (a refused one is kept
+	// only so that using it says why); then logins made through target
+	// itself, before those of another target with the same resource (a
+	// ws:// host and its /mcp face).
+	if ok := receivable(creds, target); len(ok) > 0 {
+		creds = ok
+	}
 	creds = loggedInThrough(creds, target)
 	best := creds[0]
 	var schemes []string

@@ -66,6 +66,7 @@ func (s *fileStore) List(context.Context) ([]*Credential, error) {
 	if err != nil {
 		return nil, err
 	}
+	creds = credentialsOnly(creds)
 	sortCredentials(creds)
 	return creds, nil
 }

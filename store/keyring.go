@@ -241,6 +241,9 @@ func (s *keyringStore) List(ctx context.Context) ([]*Credential, error) {
 	}
 	var out []*Credential
 	for _, k := range keys {
+		if k.IsRegistration() {
+			continue
+		}
 		c, err := s.Get(ctx, k)
 		if errors.Is(err, ErrNotFound) {
 			continue // removed from the keyring by hand

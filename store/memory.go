@@ -53,7 +53,9 @@ func (m *memoryStore) List(context.Context) ([]*Credential, error) {
 	defer m.mu.Unlock()
 	out := make([]*Credential, 0, len(m.creds))
 	for _, c := range m.creds {
-		out = append(out, clone(c))
+		if !c.IsRegistration() {
+			out = append(out, clone(c))
+		}
 	}
 	sortCredentials(out)
 	return out, nil

@@ -64,6 +64,11 @@ type Credential struct {
 	Client             ClientRegistration `json:"client"`
 	TokenEndpoint      string             `json:"token_endpoint,omitempty"`
 	RevocationEndpoint string             `json:"revocation_endpoint,omitempty"`
+	// AllowedTargets are the targets, besides those on the resource's own
+	// origin, that the user allowed to receive this credential's token
+	// (login --allow-resource): web origins as wire.Origin gives them, or
+	// whole stdio: targets. See commands' binding rule.
+	AllowedTargets []string `json:"allowed_targets,omitempty"`
 	// UpdatedAt is set by Put to the time of the write.
 	UpdatedAt time.Time `json:"updated_at,omitzero"`
 }
@@ -193,6 +198,9 @@ func FindRegistration(ctx context.Context, s Store, issuer string) (*ClientRegis
 	if err != nil {
 		return nil, false
 	}
+	if rec, err := s.Get(ctx, RegistrationKey(issuer)); err == nil && rec.Client.ClientID != "" {
+		creds = append(creds, rec)
+	}
 	rejected := map[string]bool{}
 	for _, c := range creds {
 		if c.Issuer == issuer && c.Client.Rejected {
@@ -220,7 +228,7 @@ func keyHash(k Key) string {
 }
 
 func checkKey(k Key) error {
-	if k.Resource == "" {
+	if k.Resource == "" && k.SchemeID != "" {
 		return errors.New("cannot store a credential without a resource")
 	}
 	if k.Issuer == "" {
@@ -232,6 +240,7 @@ func checkKey(k Key) error {
 func clone(c *Credential) *Credential {
 	d := *c
 	d.Scopes = slices.Clone(c.Scopes)
+	d.AllowedTargets = slices.Clone(c.AllowedTargets)
 	return &d
 }
 
