@@ -189,13 +189,13 @@ func (r *schemeResult) line(p Painter, verb string) string {
 		if len(r.Scopes) > 0 {
 			s += " (" + wire.JoinScope(r.Scopes) + ")"
 		}
-		return p.Green("✓") + " " + r.name() + ": " + s
+		return p.Green("✓") + " " + safeText(r.name()+": "+s)
 	}
 	mark := p.Red("X")
 	if !r.Required {
 		mark = p.Yellow("!")
 	}
-	return mark + " " + r.name() + ": " + r.reason()
+	return mark + " " + safeText(r.name()+": "+r.reason())
 }
 
 // reason explains a refusal in one phrase.
@@ -488,11 +488,11 @@ func (n authNotification) line(p Painter) string {
 	case wire.StateExpired:
 		mark = p.Yellow("!")
 	}
-	s := mark + " " + n.name() + ": " + n.state
+	s := n.name() + ": " + n.state
 	if n.challenge != nil && n.challenge.ErrorDescription != "" {
 		s += " — " + n.challenge.ErrorDescription
 	}
-	return s
+	return mark + " " + safeText(s)
 }
 
 // hostConn is an initialized connection to an agent host.

@@ -379,11 +379,11 @@ func printChallenges(s *IOStreams, method string, data wire.AuthRequiredData, re
 	p := s.ErrPainter()
 	fmt.Fprintf(s.ErrOut, "%s answered %s:\n", method, p.Bold("authentication required (-32007)"))
 	for _, ch := range data.Challenges {
-		fmt.Fprintf(s.ErrOut, "  %s\n", p.Yellow(ch.String()))
+		fmt.Fprintf(s.ErrOut, "  %s\n", p.Yellow(safeText(ch.String())))
 		if servers := serversFor(ch, data, reqs); len(servers) > 0 {
-			fmt.Fprintf(s.ErrOut, "    get a token from: %s\n", strings.Join(servers, ", "))
+			fmt.Fprintf(s.ErrOut, "    get a token from: %s\n", safeText(strings.Join(servers, ", ")))
 		}
-		fmt.Fprintf(s.ErrOut, "    resource: %s\n", ch.Resource)
+		fmt.Fprintf(s.ErrOut, "    resource: %s\n", safeText(ch.Resource))
 	}
 	fmt.Fprintln(s.ErrOut, "To authenticate, pipe a token into: agentauth call --token-stdin [--scheme ID] TARGET METHOD")
 }

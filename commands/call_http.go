@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
-	"unicode"
 
 	"github.com/urfave/cli/v2"
 
@@ -189,7 +187,7 @@ func (c *httpCall) useStored(ctx context.Context) error {
 		held, err := cs.Usable(ctx, cred.Key, opts.Target)
 		var auth *AuthError
 		if errors.As(err, &auth) && opts.Login.Enabled {
-			fmt.Fprintf(opts.IO.ErrOut, "%s %v\n", opts.IO.ErrPainter().Yellow("warning:"), err)
+			fmt.Fprintf(opts.IO.ErrOut, "%s %s\n", opts.IO.ErrPainter().Yellow("warning:"), safeText(err.Error()))
 			return nil
 		}
 		if err != nil {
@@ -223,15 +221,15 @@ func (c *httpCall) authorize(ctx context.Context, refusal *wire.HTTPAuthError, s
 	}
 	info := httpTargetInfo(ctx, f.HTTPClient, d)
 	for _, warning := range info.Warnings {
-		fmt.Fprintf(w, "%s %s\n", c.opts.IO.ErrPainter().Yellow("warning:"), warning)
+		fmt.Fprintf(w, "%s %s\n", c.opts.IO.ErrPainter().Yellow("warning:"), safeText(warning))
 	}
 	r := info.Requirements[0]
 	if scopes != nil {
 		r.ChallengeScope = wire.JoinScope(scopes)
 		fmt.Fprintf(w, "%s needs more scope (%s); logging in again for %s (authorization %d of %d).\n",
-			c.method, refusalStatus(refusal), r.ChallengeScope, c.retry.authorizations, maxAuthorizations)
+			c.method, refusalStatus(refusal), safeText(r.ChallengeScope), c.retry.authorizations, maxAuthorizations)
 	} else {
-		fmt.Fprintf(w, "%s needs authorization (%s); logging in to %s.\n", c.method, refusalStatus(refusal), r.Resource)
+		fmt.Fprintf(w, "%s needs authorization (%s); logging in to %s.\n", c.method, refusalStatus(refusal), safeText(r.Resource))
 	}
 	return loginFlow(ctx, f, c.opts.Login.request(c.opts.Target, r, c.secret))
 }
@@ -275,7 +273,7 @@ func (c *httpCall) printRefusal(e *wire.HTTPAuthError) {
 			if k == "error_description" {
 				label = "description"
 			}
-			fmt.Fprintf(w, "  %s: %s\n", label, printable(v))
+			fmt.Fprintf(w, "  %s: %s\n", label, safeText(v))
 		}
 	}
 	if e.Challenge.Scheme == "" {
@@ -287,7 +285,7 @@ func (c *httpCall) printRefusal(e *wire.HTTPAuthError) {
 func refusalStatus(e *wire.HTTPAuthError) string {
 	s := fmt.Sprintf("HTTP %d", e.StatusCode)
 	if code := e.Challenge.Param("error"); code != "" {
-		s += " " + printable(code)
+		s += " " + safeText(code)
 	}
 	return s
 }
@@ -302,12 +300,4 @@ func httpLoginHint(target string, e *refusedError) string {
 	return cmd + shellQuote(target)
 }
 
-// printable replaces control characters in server text shown on a terminal.
-func printable(s string) string {
-	return strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return ' '
-		}
-		return r
-	}, s)
-}
+

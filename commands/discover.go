@@ -96,7 +96,7 @@ func runDiscover(ctx context.Context, opts *DiscoverOptions) error {
 	}
 	info.Close()
 	for _, w := range info.Warnings {
-		fmt.Fprintf(opts.IO.ErrOut, "%s %s\n", opts.IO.ErrPainter().Yellow("warning:"), w)
+		fmt.Fprintf(opts.IO.ErrOut, "%s %s\n", opts.IO.ErrPainter().Yellow("warning:"), safeText(w))
 	}
 	if opts.JSON {
 		b, err := json.MarshalIndent(info.document(), "", "  ")
@@ -117,7 +117,7 @@ func runDiscover(ctx context.Context, opts *DiscoverOptions) error {
 		if !opts.JSON {
 			for _, r := range info.Requirements {
 				if r.Err != nil {
-					fmt.Fprintf(opts.IO.ErrOut, "agentauth: %s: %v\n", r.name(), r.Err)
+					fmt.Fprintf(opts.IO.ErrOut, "agentauth: %s: %s\n", safeText(r.name()), safeText(r.Err.Error()))
 				}
 			}
 		}
@@ -311,9 +311,9 @@ func (info *targetInfo) print(w io.Writer, p Painter) {
 		if r.Label != "" && r.Label != title {
 			title += " (" + r.Label + ")"
 		}
-		fmt.Fprintln(w, p.Bold(title))
+		fmt.Fprintln(w, p.Bold(safeText(title)))
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		row := func(k, v string) { fmt.Fprintf(tw, "  %s:\t%s\n", k, v) }
+		row := func(k, v string) { fmt.Fprintf(tw, "  %s:\t%s\n", k, safeText(v)) }
 		row("resource", r.Resource)
 		row("authorization servers", orNone(strings.Join(r.AuthorizationServers, ", ")))
 		row("scopes", orNone(wire.JoinScope(r.ScopesSupported)))
@@ -329,7 +329,7 @@ func (info *targetInfo) print(w io.Writer, p Painter) {
 			}
 			row("registration", strings.Join(regs, ", "))
 		} else if r.Err != nil {
-			row("error", p.Red(r.Err.Error()))
+			row("error", p.Red(safeText(r.Err.Error())))
 		}
 		tw.Flush()
 	}

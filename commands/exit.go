@@ -75,14 +75,15 @@ func printError(w io.Writer, err error) {
 	if errors.As(err, &silent) {
 		return
 	}
-	msg := err.Error()
+	// Errors quote peers (error descriptions, declared resources).
+	msg := safeLines(err.Error())
 	if !strings.HasPrefix(msg, "agentauth:") {
 		msg = "agentauth: " + msg
 	}
 	fmt.Fprintln(w, msg)
 	var auth *AuthError
 	if errors.As(err, &auth) && auth.Hint != "" {
-		fmt.Fprintf(w, "To log in, run: %s\n", auth.Hint)
+		fmt.Fprintf(w, "To log in, run: %s\n", safeText(auth.Hint))
 	}
 	var usage *UsageError
 	if errors.As(err, &usage) {

@@ -219,7 +219,7 @@ func runLogin(ctx context.Context, opts *LoginOptions) error {
 	}
 	defer info.Close()
 	for _, w := range info.Warnings {
-		fmt.Fprintf(opts.IO.ErrOut, "%s %s\n", opts.IO.ErrPainter().Yellow("warning:"), w)
+		fmt.Fprintf(opts.IO.ErrOut, "%s %s\n", opts.IO.ErrPainter().Yellow("warning:"), safeText(w))
 	}
 	reqs, err := loginRequirements(info, opts.SchemeID)
 	if err != nil {
@@ -425,7 +425,7 @@ func loginFlow(ctx context.Context, f *Factory, req loginRequest) (*store.Creden
 	if err := cs.save(ctx, c); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(f.IO.ErrOut, "%s %s\n", f.IO.ErrPainter().Green("✓"), loggedInLine(c, f.Now()))
+	fmt.Fprintf(f.IO.ErrOut, "%s %s\n", f.IO.ErrPainter().Green("✓"), safeText(loggedInLine(c, f.Now())))
 	return c, nil
 }
 
@@ -559,6 +559,7 @@ func runGrant(ctx context.Context, f *Factory, req loginRequest, md *wire.AuthSe
 		Metadata: md, Client: client, Scopes: scopes, Resource: resource,
 		CallbackHost: req.CallbackHost, CallbackPort: req.CallbackPort, Timeout: timeout,
 		ShowURL: func(u string) {
+			u = safeText(u)
 			switch {
 			case open != nil:
 				fmt.Fprintf(f.IO.ErrOut, "Opening %s in your browser.\n", u)
@@ -594,9 +595,9 @@ func deviceGrant(ctx context.Context, f *Factory, md *wire.AuthServerMetadata, c
 		Metadata: md, Client: client, Scopes: scopes, Resource: resource,
 		ShowCode: func(p flows.DeviceCodePrompt) {
 			w, paint := f.IO.ErrOut, f.IO.ErrPainter()
-			fmt.Fprintf(w, "To log in, open %s and enter the code %s\n", p.VerificationURI, paint.Bold(p.UserCode))
+			fmt.Fprintf(w, "To log in, open %s and enter the code %s\n", safeText(p.VerificationURI), paint.Bold(safeText(p.UserCode)))
 			if p.VerificationURIComplete != "" {
-				fmt.Fprintf(w, "or open %s\n", p.VerificationURIComplete)
+				fmt.Fprintf(w, "or open %s\n", safeText(p.VerificationURIComplete))
 			}
 			if open != nil {
 				u := p.VerificationURIComplete

@@ -137,7 +137,7 @@ func runRevoke(ctx context.Context, opts *RevokeOptions) error {
 		case revokeNoEndpoint:
 			mark = p.Yellow("!")
 		}
-		fmt.Fprintf(opts.IO.ErrOut, "%s %s: %s\n", mark, nameOf(c.Key), res.Message)
+		fmt.Fprintf(opts.IO.ErrOut, "%s %s\n", mark, safeText(nameOf(c.Key)+": "+res.Message))
 		doc.Credentials = append(doc.Credentials, res)
 	}
 	if opts.JSON {

@@ -185,12 +185,12 @@ func (cs *credentialStatus) loggedIn() string {
 
 // print writes the credential's lines of a status block, indented.
 func (cs *credentialStatus) print(w io.Writer, p Painter) {
-	fmt.Fprintf(w, "  %s %s\n", cs.mark(p), cs.loggedIn())
-	fmt.Fprintf(w, "  - Issuer: %s\n", cs.Issuer)
+	fmt.Fprintf(w, "  %s %s\n", cs.mark(p), safeText(cs.loggedIn()))
+	fmt.Fprintf(w, "  - Issuer: %s\n", safeText(cs.Issuer))
 	if cs.Target != "" && cs.Target != cs.Resource {
-		fmt.Fprintf(w, "  - Target: %s\n", cs.Target)
+		fmt.Fprintf(w, "  - Target: %s\n", safeText(cs.Target))
 	}
-	fmt.Fprintf(w, "  - Scopes: %s\n", orNone(wire.JoinScope(cs.Scopes)))
+	fmt.Fprintf(w, "  - Scopes: %s\n", safeText(orNone(wire.JoinScope(cs.Scopes))))
 	fmt.Fprintf(w, "  - Expiry: %s\n", cs.expiry)
 	fmt.Fprintf(w, "  - Token: %s\n", cs.Token)
 	if !cs.usable() {
@@ -252,7 +252,7 @@ func runStoreStatus(ctx context.Context, opts *StatusOptions) error {
 				if i > 0 {
 					fmt.Fprintln(opts.IO.Out)
 				}
-				fmt.Fprintln(opts.IO.Out, p.Bold(cs.Resource))
+				fmt.Fprintln(opts.IO.Out, p.Bold(safeText(cs.Resource)))
 			}
 			cs.print(opts.IO.Out, p)
 		}
@@ -456,7 +456,7 @@ func (opts *StatusOptions) httpStatus(ctx context.Context, cs *credentialSource,
 
 // print writes status TARGET's report: the target, then a block per scheme.
 func (doc *targetStatusDoc) print(w io.Writer, p Painter) {
-	fmt.Fprintln(w, p.Bold(doc.Target))
+	fmt.Fprintln(w, p.Bold(safeText(doc.Target)))
 	if len(doc.Schemes) == 0 {
 		fmt.Fprintln(w, "  (declares no auth requirement)")
 	}
@@ -466,21 +466,21 @@ func (doc *targetStatusDoc) print(w io.Writer, p Painter) {
 			if doc.HostStateBefore == nil {
 				fmt.Fprintln(w, "  - Host state: not queryable (no getAuthState or auth/status)")
 			} else {
-				fmt.Fprintf(w, "  - Host before: %s\n", hostStateText(s.HostBefore))
-				fmt.Fprintf(w, "  - Host after: %s\n", hostStateText(s.HostAfter))
+				fmt.Fprintf(w, "  - Host before: %s\n", safeText(hostStateText(s.HostBefore)))
+				fmt.Fprintf(w, "  - Host after: %s\n", safeText(hostStateText(s.HostAfter)))
 			}
 		}
 		if s.Challenge != "" {
-			fmt.Fprintf(w, "  - Challenge: %s\n", s.Challenge)
+			fmt.Fprintf(w, "  - Challenge: %s\n", safeText(s.Challenge))
 		}
 		if c := s.Credential; c != nil {
-			fmt.Fprintf(w, "  - Stored: %s, %s, %s\n", orUnknown(c.Subject), orNone(wire.JoinScope(c.Scopes)), c.expiry)
+			fmt.Fprintf(w, "  - Stored: %s, %s, %s\n", safeText(orUnknown(c.Subject)), safeText(orNone(wire.JoinScope(c.Scopes))), c.expiry)
 			fmt.Fprintf(w, "  - Token: %s\n", c.Token)
 		} else {
 			fmt.Fprintln(w, "  - Stored: none")
 		}
 		if s.RefreshError != "" {
-			fmt.Fprintf(w, "  - Refresh: %s\n", s.RefreshError)
+			fmt.Fprintf(w, "  - Refresh: %s\n", safeText(s.RefreshError))
 		}
 	}
 }
