@@ -299,5 +299,3 @@ func httpLoginHint(target string, e *refusedError) string {
 	}
 	return cmd + shellQuote(target)
 }
-
-
