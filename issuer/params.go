@@ -13,6 +13,44 @@ import (
 // maxSubject bounds a subject typed on a consent page, in characters.
 const maxSubject = 255
 
+// Request parameter bounds, in bytes: a longer value is refused with
+// invalid_request (or, for client_id and redirect_uri at the
+// authorization endpoint, an error page).
+const (
+	maxStateBytes = 1024 // state
+	maxScopeBytes = 1024 // scope
+	maxURIBytes   = 2048 // redirect_uri, resource
+	maxParamBytes = 256  // every other authorization request parameter, and a typed user code
+)
+
+// paramLimit is the bound on an authorization request parameter.
+func paramLimit(name string) int {
+	switch name {
+	case "state":
+		return maxStateBytes
+	case "scope":
+		return maxScopeBytes
+	case "redirect_uri", "resource":
+		return maxURIBytes
+	}
+	return maxParamBytes
+}
+
+// checkLengths refuses a parameter, or a parameter name, over its bound.
+func checkLengths(v url.Values) *oauthError {
+	for k, vs := range v {
+		if len(k) > maxParamBytes {
+			return badRequest("invalid_request", fmt.Sprintf("a parameter name is longer than %d bytes", maxParamBytes))
+		}
+		for _, s := range vs {
+			if n := paramLimit(k); len(s) > n {
+				return badRequest("invalid_request", fmt.Sprintf("%s is longer than %d bytes", k, n))
+			}
+		}
+	}
+	return nil
+}
+
 // parseScope splits a scope parameter into its tokens (RFC 6749 §3.3:
 // space-delimited, each made of %x21 / %x23-5B / %x5D-7E), dropping
 // duplicates.
@@ -33,6 +71,9 @@ func parseScope(s string) ([]string, error) {
 
 // requestedScope reads the scope parameter; none means ScopesSupported.
 func (i *Issuer) requestedScope(v url.Values) (string, *oauthError) {
+	if len(v.Get("scope")) > maxScopeBytes {
+		return "", badRequest("invalid_request", fmt.Sprintf("scope is longer than %d bytes", maxScopeBytes))
+	}
 	scopes, err := parseScope(v.Get("scope"))
 	if err != nil {
 		return "", badRequest("invalid_scope", err.Error())
@@ -63,8 +104,11 @@ func narrowScope(v url.Values, granted string) (string, *oauthError) {
 }
 
 // checkResource accepts an RFC 8707 §2 resource indicator: an absolute URI
-// without a fragment.
+// without a fragment, at most maxURIBytes long.
 func checkResource(raw string) error {
+	if len(raw) > maxURIBytes {
+		return fmt.Errorf("resource is longer than %d bytes", maxURIBytes)
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		return fmt.Errorf("cannot parse resource %q", raw)
