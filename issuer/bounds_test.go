@@ -69,7 +69,7 @@ func TestAuthorizeParameterBounds(t *testing.T) {
 		{"scope", issuer.MaxScopeBytes},
 		{"resource", issuer.MaxURIBytes},
 		{"code_challenge", issuer.MaxParamBytes},
-		{"nonce", issuer.MaxParamBytes},
+		{"code_challenge_method", issuer.MaxParamBytes},
 	} {
 		a := newAuthz(issuer.CLIClientID, cliRedirect)
 		a.query.Set(tc.param, "https://x.example/"+strings.Repeat("a", tc.n))
@@ -86,9 +86,11 @@ func TestAuthorizeParameterBounds(t *testing.T) {
 			t.Errorf("the oversize state is echoed")
 		}
 	}
-	// The largest state is accepted and echoed.
+	// The largest state is accepted and echoed; a parameter the issuer
+	// does not read is ignored, whatever its length (RFC 6749 §3.1).
 	a := newAuthz(issuer.CLIClientID, cliRedirect)
 	a.query.Set("state", strings.Repeat("s", issuer.MaxStateBytes))
+	a.query.Set("login_hint", strings.Repeat("h", 4096))
 	s.code(a)
 
 	for name, q := range map[string]url.Values{

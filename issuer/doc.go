@@ -32,10 +32,11 @@
 //     after its last request; a registration is at most
 //     maxRegistrationBytes (8 KiB) with maxRedirectURIs (20);
 //   - parameters: state and scope at most 1024 bytes (maxStateBytes,
-//     maxScopeBytes), redirect_uri and resource 2048 (maxURIBytes), every
-//     other authorization request parameter and a typed user code 256
-//     (maxParamBytes), client_name 200 characters (maxClientName); longer
-//     is invalid_request; request bodies at most 64 KiB (maxBodyBytes);
+//     maxScopeBytes), redirect_uri and resource 2048 (maxURIBytes),
+//     client_id, response_type, code_challenge(_method) and a typed user
+//     code 256 (maxParamBytes), client_name 200 characters (maxClientName);
+//     longer is invalid_request; parameters the issuer does not read are
+//     ignored and not kept; request bodies at most 64 KiB (maxBodyBytes);
 //   - user codes typed on the device page (RFC 8628 §5.1): after
 //     userCodeFreeFailures (10) wrong codes a code typed within
 //     userCodeRetryInterval (2s) of the last wrong one is refused, and after

@@ -20,10 +20,12 @@ const (
 	maxStateBytes = 1024 // state
 	maxScopeBytes = 1024 // scope
 	maxURIBytes   = 2048 // redirect_uri, resource
-	maxParamBytes = 256  // every other authorization request parameter, and a typed user code
+	maxParamBytes = 256  // client_id, response_type, code_challenge(_method), a typed user code
 )
 
-// paramLimit is the bound on an authorization request parameter.
+// paramLimit is the bound on an authorization request parameter the
+// issuer reads, or 0 for one it ignores (RFC 6749 §3.1: unrecognized
+// parameters are ignored, and never kept).
 func paramLimit(name string) int {
 	switch name {
 	case "state":
@@ -32,18 +34,18 @@ func paramLimit(name string) int {
 		return maxScopeBytes
 	case "redirect_uri", "resource":
 		return maxURIBytes
+	case "client_id", "response_type", "code_challenge", "code_challenge_method":
+		return maxParamBytes
 	}
-	return maxParamBytes
+	return 0
 }
 
-// checkLengths refuses a parameter, or a parameter name, over its bound.
+// checkLengths refuses a parameter the issuer reads over its bound.
 func checkLengths(v url.Values) *oauthError {
 	for k, vs := range v {
-		if len(k) > maxParamBytes {
-			return badRequest("invalid_request", fmt.Sprintf("a parameter name is longer than %d bytes", maxParamBytes))
-		}
+		n := paramLimit(k)
 		for _, s := range vs {
-			if n := paramLimit(k); len(s) > n {
+			if n > 0 && len(s) > n {
 				return badRequest("invalid_request", fmt.Sprintf("%s is longer than %d bytes", k, n))
 			}
 		}

@@ -3,8 +3,8 @@ package issuer
 import (
 	"crypto/sha256"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"io"
 	"mime"
 	"net/http"
 	"slices"
@@ -58,11 +58,18 @@ func (i *Issuer) register(w http.ResponseWriter, r *http.Request) (*registration
 	if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct != "application/json" {
 		return nil, badRequest("invalid_client_metadata", "the body must be application/json")
 	}
+	// Read through a plain limit rather than http.MaxBytesReader: a
+	// refused body then does not close the connection, which net/http
+	// holds for half a second, so a flood of large bodies costs little.
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxRegistrationBytes+1))
+	if err != nil {
+		return nil, badRequest("invalid_client_metadata", "cannot read the client metadata")
+	}
+	if len(body) > maxRegistrationBytes {
+		return nil, badRequest("invalid_client_metadata", fmt.Sprintf("the client metadata is larger than %d bytes", maxRegistrationBytes))
+	}
 	var m registration
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxRegistrationBytes)).Decode(&m); err != nil {
-		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			return nil, badRequest("invalid_client_metadata", fmt.Sprintf("the client metadata is larger than %d bytes", maxRegistrationBytes))
-		}
+	if err := json.Unmarshal(body, &m); err != nil {
 		return nil, badRequest("invalid_client_metadata", "cannot decode the client metadata: "+err.Error())
 	}
 	if e := i.checkRegistration(&m); e != nil {
