@@ -54,6 +54,9 @@ type ServeOptions struct {
 	RefreshTTL     time.Duration
 	CodeTTL        time.Duration
 	DeviceInterval time.Duration
+	// AllowRedirectOrigins is --allow-redirect-origin: https origins the
+	// embedded issuer accepts redirect URIs on besides loopback.
+	AllowRedirectOrigins []string
 	// IssuerFlags lists the embedded issuer's flags given on the command
 	// line: an error when the embedded issuer does not run.
 	IssuerFlags []string
@@ -67,7 +70,7 @@ const (
 )
 
 // embeddedIssuerFlags configure the embedded issuer.
-var embeddedIssuerFlags = []string{"auto-approve", "dev-user", "token-ttl", "refresh-ttl", "code-ttl", "device-interval"}
+var embeddedIssuerFlags = []string{"auto-approve", "dev-user", "token-ttl", "refresh-ttl", "code-ttl", "device-interval", "allow-redirect-origin"}
 
 func newServeCommand(f *Factory) *cli.Command {
 	return serveCommand(f, runServe)
@@ -115,6 +118,7 @@ Logs go to stderr (or --log-file), never tokens.`,
 			&cli.DurationFlag{Name: "refresh-ttl", Value: issuer.DefaultRefreshTTL, Usage: "embedded issuer: refresh token lifetime `DURATION`, renewed by each rotation", Destination: &opts.RefreshTTL},
 			&cli.DurationFlag{Name: "code-ttl", Value: issuer.DefaultCodeTTL, Usage: "embedded issuer: authorization code lifetime `DURATION`", Destination: &opts.CodeTTL},
 			&cli.DurationFlag{Name: "device-interval", Value: issuer.DefaultDeviceInterval, Usage: "embedded issuer: the device flow's polling interval `DURATION` (faster polls get slow_down)", Destination: &opts.DeviceInterval},
+			&cli.StringSliceFlag{Name: "allow-redirect-origin", Usage: "embedded issuer: also accept client redirect URIs on the https `ORIGIN` (repeatable; loopback http is always accepted)"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.Args().Len() > 0 {
@@ -141,6 +145,7 @@ Logs go to stderr (or --log-file), never tokens.`,
 					return usageErrorf("--resource: %v", err)
 				}
 			}
+			opts.AllowRedirectOrigins = c.StringSlice("allow-redirect-origin")
 			for _, name := range embeddedIssuerFlags {
 				if c.IsSet(name) {
 					opts.IssuerFlags = append(opts.IssuerFlags, "--"+name)
@@ -262,7 +267,7 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 			Issuer: origin, DefaultResource: cfg.Resource,
 			TokenTTL: opts.TokenTTL, RefreshTTL: opts.RefreshTTL, CodeTTL: opts.CodeTTL, DeviceInterval: opts.DeviceInterval,
 			AutoApprove: opts.AutoApprove, Subject: opts.DevUser, ScopesSupported: scopes, Clients: clients,
-			Logger: logger, Now: opts.Now,
+			AllowedRedirectOrigins: opts.AllowRedirectOrigins, Logger: logger, Now: opts.Now,
 		})
 		if err != nil {
 			return fmt.Errorf("cannot start the embedded issuer: %w", err)

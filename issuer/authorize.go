@@ -2,6 +2,7 @@ package issuer
 
 import (
 	"encoding/base64"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -39,8 +40,12 @@ func (i *Issuer) serveAuthorize(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	clientID := q.Get("client_id")
-	if clientID == "" {
+	switch {
+	case clientID == "":
 		i.errorPage(w, http.StatusBadRequest, "The request has no client_id.")
+		return
+	case len(clientID) > maxParamBytes || len(q.Get("redirect_uri")) > maxURIBytes:
+		i.errorPage(w, http.StatusBadRequest, fmt.Sprintf("The client_id or redirect_uri is too long (over %d or %d bytes).", maxParamBytes, maxURIBytes))
 		return
 	}
 	i.mu.Lock()
@@ -50,7 +55,10 @@ func (i *Issuer) serveAuthorize(w http.ResponseWriter, r *http.Request) {
 		i.errorPage(w, http.StatusBadRequest, "Unknown client "+clientID+".")
 		return
 	}
-	req := &authRequest{client: c, redirectURI: q.Get("redirect_uri"), redirectGiven: q.Has("redirect_uri"), state: q.Get("state")}
+	req := &authRequest{client: c, redirectURI: q.Get("redirect_uri"), redirectGiven: q.Has("redirect_uri")}
+	if len(q.Get("state")) <= maxStateBytes { // a longer one is refused below, not echoed
+		req.state = q.Get("state")
+	}
 	switch {
 	case !req.redirectGiven && len(c.redirectURIs) == 1 && !isLoopbackURI(c.redirectURIs[0]):
 		req.redirectURI = c.redirectURIs[0] // RFC 6749 §3.1.2.3
@@ -71,7 +79,8 @@ func (i *Issuer) serveAuthorize(w http.ResponseWriter, r *http.Request) {
 	}
 	nonce := randomToken()
 	now := i.lock()
-	i.consents[hash(nonce)] = &consent{expires: now.Add(consentTTL), auth: req}
+	c.lastActive = now
+	i.addConsentLocked(nonce, &consent{expires: now.Add(consentTTL), auth: req})
 	i.mu.Unlock()
 	i.render(w, http.StatusOK, "consent.html", consentPage{
 		ClientName:  c.displayName(),
@@ -79,7 +88,6 @@ func (i *Issuer) serveAuthorize(w http.ResponseWriter, r *http.Request) {
 		Scopes:      strings.Fields(req.scope),
 		Resource:    req.resource,
 		RedirectURI: req.redirectURI,
-		State:       req.state,
 		Subject:     i.opts.Subject,
 		Nonce:       nonce,
 	})
@@ -89,6 +97,9 @@ func (i *Issuer) serveAuthorize(w http.ResponseWriter, r *http.Request) {
 // response type, PKCE (RFC 7636 §4.3, S256 only), scope and resource.
 func (i *Issuer) checkAuthRequest(q url.Values, req *authRequest) *oauthError {
 	if e := checkRepeats(q); e != nil {
+		return e
+	}
+	if e := checkLengths(q); e != nil {
 		return e
 	}
 	switch rt := q.Get("response_type"); {
@@ -119,6 +130,13 @@ func (i *Issuer) checkAuthRequest(q url.Values, req *authRequest) *oauthError {
 		return e
 	}
 	return nil
+}
+
+// addConsentLocked keeps a rendered page's answer under the hash of its
+// nonce, evicting the oldest pending page when maxPendingConsents are kept.
+func (i *Issuer) addConsentLocked(nonce string, c *consent) {
+	evictOldest(i.consents, maxPendingConsents, func(c *consent) time.Time { return c.expires })
+	i.consents[hash(nonce)] = c
 }
 
 // serveConsent takes the Approve/Deny answer of a consent page.
@@ -155,6 +173,8 @@ func (i *Issuer) approveCode(w http.ResponseWriter, r *http.Request, req *authRe
 	code := randomToken()
 	now := i.lock()
 	expires := now.Add(i.opts.CodeTTL)
+	req.client.lastActive = now
+	evictOldest(i.codes, maxPendingCodes, func(c *authCode) time.Time { return c.expires })
 	i.codes[hash(code)] = &authCode{
 		client:        req.client,
 		redirectURI:   req.redirectURI,
@@ -164,7 +184,6 @@ func (i *Issuer) approveCode(w http.ResponseWriter, r *http.Request, req *authRe
 		scope:         req.scope,
 		resource:      req.resource,
 		expires:       expires,
-		keepUntil:     expires,
 	}
 	i.mu.Unlock()
 	i.log.Info("issuer: authorization code issued", "client_id", req.client.id, "sub", subject, "aud", req.resource)

@@ -49,7 +49,7 @@ func TestAuthorizeErrorsGoToTheRedirectURI(t *testing.T) {
 }
 
 func TestAuthorizeErrorsAboutClientOrRedirectAreShownOnAPage(t *testing.T) {
-	s := start(t, issuer.Options{AutoApprove: true, Clients: []issuer.Client{web}})
+	s := start(t, issuer.Options{AutoApprove: true, Clients: []issuer.Client{web}, AllowedRedirectOrigins: appOrigins})
 	for _, tc := range []struct{ name, client, redirect string }{
 		{"unknown client", "nobody", cliRedirect},
 		{"unknown client named like markup", "<script>alert(1)</script>", cliRedirect},
@@ -81,7 +81,7 @@ func TestAuthorizeErrorsAboutClientOrRedirectAreShownOnAPage(t *testing.T) {
 }
 
 func TestAuthorizeAcceptsRegisteredRedirects(t *testing.T) {
-	s := start(t, issuer.Options{AutoApprove: true, Clients: []issuer.Client{web}})
+	s := start(t, issuer.Options{AutoApprove: true, Clients: []issuer.Client{web}, AllowedRedirectOrigins: appOrigins})
 	for _, redirect := range []string{
 		"http://127.0.0.1:1234/callback", "http://localhost:65000/callback", "http://127.0.0.1/callback",
 	} {
@@ -101,10 +101,11 @@ func TestAuthorizeAcceptsRegisteredRedirects(t *testing.T) {
 }
 
 // evil is a client whose name, like the request's state and scope, is markup.
+// The state is not shown at all.
 var evil = issuer.Client{ID: "evil", Secret: "evil-secret", Name: "<script>name</script>", RedirectURIs: []string{"https://app.example/cb"}}
 
 func TestConsentPage(t *testing.T) {
-	s := start(t, issuer.Options{Clients: []issuer.Client{evil}})
+	s := start(t, issuer.Options{Clients: []issuer.Client{evil}, AllowedRedirectOrigins: appOrigins})
 	a := newAuthz("evil", "https://app.example/cb")
 	a.query.Set("state", "<script>state</script>")
 	a.query.Set("scope", "agent:use <script>scope</script>")
@@ -115,8 +116,11 @@ func TestConsentPage(t *testing.T) {
 	if strings.Contains(body, "<script>") {
 		t.Errorf("the consent page carries unescaped markup:\n%s", body)
 	}
+	if strings.Contains(body, "&lt;script&gt;state") || strings.Contains(body, ">State<") {
+		t.Errorf("the consent page shows the OAuth state:\n%s", body)
+	}
 	for _, want := range []string{
-		"&lt;script&gt;name&lt;/script&gt;", "&lt;script&gt;state&lt;/script&gt;", "&lt;script&gt;scope&lt;/script&gt;",
+		"&lt;script&gt;name&lt;/script&gt;", "&lt;script&gt;scope&lt;/script&gt;",
 		"agent:use", "https://rs.example/mcp", "https://app.example/cb", `value="alice"`, "Approve", "Deny",
 	} {
 		if !strings.Contains(body, want) {

@@ -10,13 +10,15 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
 // maxClientName bounds a client_name, in characters.
 const maxClientName = 200
 
-// client is a registered client; it never changes after registration.
+// client is a registered client. Its metadata never changes after
+// registration; the fields below it are guarded by Issuer.mu.
 type client struct {
 	id           string
 	name         string
@@ -24,6 +26,26 @@ type client struct {
 	secretHash   [sha256.Size]byte
 	redirectURIs []string
 	grantTypes   []string
+
+	// registered marks a client from the registration endpoint: it
+	// counts against maxRegistrations and, while issued is false, is
+	// pruned unusedClientTTL after lastActive.
+	registered bool
+	issued     bool
+	lastActive time.Time
+}
+
+// pruneClientsLocked drops the registered clients that were never issued a
+// token and made no request for unusedClientTTL, or longer when a consent
+// page and its code may still be pending.
+func (i *Issuer) pruneClientsLocked(now time.Time) {
+	idle := max(unusedClientTTL, consentTTL+i.opts.CodeTTL)
+	for id, c := range i.clients {
+		if c.registered && !c.issued && now.Sub(c.lastActive) > idle {
+			delete(i.clients, id)
+			i.registered--
+		}
+	}
 }
 
 func (c *client) public() bool { return c.authMethod == AuthNone }
@@ -39,7 +61,7 @@ func (c *client) displayName() string {
 }
 
 // newClient checks a pre-registered client from Options.
-func newClient(c Client) (*client, error) {
+func (i *Issuer) newClient(c Client) (*client, error) {
 	if c.ID == "" {
 		return nil, errors.New("cannot register a client without an id")
 	}
@@ -66,7 +88,7 @@ func newClient(c Client) (*client, error) {
 		}
 	}
 	for _, u := range c.RedirectURIs {
-		if err := checkRedirectURI(u); err != nil {
+		if err := i.checkRedirectURI(u); err != nil {
 			return nil, fmt.Errorf("cannot register client %q: %w", c.ID, err)
 		}
 	}
@@ -83,10 +105,14 @@ func newClient(c Client) (*client, error) {
 	}, nil
 }
 
-// checkRedirectURI accepts an absolute https URI, or an http URI on a
-// loopback host (RFC 8252 §7.3), without fragment (RFC 6749 §3.1.2) or
+// checkRedirectURI accepts an absolute http URI on a loopback host, any
+// port (RFC 8252 §7.3), or an https URI on one of
+// Options.AllowedRedirectOrigins; without fragment (RFC 6749 §3.1.2) or
 // user info. Everything else, javascript: and data: included, is refused.
-func checkRedirectURI(raw string) error {
+func (i *Issuer) checkRedirectURI(raw string) error {
+	if len(raw) > maxURIBytes {
+		return fmt.Errorf("a redirect URI is longer than %d bytes", maxURIBytes)
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		return errors.New("cannot parse redirect URI")
@@ -97,10 +123,29 @@ func checkRedirectURI(raw string) error {
 	if u.User != nil || u.Opaque != "" || u.Host == "" {
 		return fmt.Errorf("redirect URI %q is not an absolute URL with a host", raw)
 	}
-	if u.Scheme == "https" || (u.Scheme == "http" && isLoopback(u.Hostname())) {
+	if u.Scheme == "http" && isLoopback(u.Hostname()) {
 		return nil
 	}
-	return fmt.Errorf("redirect URI %q must use https, or http on a loopback host", raw)
+	origin := strings.ToLower(u.Scheme + "://" + u.Host)
+	if u.Scheme == "https" && slices.Contains(i.opts.AllowedRedirectOrigins, origin) {
+		return nil
+	}
+	hint := "use http://127.0.0.1, http://[::1] or http://localhost on any port"
+	if u.Scheme == "https" {
+		hint = "to allow it, run serve with --allow-redirect-origin " + origin
+	}
+	return fmt.Errorf("redirect URI %q is not on loopback, which the dev issuer requires (RFC 8252 §7.3) unless its origin is allowed; %s", raw, hint)
+}
+
+// checkAllowedOrigin accepts an https origin for AllowedRedirectOrigins,
+// in lower case: scheme, host and optional port, nothing else.
+func checkAllowedOrigin(o string) error {
+	u, err := url.Parse(o)
+	if err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil || u.Path != "" || u.RawQuery != "" ||
+		strings.Contains(o, "#") || o != strings.ToLower(o) {
+		return fmt.Errorf("cannot allow redirect origin %q: want a lower-case https origin like https://app.example or https://app.example:8443 (loopback http is always allowed)", o)
+	}
+	return nil
 }
 
 // isLoopback reports a loopback IP literal or "localhost" (RFC 8252 §8.3
@@ -179,6 +224,9 @@ func (i *Issuer) authenticateClient(r *http.Request, form url.Values) (*client, 
 	case method != AuthNone && subtle.ConstantTimeCompare(c.secretHash[:], hashBytes(secret)) != 1:
 		return nil, clientError("wrong client secret", basic)
 	}
+	i.mu.Lock()
+	c.lastActive = i.now()
+	i.mu.Unlock()
 	return c, nil
 }
 

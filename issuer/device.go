@@ -2,9 +2,11 @@ package issuer
 
 import (
 	"crypto/rand"
+	"fmt"
 	"math/big"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -29,6 +31,58 @@ const (
 	deviceApproved
 	deviceDenied
 )
+
+// User code guessing is limited issuer-wide (RFC 8628 §5.1): the first
+// userCodeFreeFailures wrong codes are answered at once; after them a code
+// typed sooner than userCodeRetryInterval after the previous wrong one is
+// refused unchecked, and counts as wrong; at userCodeMaxFailures the
+// device page refuses every code, the right one included, for
+// userCodeLockout. The count restarts userCodeFailureWindow after the last
+// wrong code. With 20^8 codes this leaves an attacker about
+// userCodeMaxFailures guesses per lockout against every pending code.
+// The limit is not per address: every caller of a loopback listener comes
+// from loopback, and any 127.0.0.0/8 address can be a source.
+const (
+	userCodeFreeFailures  = 10
+	userCodeRetryInterval = 2 * time.Second
+	userCodeMaxFailures   = 30
+	userCodeLockout       = 5 * time.Minute
+	userCodeFailureWindow = 10 * time.Minute
+)
+
+// userCodeGuard counts wrong user codes; guarded by Issuer.mu.
+type userCodeGuard struct {
+	failures    int
+	lastFailure time.Time
+	lockedUntil time.Time
+}
+
+// refuse says why a user code may not be checked now, and for how long,
+// or "" when it may. A code refused for coming too soon counts as wrong.
+func (g *userCodeGuard) refuse(now time.Time) (string, time.Duration) {
+	if now.Before(g.lockedUntil) {
+		wait := g.lockedUntil.Sub(now)
+		return fmt.Sprintf("Too many wrong codes were entered: the code page is locked for %s. Check the code on your device, then try again.", wait.Round(time.Second)), wait
+	}
+	if now.Sub(g.lastFailure) > userCodeFailureWindow {
+		g.failures = 0
+	}
+	if g.failures >= userCodeFreeFailures && now.Sub(g.lastFailure) < userCodeRetryInterval {
+		g.fail(now)
+		return fmt.Sprintf("Too many wrong codes were entered: wait %s between two codes. Check the code on your device.", userCodeRetryInterval), userCodeRetryInterval
+	}
+	return "", 0
+}
+
+// fail counts a wrong code; the last one allowed locks the page.
+func (g *userCodeGuard) fail(now time.Time) {
+	g.failures++
+	g.lastFailure = now
+	if g.failures >= userCodeMaxFailures {
+		g.failures = 0
+		g.lockedUntil = now.Add(userCodeLockout)
+	}
+}
 
 // deviceAuth is one device authorization (RFC 8628 §3.2).
 type deviceAuth struct {
@@ -86,6 +140,15 @@ func (i *Issuer) deviceAuthorization(w http.ResponseWriter, r *http.Request) (*d
 	}
 	deviceCode := randomToken()
 	now := i.lock()
+	if len(i.devices) >= maxDeviceAuthorizations {
+		i.pruneDevicesLocked(now, 0)
+	}
+	if len(i.devices) >= maxDeviceAuthorizations {
+		i.mu.Unlock()
+		i.log.Warn("issuer: device authorization refused, too many pending", "max", maxDeviceAuthorizations)
+		return nil, &oauthError{status: http.StatusServiceUnavailable, body: wire.OAuthError{Code: "temporarily_unavailable", Description: fmt.Sprintf(
+			"the issuer already holds %d pending device authorizations; try again when some are answered or expired (%s)", maxDeviceAuthorizations, i.opts.DeviceCodeTTL)}}
+	}
 	userCode := newUserCode()
 	for i.userCodes[userCode] != nil {
 		userCode = newUserCode()
@@ -111,6 +174,17 @@ func (i *Issuer) deviceAuthorization(w http.ResponseWriter, r *http.Request) (*d
 		ExpiresIn:               int64(i.opts.DeviceCodeTTL / time.Second),
 		Interval:                int64(i.opts.DeviceInterval / time.Second),
 	}, nil
+}
+
+// pruneDevicesLocked drops the device authorizations expired for longer
+// than keep.
+func (i *Issuer) pruneDevicesLocked(now time.Time, keep time.Duration) {
+	for k, d := range i.devices {
+		if now.After(d.expires.Add(keep)) {
+			delete(i.devices, k)
+			delete(i.userCodes, d.userCode)
+		}
+	}
 }
 
 func newUserCode() string {
@@ -177,19 +251,37 @@ func (i *Issuer) serveDevicePage(w http.ResponseWriter, r *http.Request) {
 	}
 	var nonce string
 	now := i.lock()
-	d := i.userCodes[normaliseUserCode(typed)]
+	wasLocked := now.Before(i.guesses.lockedUntil)
+	refused, wait := i.guesses.refuse(now)
+	var d *deviceAuth
+	if refused == "" && len(typed) <= maxParamBytes {
+		d = i.userCodes[normaliseUserCode(typed)]
+	}
 	if d != nil && (now.After(d.expires) || d.state != devicePending) {
 		d = nil
 	}
 	switch {
-	case d != nil && i.opts.AutoApprove:
+	case refused != "":
+	case d == nil:
+		i.guesses.fail(now)
+	case i.opts.AutoApprove:
 		d.state, d.subject = deviceApproved, i.opts.Subject
-	case d != nil:
+	default:
 		nonce = randomToken()
-		i.consents[hash(nonce)] = &consent{expires: now.Add(consentTTL), device: d}
+		i.addConsentLocked(nonce, &consent{expires: now.Add(consentTTL), device: d})
 	}
+	locked := !wasLocked && now.Before(i.guesses.lockedUntil)
 	i.mu.Unlock()
+	if locked {
+		i.log.Warn("issuer: too many wrong user codes, the device page is locked", "for", userCodeLockout)
+	}
+	if len(typed) > maxParamBytes {
+		typed = strings.ToValidUTF8(typed[:maxParamBytes], "")
+	}
 	switch {
+	case refused != "":
+		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Round(time.Second)/time.Second)))
+		i.render(w, http.StatusTooManyRequests, "device.html", devicePage{UserCode: typed, Error: refused})
 	case d == nil:
 		i.render(w, http.StatusBadRequest, "device.html", devicePage{UserCode: typed, Error: "The code " + typed + " is unknown, expired or already used. Check it against your device."})
 	case i.opts.AutoApprove:

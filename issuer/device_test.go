@@ -113,7 +113,7 @@ func TestDeviceAutoApprove(t *testing.T) {
 }
 
 func TestDeviceAuthorizationErrors(t *testing.T) {
-	s := start(t, issuer.Options{Clients: []issuer.Client{{ID: "codeonly", RedirectURIs: []string{"https://x.example/cb"}, GrantTypes: []string{"authorization_code"}}}})
+	s := start(t, issuer.Options{Clients: []issuer.Client{{ID: "codeonly", RedirectURIs: []string{cliRedirect}, GrantTypes: []string{"authorization_code"}}}})
 	wantError(t, s.post("/device_authorization", url.Values{"client_id": {"nobody"}}), 401, "invalid_client")
 	wantError(t, s.post("/device_authorization", url.Values{"client_id": {"codeonly"}}), 400, "unauthorized_client")
 	wantError(t, s.post("/device_authorization", url.Values{"client_id": {issuer.CLIClientID}, "resource": {"rs.example"}}), 400, "invalid_target")

@@ -15,6 +15,37 @@
 // (Options.Subject) without a password: never expose this server to a network
 // you do not trust.
 //
+// Because it signs anyone in, the issuer hands codes only to loopback
+// redirect URIs (http://127.0.0.1, http://[::1], http://localhost, any
+// port; RFC 8252 §7.3), at registration and for pre-registered clients,
+// unless Options.AllowedRedirectOrigins names the https origin; and only the
+// metadata documents and the JWKS are readable cross-origin (CORS).
+//
+// Everything it keeps for a caller is bounded, each bound a constant:
+//   - maxPendingConsents (1000) consent and device pages awaiting an
+//     answer, and maxPendingCodes (1000) unredeemed codes: a new one evicts
+//     the one that expires first;
+//   - maxDeviceAuthorizations (1000) device authorizations and
+//     maxRegistrations (1000) registered clients: beyond them a request is
+//     refused with 503 temporarily_unavailable; a registered client that
+//     was never issued a token is dropped unusedClientTTL (15 minutes)
+//     after its last request; a registration is at most
+//     maxRegistrationBytes (8 KiB) with maxRedirectURIs (20);
+//   - parameters: state and scope at most 1024 bytes (maxStateBytes,
+//     maxScopeBytes), redirect_uri and resource 2048 (maxURIBytes),
+//     client_id, response_type, code_challenge(_method) and a typed user
+//     code 256 (maxParamBytes), client_name 200 characters (maxClientName);
+//     longer is invalid_request; parameters the issuer does not read are
+//     ignored and not kept; request bodies at most 64 KiB (maxBodyBytes);
+//   - user codes typed on the device page (RFC 8628 §5.1): after
+//     userCodeFreeFailures (10) wrong codes a code typed within
+//     userCodeRetryInterval (2s) of the last wrong one is refused, and after
+//     userCodeMaxFailures (30) the page refuses every code for
+//     userCodeLockout (5 minutes). The count is issuer-wide.
+//
+// Issued grants (used codes, refresh and access tokens) are kept until
+// their tokens expire.
+//
 // issuer owns the HTTP endpoints above and their HTML pages. It imports wire
 // for the metadata and error types and must not import commands, flows, store
 // or the agent host: a host learns about revocations through OnRevoke.

@@ -25,6 +25,10 @@ var epoch = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 // cliRedirect is agentauth-cli's loopback redirect on an ephemeral port.
 const cliRedirect = "http://127.0.0.1:49152/callback"
 
+// appOrigins are the https origins of the test clients' redirect URIs,
+// which Options.AllowedRedirectOrigins must name.
+var appOrigins = []string{"https://app.example", "https://app.example:8443", "https://post.example"}
+
 type fakeClock struct {
 	mu  sync.Mutex
 	now time.Time

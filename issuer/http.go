@@ -41,21 +41,23 @@ const maxBodyBytes = 64 << 10
 
 func (i *Issuer) routes() http.Handler {
 	mux := http.NewServeMux()
-	// Machine endpoints are open to browser-based clients (CORS): they
-	// use no cookies, so a cross-origin caller gains nothing it could not
-	// get without a browser.
-	api := func(method, path string, h http.HandlerFunc) {
-		mux.Handle(method+" "+path, cors(h))
+	// The metadata documents and the JWKS are public and readable from
+	// any origin (CORS), so that browser-based tools can discover the
+	// issuer. The other endpoints send no Access-Control-Allow-Origin: a
+	// web page must not register clients, mint or inspect tokens through
+	// a user's browser.
+	public := func(path string, h http.HandlerFunc) {
+		mux.Handle("GET "+path, cors(h))
 		mux.Handle("OPTIONS "+path, cors(http.HandlerFunc(preflight)))
 	}
-	api("GET", pathMetadata, i.serveMetadata)
-	api("GET", pathOpenIDConfiguration, i.serveMetadata)
-	api("GET", pathJWKS, i.serveJWKS)
-	api("POST", pathToken, i.serveToken)
-	api("POST", pathDeviceAuthorization, i.serveDeviceAuthorization)
-	api("POST", pathRevoke, i.serveRevoke)
-	api("POST", pathIntrospect, i.serveIntrospect)
-	api("POST", pathRegister, i.serveRegister)
+	public(pathMetadata, i.serveMetadata)
+	public(pathOpenIDConfiguration, i.serveMetadata)
+	public(pathJWKS, i.serveJWKS)
+	mux.HandleFunc("POST "+pathToken, i.serveToken)
+	mux.HandleFunc("POST "+pathDeviceAuthorization, i.serveDeviceAuthorization)
+	mux.HandleFunc("POST "+pathRevoke, i.serveRevoke)
+	mux.HandleFunc("POST "+pathIntrospect, i.serveIntrospect)
+	mux.HandleFunc("POST "+pathRegister, i.serveRegister)
 
 	// HTML forms refuse cross-origin posts (CSRF), on top of their
 	// single-use nonce.
@@ -75,7 +77,7 @@ func cors(h http.Handler) http.Handler {
 }
 
 func preflight(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Access-Control-Allow-Methods", "GET, POST")
+	w.Header().Set("Access-Control-Allow-Methods", "GET")
 	w.Header().Set("Access-Control-Allow-Headers", "Authorization, Content-Type")
 	w.Header().Set("Access-Control-Max-Age", "600")
 	w.WriteHeader(http.StatusNoContent)

@@ -49,6 +49,26 @@ const (
 // answerable.
 const consentTTL = 10 * time.Minute
 
+// Bounds on what the issuer keeps in memory (see the package doc).
+const (
+	// maxPendingConsents bounds the consent and device pages awaiting an
+	// answer; a new page evicts the one that expires first.
+	maxPendingConsents = 1000
+	// maxPendingCodes bounds the issued authorization codes not yet
+	// redeemed; a new code evicts the one that expires first.
+	maxPendingCodes = 1000
+	// maxDeviceAuthorizations bounds the device authorizations kept;
+	// beyond it a new one is refused (temporarily_unavailable).
+	maxDeviceAuthorizations = 1000
+	// maxRegistrations bounds the clients registered at the registration
+	// endpoint; beyond it a registration is refused
+	// (temporarily_unavailable).
+	maxRegistrations = 1000
+	// unusedClientTTL is how long a registered client that was never
+	// issued a token is kept after its registration or last request.
+	unusedClientTTL = 15 * time.Minute
+)
+
 // pruneEvery bounds how often expired entries are swept.
 const pruneEvery = 30 * time.Second
 
@@ -91,6 +111,11 @@ type Options struct {
 	// request names no scope; default ["agent:use"]. Any well-formed scope
 	// a request names is shown on the consent page and granted if approved.
 	ScopesSupported []string
+	// AllowedRedirectOrigins are https origins ("https://app.example",
+	// "https://app.example:8443"), matched exactly, on which clients may
+	// have redirect URIs besides loopback http (RFC 8252 §7.3), which is
+	// always allowed. Registration and Clients are checked against them.
+	AllowedRedirectOrigins []string
 	// Clients are pre-registered in addition to agentauth-cli.
 	Clients []Client
 	Logger  *slog.Logger
@@ -112,14 +137,19 @@ type Issuer struct {
 
 	mu        sync.Mutex
 	clients   map[string]*client
-	codes     map[string]*authCode     // by sha256 of the code
+	codes     map[string]*authCode     // not yet redeemed, by sha256 of the code
+	usedCodes map[string]*usedCode     // redeemed, by sha256 of the code
 	refresh   map[string]*refreshToken // by sha256 of the token
 	access    map[string]*accessToken  // by jti
 	devices   map[string]*deviceAuth   // by sha256 of the device code
 	userCodes map[string]*deviceAuth   // by normalised user code
 	consents  map[string]*consent      // by sha256 of the page nonce
-	nextPrune time.Time
-	onRevoke  []func(jtis []string)
+	// registered counts the clients in clients that came from the
+	// registration endpoint.
+	registered int
+	guesses    userCodeGuard
+	nextPrune  time.Time
+	onRevoke   []func(jtis []string)
 }
 
 // grant is one authorization: the family of every token issued from one
@@ -142,8 +172,13 @@ type authCode struct {
 	scope         string
 	resource      string
 	expires       time.Time
-	keepUntil     time.Time // a used code is kept to detect replays
-	used          *grant    // set once redeemed
+}
+
+// usedCode is a redeemed code, kept while its tokens may live to detect a
+// replay (RFC 6749 §4.1.2).
+type usedCode struct {
+	grant     *grant
+	keepUntil time.Time
 }
 
 type refreshToken struct {
@@ -204,6 +239,7 @@ func New(opts Options) (*Issuer, error) {
 		now:       opts.Now,
 		clients:   map[string]*client{},
 		codes:     map[string]*authCode{},
+		usedCodes: map[string]*usedCode{},
 		refresh:   map[string]*refreshToken{},
 		access:    map[string]*accessToken{},
 		devices:   map[string]*deviceAuth{},
@@ -215,8 +251,13 @@ func New(opts Options) (*Issuer, error) {
 		Name:         "agentauth CLI",
 		RedirectURIs: []string{"http://127.0.0.1/callback", "http://localhost/callback"},
 	}
+	for _, o := range opts.AllowedRedirectOrigins {
+		if err := checkAllowedOrigin(o); err != nil {
+			return nil, err
+		}
+	}
 	for _, c := range append([]Client{cli}, opts.Clients...) {
-		rc, err := newClient(c)
+		rc, err := i.newClient(c)
 		if err != nil {
 			return nil, err
 		}
@@ -334,8 +375,13 @@ func (i *Issuer) lock() time.Time {
 	}
 	i.nextPrune = now.Add(pruneEvery)
 	for k, c := range i.codes {
-		if now.After(c.keepUntil) {
+		if now.After(c.expires) {
 			delete(i.codes, k)
+		}
+	}
+	for k, c := range i.usedCodes {
+		if now.After(c.keepUntil) {
+			delete(i.usedCodes, k)
 		}
 	}
 	for k, r := range i.refresh {
@@ -348,20 +394,32 @@ func (i *Issuer) lock() time.Time {
 			delete(i.access, k)
 		}
 	}
-	for k, d := range i.devices {
-		// Kept a while past expiry so that a late poll still learns
-		// expired_token (RFC 8628 §3.5).
-		if now.After(d.expires.Add(i.opts.DeviceCodeTTL)) {
-			delete(i.devices, k)
-			delete(i.userCodes, d.userCode)
-		}
-	}
+	// Kept a while past expiry so that a late poll still learns
+	// expired_token (RFC 8628 §3.5).
+	i.pruneDevicesLocked(now, i.opts.DeviceCodeTTL)
 	for k, c := range i.consents {
 		if now.After(c.expires) {
 			delete(i.consents, k)
 		}
 	}
+	i.pruneClientsLocked(now)
 	return now
+}
+
+// evictOldest makes room for one more entry in m, which may hold max: when
+// it is full, the entry that expires first is dropped.
+func evictOldest[V any](m map[string]V, max int, expires func(V) time.Time) {
+	if len(m) < max {
+		return
+	}
+	var oldest string
+	var first time.Time
+	for k, v := range m {
+		if e := expires(v); oldest == "" || e.Before(first) {
+			oldest, first = k, e
+		}
+	}
+	delete(m, oldest)
 }
 
 // hash is the only form in which codes, refresh tokens, device codes and

@@ -185,7 +185,7 @@ func TestLogsHoldNoSecrets(t *testing.T) {
 	s.get(dev["verification_uri_complete"].(string))
 	s.advance(5 * time.Second)
 	wantOK(t, s.post("/token", url.Values{"grant_type": {wire.GrantDeviceCode}, "device_code": {dev["device_code"].(string)}, "client_id": {issuer.CLIClientID}}))
-	reg := s.postJSON("/register", `{"redirect_uris":["https://app.example/cb"]}`).json(t)
+	reg := s.postJSON("/register", `{"redirect_uris":["http://127.0.0.1/cb"]}`).json(t)
 	wantError(t, s.post("/introspect", url.Values{"token": {tok["access_token"].(string)}}, "rs", "wrong-secret"), http.StatusUnauthorized, "invalid_client")
 
 	out := logs.String()
@@ -224,20 +224,45 @@ func TestNewRefusesBadOptions(t *testing.T) {
 	}
 }
 
-func TestCORSForBrowserClients(t *testing.T) {
-	s := start(t, issuer.Options{})
-	req, _ := http.NewRequest(http.MethodOptions, s.url+"/token", nil)
-	req.Header.Set("Origin", "https://inspector.example")
-	req.Header.Set("Access-Control-Request-Method", "POST")
-	r := s.do(req)
-	if r.status != http.StatusNoContent || r.header.Get("Access-Control-Allow-Origin") != "*" ||
-		!strings.Contains(r.header.Get("Access-Control-Allow-Headers"), "Authorization") {
-		t.Errorf("preflight: status %d, headers %v", r.status, r.header)
+// TestCORSOnlyForPublicDocuments checks that the metadata and JWKS are
+// readable cross-origin and that no other endpoint lets a web page read
+// its answer (issue 9: a page could register, authorize and mint tokens).
+func TestCORSOnlyForPublicDocuments(t *testing.T) {
+	s := start(t, issuer.Options{AutoApprove: true})
+	for _, path := range []string{"/.well-known/oauth-authorization-server", "/.well-known/openid-configuration", "/jwks.json"} {
+		req, _ := http.NewRequest(http.MethodGet, s.url+path, nil)
+		req.Header.Set("Origin", "https://inspector.example")
+		if got := s.do(req).header.Get("Access-Control-Allow-Origin"); got != "*" {
+			t.Errorf("%s: Access-Control-Allow-Origin %q, want *", path, got)
+		}
+		req, _ = http.NewRequest(http.MethodOptions, s.url+path, nil)
+		req.Header.Set("Origin", "https://inspector.example")
+		req.Header.Set("Access-Control-Request-Method", "GET")
+		if r := s.do(req); r.status != http.StatusNoContent || r.header.Get("Access-Control-Allow-Origin") != "*" {
+			t.Errorf("%s: preflight status %d, headers %v", path, r.status, r.header)
+		}
 	}
-	if got := s.get("/.well-known/oauth-authorization-server").header.Get("Access-Control-Allow-Origin"); got != "*" {
-		t.Errorf("metadata Access-Control-Allow-Origin %q, want *", got)
+	a := newAuthz(issuer.CLIClientID, cliRedirect)
+	for _, r := range []reply{
+		s.authorize(a),
+		s.get("/device"),
+		s.post("/token", url.Values{"grant_type": {"client_credentials"}}),
+		s.post("/device_authorization", url.Values{"client_id": {issuer.CLIClientID}}),
+		s.post("/revoke", url.Values{"token": {"x"}}),
+		s.post("/introspect", url.Values{"token": {"x"}}),
+		s.post("/consent", url.Values{"nonce": {"x"}}),
+		s.postJSON("/register", `{"redirect_uris":["http://127.0.0.1/cb"]}`),
+	} {
+		if got := r.header.Get("Access-Control-Allow-Origin"); got != "" {
+			t.Errorf("status %d answer allows cross-origin reads: %q; body %s", r.status, got, r.body)
+		}
 	}
-	if got := s.get("/authorize").header.Get("Access-Control-Allow-Origin"); got != "" {
-		t.Errorf("the authorization page allows cross-origin reads: %q", got)
+	for _, path := range []string{"/token", "/register", "/device_authorization", "/revoke", "/introspect"} {
+		req, _ := http.NewRequest(http.MethodOptions, s.url+path, nil)
+		req.Header.Set("Origin", "https://evil.example")
+		req.Header.Set("Access-Control-Request-Method", "POST")
+		if r := s.do(req); r.header.Get("Access-Control-Allow-Origin") != "" || r.status == http.StatusNoContent {
+			t.Errorf("%s: preflight passes: status %d, headers %v", path, r.status, r.header)
+		}
 	}
 }

@@ -17,14 +17,14 @@ func parsePages() (*template.Template, error) {
 }
 
 // consentPage feeds templates/consent.html. Every field may come from a
-// request; html/template escapes them.
+// request; html/template escapes them. The OAuth state is not shown: it is
+// the client's opaque value, not something the user can judge.
 type consentPage struct {
 	ClientName  string
 	ClientID    string
 	Scopes      []string
 	Resource    string
 	RedirectURI string
-	State       string
 	Subject     string
 	Nonce       string
 }

@@ -13,6 +13,46 @@ import (
 // maxSubject bounds a subject typed on a consent page, in characters.
 const maxSubject = 255
 
+// Request parameter bounds, in bytes: a longer value is refused with
+// invalid_request (or, for client_id and redirect_uri at the
+// authorization endpoint, an error page).
+const (
+	maxStateBytes = 1024 // state
+	maxScopeBytes = 1024 // scope
+	maxURIBytes   = 2048 // redirect_uri, resource
+	maxParamBytes = 256  // client_id, response_type, code_challenge(_method), a typed user code
+)
+
+// paramLimit is the bound on an authorization request parameter the
+// issuer reads, or 0 for one it ignores (RFC 6749 §3.1: unrecognized
+// parameters are ignored, and never kept).
+func paramLimit(name string) int {
+	switch name {
+	case "state":
+		return maxStateBytes
+	case "scope":
+		return maxScopeBytes
+	case "redirect_uri", "resource":
+		return maxURIBytes
+	case "client_id", "response_type", "code_challenge", "code_challenge_method":
+		return maxParamBytes
+	}
+	return 0
+}
+
+// checkLengths refuses a parameter the issuer reads over its bound.
+func checkLengths(v url.Values) *oauthError {
+	for k, vs := range v {
+		n := paramLimit(k)
+		for _, s := range vs {
+			if n > 0 && len(s) > n {
+				return badRequest("invalid_request", fmt.Sprintf("%s is longer than %d bytes", k, n))
+			}
+		}
+	}
+	return nil
+}
+
 // parseScope splits a scope parameter into its tokens (RFC 6749 §3.3:
 // space-delimited, each made of %x21 / %x23-5B / %x5D-7E), dropping
 // duplicates.
@@ -33,6 +73,9 @@ func parseScope(s string) ([]string, error) {
 
 // requestedScope reads the scope parameter; none means ScopesSupported.
 func (i *Issuer) requestedScope(v url.Values) (string, *oauthError) {
+	if len(v.Get("scope")) > maxScopeBytes {
+		return "", badRequest("invalid_request", fmt.Sprintf("scope is longer than %d bytes", maxScopeBytes))
+	}
 	scopes, err := parseScope(v.Get("scope"))
 	if err != nil {
 		return "", badRequest("invalid_scope", err.Error())
@@ -63,8 +106,11 @@ func narrowScope(v url.Values, granted string) (string, *oauthError) {
 }
 
 // checkResource accepts an RFC 8707 §2 resource indicator: an absolute URI
-// without a fragment.
+// without a fragment, at most maxURIBytes long.
 func checkResource(raw string) error {
+	if len(raw) > maxURIBytes {
+		return fmt.Errorf("resource is longer than %d bytes", maxURIBytes)
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		return fmt.Errorf("cannot parse resource %q", raw)

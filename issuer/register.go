@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"io"
 	"mime"
 	"net/http"
 	"slices"
@@ -12,8 +13,13 @@ import (
 	"github.com/agentauth/agentauth/wire"
 )
 
-// maxRedirectURIs bounds the redirect URIs of one registration.
-const maxRedirectURIs = 20
+// Bounds on one registration.
+const (
+	// maxRedirectURIs bounds the redirect URIs of one registration.
+	maxRedirectURIs = 20
+	// maxRegistrationBytes bounds the client metadata document.
+	maxRegistrationBytes = 8 << 10
+)
 
 // registration is the RFC 7591 §2 client metadata the issuer understands;
 // anything else is ignored, as §2 requires.
@@ -52,11 +58,21 @@ func (i *Issuer) register(w http.ResponseWriter, r *http.Request) (*registration
 	if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct != "application/json" {
 		return nil, badRequest("invalid_client_metadata", "the body must be application/json")
 	}
+	// Read through a plain limit rather than http.MaxBytesReader: a
+	// refused body then does not close the connection, which net/http
+	// holds for half a second, so a flood of large bodies costs little.
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxRegistrationBytes+1))
+	if err != nil {
+		return nil, badRequest("invalid_client_metadata", "cannot read the client metadata")
+	}
+	if len(body) > maxRegistrationBytes {
+		return nil, badRequest("invalid_client_metadata", fmt.Sprintf("the client metadata is larger than %d bytes", maxRegistrationBytes))
+	}
 	var m registration
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBodyBytes)).Decode(&m); err != nil {
+	if err := json.Unmarshal(body, &m); err != nil {
 		return nil, badRequest("invalid_client_metadata", "cannot decode the client metadata: "+err.Error())
 	}
-	if e := checkRegistration(&m); e != nil {
+	if e := i.checkRegistration(&m); e != nil {
 		return nil, e
 	}
 	resp := &registrationResponse{ClientID: randomID(), registration: m}
@@ -73,7 +89,18 @@ func (i *Issuer) register(w http.ResponseWriter, r *http.Request) (*registration
 		resp.ClientSecretExpiresAt = new(int64)
 	}
 	now := i.lock()
+	if i.registered >= maxRegistrations {
+		i.pruneClientsLocked(now)
+	}
+	if i.registered >= maxRegistrations {
+		i.mu.Unlock()
+		i.log.Warn("issuer: registration refused, too many registered clients", "max", maxRegistrations)
+		return nil, &oauthError{status: http.StatusServiceUnavailable, body: wire.OAuthError{Code: "temporarily_unavailable", Description: fmt.Sprintf(
+			"the issuer already holds %d registered clients; clients never issued a token are dropped %s after their last request. Reuse a registered client, or restart serve", maxRegistrations, unusedClientTTL)}}
+	}
+	c.registered, c.lastActive = true, now
 	i.clients[c.id] = c
+	i.registered++
 	i.mu.Unlock()
 	resp.ClientIDIssuedAt = now.Unix()
 	i.log.Info("issuer: client registered", "client_id", c.id, "auth_method", c.authMethod)
@@ -83,8 +110,8 @@ func (i *Issuer) register(w http.ResponseWriter, r *http.Request) (*registration
 // checkRegistration applies the RFC 7591 §2 defaults (response_types
 // defaults to code only for the authorization_code grant) and checks: known
 // auth method, grant and response types, their §2.1 consistency, and
-// redirect URIs that are https or loopback http.
-func checkRegistration(m *registration) *oauthError {
+// redirect URIs (checkRedirectURI).
+func (i *Issuer) checkRegistration(m *registration) *oauthError {
 	if m.TokenEndpointAuthMethod == "" {
 		m.TokenEndpointAuthMethod = AuthClientSecretBasic
 	}
@@ -124,7 +151,7 @@ func checkRegistration(m *registration) *oauthError {
 		return badRequest("invalid_redirect_uri", fmt.Sprintf("more than %d redirect_uris", maxRedirectURIs))
 	}
 	for _, u := range m.RedirectURIs {
-		if err := checkRedirectURI(u); err != nil {
+		if err := i.checkRedirectURI(u); err != nil {
 			return badRequest("invalid_redirect_uri", err.Error())
 		}
 	}

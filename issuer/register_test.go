@@ -41,7 +41,7 @@ func TestRegisterPublicNativeClient(t *testing.T) {
 }
 
 func TestRegisterConfidentialClient(t *testing.T) {
-	s := start(t, issuer.Options{AutoApprove: true})
+	s := start(t, issuer.Options{AutoApprove: true, AllowedRedirectOrigins: appOrigins})
 	r := s.postJSON("/register", `{"redirect_uris":["https://app.example/cb"],"client_name":"server app"}`)
 	if r.status != http.StatusCreated {
 		t.Fatalf("status %d, want 201; body %s", r.status, r.body)

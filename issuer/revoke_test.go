@@ -54,7 +54,7 @@ func TestIntrospection(t *testing.T) {
 }
 
 func TestRevokeAccessToken(t *testing.T) {
-	s := start(t, issuer.Options{AutoApprove: true, Clients: []issuer.Client{rs, web}})
+	s := start(t, issuer.Options{AutoApprove: true, Clients: []issuer.Client{rs, web}, AllowedRedirectOrigins: appOrigins})
 	tok := s.tokens(nil)
 	access := tok["access_token"].(string)
 

@@ -79,16 +79,20 @@ func (i *Issuer) redeemCodeLocked(now time.Time, c *client, form url.Values) (*t
 		return nil, nil, badRequest("invalid_request", "code_verifier is required (PKCE)")
 	}
 	key := hash(code)
+	if used := i.usedCodes[key]; used != nil {
+		if used.grant.client != c {
+			return nil, nil, badRequest("invalid_grant", "the authorization code was issued to another client")
+		}
+		jtis := i.revokeGrantLocked(used.grant)
+		i.log.Warn("issuer: authorization code replayed, its tokens are revoked", "client_id", c.id, "revoked", len(jtis))
+		return nil, jtis, badRequest("invalid_grant", "the authorization code was already used; every token issued from it is revoked")
+	}
 	ac := i.codes[key]
 	switch {
 	case ac == nil:
 		return nil, nil, badRequest("invalid_grant", "unknown authorization code")
 	case ac.client != c:
 		return nil, nil, badRequest("invalid_grant", "the authorization code was issued to another client")
-	case ac.used != nil:
-		jtis := i.revokeGrantLocked(ac.used)
-		i.log.Warn("issuer: authorization code replayed, its tokens are revoked", "client_id", c.id, "revoked", len(jtis))
-		return nil, jtis, badRequest("invalid_grant", "the authorization code was already used; every token issued from it is revoked")
 	case now.After(ac.expires):
 		delete(i.codes, key)
 		return nil, nil, badRequest("invalid_grant", "the authorization code expired")
@@ -103,8 +107,8 @@ func (i *Issuer) redeemCodeLocked(now time.Time, c *client, form url.Values) (*t
 		return nil, nil, e
 	}
 	g := &grant{client: c, subject: ac.subject, scope: ac.scope, resource: ac.resource}
-	ac.used = g
-	ac.keepUntil = now.Add(max(i.opts.TokenTTL, i.opts.RefreshTTL))
+	delete(i.codes, key)
+	i.usedCodes[key] = &usedCode{grant: g, keepUntil: now.Add(max(i.opts.TokenTTL, i.opts.RefreshTTL))}
 	resp, e := i.issueLocked(now, g, g.scope)
 	return resp, nil, e
 }
@@ -179,6 +183,7 @@ func (i *Issuer) issueLocked(now time.Time, g *grant, scope string) (*tokenRespo
 		return nil, &oauthError{status: http.StatusInternalServerError, body: wire.OAuthError{Code: "server_error", Description: "cannot sign the access token"}}
 	}
 	i.access[jti] = &accessToken{grant: g, expires: expires}
+	g.client.issued = true
 	g.jtis = append(g.jtis, jti)
 	resp := &tokenResponse{AccessToken: at, TokenType: "Bearer", ExpiresIn: int64(i.opts.TokenTTL / time.Second), Scope: scope}
 	if g.client.allows(wire.GrantRefreshToken) {

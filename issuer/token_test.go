@@ -16,7 +16,7 @@ import (
 var poster = issuer.Client{ID: "poster", Secret: "poster-secret", AuthMethod: "client_secret_post", RedirectURIs: []string{"https://post.example/cb"}}
 
 func TestTokenEndpointErrors(t *testing.T) {
-	s := start(t, issuer.Options{AutoApprove: true, Clients: []issuer.Client{web, poster}})
+	s := start(t, issuer.Options{AutoApprove: true, Clients: []issuer.Client{web, poster}, AllowedRedirectOrigins: appOrigins})
 	cli := func() (*authz, string) {
 		a := newAuthz(issuer.CLIClientID, cliRedirect)
 		return a, s.code(a)
@@ -191,7 +191,7 @@ func TestReplayedCodeRevokesItsTokens(t *testing.T) {
 }
 
 func TestRefreshRotationAndReuse(t *testing.T) {
-	s := start(t, issuer.Options{AutoApprove: true, Clients: []issuer.Client{rs, web}})
+	s := start(t, issuer.Options{AutoApprove: true, Clients: []issuer.Client{rs, web}, AllowedRedirectOrigins: appOrigins})
 	t1 := s.tokens(url.Values{"scope": {"agent:use extra"}, "resource": {"https://rs.example/mcp"}})
 	r1 := t1["refresh_token"].(string)
 
@@ -241,9 +241,9 @@ func TestRefreshTokenExpires(t *testing.T) {
 
 func TestNoRefreshTokenWithoutTheGrantType(t *testing.T) {
 	s := start(t, issuer.Options{AutoApprove: true, Clients: []issuer.Client{{
-		ID: "once", RedirectURIs: []string{"https://once.example/cb"}, GrantTypes: []string{"authorization_code"},
-	}}})
-	a := newAuthz("once", "https://once.example/cb")
+		ID: "once", RedirectURIs: []string{"https://app.example/cb"}, GrantTypes: []string{"authorization_code"},
+	}}, AllowedRedirectOrigins: appOrigins})
+	a := newAuthz("once", "https://app.example/cb")
 	tok := wantOK(t, s.exchange(a, s.code(a)))
 	if _, ok := tok["refresh_token"]; ok {
 		t.Errorf("a client without the refresh_token grant got a refresh token")

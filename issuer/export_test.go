@@ -1,0 +1,19 @@
+package issuer
+
+// The bounds, for the external tests.
+const (
+	MaxPendingConsents      = maxPendingConsents
+	MaxPendingCodes         = maxPendingCodes
+	MaxDeviceAuthorizations = maxDeviceAuthorizations
+	MaxRegistrations        = maxRegistrations
+	MaxRegistrationBytes    = maxRegistrationBytes
+	UnusedClientTTL         = unusedClientTTL
+	MaxStateBytes           = maxStateBytes
+	MaxScopeBytes           = maxScopeBytes
+	MaxURIBytes             = maxURIBytes
+	MaxParamBytes           = maxParamBytes
+	UserCodeFreeFailures    = userCodeFreeFailures
+	UserCodeRetryInterval   = userCodeRetryInterval
+	UserCodeMaxFailures     = userCodeMaxFailures
+	UserCodeLockout         = userCodeLockout
+)
