@@ -124,7 +124,7 @@ type guard struct {
 
 func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !g.hostOK(r.Host) {
-		g.log.Warn("request refused", "remote", r.RemoteAddr, "method", r.Method, "path", clip(r.URL.Path), "host", clip(r.Host),
+		g.log.Warn("request refused", "remote", r.RemoteAddr, "method", r.Method, "path", truncate(r.URL.Path), "host", truncate(r.Host),
 			"status", http.StatusMisdirectedRequest, "reason", "Host names another server (DNS rebinding?)")
 		refuseText(w, http.StatusMisdirectedRequest, fmt.Sprintf("misdirected request: this server does not answer for Host %s (a defence against DNS rebinding); it answers for %s",
 			clip(r.Host), strings.Join(g.answersFor, ", ")), g.hostHint)
@@ -137,7 +137,7 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if len(origins) > 0 && (slices.Contains(g.originPaths, r.URL.Path) || isWebSocketUpgrade(r)) {
 		if len(origins) > 1 || !g.originOK(origin) {
-			g.log.Warn("request refused", "remote", r.RemoteAddr, "method", r.Method, "path", clip(r.URL.Path), "origin", clip(strings.Join(origins, ", ")),
+			g.log.Warn("request refused", "remote", r.RemoteAddr, "method", r.Method, "path", truncate(r.URL.Path), "origin", truncate(strings.Join(origins, ", ")),
 				"status", http.StatusForbidden, "reason", "Origin is not this server's nor an allowed one")
 			refuseText(w, http.StatusForbidden, fmt.Sprintf("forbidden: requests from pages of origin %s are refused here (cross-origin protection); this server's origin is http://%s",
 				clip(strings.Join(origins, ", ")), g.answersFor[0]), g.originHint)

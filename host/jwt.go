@@ -281,9 +281,12 @@ func (ks *keySet) find(kid, alg string) (jose.JSONWebKey, bool) {
 }
 
 // clip quotes a value taken from an untrusted token for a description.
-func clip(s string) string {
+func clip(s string) string { return fmt.Sprintf("%q", truncate(s)) }
+
+// truncate cuts an untrusted value to 64 bytes for a message or a log.
+func truncate(s string) string {
 	if len(s) > 64 {
 		s = s[:64] + "…"
 	}
-	return fmt.Sprintf("%q", s)
+	return s
 }
