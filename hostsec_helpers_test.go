@@ -251,7 +251,8 @@ func hostsecRepeat(args []string) error {
 // authenticates with -token and signs out, again and again, each call
 // bounded by -deadline, until the server's log (-log) says the silent
 // connection's send queue overflowed, and then -after more times. Any
-// call over the deadline fails the command: a stalled authenticate.
+// call over the deadline fails the command: a stalled authenticate. Then
+// the silent connection reads what it was sent, up to the close frame.
 func hostsecSlowReader(args []string) error {
 	fs := flag.NewFlagSet("slowreader", flag.ContinueOnError)
 	silentToken := fs.String("silent", "", "the silent connection's `TOKEN`")
@@ -317,7 +318,18 @@ func hostsecSlowReader(args []string) error {
 		}
 	}
 	fmt.Printf("the silent connection's queue overflowed; every authenticate answered within %s, %d more after it\n", *deadline, *after)
-	return nil
+	// The silent connection reads at last: what was written, then the
+	// close frame.
+	for {
+		if _, _, err := silent.Read(ctx); err != nil {
+			var ce websocket.CloseError
+			if !errors.As(err, &ce) {
+				return fmt.Errorf("the silent connection ended without a close frame: %w", err)
+			}
+			fmt.Printf("the silent connection was closed: status %d, reason %q\n", ce.Code, ce.Reason)
+			return nil
+		}
+	}
 }
 
 func strconvQuote(s string) string {

@@ -231,6 +231,14 @@ var (
 // that finds the queue full closes the connection (WebSocket status 1008
 // with the reason), so that a peer that does not read stalls no one else.
 func (h *Host) ServeConn(ctx context.Context, c wire.Conn) {
+	// Reads and writes end with ctx or the host, not with the session
+	// (coder/websocket closes a connection at once when either's context
+	// ends): a write under way when the queue overflows may still complete,
+	// and the close frame with the reason then follows it.
+	ioCtx, cancelIO := context.WithCancel(ctx)
+	defer cancelIO()
+	stopIO := context.AfterFunc(h.ctx, cancelIO)
+	defer stopIO()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	s := h.open(c, cancel)
@@ -244,7 +252,7 @@ func (h *Host) ServeConn(ctx context.Context, c wire.Conn) {
 
 	reason := "closed by peer"
 	written := make(chan struct{})
-	go s.writeLoop(ctx, written)
+	go s.writeLoop(ctx, ioCtx, written)
 	defer func() {
 		cause := context.Cause(ctx)
 		if cause == nil { // the peer closed: flush what is queued
@@ -269,7 +277,7 @@ func (h *Host) ServeConn(ctx context.Context, c wire.Conn) {
 	reads := make(chan read)
 	go func() {
 		for {
-			data, err := c.Read(ctx)
+			data, err := c.Read(ioCtx)
 			select {
 			case reads <- read{data, err}:
 			case <-ctx.Done():
@@ -294,7 +302,10 @@ func (h *Host) ServeConn(ctx context.Context, c wire.Conn) {
 				h.log.Warn("message refused", "conn", s.id, "reason", r.err.Error())
 				s.send(ctx, wire.NewErrorResponse(wire.ID{}, wire.Errorf(wire.CodeInvalidRequest, "invalid request: %v", r.err)))
 			case r.err != nil:
-				if !errors.Is(r.err, io.EOF) && websocket.CloseStatus(r.err) != websocket.StatusNormalClosure {
+				switch {
+				case ioCtx.Err() != nil: // the read ended with the host
+					reason = errShuttingDown.Error()
+				case !errors.Is(r.err, io.EOF) && websocket.CloseStatus(r.err) != websocket.StatusNormalClosure:
 					reason = r.err.Error()
 				}
 				return

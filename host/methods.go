@@ -76,12 +76,13 @@ func (s *session) encode(m *wire.Message) []byte {
 }
 
 // writeLoop writes the send queue to the peer, each message within
-// writeTimeout, until ctx ends, a write fails (which ends the connection)
-// or drain is closed and the queue is empty. It closes done on return.
-func (s *session) writeLoop(ctx context.Context, done chan<- struct{}) {
+// writeTimeout and while ioCtx lasts, until ctx ends, a write fails
+// (which ends the connection) or drain is closed and the queue is empty.
+// It closes done on return.
+func (s *session) writeLoop(ctx, ioCtx context.Context, done chan<- struct{}) {
 	defer close(done)
 	write := func(b []byte) bool {
-		ctx, cancel := context.WithTimeout(ctx, writeTimeout)
+		ctx, cancel := context.WithTimeout(ioCtx, writeTimeout)
 		defer cancel()
 		if err := s.conn.Write(ctx, b); err != nil {
 			s.h.log.Debug("cannot write", "conn", s.id, "err", err)
@@ -90,7 +91,7 @@ func (s *session) writeLoop(ctx context.Context, done chan<- struct{}) {
 		}
 		return true
 	}
-	for {
+	for ctx.Err() == nil {
 		select {
 		case <-ctx.Done():
 			return
