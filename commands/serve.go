@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -46,6 +47,12 @@ type ServeOptions struct {
 	// Issuer is --issuer: the external authorization server of the
 	// built-in configuration; the embedded issuer then does not run.
 	Issuer string
+	// PublicOrigins are --public-origin: origins the listener is also
+	// reached at (through a reverse proxy), accepted as Host and Origin.
+	PublicOrigins []string
+	// AllowedOrigins are --allowed-origin: other sites whose pages may
+	// call /mcp and open WebSocket connections.
+	AllowedOrigins []string
 
 	// The embedded issuer's settings.
 	AutoApprove    bool
@@ -101,6 +108,14 @@ scope agent:use. The embedded issuer keeps everything in memory: clients,
 codes and tokens die with the process. It signs everyone in as --dev-user
 without a password: keep it on loopback.
 
+Every request must name this server in its Host header: the listener's
+address (for a loopback listener also localhost or any loopback address, on
+its port) or a --public-origin; any other Host gets 421 Misdirected Request,
+which stops DNS rebinding. A request from a web page (with an Origin header)
+to /mcp or a WebSocket upgrade gets 403 unless the page's origin is this
+server's own, a --public-origin or an --allowed-origin. Clients without an
+Origin header (command-line clients) are not affected.
+
 Logs go to stderr (or --log-file), never tokens.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:7777", Usage: "`HOST:PORT` to listen on (port 0 picks a free one)", Destination: &opts.Listen},
@@ -109,6 +124,8 @@ Logs go to stderr (or --log-file), never tokens.`,
 			&cli.StringFlag{Name: "resource", Usage: "resource identifier `URL` tokens must carry as audience (default http://HOST:PORT/mcp)", Destination: &opts.Resource},
 			&cli.StringFlag{Name: "issuer", Usage: "trust the external authorization server `URL` (RFC 8414 metadata, JWKS) instead of running the embedded one", Destination: &opts.Issuer},
 			&cli.StringFlag{Name: "auth-scope", Value: host.AuthScopeConnection, Usage: "who a token authenticates: `connection` (the one that sent it) or host (every connection, last writer wins)", Destination: &opts.AuthScope},
+			&cli.StringSliceFlag{Name: "public-origin", Usage: "also answer requests for `ORIGIN` (https://HOST[:PORT]) as Host and Origin: the address a reverse proxy publishes this server at (repeatable)"},
+			&cli.StringSliceFlag{Name: "allowed-origin", Usage: "let web pages of `ORIGIN` (https://HOST[:PORT]) call /mcp and open WebSocket connections (repeatable)"},
 			&cli.StringFlag{Name: "connection-token", Usage: "require ?tkn=`TOKEN` on WebSocket upgrades (HTTP 403 otherwise)", Destination: &opts.ConnectionToken},
 			&cli.BoolFlag{Name: "stdio", Usage: "serve one session on stdin/stdout (logs stay on stderr); the embedded issuer and the HTTP face still listen on --listen when a scheme uses the embedded issuer", Destination: &opts.Stdio},
 			&cli.StringFlag{Name: "log-file", Usage: "append the logs to `FILE` instead of stderr", Destination: &opts.LogFile},
@@ -132,6 +149,14 @@ Logs go to stderr (or --log-file), never tokens.`,
 					return usageErrorf("--%s must not be empty", name)
 				}
 			}
+			for _, name := range []string{"public-origin", "allowed-origin"} {
+				for _, o := range c.StringSlice(name) {
+					if _, err := host.NormalizeOrigin(o); err != nil {
+						return usageErrorf("--%s: %v", name, err)
+					}
+				}
+			}
+			opts.PublicOrigins, opts.AllowedOrigins = c.StringSlice("public-origin"), c.StringSlice("allowed-origin")
 			if opts.Stdio && opts.ConnectionToken != "" {
 				return usageErrorf("--connection-token gates WebSocket upgrades, and --stdio serves none")
 			}
@@ -296,7 +321,11 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 		if err != nil {
 			return err
 		}
-		srv = newHTTPServer(mux, logger)
+		guarded, err := host.NewGuard(mux, guardOptions(opts, ln.Addr().String(), h.Resource(), logger))
+		if err != nil {
+			return err
+		}
+		srv = newHTTPServer(guarded, logger)
 		go func() { served <- srv.Serve(ln) }()
 		attrs := []any{"addr", ln.Addr().String(), "resource", h.Resource(), "resource_metadata", h.ResourceMetadataURL(), "auth_scope", opts.AuthScope}
 		if iss != nil {
@@ -463,6 +492,19 @@ func newServeMux(h *host.Host, iss *issuer.Issuer, connectionToken string, webso
 	}
 	mux.Handle("/", h.HTTPHandler())
 	return mux, nil
+}
+
+// guardOptions say whom serve's listener answers (host.NewGuard): its
+// address, the resource identifier's origin and --public-origin as Host;
+// those and --allowed-origin as Origin on the resource's path (/mcp) and
+// WebSocket upgrades.
+func guardOptions(opts *ServeOptions, addr, resource string, logger *slog.Logger) host.GuardOptions {
+	u, _ := url.Parse(resource) // checked by host.New
+	public := append([]string{u.Scheme + "://" + u.Host}, opts.PublicOrigins...)
+	return host.GuardOptions{Addr: addr, PublicOrigins: public, AllowedOrigins: opts.AllowedOrigins, OriginPaths: []string{cmp.Or(u.Path, "/")},
+		HostHint:   "To reach serve under another name (behind a reverse proxy, say), start it with --public-origin https://NAME",
+		OriginHint: "To let web pages of that origin call it, start serve with --allowed-origin ORIGIN",
+		Logger:     logger}
 }
 
 // writeFileAtomic writes data to a temporary file beside path and renames

@@ -41,6 +41,13 @@ func TestServeFlags(t *testing.T) {
 				o.IssuerFlags = []string{"--auto-approve", "--dev-user", "--token-ttl", "--device-interval"}
 			})},
 		{args: []string{"--issuer", "https://as.example"}, want: with(func(o *ServeOptions) { o.Issuer = "https://as.example" })},
+		{args: []string{"--public-origin", "https://agents.example", "--public-origin", "http://10.0.0.5:8080", "--allowed-origin", "https://app.example"},
+			want: with(func(o *ServeOptions) {
+				o.PublicOrigins, o.AllowedOrigins = []string{"https://agents.example", "http://10.0.0.5:8080"}, []string{"https://app.example"}
+			})},
+		{args: []string{"--public-origin", "agents.example"}, wantCode: ExitUsage},
+		{args: []string{"--public-origin", "https://agents.example/mcp"}, wantCode: ExitUsage},
+		{args: []string{"--allowed-origin", "null"}, wantCode: ExitUsage},
 		{args: []string{"extra"}, wantCode: ExitUsage},
 		{args: []string{"--bogus"}, wantCode: ExitUsage},
 		{args: []string{"--auth-scope", "everyone"}, wantCode: ExitUsage},

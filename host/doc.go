@@ -16,13 +16,22 @@
 //     ES256/RS256/EdDSA allow-list and the JWKS found through the
 //     authorization server's RFC 8414 metadata (fetched lazily, cached,
 //     refetched on an unknown kid at most once per 10 s, at most 64 keys and
-//     1 MiB). iss must be one of the scheme's authorization servers, aud
-//     must contain the resource; nbf and iat get 30 s of leeway, exp none
-//     (the host pushes "expired" at exp).
+//     1 MiB). typ must be at+jwt (an ID token, typ JWT or none, is
+//     refused), every segment canonical base64url; iss must be one of the
+//     scheme's authorization servers, aud must contain the resource; nbf
+//     and iat get 30 s of leeway, exp none (the host pushes "expired" at
+//     exp).
 //   - introspection: RFC 7662 with client_secret_basic; a result is
 //     trusted for at most cacheTTL (default 30 s) and never past exp, and a
 //     held token is re-introspected every cacheTTL so that active:false
 //     (revoked) is pushed without waiting for the next call.
+//
+// Every message to a connection goes through its bounded send queue
+// (sendQueueSize), so a peer that stops reading is closed rather than
+// allowed to stall the pushes to others; one owner holds at most
+// maxSessionsPerOwner agent sessions. NewGuard wraps a listener's handler
+// so that it answers only requests whose Host names it (DNS rebinding) and
+// refuses foreign Origins on the MCP endpoint and WebSocket upgrades.
 //
 // Every accepted token is cached by its SHA-256 until it expires; the token
 // itself is kept only in memory while a connection (or the host) holds it,

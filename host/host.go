@@ -29,6 +29,10 @@ const (
 // writeTimeout bounds one message write to a peer.
 const writeTimeout = 10 * time.Second
 
+// sendQueueSize bounds the messages waiting to be written to one
+// connection (see ServeConn).
+const sendQueueSize = 64
+
 // Options configure a Host.
 type Options struct {
 	// Config must be resolved (see Config.Resolve).
@@ -175,7 +179,9 @@ func (h *Host) Close() {
 // WebSocketHandler upgrades requests to WebSocket connections served by
 // the host (mount it on "/" and "/ws"). When connectionToken is not empty
 // the request must carry ?tkn= equal to it, compared in constant time, or
-// it gets HTTP 403 before any upgrade.
+// it gets HTTP 403 before any upgrade. Behind a guard (NewGuard), which
+// has vetted the Origin, the upgrade skips coder/websocket's own check
+// (Origin host equal to Host); without one, that check applies.
 func (h *Host) WebSocketHandler(connectionToken string) http.Handler {
 	want := sha256.Sum256([]byte(connectionToken))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -187,33 +193,80 @@ func (h *Host) WebSocketHandler(connectionToken string) http.Handler {
 				return
 			}
 		}
-		c, err := wire.AcceptWebSocket(w, r, h.maxMsg)
+		_, guarded := guardedOrigin(r.Context())
+		c, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: guarded})
 		if err != nil {
 			h.log.Warn("websocket upgrade failed", "remote", r.RemoteAddr, "err", err)
 			return
 		}
-		h.ServeConn(h.ctx, c)
+		h.ServeConn(h.ctx, &wsConn{WSConn: wire.NewWSConn(c, h.maxMsg), ws: c})
 	})
 }
 
+// wsConn is a WebSocket connection the host accepted: it can close with a
+// status code and a reason.
+type wsConn struct {
+	*wire.WSConn
+	ws *websocket.Conn
+}
+
+// closeWith closes the connection with an RFC 6455 §7.4 status code and a
+// reason (at most 123 bytes).
+func (c *wsConn) closeWith(code websocket.StatusCode, reason string) error {
+	return c.ws.Close(code, reason)
+}
+
+// Why a connection ends, besides its peer closing it.
+var (
+	errShuttingDown = errors.New("host shutting down")
+	errQueueFull    = fmt.Errorf("the client does not read its messages: %d are waiting (send queue full)", sendQueueSize)
+)
+
 // ServeConn runs one session on c until the peer closes it, ctx ends or
 // the host is closed. It closes c before returning.
+//
+// Every message to the peer goes through the connection's send queue,
+// written by a goroutine of its own: answers wait for room in the queue
+// (the connection stops reading meanwhile), pushes never wait, and a push
+// that finds the queue full closes the connection (WebSocket status 1008
+// with the reason), so that a peer that does not read stalls no one else.
 func (h *Host) ServeConn(ctx context.Context, c wire.Conn) {
-	s := h.open(c)
+	// Reads and writes end with ctx or the host, not with the session
+	// (coder/websocket closes a connection at once when either's context
+	// ends): a write under way when the queue overflows may still complete,
+	// and the close frame with the reason then follows it.
+	ioCtx, cancelIO := context.WithCancel(ctx)
+	defer cancelIO()
+	stopIO := context.AfterFunc(h.ctx, cancelIO)
+	defer stopIO()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	s := h.open(c, cancel)
 	if s == nil {
 		c.Close()
 		return
 	}
 	defer h.serving.Done()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stop := context.AfterFunc(h.ctx, cancel)
+	stop := context.AfterFunc(h.ctx, func() { cancel(errShuttingDown) })
 	defer stop()
 
 	reason := "closed by peer"
+	written := make(chan struct{})
+	go s.writeLoop(ctx, ioCtx, written)
 	defer func() {
+		cause := context.Cause(ctx)
+		if cause == nil { // the peer closed: flush what is queued
+			close(s.drain)
+			<-written
+		}
+		cancel(nil)
+		<-written
 		h.closeSession(s)
-		c.Close()
+		if wc, ok := c.(*wsConn); ok && errors.Is(cause, errQueueFull) {
+			wc.closeWith(websocket.StatusPolicyViolation, "send queue full: the client does not read its messages")
+		} else {
+			c.Close()
+		}
 		h.log.Info("connection closed", "conn", s.id, "reason", reason)
 	}()
 
@@ -224,7 +277,7 @@ func (h *Host) ServeConn(ctx context.Context, c wire.Conn) {
 	reads := make(chan read)
 	go func() {
 		for {
-			data, err := c.Read(ctx)
+			data, err := c.Read(ioCtx)
 			select {
 			case reads <- read{data, err}:
 			case <-ctx.Done():
@@ -238,7 +291,10 @@ func (h *Host) ServeConn(ctx context.Context, c wire.Conn) {
 	for {
 		select {
 		case <-ctx.Done():
-			reason = "host shutting down"
+			reason = errShuttingDown.Error()
+			if cause := context.Cause(ctx); !errors.Is(cause, context.Canceled) {
+				reason = cause.Error()
+			}
 			return
 		case r := <-reads:
 			switch {
@@ -246,7 +302,10 @@ func (h *Host) ServeConn(ctx context.Context, c wire.Conn) {
 				h.log.Warn("message refused", "conn", s.id, "reason", r.err.Error())
 				s.send(ctx, wire.NewErrorResponse(wire.ID{}, wire.Errorf(wire.CodeInvalidRequest, "invalid request: %v", r.err)))
 			case r.err != nil:
-				if !errors.Is(r.err, io.EOF) && websocket.CloseStatus(r.err) != websocket.StatusNormalClosure {
+				switch {
+				case ioCtx.Err() != nil: // the read ended with the host
+					reason = errShuttingDown.Error()
+				case !errors.Is(r.err, io.EOF) && websocket.CloseStatus(r.err) != websocket.StatusNormalClosure:
 					reason = r.err.Error()
 				}
 				return
@@ -258,10 +317,10 @@ func (h *Host) ServeConn(ctx context.Context, c wire.Conn) {
 }
 
 // open registers a connection, or returns nil once the host is closed.
-func (h *Host) open(c wire.Conn) *session {
+func (h *Host) open(c wire.Conn, stop context.CancelCauseFunc) *session {
 	transport := "custom"
 	switch c.(type) {
-	case *wire.WSConn:
+	case *wsConn, *wire.WSConn:
 		transport = "websocket"
 	case *wire.StdioConn:
 		transport = "stdio"
@@ -273,7 +332,7 @@ func (h *Host) open(c wire.Conn) *session {
 	}
 	h.serving.Add(1)
 	h.nextConn++
-	s := &session{h: h, id: h.nextConn, conn: c}
+	s := &session{h: h, id: h.nextConn, conn: c, stop: stop, out: make(chan []byte, sendQueueSize), drain: make(chan struct{})}
 	if h.shared == nil {
 		s.own = &grantTable{owner: s, held: map[string]*held{}}
 	}

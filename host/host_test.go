@@ -706,3 +706,96 @@ func TestBinaryFrameKeepsTheConnection(t *testing.T) {
 		t.Fatalf("ping after the binary frame: %s, %v", b, err)
 	}
 }
+
+// A connection that stops reading does not hold back the pushes to the
+// others: with the host-wide auth scope each authenticate pushes to every
+// other connection, and once the silent one's send queue is full it is
+// closed with the reason logged, while the other's calls keep answering.
+func TestSlowReaderIsClosedNotWaitedFor(t *testing.T) {
+	var log syncBuffer
+	h := newTestHost(t, baseConfig, Options{AuthScope: AuthScopeHost, Logger: newTextLogger(&log)})
+	ctx := context.Background()
+
+	// The silent connection: an unbuffered pipe, so every write the host
+	// makes blocks until the peer reads, and after two answers it never does.
+	silent := pipeConn(t, h, 0)
+	for _, req := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"authenticate","params":{"schemeId":"dev","token":"t-alice"}}`,
+	} {
+		if err := silent.Write(ctx, []byte(req)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := silent.Read(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	other := initialized(t, h, wire.DialectDesign)
+	for i := range sendQueueSize + 2 {
+		callCtx, cancel := context.WithTimeout(ctx, writeTimeout/2)
+		err := wire.Authenticate(callCtx, other, wire.DialectDesign, wire.Requirement{SchemeID: "dev"}, "t-bob")
+		cancel()
+		if err != nil {
+			t.Fatalf("authenticate %d: %v (stalled behind the silent connection?)", i+1, err)
+		}
+	}
+
+	// The silent connection was closed: reading drains what was written
+	// and then fails.
+	readCtx, cancel := context.WithTimeout(ctx, pushWait)
+	defer cancel()
+	for {
+		if _, err := silent.Read(readCtx); err != nil {
+			if readCtx.Err() != nil {
+				t.Fatal("the silent connection is still open")
+			}
+			break
+		}
+	}
+	if !strings.Contains(log.String(), `msg="send queue full; closing the connection" conn=1 queued=64`) {
+		t.Errorf("log:\n%s", log.String())
+	}
+}
+
+func TestCreateSessionCap(t *testing.T) {
+	h := newTestHost(t, baseConfig, Options{})
+	ctx := context.Background()
+	alice := initialized(t, h, wire.DialectDesign)
+	if err := authenticate(t, alice, "dev", "t-alice"); err != nil {
+		t.Fatal(err)
+	}
+	var first struct {
+		SessionID string `json:"sessionId"`
+	}
+	for i := range maxSessionsPerOwner {
+		var s struct {
+			SessionID string `json:"sessionId"`
+		}
+		if err := alice.Call(ctx, wire.MethodCreateSession, nil, &s); err != nil {
+			t.Fatalf("createSession %d: %v", i+1, err)
+		}
+		if i == 0 {
+			first = s
+		}
+	}
+	err := alice.Call(ctx, wire.MethodCreateSession, nil, nil)
+	var rpc *wire.Error
+	if !errors.As(err, &rpc) || rpc.Code != codeSessionLimit || !strings.Contains(rpc.Message, `"alice" already has 100 live sessions`) ||
+		!strings.Contains(rpc.Message, "disposeSession") {
+		t.Fatalf("createSession over the cap: %v", err)
+	}
+
+	// Another owner is not affected; disposing of one makes room.
+	bob := initialized(t, h, wire.DialectDesign)
+	if err := authenticate(t, bob, "dev", "t-bob"); err != nil {
+		t.Fatal(err)
+	}
+	if err := bob.Call(ctx, wire.MethodCreateSession, nil, nil); err != nil {
+		t.Fatalf("bob: %v", err)
+	}
+	h.sessions.dispose("alice", first.SessionID)
+	if err := alice.Call(ctx, wire.MethodCreateSession, nil, nil); err != nil {
+		t.Fatalf("after a dispose: %v", err)
+	}
+}

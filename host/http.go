@@ -63,8 +63,9 @@ func (h *Host) ResourceMetadataURL() string {
 //     MCP server (initialize, notifications/initialized, ping, tools/list,
 //     tools/call whoami), so that an MCP client can connect, list and call.
 //
-// Every other path is 404. Browser-based clients are allowed by CORS: the
-// face uses no cookies, so a cross-origin caller gains nothing.
+// Every other path is 404. The metadata is readable from any origin (CORS);
+// the resource's path allows by CORS only an origin a guard vetted (see
+// NewGuard), never "*".
 func (h *Host) HTTPHandler() http.Handler {
 	u, _ := url.Parse(h.cfg.Resource)
 	f := &httpFace{h: h, path: cmp.Or(u.Path, "/"), metadataURL: h.ResourceMetadataURL()}
@@ -128,8 +129,11 @@ type httpRefusal struct {
 }
 
 func (f *httpFace) serveMCP(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Access-Control-Allow-Origin", "*")
-	w.Header().Set("Access-Control-Expose-Headers", "WWW-Authenticate")
+	if origin, _ := guardedOrigin(r.Context()); origin != "" {
+		w.Header().Set("Access-Control-Allow-Origin", origin)
+		w.Header().Set("Access-Control-Expose-Headers", "WWW-Authenticate")
+		w.Header().Add("Vary", "Origin")
+	}
 	switch r.Method {
 	case http.MethodPost:
 	case http.MethodOptions:

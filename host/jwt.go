@@ -85,8 +85,21 @@ func (v *jwtValidator) validate(ctx context.Context, token string) (*Grant, erro
 	if len(parts) != 3 {
 		return nil, invalidf("The access token is not a signed JWT")
 	}
+	// RFC 7515 §2: base64url without padding. A segment is accepted only
+	// in its one canonical form (no padding, line breaks or non-zero
+	// trailing bits), so one token has one spelling.
+	var header []byte
+	for i, p := range parts {
+		b, ok := decodeSegment(p)
+		if !ok {
+			return nil, invalidf("The access token is not canonical base64url (RFC 7515 section 2)")
+		}
+		if i == 0 {
+			header = b
+		}
+	}
 	var h jwsHeader
-	if raw, err := base64.RawURLEncoding.DecodeString(parts[0]); err != nil || json.Unmarshal(raw, &h) != nil {
+	if json.Unmarshal(header, &h) != nil {
 		return nil, invalidf("The access token has a malformed header")
 	}
 	// RFC 8725 §3.1: only the allow-listed algorithms, never "none" or a
@@ -94,11 +107,16 @@ func (v *jwtValidator) validate(ctx context.Context, token string) (*Grant, erro
 	if !slices.Contains(v.algs, jose.SignatureAlgorithm(h.Alg)) {
 		return nil, invalidf(fmt.Sprintf("The access token's algorithm %s is not allowed", clip(h.Alg)))
 	}
-	// RFC 9068 §4: explicit typing; "JWT" and no typ are tolerated.
-	switch strings.ToLower(h.Typ) {
-	case "", "jwt", "at+jwt", "application/at+jwt":
-	default:
-		return nil, invalidf(fmt.Sprintf("The token's type %s is not an access token", clip(h.Typ)))
+	// RFC 9068 §4: typ must be at+jwt (RFC 7515 §4.1.9: a media type,
+	// compared case-insensitively, "application/" optional). "JWT" or no
+	// typ is an ID token or another JWT, never an access token (RFC 8725
+	// §3.11).
+	if !isAccessTokenType(h.Typ) {
+		typ := "no typ"
+		if h.Typ != "" {
+			typ = "typ " + clip(h.Typ)
+		}
+		return nil, invalidf(fmt.Sprintf("The token is not an access token (%s, want at+jwt per RFC 9068 section 4): ID tokens are not accepted", typ))
 	}
 	tok, err := jwt.ParseSigned(token, v.algs)
 	if err != nil {
@@ -138,6 +156,23 @@ func (v *jwtValidator) validate(ctx context.Context, token string) (*Grant, erro
 	}
 	return &Grant{Subject: c.Subject, ClientID: extra.ClientID, Scopes: wire.SplitScope(extra.Scope),
 		Expiry: c.Expiry.Time(), JTI: c.ID, Issuer: c.Issuer}, nil
+}
+
+// accessTokenTypes are the RFC 9068 §4 typ values, in lower case.
+var accessTokenTypes = []string{"at+jwt", "application/at+jwt"}
+
+func isAccessTokenType(typ string) bool {
+	return slices.Contains(accessTokenTypes, strings.ToLower(typ))
+}
+
+// decodeSegment decodes a JWS segment, reporting false unless it is the
+// canonical base64url encoding of what it decodes to.
+func decodeSegment(seg string) ([]byte, bool) {
+	b, err := base64.RawURLEncoding.Strict().DecodeString(seg)
+	if err != nil || base64.RawURLEncoding.EncodeToString(b) != seg {
+		return nil, false
+	}
+	return b, true
 }
 
 // key finds the verification key for kid, fetching the issuer's JWKS on
@@ -187,18 +222,38 @@ func (v *jwtValidator) fetch(ctx context.Context, ks *keySet, issuer string) {
 		}
 		ks.uri = md.JWKSURI
 	}
-	var doc struct {
-		Keys []json.RawMessage `json:"keys"`
-	}
+	var doc json.RawMessage
 	if err := fetchJSON(ctx, v.client, ks.uri, &doc); err != nil {
 		ks.err = err
 		return
 	}
+	keys, err := decodeJWKS(doc)
+	if err != nil {
+		ks.err = fmt.Errorf("cannot read the key set at %s: %w", ks.uri, err)
+		return
+	}
+	ks.keys, ks.err = keys, nil
+	if len(keys) == 0 {
+		ks.err = errors.New("the key set at " + ks.uri + " has no usable keys")
+	}
+}
+
+// decodeJWKS reads a JWK Set (RFC 7517 §5): the public halves of at most
+// maxKeys valid asymmetric keys. Keys of unsupported types and symmetric
+// keys are skipped, not fatal; private halves are never kept.
+func decodeJWKS(data []byte) ([]jose.JSONWebKey, error) {
+	var doc struct {
+		Keys []json.RawMessage `json:"keys"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return nil, err
+	}
 	var keys []jose.JSONWebKey
 	for _, raw := range doc.Keys {
+		if len(keys) == maxKeys {
+			break
+		}
 		var k jose.JSONWebKey
-		// Keys of unsupported types are skipped, not fatal; private
-		// halves are never kept.
 		if err := k.UnmarshalJSON(raw); err != nil || !k.Valid() {
 			continue
 		}
@@ -206,15 +261,9 @@ func (v *jwtValidator) fetch(ctx context.Context, ks *keySet, issuer string) {
 		if pub.Key == nil { // a symmetric key
 			continue
 		}
-		if len(keys) == maxKeys {
-			break
-		}
 		keys = append(keys, pub)
 	}
-	ks.keys, ks.err = keys, nil
-	if len(keys) == 0 {
-		ks.err = errors.New("the key set at " + ks.uri + " has no usable keys")
-	}
+	return keys, nil
 }
 
 // find picks the signing key for kid (or the only key when the token names
@@ -232,9 +281,12 @@ func (ks *keySet) find(kid, alg string) (jose.JSONWebKey, bool) {
 }
 
 // clip quotes a value taken from an untrusted token for a description.
-func clip(s string) string {
+func clip(s string) string { return fmt.Sprintf("%q", truncate(s)) }
+
+// truncate cuts an untrusted value to 64 bytes for a message or a log.
+func truncate(s string) string {
 	if len(s) > 64 {
 		s = s[:64] + "…"
 	}
-	return fmt.Sprintf("%q", s)
+	return s
 }

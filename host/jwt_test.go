@@ -73,8 +73,13 @@ func TestJWTValidation(t *testing.T) {
 		{"ES256", es.sign(t, with(nil), "at+jwt"), 0, ""},
 		{"RS256", rs.sign(t, with(nil), "at+jwt"), 0, ""},
 		{"EdDSA", ed.sign(t, with(nil), "at+jwt"), 0, ""},
-		{"typ JWT", es.sign(t, with(nil), "JWT"), 0, ""},
-		{"no typ", es.sign(t, with(nil), ""), 0, ""},
+		{"typ application/at+jwt", es.sign(t, with(nil), "application/at+jwt"), 0, ""},
+		{"typ in upper case", es.sign(t, with(nil), "AT+JWT"), 0, ""},
+		{"typ JWT: an ID token", es.sign(t, with(nil), "JWT"), TokenInvalid, `not an access token (typ "JWT", want at+jwt per RFC 9068 section 4): ID tokens are not accepted`},
+		{"no typ", es.sign(t, with(nil), ""), TokenInvalid, `not an access token (no typ, want at+jwt`},
+		{"padded segment", pad(es.sign(t, with(nil), "at+jwt")), TokenInvalid, "not canonical base64url"},
+		{"non-zero trailing bits", trailingBits(t, es.sign(t, with(nil), "at+jwt")), TokenInvalid, "not canonical base64url"},
+		{"line break in a segment", strings.Replace(es.sign(t, with(nil), "at+jwt"), ".", "\n.", 1), TokenInvalid, "not canonical base64url"},
 		{"audience array", es.sign(t, with(map[string]any{"aud": []string{"https://other.example", testResource}}), "at+jwt"), 0, ""},
 		{"nbf within leeway", es.sign(t, with(map[string]any{"nbf": now.Add(10 * time.Second).Unix()}), "at+jwt"), 0, ""},
 		{"expired", es.sign(t, with(map[string]any{"exp": now.Add(-time.Second).Unix()}), "at+jwt"), TokenExpired, "The access token expired"},
@@ -88,7 +93,7 @@ func TestJWTValidation(t *testing.T) {
 		{"not yet valid", es.sign(t, with(map[string]any{"nbf": now.Add(time.Hour).Unix()}), "at+jwt"), TokenInvalid, "not valid yet"},
 		{"issued in the future", es.sign(t, with(map[string]any{"iat": now.Add(time.Hour).Unix()}), "at+jwt"), TokenInvalid, "issued in the future"},
 		{"no exp", es.sign(t, with(map[string]any{"exp": nil}), "at+jwt"), TokenInvalid, "no expiry"},
-		{"wrong typ", es.sign(t, with(nil), "dpop+jwt"), TokenInvalid, `type "dpop+jwt" is not an access token`},
+		{"wrong typ", es.sign(t, with(nil), "dpop+jwt"), TokenInvalid, `not an access token (typ "dpop+jwt"`},
 		{"not a JWT", "opaque-token", TokenInvalid, "not a signed JWT"},
 		{"garbage header", "e30x.e30.sig", TokenInvalid, "malformed header"},
 	}
@@ -118,6 +123,25 @@ func TestJWTValidation(t *testing.T) {
 			}
 		})
 	}
+}
+
+// pad spells the ES256 signature segment (64 bytes) with the "=="
+// padding of standard base64url.
+func pad(tok string) string { return tok + "==" }
+
+// trailingBits respells the signature segment with non-zero unused
+// trailing bits: the same bytes, another string.
+func trailingBits(t *testing.T, tok string) string {
+	t.Helper()
+	parts := strings.Split(tok, ".")
+	sig := parts[2]
+	if len(sig)%4 == 0 {
+		t.Fatal("the signature has no unused bits")
+	}
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	last := strings.IndexByte(alphabet, sig[len(sig)-1])
+	parts[2] = sig[:len(sig)-1] + string(alphabet[last|1])
+	return strings.Join(parts, ".")
 }
 
 func TestJWTAlgorithmsConfigured(t *testing.T) {

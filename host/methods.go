@@ -20,6 +20,12 @@ type session struct {
 	id   uint64
 	conn wire.Conn
 	own  *grantTable // nil when the auth scope is host
+	// stop ends the connection with a cause (see ServeConn).
+	stop context.CancelCauseFunc
+	// out is the send queue, written by writeLoop; closing drain makes
+	// writeLoop flush it and return.
+	out   chan []byte
+	drain chan struct{}
 
 	mu          sync.Mutex
 	initialized bool
@@ -33,16 +39,78 @@ func (s *session) table() *grantTable {
 	return s.h.shared
 }
 
+// send queues an answer, waiting while the queue is full: meanwhile the
+// connection reads nothing more, which slows its peer down.
 func (s *session) send(ctx context.Context, m *wire.Message) {
+	if b := s.encode(m); b != nil {
+		select {
+		case s.out <- b:
+		case <-ctx.Done():
+		}
+	}
+}
+
+// notify queues a push without waiting. When the queue is full the peer
+// has stopped reading: the connection is closed rather than let it hold
+// back the pushes to everyone else.
+func (s *session) notify(m *wire.Message) {
+	b := s.encode(m)
+	if b == nil {
+		return
+	}
+	select {
+	case s.out <- b:
+	default:
+		s.h.log.Warn("send queue full; closing the connection", "conn", s.id, "queued", sendQueueSize)
+		s.stop(errQueueFull)
+	}
+}
+
+func (s *session) encode(m *wire.Message) []byte {
 	b, err := wire.Encode(m)
 	if err != nil {
 		s.h.log.Error("cannot encode a message", "conn", s.id, "err", err)
-		return
+		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, writeTimeout)
-	defer cancel()
-	if err := s.conn.Write(ctx, b); err != nil {
-		s.h.log.Debug("cannot write", "conn", s.id, "err", err)
+	return b
+}
+
+// writeLoop writes the send queue to the peer, each message within
+// writeTimeout and while ioCtx lasts, until ctx ends, a write fails
+// (which ends the connection) or drain is closed and the queue is empty.
+// It closes done on return.
+func (s *session) writeLoop(ctx, ioCtx context.Context, done chan<- struct{}) {
+	defer close(done)
+	write := func(b []byte) bool {
+		ctx, cancel := context.WithTimeout(ioCtx, writeTimeout)
+		defer cancel()
+		if err := s.conn.Write(ctx, b); err != nil {
+			s.h.log.Debug("cannot write", "conn", s.id, "err", err)
+			s.stop(fmt.Errorf("cannot write: %w", err))
+			return false
+		}
+		return true
+	}
+	for ctx.Err() == nil {
+		select {
+		case <-ctx.Done():
+			return
+		case b := <-s.out:
+			if !write(b) {
+				return
+			}
+		case <-s.drain:
+			for {
+				select {
+				case b := <-s.out:
+					if !write(b) {
+						return
+					}
+				default:
+					return
+				}
+			}
+		}
 	}
 }
 
@@ -74,7 +142,7 @@ func (s *session) push(sc *scheme, state string, ch *wire.Challenge) {
 		m, err = wire.NewNotification(wire.MethodNotifyAuthRequired, wire.NotifyAuthRequiredParams{SchemeID: sc.ID, Resource: s.h.cfg.Resource, State: state, Challenge: ch})
 	}
 	if err == nil {
-		s.send(s.h.ctx, m)
+		s.notify(m)
 	}
 }
 
@@ -204,7 +272,12 @@ func (h *Host) call(ctx context.Context, method string, params json.RawMessage, 
 		}
 		return params, nil
 	case wire.MethodCreateSession:
-		return h.sessions.create(owner, h.now()), nil
+		s, rerr := h.sessions.create(owner, h.now())
+		if rerr != nil {
+			h.log.Warn("createSession refused", append(who, "subject", owner, "reason", "session limit")...)
+			return nil, rerr
+		}
+		return s, nil
 	case wire.MethodListSessions:
 		return map[string]any{"sessions": h.sessions.list(owner)}, nil
 	default: // disposeSession
@@ -443,12 +516,19 @@ func (s *session) setAuthToken(ctx context.Context, params json.RawMessage) {
 	}
 }
 
+// maxSessionsPerOwner bounds the live agent sessions of one owner.
+const maxSessionsPerOwner = 100
+
+// codeSessionLimit answers createSession over maxSessionsPerOwner: a
+// server error of the implementation-defined range (JSON-RPC 2.0 §5.1).
+const codeSessionLimit = -32000
+
 // agentSessions are the minimal agent host's in-memory sessions, each
 // visible to its owner only.
 type agentSessions struct {
-	mu   sync.Mutex
-	next int
-	all  []agentSession
+	mu      sync.Mutex
+	next    int
+	byOwner map[string][]agentSession // in creation order
 }
 
 type agentSession struct {
@@ -457,34 +537,42 @@ type agentSession struct {
 	CreatedAt string `json:"createdAt"`
 }
 
-func (a *agentSessions) create(owner string, now time.Time) agentSession {
+// create adds a session for owner, or fails once owner holds
+// maxSessionsPerOwner.
+func (a *agentSessions) create(owner string, now time.Time) (agentSession, *wire.Error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if len(a.byOwner[owner]) >= maxSessionsPerOwner {
+		return agentSession{}, wire.Errorf(codeSessionLimit, "cannot create a session: %q already has %d live sessions, the most one user may hold; dispose of one first with disposeSession (listSessions lists them)",
+			owner, maxSessionsPerOwner)
+	}
+	if a.byOwner == nil {
+		a.byOwner = map[string][]agentSession{}
+	}
 	a.next++
 	s := agentSession{ID: fmt.Sprintf("s%d", a.next), Owner: owner, CreatedAt: now.UTC().Format(time.RFC3339)}
-	a.all = append(a.all, s)
-	return s
+	a.byOwner[owner] = append(a.byOwner[owner], s)
+	return s, nil
 }
 
 func (a *agentSessions) list(owner string) []agentSession {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	out := []agentSession{}
-	for _, s := range a.all {
-		if s.Owner == owner {
-			out = append(out, s)
-		}
-	}
-	return out
+	return append([]agentSession{}, a.byOwner[owner]...)
 }
 
 func (a *agentSessions) dispose(owner, id string) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	i := slices.IndexFunc(a.all, func(s agentSession) bool { return s.ID == id && s.Owner == owner })
+	all := a.byOwner[owner]
+	i := slices.IndexFunc(all, func(s agentSession) bool { return s.ID == id })
 	if i < 0 {
 		return false
 	}
-	a.all = slices.Delete(a.all, i, i+1)
+	if len(all) == 1 {
+		delete(a.byOwner, owner)
+	} else {
+		a.byOwner[owner] = slices.Delete(all, i, i+1)
+	}
 	return true
 }

@@ -81,7 +81,7 @@ type signingKey struct {
 	key crypto.Signer
 }
 
-func newSigningKey(t *testing.T, kid string, alg jose.SignatureAlgorithm) *signingKey {
+func newSigningKey(t testing.TB, kid string, alg jose.SignatureAlgorithm) *signingKey {
 	t.Helper()
 	var k crypto.Signer
 	var err error
@@ -113,7 +113,7 @@ func (ti *testIssuer) publish(keys ...*signingKey) {
 }
 
 // sign makes a JWT with the given claims and typ.
-func (k *signingKey) sign(t *testing.T, claims map[string]any, typ string) string {
+func (k *signingKey) sign(t testing.TB, claims map[string]any, typ string) string {
 	t.Helper()
 	opts := &jose.SignerOptions{}
 	if typ != "" {
