@@ -207,8 +207,8 @@ func TestWriteRemovesStaleTempFiles(t *testing.T) {
 }
 
 // TestKilledWriterLeavesNoTempFile kills (SIGKILL) a process that rewrites
-// the store in a loop until one dies in the middle of a write, leaving its
-// temp file; the next write removes it.
+// the store in a loop while it writes a temp file, until one dies before
+// its rename and leaves the file behind; the next write removes it.
 func TestKilledWriterLeavesNoTempFile(t *testing.T) {
 	const attempts = 20
 	dir := filepath.Join(t.TempDir(), "config")
@@ -223,11 +223,15 @@ func TestKilledWriterLeavesNoTempFile(t *testing.T) {
 			t.Fatal(err)
 		}
 		line, err := bufio.NewReader(stdout).ReadString('\n')
-		cmd.Process.Kill()
-		cmd.Wait()
 		if line != "ready\n" {
+			cmd.Process.Kill()
 			t.Fatalf("child said %q, %v", line, err)
 		}
+		// Kill it as soon as a write is seen in progress.
+		for deadline := time.Now().Add(10 * time.Second); len(tempFiles(t, dir)) == 0 && time.Now().Before(deadline); {
+		}
+		cmd.Process.Kill()
+		cmd.Wait()
 		if left = tempFiles(t, dir); len(left) > 0 {
 			break
 		}
