@@ -196,12 +196,12 @@ func Decode(data []byte) (*Message, *Error) {
 	if len(data) == 0 {
 		return nil, Errorf(CodeParseError, "parse error: empty message")
 	}
-	if data[0] == '[' {
-		return nil, Errorf(CodeInvalidRequest, "invalid request: batches are not supported")
-	}
 	if data[0] != '{' {
 		if !json.Valid(data) {
 			return nil, Errorf(CodeParseError, "parse error: not JSON")
+		}
+		if data[0] == '[' {
+			return nil, Errorf(CodeInvalidRequest, "invalid request: batches are not supported")
 		}
 		return nil, Errorf(CodeInvalidRequest, "invalid request: a message must be a JSON object")
 	}

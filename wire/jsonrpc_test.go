@@ -94,6 +94,7 @@ func TestDecodeRejects(t *testing.T) {
 		{"not json", `hello`, wire.CodeParseError, ""},
 		{"trailing garbage", `{"jsonrpc":"2.0","id":1,"method":"ping"} x`, wire.CodeParseError, ""},
 		{"batch", `[{"jsonrpc":"2.0","id":1,"method":"ping"}]`, wire.CodeInvalidRequest, ""},
+		{"truncated batch (JSON-RPC 2.0 §6)", `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc"`, wire.CodeParseError, ""},
 		{"string", `"ping"`, wire.CodeInvalidRequest, ""},
 		{"number", `42`, wire.CodeInvalidRequest, ""},
 		{"missing jsonrpc", `{"id":1,"method":"ping"}`, wire.CodeInvalidRequest, "1"},
