@@ -19,9 +19,11 @@ import (
 type Token struct {
 	AccessToken  string
 	RefreshToken string
-	// TokenType is the AS's token_type ("Bearer" when it sent none).
+	// TokenType is always "Bearer": a token response of another type is
+	// refused.
 	TokenType string
-	// Expiry is zero when the AS gave no expires_in.
+	// Expiry is zero when the AS gave no expires_in; it is at most
+	// MaxTokenLifetime away.
 	Expiry time.Time
 	// Scopes are the granted scopes, or the requested ones when the AS's
 	// answer has no scope (RFC 6749 §5.1).
