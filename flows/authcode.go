@@ -10,6 +10,7 @@ import (
 	"html/template"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"syscall"
 	"time"
@@ -88,7 +89,7 @@ func AuthorizationCode(ctx context.Context, hc *http.Client, req AuthCodeRequest
 	}
 	redirectURI := fmt.Sprintf("http://%s:%d/callback", host, ln.Addr().(*net.TCPAddr).Port)
 
-	cfg := req.Client.oauth2Config(md.AuthorizationEndpoint, md.TokenEndpoint, redirectURI, req.Scopes)
+	cfg := req.Client.oauth2Config(md.AuthorizationEndpoint, redirectURI, req.Scopes)
 	verifier := oauth2.GenerateVerifier()
 	var resource []oauth2.AuthCodeOption
 	if req.Resource != "" {
@@ -138,17 +139,20 @@ func AuthorizationCode(ctx context.Context, hc *http.Client, req AuthCodeRequest
 		code = r.code
 	}
 
-	ectx, cancel := context.WithTimeout(ctx, DefaultFetchTimeout)
-	defer cancel()
-	ectx = context.WithValue(ectx, oauth2.HTTPClient, guard(hc))
-	tok, err := cfg.Exchange(ectx, code, append([]oauth2.AuthCodeOption{oauth2.VerifierOption(verifier)}, resource...)...)
-	if err != nil {
-		if ctx.Err() == nil && errors.Is(ectx.Err(), context.DeadlineExceeded) {
-			err = fmt.Errorf("%w within %s", ErrTimeout, DefaultFetchTimeout)
-		}
-		return nil, fmt.Errorf("cannot exchange the authorization code: %w", oauth2Error(err, md.TokenEndpoint))
+	// The exchange (RFC 6749 §4.1.3, RFC 7636 §4.5) goes through
+	// requestToken, not x/oauth2's Exchange, so that its answer is checked
+	// exactly as a refresh's or a device poll's: x/oauth2 caps expires_in
+	// at 68 years, takes a negative one as already expired, refuses 1e12,
+	// and lets any token_type through.
+	form := url.Values{"grant_type": {wire.GrantAuthorizationCode}, "code": {code}, "redirect_uri": {redirectURI}, "code_verifier": {verifier}}
+	if req.Resource != "" {
+		form.Set("resource", req.Resource)
 	}
-	return fromOAuth2(tok, req.Scopes), nil
+	tok, err := requestToken(ctx, hc, md.TokenEndpoint, req.Client, form, req.Scopes)
+	if err != nil {
+		return nil, fmt.Errorf("cannot exchange the authorization code: %w", err)
+	}
+	return tok, nil
 }
 
 type callbackResult struct {

@@ -105,21 +105,8 @@ func (c Client) newRequest(endpoint string, form url.Values) (*http.Request, err
 	return req, nil
 }
 
-// oauth2Config is the x/oauth2 view of the client, for the authorization
-// code grant.
-func (c Client) oauth2Config(authURL, tokenURL, redirectURL string, scopes []string) *oauth2.Config {
-	cfg := &oauth2.Config{
-		ClientID:    c.ID,
-		RedirectURL: redirectURL,
-		Scopes:      scopes,
-		Endpoint:    oauth2.Endpoint{AuthURL: authURL, TokenURL: tokenURL, AuthStyle: oauth2.AuthStyleInParams},
-	}
-	switch c.method() {
-	case AuthMethodClientSecretBasic:
-		cfg.ClientSecret = c.Secret
-		cfg.Endpoint.AuthStyle = oauth2.AuthStyleInHeader
-	case AuthMethodClientSecretPost:
-		cfg.ClientSecret = c.Secret
-	}
-	return cfg
+// oauth2Config is the x/oauth2 view of the client, for building the
+// authorization request URL (the code exchange is requestToken's).
+func (c Client) oauth2Config(authURL, redirectURL string, scopes []string) *oauth2.Config {
+	return &oauth2.Config{ClientID: c.ID, RedirectURL: redirectURL, Scopes: scopes, Endpoint: oauth2.Endpoint{AuthURL: authURL}}
 }

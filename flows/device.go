@@ -119,7 +119,7 @@ func DeviceCode(ctx context.Context, hc *http.Client, req DeviceRequest) (*Token
 	prompt := DeviceCodePrompt{UserCode: da.UserCode, VerificationURI: da.VerificationURI, VerificationURIComplete: da.VerificationURIComplete}
 	var expired <-chan time.Time
 	if n, err := strconv.Atoi(da.ExpiresIn.String()); err == nil && n > 0 {
-		lifetime := time.Duration(n) * time.Second
+		lifetime := seconds(n)
 		prompt.Expiry = time.Now().Add(lifetime)
 		t := time.NewTimer(lifetime)
 		defer t.Stop()
@@ -156,9 +156,18 @@ func DeviceCode(ctx context.Context, hc *http.Client, req DeviceRequest) (*Token
 // DefaultPollInterval when it gives none (RFC 8628 §3.2).
 func pollInterval(interval json.Number) time.Duration {
 	if n, err := strconv.Atoi(interval.String()); err == nil && n > 0 {
-		return time.Duration(n) * time.Second
+		return seconds(n)
 	}
 	return DefaultPollInterval
+}
+
+// seconds is n > 0 seconds, capped at MaxTokenLifetime so that an absurd
+// number from the authorization server cannot overflow into the past.
+func seconds(n int) time.Duration {
+	if n >= int(MaxTokenLifetime/time.Second) {
+		return MaxTokenLifetime
+	}
+	return time.Duration(n) * time.Second
 }
 
 // nextPoll reads a device token poll's error (RFC 8628 §3.5): keep polling

@@ -122,17 +122,8 @@ func DiscoverResourceFromChallenge(ctx context.Context, hc *http.Client, target 
 		if err != nil {
 			return nil, fmt.Errorf("cannot fetch the protected resource metadata: %w", err)
 		}
-		if !resourceMatches(md.Resource, tu) {
-			return nil, fmt.Errorf("%w: %s names resource %q, but the target is %q (RFC 9728 §3.3)",
-				ErrResourceMismatch, mdURL, md.Resource, target)
-		}
-		if len(md.AuthorizationServers) == 0 {
-			return nil, fmt.Errorf("%w: %s", ErrNoAuthorizationServers, mdURL)
-		}
-		for _, as := range md.AuthorizationServers {
-			if _, err := checkURL("authorization server", as); err != nil {
-				return nil, fmt.Errorf("cannot use the protected resource metadata at %s: %w", mdURL, err)
-			}
+		if err := checkResourceMetadata(&md, mdURL, target, tu); err != nil {
+			return nil, err
 		}
 		d.MetadataURL, d.Metadata = mdURL, &md
 		d.Resource, d.AuthorizationServers = md.Resource, md.AuthorizationServers
@@ -146,6 +137,26 @@ func DiscoverResourceFromChallenge(ctx context.Context, hc *http.Client, target 
 	d.Warning = fmt.Sprintf("%s publishes no protected resource metadata (RFC 9728); "+
 		"falling back to MCP 2025-03-26 discovery, with %s as its authorization server", target, origin)
 	return d, nil
+}
+
+// checkResourceMetadata checks the protected resource metadata md fetched
+// from mdURL for target (tu parsed): its resource must identify the target
+// (RFC 9728 §3.3, resourceMatches), and it must name at least one
+// authorization server, each passing CheckURL.
+func checkResourceMetadata(md *wire.ProtectedResourceMetadata, mdURL, target string, tu *url.URL) error {
+	if !resourceMatches(md.Resource, tu) {
+		return fmt.Errorf("%w: %s names resource %q, but the target is %q (RFC 9728 §3.3)",
+			ErrResourceMismatch, mdURL, md.Resource, target)
+	}
+	if len(md.AuthorizationServers) == 0 {
+		return fmt.Errorf("%w: %s", ErrNoAuthorizationServers, mdURL)
+	}
+	for _, as := range md.AuthorizationServers {
+		if _, err := checkURL("authorization server", as); err != nil {
+			return fmt.Errorf("cannot use the protected resource metadata at %s: %w", mdURL, err)
+		}
+	}
+	return nil
 }
 
 // protectedResourceMetadataURLs lists the RFC 9728 §3.1 well-known URLs of a
@@ -229,23 +240,34 @@ func FetchAuthServerMetadata(ctx context.Context, hc *http.Client, issuer string
 		if err != nil {
 			return nil, fmt.Errorf("cannot fetch the authorization server metadata: %w", err)
 		}
-		if md.Issuer != issuer {
-			return nil, fmt.Errorf("%w: %s names issuer %q, but %q was asked for (RFC 8414 §3.3)",
-				ErrIssuerMismatch, mdURL, md.Issuer, issuer)
-		}
-		if !slices.Contains(md.CodeChallengeMethodsSupported, "S256") {
-			offered := "does not list code_challenge_methods_supported"
-			if len(md.CodeChallengeMethodsSupported) > 0 {
-				offered = "lists code_challenge_methods_supported " + strings.Join(md.CodeChallengeMethodsSupported, ", ")
-			}
-			return nil, fmt.Errorf("%w: %s %s", ErrPKCEUnsupported, issuer, offered)
-		}
-		if err := checkEndpoints(&md); err != nil {
-			return nil, fmt.Errorf("cannot use the authorization server metadata at %s: %w", mdURL, err)
+		if err := checkAuthServerMetadata(&md, mdURL, issuer); err != nil {
+			return nil, err
 		}
 		return &md, nil
 	}
 	return nil, fmt.Errorf("%w for %s (tried %s)", ErrNoAuthServerMetadata, issuer, strings.Join(candidates, ", "))
+}
+
+// checkAuthServerMetadata checks the authorization server metadata md
+// fetched from mdURL for issuer: its issuer must equal the one asked for
+// (RFC 8414 §3.3), code_challenge_methods_supported must list S256, and
+// every endpoint must pass CheckURL.
+func checkAuthServerMetadata(md *wire.AuthServerMetadata, mdURL, issuer string) error {
+	if md.Issuer != issuer {
+		return fmt.Errorf("%w: %s names issuer %q, but %q was asked for (RFC 8414 §3.3)",
+			ErrIssuerMismatch, mdURL, md.Issuer, issuer)
+	}
+	if !slices.Contains(md.CodeChallengeMethodsSupported, "S256") {
+		offered := "does not list code_challenge_methods_supported"
+		if len(md.CodeChallengeMethodsSupported) > 0 {
+			offered = "lists code_challenge_methods_supported " + strings.Join(md.CodeChallengeMethodsSupported, ", ")
+		}
+		return fmt.Errorf("%w: %s %s", ErrPKCEUnsupported, issuer, offered)
+	}
+	if err := checkEndpoints(md); err != nil {
+		return fmt.Errorf("cannot use the authorization server metadata at %s: %w", mdURL, err)
+	}
+	return nil
 }
 
 func authServerMetadataURLs(iu *url.URL) []string {

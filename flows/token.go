@@ -11,8 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/oauth2"
-
 	"github.com/agentauth/agentauth/wire"
 )
 
@@ -21,9 +19,11 @@ import (
 type Token struct {
 	AccessToken  string
 	RefreshToken string
-	// TokenType is the AS's token_type ("Bearer" when it sent none).
+	// TokenType is always "Bearer": a token response of another type is
+	// refused.
 	TokenType string
-	// Expiry is zero when the AS gave no expires_in.
+	// Expiry is zero when the AS gave no expires_in; it is at most
+	// MaxTokenLifetime away.
 	Expiry time.Time
 	// Scopes are the granted scopes, or the requested ones when the AS's
 	// answer has no scope (RFC 6749 §5.1).
@@ -71,10 +71,18 @@ type tokenResponse struct {
 	Error        string      `json:"error"`
 }
 
+// MaxTokenLifetime caps an access token's expires_in: a longer one (an
+// authorization server's 1e12) is taken as this long, so that the expiry
+// stays a sane date.
+const MaxTokenLifetime = 10 * 365 * 24 * time.Hour
+
+// maxQuoted bounds how much of a remote value an error quotes.
+const maxQuoted = 64
+
 // requestToken makes a token request (RFC 6749 §4.1.3, §6, RFC 8628 §3.4)
-// and reads its answer; requested is the scope to record when the answer
-// has none. Errors wrap *wire.OAuthError and, for invalid_grant and
-// invalid_client, their sentinel.
+// and checks its answer with tokenResponse.token; requested is the scope to
+// record when the answer has none. Errors wrap *wire.OAuthError and, for
+// invalid_grant and invalid_client, their sentinel.
 func requestToken(ctx context.Context, hc *http.Client, endpoint string, client Client, form url.Values, requested []string) (*Token, error) {
 	resp, body, err := postForm(ctx, hc, "token_endpoint", endpoint, client, form)
 	if err != nil {
@@ -88,48 +96,53 @@ func requestToken(ctx context.Context, hc *http.Client, endpoint string, client 
 	if jsonErr != nil {
 		return nil, fmt.Errorf("cannot read the token response of %s: %w", endpoint, jsonErr)
 	}
-	if tr.AccessToken == "" {
-		return nil, fmt.Errorf("the token response of %s has no access_token", endpoint)
+	t, err := tr.token(time.Now(), requested)
+	if err != nil {
+		return nil, fmt.Errorf("the token response of %s is invalid: %w\nReport it to the authorization server's operator.", endpoint, err)
 	}
-	t := &Token{AccessToken: tr.AccessToken, RefreshToken: tr.RefreshToken, TokenType: tr.TokenType, Scopes: requested}
+	return t, nil
+}
+
+// token checks a successful token response (RFC 6749 §5.1) and makes it a
+// Token, the same for every grant: an access token is required; token_type
+// must be Bearer in any case (RFC 6749 §7.1, RFC 6750 §4), and is Bearer when
+// absent; expires_in, when present, must be a positive number of seconds,
+// and is capped at MaxTokenLifetime.
+func (tr *tokenResponse) token(now time.Time, requested []string) (*Token, error) {
+	if tr.AccessToken == "" {
+		return nil, errors.New("it has no access_token")
+	}
+	if tr.TokenType != "" && !strings.EqualFold(tr.TokenType, "Bearer") {
+		return nil, fmt.Errorf("token_type %s is not Bearer, the only type agentauth can send (RFC 6750)", quote(tr.TokenType))
+	}
+	t := &Token{AccessToken: tr.AccessToken, RefreshToken: tr.RefreshToken, TokenType: "Bearer", Scopes: requested}
 	if tr.Scope != nil && *tr.Scope != "" {
 		t.Scopes = wire.SplitScope(*tr.Scope)
 	}
 	if tr.ExpiresIn != "" {
 		secs, err := strconv.ParseFloat(tr.ExpiresIn.String(), 64)
-		if err != nil {
-			return nil, fmt.Errorf("the token response of %s has an expires_in that is not a number", endpoint)
+		if err != nil && !errors.Is(err, strconv.ErrRange) {
+			return nil, fmt.Errorf("expires_in %s is not a number", quote(tr.ExpiresIn.String()))
 		}
-		if secs > 0 {
-			t.Expiry = time.Now().Add(time.Duration(secs * float64(time.Second)))
+		if !(secs > 0) {
+			return nil, fmt.Errorf("expires_in %s is not a positive number of seconds (RFC 6749 §5.1)", quote(tr.ExpiresIn.String()))
 		}
-	}
-	if t.TokenType == "" {
-		t.TokenType = "Bearer"
+		lifetime := MaxTokenLifetime
+		if secs < MaxTokenLifetime.Seconds() {
+			lifetime = time.Duration(secs * float64(time.Second))
+		}
+		t.Expiry = now.Add(lifetime)
 	}
 	return t, nil
 }
 
-// fromOAuth2 converts an x/oauth2 token.
-func fromOAuth2(tok *oauth2.Token, requested []string) *Token {
-	t := &Token{AccessToken: tok.AccessToken, RefreshToken: tok.RefreshToken, TokenType: tok.Type(), Expiry: tok.Expiry, Scopes: requested}
-	if s, ok := tok.Extra("scope").(string); ok && s != "" {
-		t.Scopes = wire.SplitScope(s)
+// quote is a remote value for an error message: Go-quoted (control
+// characters escaped) and cut to maxQuoted bytes.
+func quote(s string) string {
+	if len(s) > maxQuoted {
+		return strconv.Quote(s[:maxQuoted]) + "…"
 	}
-	return t
-}
-
-// oauth2Error turns an x/oauth2 error into ours: its RetrieveError text
-// may quote the response body, which is never shown.
-func oauth2Error(err error, tokenURL string) error {
-	var re *oauth2.RetrieveError
-	if !errors.As(err, &re) {
-		return err
-	}
-	if re.ErrorCode != "" {
-		return grantError(sanitized(wire.OAuthError{Code: re.ErrorCode, Description: re.ErrorDescription, URI: re.ErrorURI}))
-	}
-	return &HTTPStatusError{URL: tokenURL, StatusCode: re.Response.StatusCode}
+	return strconv.Quote(s)
 }
 
 // RefreshRequest is a refresh token grant (RFC 6749 §6).

@@ -2,6 +2,7 @@ package flows
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -211,5 +212,104 @@ func TestOAuthError(t *testing.T) {
 				t.Fatalf("oauthError = %#v, want %#v", err, tt.want)
 			}
 		})
+	}
+}
+
+// grants runs each way of getting a token against as, returning what it got.
+var grants = []struct {
+	name string
+	run  func(as *fakeAS) (*Token, error)
+}{
+	{"authorization code", func(as *fakeAS) (*Token, error) {
+		return AuthorizationCode(context.Background(), nil, AuthCodeRequest{Metadata: &as.md, Client: Client{ID: "pub"}, OpenURL: (&browser{}).open})
+	}},
+	{"device code", func(as *fakeAS) (*Token, error) {
+		return DeviceCode(context.Background(), nil, DeviceRequest{Metadata: &as.md, Client: Client{ID: "pub"},
+			Interval: time.Millisecond, ShowCode: func(DeviceCodePrompt) {}})
+	}},
+	{"refresh", func(as *fakeAS) (*Token, error) {
+		return Refresh(context.Background(), nil, RefreshRequest{TokenEndpoint: as.md.TokenEndpoint, Client: Client{ID: "pub"}, RefreshToken: "rt-old"})
+	}},
+}
+
+// Every grant checks its token response the same way (RFC 6749 §5.1,
+// §7.1): token_type Bearer in any case (or absent), expires_in a positive
+// number of seconds, capped at MaxTokenLifetime.
+func TestTokenResponseChecks(t *testing.T) {
+	tests := []struct {
+		name, fields string
+		wantLifetime time.Duration // when no error
+		wantErr      string
+	}{
+		{"1e12 seconds is capped", `"token_type":"Bearer","expires_in":1e12`, MaxTokenLifetime, ""},
+		{"10^12 written out is capped", `"token_type":"Bearer","expires_in":1000000000000`, MaxTokenLifetime, ""},
+		{"beyond float64 is capped", `"token_type":"Bearer","expires_in":1e400`, MaxTokenLifetime, ""},
+		{"a string and fractions", `"token_type":"Bearer","expires_in":"90.5"`, 90500 * time.Millisecond, ""},
+		{"lower-case bearer", `"token_type":"bearer","expires_in":60`, time.Minute, ""},
+		{"no token_type, no expires_in", ``, 0, ""},
+		{"negative", `"token_type":"Bearer","expires_in":-5`, 0, `expires_in "-5" is not a positive number of seconds (RFC 6749 §5.1)`},
+		{"zero", `"token_type":"Bearer","expires_in":0`, 0, `expires_in "0" is not a positive number of seconds`},
+		{"minus infinity", `"token_type":"Bearer","expires_in":-1e400`, 0, `expires_in "-1e400" is not a positive number of seconds`},
+		{"mac", `"token_type":"mac","expires_in":60`, 0, `token_type "mac" is not Bearer, the only type agentauth can send (RFC 6750)`},
+		{"DPoP", `"token_type":"DPoP","expires_in":60`, 0, `token_type "DPoP" is not Bearer`},
+		{"a control character", `"token_type":"x\u001b[2J"`, 0, `token_type "x\x1b[2J" is not Bearer`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			body := `{"access_token":"at-secret-1","refresh_token":"rt-secret-1"`
+			if tt.fields != "" {
+				body += "," + tt.fields
+			}
+			body += "}"
+			var first string
+			for _, g := range grants {
+				as := newFakeAS(t)
+				as.token = func(w http.ResponseWriter, _ url.Values) {
+					w.Header().Set("Content-Type", "application/json")
+					io.WriteString(w, body)
+				}
+				before := time.Now()
+				tok, err := g.run(as)
+				if tt.wantErr != "" {
+					if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+						t.Fatalf("%s: error %v, want %q", g.name, err, tt.wantErr)
+					}
+					noSecrets(t, err)
+					_, msg, _ := strings.Cut(err.Error(), "/token is invalid: ")
+					if first == "" {
+						first = msg
+					} else if msg != first {
+						t.Errorf("%s: %q differs from the first grant's %q", g.name, msg, first)
+					}
+					continue
+				}
+				if err != nil {
+					t.Fatalf("%s: %v", g.name, err)
+				}
+				if tok.TokenType != "Bearer" {
+					t.Errorf("%s: token type %q, want Bearer", g.name, tok.TokenType)
+				}
+				if tt.wantLifetime == 0 {
+					if !tok.Expiry.IsZero() {
+						t.Errorf("%s: expiry %v, want none", g.name, tok.Expiry)
+					}
+					continue
+				}
+				if lo, hi := before.Add(tt.wantLifetime), time.Now().Add(tt.wantLifetime); tok.Expiry.Before(lo) || tok.Expiry.After(hi) {
+					t.Errorf("%s: expiry %v, want %v from now", g.name, tok.Expiry, tt.wantLifetime)
+				}
+			}
+		})
+	}
+}
+
+// An absurd device code lifetime or polling interval does not overflow
+// into the past (which would end the login at once).
+func TestDeviceAbsurdNumbers(t *testing.T) {
+	if got := pollInterval(json.Number("9223372036854775807")); got != MaxTokenLifetime {
+		t.Errorf("interval = %v, want MaxTokenLifetime", got)
+	}
+	if got := seconds(1 << 62); got != MaxTokenLifetime {
+		t.Errorf("seconds(2^62) = %v, want MaxTokenLifetime", got)
 	}
 }

@@ -1,14 +1,18 @@
 package store
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestFilePermissions(t *testing.T) {
@@ -141,5 +145,105 @@ func BenchmarkList(b *testing.B) {
 		if err != nil || len(list) != 5 {
 			b.Fatal(len(list), err)
 		}
+	}
+}
+
+// tempFiles lists the temp files of credentials.json in dir.
+func tempFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	names, err := filepath.Glob(filepath.Join(dir, credentialsFile+".tmp-*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, n := range names {
+		names[i] = filepath.Base(n)
+	}
+	return names
+}
+
+// A write removes the temp files earlier writers left: those older than
+// staleTempAge and those of a process that is gone; a recent one of a
+// running process (a write in progress) is kept.
+func TestWriteRemovesStaleTempFiles(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "config")
+	s := newFile(dir)
+	mustPut(t, s, testCred("https://r.example", "dev"))
+
+	dead := exec.Command(os.Args[0], "-test.run=^$")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, credentialsFile)
+	old := time.Now().Add(-staleTempAge - time.Second)
+	files := []struct {
+		name    string
+		mtime   time.Time
+		removed bool
+	}{
+		{credentialsFile + ".tmp-2318004411", old, true},                // an old name without a pid
+		{tempPrefix(path, os.Getpid()) + "1234", old, true},             // running, but too old
+		{tempPrefix(path, dead.Process.Pid) + "1234", time.Now(), true}, // its writer is gone
+		{tempPrefix(path, os.Getpid()) + "5678", time.Now(), false},     // a write in progress
+		{credentialsFile + ".tmp-3318004411", time.Now(), false},        // recent, writer unknown
+		{"keyring-index.json.tmp-" + "2318004411", old, false},          // another file's
+		{"credentials.json.bak", old, false},                            // not a temp file
+	}
+	for _, f := range files {
+		p := filepath.Join(dir, f.name)
+		if err := os.WriteFile(p, []byte(`{"refresh_token":"rt-secret"}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, f.mtime, f.mtime); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustPut(t, s, testCred("https://r2.example", "dev"))
+	for _, f := range files {
+		_, err := os.Stat(filepath.Join(dir, f.name))
+		if gone := errors.Is(err, os.ErrNotExist); gone != f.removed {
+			t.Errorf("%s: removed = %v, want %v", f.name, gone, f.removed)
+		}
+	}
+}
+
+// TestKilledWriterLeavesNoTempFile kills (SIGKILL) a process that rewrites
+// the store in a loop while it writes a temp file, until one dies before
+// its rename and leaves the file behind; the next write removes it.
+func TestKilledWriterLeavesNoTempFile(t *testing.T) {
+	const attempts = 20
+	dir := filepath.Join(t.TempDir(), "config")
+	var left []string
+	for range attempts {
+		cmd := childCmd(t, "put-forever", dir)
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		line, err := bufio.NewReader(stdout).ReadString('\n')
+		if line != "ready\n" {
+			cmd.Process.Kill()
+			t.Fatalf("child said %q, %v", line, err)
+		}
+		// Kill it as soon as a write is seen in progress.
+		for deadline := time.Now().Add(10 * time.Second); len(tempFiles(t, dir)) == 0 && time.Now().Before(deadline); {
+		}
+		cmd.Process.Kill()
+		cmd.Wait()
+		if left = tempFiles(t, dir); len(left) > 0 {
+			break
+		}
+	}
+	if len(left) == 0 {
+		t.Fatalf("no kill in %d landed in the middle of a write", attempts)
+	}
+	mustPut(t, newFile(dir), testCred("https://after.example", "dev"))
+	if now := tempFiles(t, dir); len(now) > 0 {
+		t.Errorf("temp files after the next write: %v (the killed writer left %v)", now, left)
+	}
+	if list, err := newFile(dir).List(context.Background()); err != nil || !slices.ContainsFunc(list, func(c *Credential) bool { return c.Key.Resource == "https://after.example" }) {
+		t.Errorf("List after the write: %v, %v", keysOf(list), err)
 	}
 }

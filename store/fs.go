@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
 )
 
 // ensureDir creates dir (and its parents) with mode 0700. A directory that
@@ -23,13 +26,19 @@ func ensureDir(dir string) error {
 	return nil
 }
 
+// staleTempAge is the age after which a temp file left beside a store file
+// is removed even if the process that wrote it may still be running.
+const staleTempAge = time.Minute
+
 // writeFileAtomic replaces path with data (mode 0600): a temp file in the same
 // directory is written and fsynced, renamed over path, and the directory is
 // fsynced, so readers see either the old or the new content, even after a
-// crash. A crash may leave a temp file behind; it is never read.
+// crash. A crash may leave a temp file behind (it may hold refresh tokens);
+// it is never read, and the next write removes it (removeStaleTemps).
 func writeFileAtomic(path string, data []byte) (err error) {
 	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, filepath.Base(path)+".tmp-*")
+	defer removeStaleTemps(path)
+	f, err := os.CreateTemp(dir, tempPrefix(path, os.Getpid())+"*")
 	if err != nil {
 		return fmt.Errorf("cannot write %s: %w", path, err)
 	}
@@ -58,6 +67,41 @@ func writeFileAtomic(path string, data []byte) (err error) {
 		return fmt.Errorf("cannot write %s: %w", path, err)
 	}
 	return nil
+}
+
+// tempPrefix is how the names of path's temp files begin: they name the
+// writer's process, so that a later write can tell a dead writer's leftover
+// from a write in progress.
+func tempPrefix(path string, pid int) string {
+	return filepath.Base(path) + ".tmp-" + strconv.Itoa(pid) + "-"
+}
+
+// removeStaleTemps removes, best effort, the temp files of path (its name
+// followed by ".tmp-") that a writer left when it died before its rename:
+// those older than staleTempAge, and those whose writer process is gone. A
+// recent one of a running process may be a write in progress, and is kept.
+func removeStaleTemps(path string) {
+	dir, base := filepath.Split(path)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), base+".tmp-")
+		if !ok || !e.Type().IsRegular() {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			continue
+		}
+		pidText, _, hasPID := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidText)
+		gone := hasPID && err == nil && pid > 0 && processGone(pid)
+		if gone || time.Since(info.ModTime()) > staleTempAge {
+			os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
 }
 
 // locker hands out the flock-based locks of a config directory.

@@ -13,3 +13,6 @@ func lockFile(context.Context, string) (func(), error) { return nil, errLockUnsu
 
 // syncDir is a no-op: directories cannot be fsynced here.
 func syncDir(string) error { return nil }
+
+// processGone cannot tell here: stale temp files are removed by age only.
+func processGone(int) bool { return false }

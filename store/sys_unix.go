@@ -68,3 +68,9 @@ func syncDir(dir string) error {
 	defer d.Close()
 	return d.Sync()
 }
+
+// processGone reports whether no process has the id pid (kill(2) with
+// signal 0 answers ESRCH).
+func processGone(pid int) bool {
+	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+}

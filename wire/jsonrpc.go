@@ -196,12 +196,12 @@ func Decode(data []byte) (*Message, *Error) {
 	if len(data) == 0 {
 		return nil, Errorf(CodeParseError, "parse error: empty message")
 	}
-	if data[0] == '[' {
-		return nil, Errorf(CodeInvalidRequest, "invalid request: batches are not supported")
-	}
 	if data[0] != '{' {
 		if !json.Valid(data) {
 			return nil, Errorf(CodeParseError, "parse error: not JSON")
+		}
+		if data[0] == '[' {
+			return nil, Errorf(CodeInvalidRequest, "invalid request: batches are not supported")
 		}
 		return nil, Errorf(CodeInvalidRequest, "invalid request: a message must be a JSON object")
 	}
@@ -214,8 +214,20 @@ func Decode(data []byte) (*Message, *Error) {
 		var probe struct {
 			ID ID `json:"id"`
 		}
-		_ = json.Unmarshal(data, &probe)
+		if _, _, idMiscased := miscased(data); !idMiscased {
+			_ = json.Unmarshal(data, &probe)
+		}
 		return &Message{ID: probe.ID}, Errorf(CodeInvalidRequest, "invalid request: %s", jsonErrorText(err))
+	}
+	// encoding/json matched member names case-insensitively; the protocol
+	// does not. The id is echoed only when it was spelled "id".
+	if name, want, idMiscased := miscased(data); name != "" {
+		id := m.ID
+		if idMiscased {
+			id = ID{}
+		}
+		return &Message{ID: id}, Errorf(CodeInvalidRequest,
+			"invalid request: member %q is not %q: member names are case-sensitive", name, want)
 	}
 	if m.JSONRPC != Version {
 		return &m, Errorf(CodeInvalidRequest, `invalid request: "jsonrpc" must be "2.0"`)
@@ -234,6 +246,146 @@ func Decode(data []byte) (*Message, *Error) {
 		}
 	}
 	return &m, nil
+}
+
+// The member names of a message (JSON-RPC 2.0 §4, §5) and of its error
+// object (§5.1), which must be spelled exactly.
+var (
+	messageMembers = [][]byte{[]byte("jsonrpc"), []byte("id"), []byte("method"), []byte("params"), []byte("result"), []byte("error")}
+	errorMembers   = [][]byte{[]byte("code"), []byte("message"), []byte("data")}
+)
+
+// miscased finds the first member of the message data (valid JSON), or of
+// its error object, whose name equals a protocol member's name only when
+// case is ignored (Unicode folding, as encoding/json matches: "METHOD",
+// "jſonrpc"); it returns that name and the one it imitates, and whether any
+// such member imitates "id". It reads member names only: values are skipped
+// without being decoded, so the hot path is not parsed twice.
+func miscased(data []byte) (name, want string, idMiscased bool) {
+	check := func(members [][]byte, n []byte) {
+		for _, m := range members {
+			if bytes.Equal(n, m) {
+				return // no two members' names differ only in case
+			}
+		}
+		for _, m := range members {
+			if bytes.EqualFold(n, m) {
+				if name == "" {
+					name, want = string(n), string(m)
+				}
+				idMiscased = idMiscased || string(m) == "id"
+				return
+			}
+		}
+	}
+	eachMember(data, func(n, value []byte) {
+		check(messageMembers, n)
+		if string(n) == "error" {
+			eachMember(value, func(n, _ []byte) { check(errorMembers, n) })
+		}
+	})
+	return name, want, idMiscased
+}
+
+// eachMember calls f with the name (unescaped) and the raw value of each
+// member of the JSON object obj, in order. It does nothing for a value that
+// is not an object, and stops early on malformed JSON.
+func eachMember(obj []byte, f func(name, value []byte)) {
+	i := skipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return
+	}
+	for i++; ; i++ {
+		i = skipSpace(obj, i)
+		if i >= len(obj) || obj[i] != '"' {
+			return
+		}
+		end := stringEnd(obj, i)
+		if end < 0 {
+			return
+		}
+		name := obj[i+1 : end-1]
+		if bytes.IndexByte(name, '\\') >= 0 {
+			var s string
+			if json.Unmarshal(obj[i:end], &s) != nil {
+				return
+			}
+			name = []byte(s)
+		}
+		i = skipSpace(obj, end)
+		if i >= len(obj) || obj[i] != ':' {
+			return
+		}
+		i = skipSpace(obj, i+1)
+		vend := valueEnd(obj, i)
+		if vend < 0 {
+			return
+		}
+		f(name, obj[i:vend])
+		i = skipSpace(obj, vend)
+		if i >= len(obj) || obj[i] != ',' {
+			return
+		}
+	}
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// stringEnd returns the index just past the JSON string starting at b[i]
+// (a '"'), or -1 if it does not end.
+func stringEnd(b []byte, i int) int {
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			j++ // the escaped byte
+		case '"':
+			return j + 1
+		}
+	}
+	return -1
+}
+
+// valueEnd returns the index just past the JSON value starting at b[i], or
+// -1 if it does not end.
+func valueEnd(b []byte, i int) int {
+	if i >= len(b) {
+		return -1
+	}
+	switch b[i] {
+	case '"':
+		return stringEnd(b, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				end := stringEnd(b, j)
+				if end < 0 {
+					return -1
+				}
+				j = end - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return -1
+	}
+	for j := i; j < len(b); j++ {
+		switch b[j] {
+		case ',', '}', ']', ' ', '\t', '\r', '\n':
+			return j
+		}
+	}
+	return len(b)
 }
 
 func jsonErrorText(err error) string {

@@ -94,6 +94,7 @@ func TestDecodeRejects(t *testing.T) {
 		{"not json", `hello`, wire.CodeParseError, ""},
 		{"trailing garbage", `{"jsonrpc":"2.0","id":1,"method":"ping"} x`, wire.CodeParseError, ""},
 		{"batch", `[{"jsonrpc":"2.0","id":1,"method":"ping"}]`, wire.CodeInvalidRequest, ""},
+		{"truncated batch (JSON-RPC 2.0 §6)", `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc"`, wire.CodeParseError, ""},
 		{"string", `"ping"`, wire.CodeInvalidRequest, ""},
 		{"number", `42`, wire.CodeInvalidRequest, ""},
 		{"missing jsonrpc", `{"id":1,"method":"ping"}`, wire.CodeInvalidRequest, "1"},
@@ -104,6 +105,15 @@ func TestDecodeRejects(t *testing.T) {
 		{"id an object", `{"jsonrpc":"2.0","id":{},"method":"ping"}`, wire.CodeInvalidRequest, ""},
 		{"id a boolean", `{"jsonrpc":"2.0","id":true,"method":"ping"}`, wire.CodeInvalidRequest, ""},
 		{"scalar params", `{"jsonrpc":"2.0","id":5,"method":"echo","params":"text"}`, wire.CodeInvalidRequest, "5"},
+		// Member names are case-sensitive (encoding/json is not).
+		{"upper-case members", `{"JSONRPC":"2.0","METHOD":"whoami"}`, wire.CodeInvalidRequest, ""},
+		{"Method", `{"jsonrpc":"2.0","id":6,"Method":"whoami"}`, wire.CodeInvalidRequest, "6"},
+		{"ID: no id echoed", `{"jsonrpc":"2.0","ID":7,"method":"whoami"}`, wire.CodeInvalidRequest, ""},
+		{"both spellings", `{"jsonrpc":"2.0","id":8,"method":"whoami","METHOD":"ping"}`, wire.CodeInvalidRequest, "8"},
+		{"Unicode folding (long s)", `{"j\u017fonrpc":"2.0","id":9,"method":"whoami"}`, wire.CodeInvalidRequest, "9"},
+		{"Params", `{"jsonrpc":"2.0","id":10,"method":"echo","Params":{}}`, wire.CodeInvalidRequest, "10"},
+		{"error object's CODE", `{"jsonrpc":"2.0","id":11,"error":{"CODE":1,"message":"m"}}`, wire.CodeInvalidRequest, "11"},
+		{"wrong type and a miscased id", `{"jsonrpc":"2.0","Id":12,"method":5}`, wire.CodeInvalidRequest, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -132,6 +142,9 @@ func TestDecodeAccepts(t *testing.T) {
 		`{"jsonrpc":"2.0","id":1,"method":"echo","params":null}`,
 		`{"jsonrpc":"2.0","id":1,"result":null}`,
 		`  {"jsonrpc":"2.0","id":1,"result":{},"extra":"ignored"}  `,
+		`{"jsonrpc":"2.0","id":1,"method":"echo","params":{"METHOD":"inside params: the method's business"}}`,
+		`{"jsonrpc":"2.0","\u0069d":1,"method":"ping","Methods":"unknown, ignored"}`,
+		`{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m","Extra":{"CODE":2}}}`,
 	} {
 		if _, derr := wire.Decode([]byte(in)); derr != nil {
 			t.Errorf("Decode(%s): %v", in, derr)
@@ -141,6 +154,15 @@ func TestDecodeAccepts(t *testing.T) {
 
 // JSON-RPC 2.0 §5: an error answering a message whose id could not be read
 // carries "id": null; a notification carries no id at all.
+// The -32600 for a miscased member names it and the spelling it imitates.
+func TestDecodeMiscasedMessage(t *testing.T) {
+	_, derr := wire.Decode([]byte(`{"JSONRPC":"2.0","METHOD":"whoami"}`))
+	want := `invalid request: member "JSONRPC" is not "jsonrpc": member names are case-sensitive`
+	if derr == nil || derr.Message != want {
+		t.Fatalf("Decode = %v, want %q", derr, want)
+	}
+}
+
 func TestErrorResponseWithoutIDHasNullID(t *testing.T) {
 	_, derr := wire.Decode([]byte(`{oops`))
 	got := mustEncode(t, wire.NewErrorResponse(wire.ID{}, derr))

@@ -75,8 +75,9 @@ func NewStdioConn(r io.Reader, w io.Writer, closer io.Closer, limit int64) *Stdi
 	return &StdioConn{r: bufio.NewReaderSize(r, 64*1024), w: w, closer: closer, limit: limit}
 }
 
-// Read returns the next non-empty line. A line longer than the limit is
-// consumed to its end and reported as *TooLargeError.
+// Read returns the next non-empty line (without its "\n" or "\r\n"; the
+// last one may lack its newline). A line longer than the limit is consumed
+// to its end and reported as *TooLargeError.
 func (c *StdioConn) Read(ctx context.Context) ([]byte, error) {
 	for {
 		var line []byte
@@ -84,8 +85,8 @@ func (c *StdioConn) Read(ctx context.Context) ([]byte, error) {
 		for {
 			chunk, isPrefix, err := c.r.ReadLine()
 			if err != nil {
-				if err == io.EOF && len(line) > 0 && !tooLarge {
-					return line, nil
+				if err == io.EOF && (len(line) > 0 || tooLarge) {
+					break // the last line had no newline
 				}
 				return nil, err
 			}
