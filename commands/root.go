@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/agentauth/agentauth/client"
 	"github.com/agentauth/agentauth/store"
 	"github.com/agentauth/agentauth/wire"
 )
@@ -115,7 +116,7 @@ func checkTarget(target string) error {
 			return nil
 		}
 	}
-	if isHTTPTarget(target) {
+	if client.IsHTTPTarget(target) {
 		return nil
 	}
 	return usageErrorf("unsupported target %q: use ws://HOST:PORT, wss://HOST:PORT, stdio:COMMAND LINE or an MCP server's https:// URL", wire.RedactTarget(target))
