@@ -88,9 +88,18 @@ func requestToken(ctx context.Context, hc *http.Client, endpoint string, client 
 	if err != nil {
 		return nil, err
 	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, grantError(oauthError(resp, body))
+	}
+	return readToken(endpoint, resp, body, requested)
+}
+
+// readToken reads a 200 answer of a token endpoint: an error field is the
+// grant's error (RFC 6749 §5.2), anything else is checked (tokenResponse.token).
+func readToken(endpoint string, resp *http.Response, body []byte, requested []string) (*Token, error) {
 	var tr tokenResponse
 	jsonErr := json.Unmarshal(body, &tr)
-	if resp.StatusCode != http.StatusOK || tr.Error != "" {
+	if tr.Error != "" {
 		return nil, grantError(oauthError(resp, body))
 	}
 	if jsonErr != nil {
