@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/agentauth/agentauth/store"
@@ -72,7 +73,7 @@ func DescribeCredential(c *store.Credential, now time.Time, showToken bool) Cred
 
 func (cs *CredentialStatus) Usable() bool { return cs.State != StateExpired }
 
-// loginCommand logs in again to what the credential was obtained for.
+// LoginCommand logs in again to what the credential was obtained for.
 func (cs *CredentialStatus) LoginCommand() string {
 	target := cs.Target
 	if target == "" {
@@ -237,4 +238,46 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// Describe names the credential for messages (DescribeKey).
+func (cs *CredentialStatus) Describe() string {
+	return DescribeKey(store.Key{Resource: cs.Resource, SchemeID: cs.SchemeID})
+}
+
+// StoreStatusDoc is every stored credential as status shows it (status
+// --json without TARGET).
+type StoreStatusDoc struct {
+	Store StoreDoc `json:"store"`
+	// Usable: something is stored, and every credential is valid or
+	// refreshable.
+	Usable      bool               `json:"usable"`
+	Credentials []CredentialStatus `json:"credentials"`
+}
+
+// StoreDoc names the store.
+type StoreDoc struct {
+	Kind     string `json:"kind"`
+	Location string `json:"location"`
+}
+
+// StoreStatus classifies every stored credential, from the store alone
+// (no network).
+func (cl *Client) StoreStatus(ctx context.Context, showToken bool) (*StoreStatusDoc, error) {
+	st, err := cl.Store()
+	if err != nil {
+		return nil, err
+	}
+	creds, err := st.List(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the credential store: %w", err)
+	}
+	now := cl.Now()
+	doc := &StoreStatusDoc{Store: StoreDoc{Kind: st.Kind(), Location: st.Location()}, Usable: len(creds) > 0, Credentials: []CredentialStatus{}}
+	for _, c := range creds {
+		cs := DescribeCredential(c, now, showToken)
+		doc.Usable = doc.Usable && cs.Usable()
+		doc.Credentials = append(doc.Credentials, cs)
+	}
+	return doc, nil
 }

@@ -1,6 +1,11 @@
-// Package commands is the CLI: one file per subcommand, the Factory, and the
-// exit-code mapping. It is the only package that knows about flags, colour
-// and exit codes.
+// Package commands is the CLI, and only wiring: one file per subcommand
+// (an Action copies flags into an Options struct; run calls the client
+// core, renders text or --json and returns errors that exitCode maps), the
+// Factory, and ui.go with the terminal things every command uses (the
+// core's UI on stderr, spinner, browser openers, safe text). It is the only
+// package that knows about flags, colour and exit codes; it holds no OAuth
+// or credential logic (package client does) and opens the store only to
+// hand it to the core.
 package commands
 
 import (

@@ -8,20 +8,16 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/agentauth/agentauth/client"
-	"github.com/agentauth/agentauth/store"
 	"github.com/agentauth/agentauth/wire"
 )
 
 // StatusOptions are status's inputs.
 type StatusOptions struct {
 	IO     *IOStreams
-	Now    func() time.Time
-	Store  func() (store.Store, error)
 	Client *client.Client
 
 	// Target is empty for the store-only report.
@@ -77,7 +73,7 @@ status and git status); errors and the login hint go to stderr.`,
 					return err
 				}
 			}
-			opts.IO, opts.Now, opts.Store, opts.Client = f.IO, f.Now, f.Store, f.Client()
+			opts.IO, opts.Client = f.IO, f.Client()
 			if opts.Target == "" {
 				return run(c.Context, opts)
 			}
@@ -133,42 +129,20 @@ func printCredential(cs *client.CredentialStatus, w io.Writer, p Painter) {
 	}
 }
 
-// storeStatusDoc is status --json's document without TARGET.
-type storeStatusDoc struct {
-	Store       storeDoc                  `json:"store"`
-	Usable      bool                      `json:"usable"`
-	Credentials []client.CredentialStatus `json:"credentials"`
-}
-
-type storeDoc struct {
-	Kind     string `json:"kind"`
-	Location string `json:"location"`
-}
-
 // runStoreStatus reports every stored credential, from the store alone.
 func runStoreStatus(ctx context.Context, opts *StatusOptions) error {
-	st, err := opts.Store()
+	doc, err := opts.Client.StoreStatus(ctx, opts.ShowToken)
 	if err != nil {
 		return err
 	}
-	creds, err := st.List(ctx)
-	if err != nil {
-		return fmt.Errorf("cannot read the credential store: %w", err)
-	}
-	now := opts.Now()
-	doc := storeStatusDoc{Store: storeDoc{Kind: st.Kind(), Location: st.Location()}, Usable: len(creds) > 0, Credentials: []client.CredentialStatus{}}
-	for _, c := range creds {
-		cs := client.DescribeCredential(c, now, opts.ShowToken)
-		doc.Usable = doc.Usable && cs.Usable()
-		doc.Credentials = append(doc.Credentials, cs)
-	}
+	st := doc.Store
 	if opts.JSON {
 		if err := writeJSONIndent(opts.IO.Out, doc); err != nil {
 			return err
 		}
 	}
-	if len(creds) == 0 {
-		fmt.Fprintf(opts.IO.ErrOut, "No credentials in the %s store (%s). To log in, run: %s\n", st.Kind(), st.Location(), client.LoginCommand("TARGET", ""))
+	if len(doc.Credentials) == 0 {
+		fmt.Fprintf(opts.IO.ErrOut, "No credentials in the %s store (%s). To log in, run: %s\n", st.Kind, st.Location, client.LoginCommand("TARGET", ""))
 		return &SilentError{Code: ExitAuth}
 	}
 	if !opts.JSON {
@@ -182,7 +156,7 @@ func runStoreStatus(ctx context.Context, opts *StatusOptions) error {
 			}
 			printCredential(&cs, opts.IO.Out, p)
 		}
-		fmt.Fprintf(opts.IO.Out, "\nStore: %s, %s\n", st.Kind(), st.Location())
+		fmt.Fprintf(opts.IO.Out, "\nStore: %s, %s\n", st.Kind, st.Location)
 	}
 	if !doc.Usable {
 		// The fix goes to stderr too: stdout may be a pipe or a file.
@@ -194,7 +168,7 @@ func runStoreStatus(ctx context.Context, opts *StatusOptions) error {
 		}
 		if len(unusable) == 1 {
 			fmt.Fprintf(opts.IO.ErrOut, "agentauth: the credential for %s has expired and cannot be refreshed\n",
-				client.DescribeKey(store.Key{Resource: unusable[0].Resource, SchemeID: unusable[0].SchemeID}))
+				unusable[0].Describe())
 		} else {
 			fmt.Fprintf(opts.IO.ErrOut, "agentauth: %d stored credentials have expired and cannot be refreshed\n", len(unusable))
 		}
