@@ -85,10 +85,8 @@ func DeviceCode(ctx context.Context, hc *http.Client, req DeviceRequest) (*Token
 	if req.Client.method() == AuthMethodClientSecretPost {
 		authOpts = append(authOpts, oauth2.SetAuthURLParam("client_secret", req.Client.Secret))
 	}
-	authCtx, cancel := context.WithTimeout(ctx, DefaultFetchTimeout)
-	defer cancel()
 	start := time.Now()
-	da, err := cfg.DeviceAuth(req.Client.deviceAuthContext(authCtx, hc, md.DeviceAuthorizationEndpoint), authOpts...)
+	da, err := cfg.DeviceAuth(req.Client.deviceAuthContext(ctx, hc, md.DeviceAuthorizationEndpoint), authOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("cannot start the device login: %w", retrieveError(err))
 	}
@@ -109,7 +107,7 @@ func DeviceCode(ctx context.Context, hc *http.Client, req DeviceRequest) (*Token
 
 	poll := *cfg
 	poll.Scopes = nil // a token poll carries no scope (RFC 8628 §3.4)
-	g := guard(hc)
+	g := bounded(hc)
 	answer := &tokenAnswer{next: g.Transport, endpoint: md.TokenEndpoint}
 	g.Transport = answer
 	_, err = poll.DeviceAccessToken(context.WithValue(ctx, oauth2.HTTPClient, g), da, opts...)
@@ -208,11 +206,21 @@ func (c Client) deviceConfig(md *wire.AuthServerMetadata, scopes []string) *oaut
 // for client_secret_basic adding HTTP Basic to the device authorization
 // request, which x/oauth2 sends with client_id alone.
 func (c Client) deviceAuthContext(ctx context.Context, hc *http.Client, endpoint string) context.Context {
-	g := guard(hc)
+	g := bounded(hc)
 	if c.method() == AuthMethodClientSecretBasic {
 		g.Transport = basicAuth{next: g.Transport, endpoint: endpoint, id: c.ID, secret: c.Secret}
 	}
 	return context.WithValue(ctx, oauth2.HTTPClient, g)
+}
+
+// bounded is the guarded HTTP client for x/oauth2, each request within
+// DefaultFetchTimeout like every other request of flows.
+func bounded(hc *http.Client) *http.Client {
+	g := guard(hc)
+	if g.Timeout == 0 || g.Timeout > DefaultFetchTimeout {
+		g.Timeout = DefaultFetchTimeout
+	}
+	return g
 }
 
 // basicAuth adds client_secret_basic (RFC 6749 §2.3.1: the form-urlencoded
