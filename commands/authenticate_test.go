@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentauth/agentauth/client"
 	"github.com/agentauth/agentauth/host"
 	"github.com/agentauth/agentauth/store"
 	"github.com/agentauth/agentauth/wire"
@@ -139,7 +139,7 @@ func (fx *authFixture) seed(at string, left time.Duration, mutate func(*store.Cr
 		Target: fx.target,
 		// The fake host is not on testResource's origin: the user allowed
 		// it explicitly (login --allow-resource).
-		AllowedTargets:     []string{allowedTarget(fx.target)},
+		AllowedTargets:     []string{"http://" + strings.TrimPrefix(fx.target, "ws://")},
 		AccessToken:        at,
 		RefreshToken:       fx.refreshToken,
 		TokenType:          "Bearer",
@@ -237,8 +237,8 @@ func TestAuthenticateFlags(t *testing.T) {
 		{args: []string{"--scheme", "dev", "http://127.0.0.1/mcp"}, wantCode: ExitUsage},
 		{args: []string{"--bogus", "ws://h"}, wantCode: ExitUsage},
 	}, authenticateCommand, func(f *Factory, o *AuthenticateOptions) bool {
-		ok := o.IO == f.IO && o.Credentials != nil && o.Now != nil
-		o.IO, o.HTTPClient, o.Now, o.Credentials = nil, nil, nil, nil
+		ok := o.IO == f.IO && o.Client == f.Client() && o.Now != nil
+		o.IO, o.Now, o.Client = nil, nil, nil
 		return ok
 	})
 }
@@ -563,77 +563,41 @@ func TestCallUsesStoredCredential(t *testing.T) {
 
 func TestCallRenewsAfterInvalidToken(t *testing.T) {
 	fx := newAuthFixture(t, host.AuthScopeConnection)
-	stale := fx.seed("at-1", time.Hour, nil)
+	fx.seed("at-1", time.Hour, nil)
 	fx.next = []string{"at-2"}
 	r := fx.factory("")
-	cs, err := r.f.credentials()
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	hc, err := dialHost(ctx, fx.target, nil, io.Discard)
+	sess, err := r.f.Client().OpenHost(ctx, fx.target, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer hc.client.Close()
-	opts := &CallOptions{IO: r.f.IO, Target: fx.target}
-	held := map[string]*store.Credential{"dev": stale}
+	defer sess.Close()
+	refused := func(res client.SchemeResult) { t.Errorf("refused: %+v", res) }
+	if err := sess.AuthenticateStoredAll(ctx, refused); err != nil {
+		t.Fatal(err)
+	}
 	expired := wire.NewAuthRequiredError(wire.AuthRequiredData{Challenges: []wire.Challenge{
 		{SchemeID: "dev", Resource: testResource, Error: wire.ErrInvalidToken, ErrorDescription: "The access token expired"}}})
 
-	retry, err := opts.renew(ctx, hc, cs, held, expired)
+	retry, err := sess.Renew(ctx, expired, refused)
 	if err != nil || !retry {
 		t.Fatalf("renew = %v, %v; want a retry", retry, err)
 	}
-	if held["dev"].AccessToken != "at-2" || fx.stored().AccessToken != "at-2" {
-		t.Errorf("held %q, stored %q; want the refreshed at-2", held["dev"].AccessToken, fx.stored().AccessToken)
+	if fx.stored().AccessToken != "at-2" {
+		t.Errorf("stored %q; want the refreshed at-2", fx.stored().AccessToken)
 	}
 	var who map[string][]wire.WhoamiScheme
-	if err := hc.client.Call(ctx, wire.MethodWhoami, nil, &who); err != nil || who["schemes"][0].Subject != "alice" {
+	if err := sess.Client.Call(ctx, wire.MethodWhoami, nil, &who); err != nil || who["schemes"][0].Subject != "alice" {
 		t.Errorf("whoami after renew = %v, %v", who, err)
 	}
 
 	for _, other := range []error{nil, wire.Errorf(wire.CodeMethodNotFound, "nope"),
 		wire.NewAuthRequiredError(wire.AuthRequiredData{Challenges: []wire.Challenge{{SchemeID: "dev", Error: wire.ErrInsufficientScope}}})} {
-		if retry, err := opts.renew(ctx, hc, cs, held, other); retry || err != nil {
+		if retry, err := sess.Renew(ctx, other, refused); retry || err != nil {
 			t.Errorf("renew(%v) = %v, %v; want no retry", other, retry, err)
 		}
 	}
 	if len(fx.refreshForms) != 1 {
 		t.Errorf("%d refreshes, want 1", len(fx.refreshForms))
-	}
-}
-
-// TestCredentialFor: a host's requirement gets the credential logged in
-// through that target first, then one for the same resource, issuer and
-// scheme, then one logged in through the resource's HTTP face; never one
-// for another audience.
-func TestCredentialFor(t *testing.T) {
-	req := wire.Requirement{SchemeID: "dev", Resource: "http://h/mcp", AuthorizationServers: []string{"http://as"}}
-	viaTarget := &store.Credential{Key: store.Key{Resource: "http://old/mcp", Issuer: "http://old-as", SchemeID: "dev"}, Target: "ws://h", AllowedTargets: []string{"http://h"}}
-	// crossOrigin was logged in through ws://h before logins checked the
-	// origin: ws://h may not receive it.
-	crossOrigin := &store.Credential{Key: store.Key{Resource: "http://old/mcp", Issuer: "http://old-as", SchemeID: "dev"}, Target: "ws://h"}
-	sameScheme := &store.Credential{Key: store.Key{Resource: "http://h/mcp", Issuer: "http://as", SchemeID: "dev"}, Target: "stdio:agent"}
-	viaHTTP := &store.Credential{Key: store.Key{Resource: "http://h/mcp", Issuer: "http://as"}, Target: "http://h/mcp"}
-	otherIssuer := &store.Credential{Key: store.Key{Resource: "http://h/mcp", Issuer: "http://evil"}, Target: "http://h/mcp"}
-	otherResource := &store.Credential{Key: store.Key{Resource: "http://x/mcp", Issuer: "http://as", SchemeID: "dev"}}
-	for _, tc := range []struct {
-		name  string
-		creds []*store.Credential
-		want  *store.Credential
-	}{
-		{"through the target wins", []*store.Credential{viaHTTP, sameScheme, viaTarget}, viaTarget},
-		{"same resource, issuer and scheme", []*store.Credential{viaHTTP, sameScheme}, sameScheme},
-		{"the resource's HTTP face", []*store.Credential{otherIssuer, viaHTTP}, viaHTTP},
-		{"nothing for another issuer or resource", []*store.Credential{otherIssuer, otherResource}, nil},
-		{"one the target may receive beats one on another origin", []*store.Credential{crossOrigin, viaHTTP}, viaHTTP},
-		{"one on another origin comes last, to be refused when used", []*store.Credential{crossOrigin}, crossOrigin},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := credentialFor(tc.creds, "ws://h", req); got != tc.want {
-				t.Errorf("credentialFor = %+v, want %+v", got, tc.want)
-			}
-		})
 	}
 }

@@ -6,34 +6,25 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"os/signal"
-	"slices"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/agentauth/agentauth/store"
+	"github.com/agentauth/agentauth/client"
 	"github.com/agentauth/agentauth/wire"
 )
 
 // callClientID is the clientId call sends with initialize.
 const callClientID = "agentauth-call"
 
-// callTimeout bounds connecting, initialize, authenticate and the call;
-// --watch then waits without a bound.
-const callTimeout = 60 * time.Second
-
 // CallOptions are call's inputs.
 type CallOptions struct {
-	IO         *IOStreams
-	HTTPClient *http.Client
-	// Credentials gives the stored credentials used when no token comes
-	// from stdin.
-	Credentials func() (*credentialSource, error)
+	IO *IOStreams
+	// Client is the client core: the stored credentials, logins.
+	Client *client.Client
 
 	Target string
 	Method string
@@ -48,16 +39,13 @@ type CallOptions struct {
 	Dialect          wire.Dialect
 	// Login holds --login and its flags (MCP servers over HTTP).
 	Login CallLoginOptions
-	// Factory gives --login (MCP servers) the store, the browser and the
-	// clock.
-	Factory *Factory
 }
 
 func newCallCommand(f *Factory) *cli.Command { return callCommand(f, runCallTarget) }
 
 // runCallTarget calls an MCP server over HTTP, or an agent host.
 func runCallTarget(ctx context.Context, opts *CallOptions) error {
-	if isHTTPTarget(opts.Target) {
+	if client.IsHTTPTarget(opts.Target) {
 		return runCallHTTP(ctx, opts)
 	}
 	return runCall(ctx, opts)
@@ -118,17 +106,17 @@ scope, where to get a token) and exits 4; other JSON-RPC errors exit 1.
 			default:
 				return usageErrorf("--dialect must be design or published, not %q", dialect)
 			}
-			if err := opts.Login.check(c, isHTTPTarget(opts.Target)); err != nil {
+			if err := opts.Login.check(c, client.IsHTTPTarget(opts.Target)); err != nil {
 				return err
 			}
-			if isHTTPTarget(opts.Target) {
+			if client.IsHTTPTarget(opts.Target) {
 				if err := opts.checkHTTP(); err != nil {
 					return err
 				}
 			} else if err := opts.checkHost(); err != nil {
 				return err
 			}
-			opts.IO, opts.HTTPClient, opts.Credentials, opts.Factory = f.IO, f.HTTPClient, f.credentials, f
+			opts.IO, opts.Client = f.IO, f.Client()
 			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return run(ctx, opts)
@@ -157,61 +145,46 @@ func runCall(ctx context.Context, opts *CallOptions) error {
 			return err
 		}
 	}
-	callCtx, cancel := context.WithTimeout(ctx, callTimeout)
+	callCtx, cancel := context.WithTimeout(ctx, client.CallTimeout)
 	defer cancel()
-	var cs *credentialSource
-	var creds []*store.Credential
 	// Stored credentials are used when no token comes from stdin, unless
 	// the call is initialize alone (which needs none).
-	if !opts.TokenStdin && opts.Credentials != nil && (opts.Method != wire.MethodInitialize || opts.Watch) {
-		var err error
-		if cs, err = opts.Credentials(); err != nil {
-			return err
-		}
-		if creds, err = cs.ForTargetOrHost(callCtx, opts.Target, ""); err != nil {
-			return err
-		}
-	}
-	conn, err := wire.DialTarget(callCtx, opts.Target, wire.DialOptions{HTTPClient: opts.HTTPClient, Stderr: opts.IO.ErrOut})
-	if err != nil {
-		return err
-	}
-	client := wire.NewClient(conn)
-	defer client.Close()
-
+	noStore := opts.TokenStdin || (opts.Method == wire.MethodInitialize && !opts.Watch)
 	var params any = wire.NewInitializeParams(opts.Dialect, callClientID)
 	if opts.Method == wire.MethodInitialize && opts.Params != nil {
 		params = opts.Params
 	}
-	var raw json.RawMessage
-	if err := client.Call(callCtx, wire.MethodInitialize, params, &raw); err != nil {
-		return opts.rpcFailure(wire.MethodInitialize, err, nil)
+	sess, raw, err := opts.Client.OpenHostWith(callCtx, opts.Target, noStore, params)
+	var failed *client.CallError
+	if errors.As(err, &failed) {
+		return opts.rpcFailure(failed.Method, failed.Err, nil)
 	}
-	var initRes wire.InitializeResult
-	if err := json.Unmarshal(raw, &initRes); err != nil {
-		return fmt.Errorf("cannot read the initialize result: %w", err)
+	if err != nil {
+		return err
 	}
-	reqs := initRes.Requirements()
+	defer sess.Close()
+	reqs := sess.Reqs
 
 	switch {
 	case token != "" && opts.SetAuthToken:
 		// Deprecated, fire-and-forget: a rejection arrives as a push and
 		// the call below then answers -32007.
-		if err := client.Notify(callCtx, wire.MethodSetAuthToken, wire.SetAuthTokenParams{Token: token}); err != nil {
+		if err := sess.Client.Notify(callCtx, wire.MethodSetAuthToken, wire.SetAuthTokenParams{Token: token}); err != nil {
 			return fmt.Errorf("cannot send setAuthToken: %w", err)
 		}
 	case token != "":
-		req, err := pickRequirement(reqs, opts.SchemeID)
+		req, err := client.PickRequirement(reqs, opts.SchemeID)
 		if err != nil {
 			return err
 		}
-		if err := wire.Authenticate(callCtx, client, initRes.Dialect(), req, token); err != nil {
+		if err := wire.Authenticate(callCtx, sess.Client, sess.Dialect, req, token); err != nil {
 			return opts.rpcFailure(wire.MethodAuthenticate, err, reqs)
 		}
 	}
-	hc := &hostConn{client: client, dialect: initRes.Dialect(), init: &initRes, reqs: reqs}
-	held, err := opts.authenticateStored(callCtx, hc, cs, creds)
-	if err != nil {
+	refused := func(res client.SchemeResult) {
+		fmt.Fprintln(opts.IO.ErrOut, schemeLine(&res, opts.IO.ErrPainter(), "accepted"))
+	}
+	if err := sess.AuthenticateStoredAll(callCtx, refused); err != nil {
 		return err
 	}
 	if opts.Method != wire.MethodInitialize {
@@ -220,14 +193,14 @@ func runCall(ctx context.Context, opts *CallOptions) error {
 			p = opts.Params
 		}
 		raw = nil
-		err := client.Call(callCtx, opts.Method, p, &raw)
-		retry, rerr := opts.renew(callCtx, hc, cs, held, err)
+		err := sess.Client.Call(callCtx, opts.Method, p, &raw)
+		retry, rerr := sess.Renew(callCtx, err, refused)
 		if rerr != nil {
 			return rerr
 		}
 		if retry {
 			raw = nil
-			err = client.Call(callCtx, opts.Method, p, &raw)
+			err = sess.Client.Call(callCtx, opts.Method, p, &raw)
 		}
 		if err != nil {
 			return opts.rpcFailure(opts.Method, err, reqs)
@@ -237,105 +210,9 @@ func runCall(ctx context.Context, opts *CallOptions) error {
 		return err
 	}
 	if opts.Watch {
-		return opts.watch(ctx, client)
+		return opts.watch(ctx, sess.Client)
 	}
 	return nil
-}
-
-// authenticateStored authenticates every declared scheme that has a stored
-// credential (see hostConn.authenticateStored) and returns them by scheme
-// id. A required scheme the host refuses is an *AuthError with the login
-// command; a refused optional one is reported on stderr and left out.
-func (opts *CallOptions) authenticateStored(ctx context.Context, hc *hostConn, cs *credentialSource, creds []*store.Credential) (map[string]*store.Credential, error) {
-	held := map[string]*store.Credential{}
-	var refused []schemeResult
-	for _, r := range hc.reqs {
-		c := credentialFor(creds, opts.Target, r)
-		if c == nil {
-			continue
-		}
-		var res schemeResult
-		cur, err := hc.authenticateStored(ctx, cs, opts.Target, r, c, false, &res)
-		if err != nil {
-			return nil, err
-		}
-		if cur == nil {
-			fmt.Fprintln(opts.IO.ErrOut, res.line(opts.IO.ErrPainter(), "accepted"))
-			refused = append(refused, res)
-			continue
-		}
-		held[r.SchemeID] = cur
-	}
-	if f := authFailure(opts.Target, hc.reqs, refused); f != nil {
-		return nil, f
-	}
-	return held, nil
-}
-
-// renew answers a call refused with -32007 invalid_token for a scheme
-// authenticated from the store: the credential is refreshed, authenticated
-// again, and retry says to repeat the call once.
-func (opts *CallOptions) renew(ctx context.Context, hc *hostConn, cs *credentialSource, held map[string]*store.Credential, callErr error) (retry bool, err error) {
-	var rpc *wire.Error
-	data, ok := wire.AuthRequiredData{}, false
-	if errors.As(callErr, &rpc) {
-		data, ok = rpc.AuthRequired()
-	}
-	if !ok {
-		return false, nil
-	}
-	for _, ch := range data.Challenges {
-		c := held[ch.SchemeID]
-		if c == nil || ch.Error != wire.ErrInvalidToken {
-			continue
-		}
-		i := slices.IndexFunc(hc.reqs, func(r wire.Requirement) bool { return r.SchemeID == ch.SchemeID })
-		var res schemeResult
-		cur, err := hc.authenticateStored(ctx, cs, opts.Target, hc.reqs[i], c, true, &res)
-		if err != nil {
-			return false, err
-		}
-		if cur == nil {
-			fmt.Fprintln(opts.IO.ErrOut, res.line(opts.IO.ErrPainter(), "accepted"))
-			if f := authFailure(opts.Target, hc.reqs, []schemeResult{res}); f != nil {
-				return false, f
-			}
-			continue
-		}
-		held[ch.SchemeID], retry = cur, true
-	}
-	return retry, nil
-}
-
-// pickRequirement chooses the scheme to authenticate: --scheme, else the
-// only required scheme, else the only scheme.
-func pickRequirement(reqs []wire.Requirement, id string) (wire.Requirement, error) {
-	ids := make([]string, len(reqs))
-	for i, r := range reqs {
-		ids[i] = r.SchemeID
-	}
-	if id != "" {
-		if i := slices.Index(ids, id); i >= 0 {
-			return reqs[i], nil
-		}
-		return wire.Requirement{}, usageErrorf("the host declares no scheme %q (declared: %s)", id, strings.Join(ids, ", "))
-	}
-	var required []wire.Requirement
-	for _, r := range reqs {
-		if r.Required {
-			required = append(required, r)
-		}
-	}
-	switch {
-	case len(required) == 1:
-		return required[0], nil
-	case len(required) == 0 && len(reqs) == 1:
-		return reqs[0], nil
-	case len(reqs) == 0:
-		return wire.Requirement{}, errors.New("the host declares no auth scheme to authenticate with")
-	default:
-		return wire.Requirement{}, usageErrorf("the host declares several schemes (%s): choose one with --scheme", strings.Join(ids, ", "))
-	}
 }
 
 // rpcFailure reports a failed call: a -32007 prints its challenges and
@@ -344,7 +221,7 @@ func pickRequirement(reqs []wire.Requirement, id string) (wire.Requirement, erro
 func (opts *CallOptions) rpcFailure(method string, err error, reqs []wire.Requirement) error {
 	var rpc *wire.Error
 	if errors.Is(err, wire.ErrTokenNotAccepted) {
-		return &AuthError{Err: err, Hint: loginCommand(opts.Target, "")}
+		return &AuthError{Err: err, Hint: client.LoginCommand(opts.Target, "")}
 	}
 	if !errors.As(err, &rpc) {
 		return fmt.Errorf("cannot call %s: %w", method, err)
@@ -368,9 +245,9 @@ func (opts *CallOptions) rpcFailure(method string, err error, reqs []wire.Requir
 	}
 	var id string
 	if len(data.Challenges) == 1 {
-		id = schemeHint(reqs, data.Challenges[0].SchemeID)
+		id = client.SchemeHint(reqs, data.Challenges[0].SchemeID)
 	}
-	return &AuthError{Err: errors.New(what), Hint: loginCommand(opts.Target, id)}
+	return &AuthError{Err: errors.New(what), Hint: client.LoginCommand(opts.Target, id)}
 }
 
 // printChallenges writes each -32007 challenge for people: scheme, error,

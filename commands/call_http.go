@@ -2,16 +2,13 @@ package commands
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/agentauth/agentauth/flows"
-	"github.com/agentauth/agentauth/store"
+	"github.com/agentauth/agentauth/client"
 	"github.com/agentauth/agentauth/wire"
 )
 
@@ -76,197 +73,63 @@ func (opts *CallOptions) checkHTTP() error {
 	return nil
 }
 
-// httpCall is one call to an MCP server over HTTP.
-type httpCall struct {
-	opts  *CallOptions
-	retry *authRetry
-	// secret is --client-secret-stdin's client secret.
-	secret string
-	// method is the method being sent, for messages.
-	method string
-}
-
-// runCallHTTP calls METHOD on an MCP server over Streamable HTTP (MCP
-// 2025-11-25 "Transports"), authorizing through authRetry.
+// runCallHTTP calls METHOD on an MCP server over Streamable HTTP
+// (client.Client.CallMCP) and prints the result.
 func runCallHTTP(ctx context.Context, opts *CallOptions) error {
-	c := &httpCall{opts: opts, retry: &authRetry{Login: opts.Login.Enabled}}
+	req := client.MCPCall{Target: opts.Target, Method: opts.Method, Params: opts.Params, Login: opts.Login.Enabled}
+	var secret string
 	var err error
 	switch {
 	case opts.TokenStdin:
-		token, err := readStdinSecret(opts.IO.In, "--token-stdin", "token")
-		if err != nil {
+		if req.Token, err = readStdinSecret(opts.IO.In, "--token-stdin", "token"); err != nil {
 			return err
 		}
-		c.retry.Held = &store.Credential{AccessToken: token}
 	case opts.Login.ClientSecretStdin:
-		if c.secret, err = readStdinSecret(opts.IO.In, "--client-secret-stdin", "client secret"); err != nil {
+		if secret, err = readStdinSecret(opts.IO.In, "--client-secret-stdin", "client secret"); err != nil {
 			return err
 		}
 	}
-	if !opts.TokenStdin {
-		if err := c.useStored(ctx); err != nil {
-			return err
-		}
+	req.Choices = opts.Login.choices(secret)
+	raw, err := opts.Client.CallMCP(ctx, req)
+	var failed *client.CallError
+	if errors.As(err, &failed) {
+		return opts.httpFailure(failed)
 	}
-	c.retry.Authorize = c.authorize
-
-	// Each request is bounded by callTimeout; a login has its own bound.
-	hc := *opts.HTTPClient
-	hc.Timeout = 0
-	sess, err := wire.NewHTTPSession(opts.Target, &hc, func(context.Context) (string, error) {
-		if c.retry.Held == nil {
-			return "", nil
-		}
-		return c.retry.Held.AccessToken, nil
-	})
 	if err != nil {
-		return usageErrorf("%v", err)
-	}
-
-	var raw json.RawMessage
-	err = c.send(ctx, wire.MethodInitialize, func(ctx context.Context) error {
-		res, err := sess.Initialize(ctx, "agentauth", Version)
-		if err == nil {
-			raw = res.Raw
-		}
 		return err
-	})
-	if err != nil {
-		return c.failure(err)
-	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := sess.Close(cctx); err != nil {
-			opts.Factory.Logger().Debug("cannot end the MCP session", "err", err)
-		}
-	}()
-	if opts.Method != wire.MethodInitialize {
-		var params any
-		if opts.Params != nil {
-			params = opts.Params
-		}
-		err = c.send(ctx, opts.Method, func(ctx context.Context) error {
-			raw = nil
-			return sess.Call(ctx, opts.Method, params, &raw)
-		})
-		if err != nil {
-			return c.failure(err)
-		}
 	}
 	return opts.printJSON(raw)
 }
 
-// useStored sets up the stored credential for the target, refreshed when
-// it expires within refreshLeeway. With --login, the store must work (the
-// keyring is probed before anything is approved), and a credential that
-// cannot be refreshed is replaced by a login when the server asks.
-func (c *httpCall) useStored(ctx context.Context) error {
-	opts := c.opts
-	if opts.Login.Enabled {
-		if _, err := opts.Factory.usableStore(ctx); err != nil {
-			return err
-		}
-	}
-	cs, err := opts.Credentials()
-	if err != nil {
-		return err
-	}
-	c.retry.Refresh = func(ctx context.Context, stale *store.Credential) (*store.Credential, error) {
-		opts.Factory.Logger().Debug("the server rejected the stored token; refreshing it", "resource", stale.Resource)
-		return cs.Refresh(ctx, stale, opts.Target)
-	}
-	creds, err := cs.ForTarget(ctx, opts.Target, "")
-	if err != nil {
-		return err
-	}
-	for _, cred := range creds {
-		if cred.SchemeID != "" {
-			continue // an agent host's scheme: log in to the MCP server itself
-		}
-		held, err := cs.Usable(ctx, cred.Key, opts.Target)
-		var auth *AuthError
-		if errors.As(err, &auth) && opts.Login.Enabled {
-			fmt.Fprintf(opts.IO.ErrOut, "%s %s\n", opts.IO.ErrPainter().Yellow("warning:"), safeText(err.Error()))
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		c.retry.Held = held
-		return nil
-	}
-	return nil
-}
-
-// send runs one step (initialize or the method) through the state machine,
-// each attempt within callTimeout.
-func (c *httpCall) send(ctx context.Context, method string, step func(context.Context) error) error {
-	c.method = method
-	return c.retry.do(ctx, func(ctx context.Context) error {
-		ctx, cancel := context.WithTimeout(ctx, callTimeout)
-		defer cancel()
-		return step(ctx)
-	})
-}
-
-// authorize is authRetry.Authorize: discovery from the refusal's challenge
-// (its resource_metadata and scope; no new probe), then the login flow of
-// login with call's --login flags.
-func (c *httpCall) authorize(ctx context.Context, refusal *wire.HTTPAuthError, scopes []string) (*store.Credential, error) {
-	f, w := c.opts.Factory, c.opts.IO.ErrOut
-	d, err := flows.DiscoverResourceFromChallenge(ctx, f.HTTPClient, c.opts.Target, refusal.StatusCode, refusal.Challenge)
-	if err != nil {
-		return nil, err
-	}
-	info := httpTargetInfo(ctx, f.HTTPClient, d)
-	for _, warning := range info.Warnings {
-		fmt.Fprintf(w, "%s %s\n", c.opts.IO.ErrPainter().Yellow("warning:"), safeText(warning))
-	}
-	r := info.Requirements[0]
-	if scopes != nil {
-		r.ChallengeScope = wire.JoinScope(scopes)
-		fmt.Fprintf(w, "%s needs more scope (%s); logging in again for %s (authorization %d of %d).\n",
-			c.method, refusalStatus(refusal), safeText(r.ChallengeScope), c.retry.authorizations, maxAuthorizations)
-	} else {
-		fmt.Fprintf(w, "%s needs authorization (%s); logging in to %s.\n", c.method, refusalStatus(refusal), safeText(r.Resource))
-	}
-	return loginFlow(ctx, f, c.opts.Login.request(c.opts.Target, r, c.secret))
-}
-
-// failure reports a failed step: a refusal prints the challenge and exits
-// 4 (with the login command when --login was not given); a JSON-RPC error
-// is reported like an agent host's; a failed login or refresh says itself
-// what went wrong.
-func (c *httpCall) failure(err error) error {
-	var refused *refusedError
+// httpFailure reports a failed step: a refusal prints the challenge and
+// exits 4 (with the login command when --login was not given); a JSON-RPC
+// error is reported like an agent host's.
+func (opts *CallOptions) httpFailure(failed *client.CallError) error {
+	var refused *client.RefusedError
 	var rpc *wire.Error
-	var auth *AuthError
 	switch {
-	case errors.As(err, &refused):
-		c.printRefusal(refused.Refusal)
+	case errors.As(failed.Err, &refused):
+		printRefusal(opts.IO, failed.Method, refused.Refusal)
 		var hint string
-		if refused.Reason == stopNoLogin {
-			hint = httpLoginHint(c.opts.Target, refused)
+		if refused.Reason == client.StopNoLogin {
+			hint = client.HTTPLoginHint(opts.Target, refused)
 		}
-		err := fmt.Errorf("cannot call %s: %w", c.method, refused)
+		err := fmt.Errorf("cannot call %s: %w", failed.Method, refused)
 		if hint != "" {
 			err = fmt.Errorf("%w (call --login logs in by itself)", err)
 		}
 		return &AuthError{Err: err, Hint: hint}
-	case errors.As(err, &rpc):
-		return c.opts.rpcFailure(c.method, err, nil)
-	case errors.As(err, &auth):
-		return err
+	case errors.As(failed.Err, &rpc):
+		return opts.rpcFailure(failed.Method, failed.Err, nil)
 	}
-	return fmt.Errorf("cannot call %s: %w", c.method, err)
+	return failed
 }
 
 // printRefusal writes a 401/403 for people: the status, then each field of
 // the Bearer challenge (RFC 6750 §3, RFC 9728 §5.1) the server sent.
-func (c *httpCall) printRefusal(e *wire.HTTPAuthError) {
-	w, p := c.opts.IO.ErrOut, c.opts.IO.ErrPainter()
-	fmt.Fprintf(w, "%s: the server answered %s\n", c.method, p.Yellow(fmt.Sprintf("HTTP %d %s", e.StatusCode, http.StatusText(e.StatusCode))))
+func printRefusal(io *IOStreams, method string, e *wire.HTTPAuthError) {
+	w, p := io.ErrOut, io.ErrPainter()
+	fmt.Fprintf(w, "%s: the server answered %s\n", method, p.Yellow(fmt.Sprintf("HTTP %d %s", e.StatusCode, http.StatusText(e.StatusCode))))
 	for _, k := range []string{"error", "error_description", "scope", "resource_metadata"} {
 		if v := e.Challenge.Param(k); v != "" {
 			label := k
@@ -279,23 +142,4 @@ func (c *httpCall) printRefusal(e *wire.HTTPAuthError) {
 	if e.Challenge.Scheme == "" {
 		fmt.Fprintln(w, "  (no Bearer challenge in WWW-Authenticate)")
 	}
-}
-
-// refusalStatus is "HTTP 403 insufficient_scope" or "HTTP 401".
-func refusalStatus(e *wire.HTTPAuthError) string {
-	s := fmt.Sprintf("HTTP %d", e.StatusCode)
-	if code := e.Challenge.Param("error"); code != "" {
-		s += " " + safeText(code)
-	}
-	return s
-}
-
-// httpLoginHint is the command that gets a token the refusal would accept:
-// login, with the missing scopes for a 403.
-func httpLoginHint(target string, e *refusedError) string {
-	cmd := "agentauth login "
-	if e.Refusal.StatusCode == http.StatusForbidden {
-		cmd += "--scope " + shellQuote(wire.JoinScope(e.missingScopes())) + " "
-	}
-	return cmd + shellQuote(target)
 }

@@ -345,7 +345,7 @@ func TestCallHTTPPreregisteredClient(t *testing.T) {
 	if got := as.tokenAuth[0]; !strings.HasPrefix(got, "Basic ") {
 		t.Errorf("token request Authorization %q, want client_secret_basic", got)
 	}
-	if c := storedOne(t, tf); c.Client.ClientID != "app" || c.Client.Source != clientSourcePreregistered {
+	if c := storedOne(t, tf); c.Client.ClientID != "app" || c.Client.Source != "preregistered" {
 		t.Errorf("stored client %+v", c.Client)
 	}
 	assertNoSecrets(t, tf.out.String(), tf.errOut.String())

@@ -52,8 +52,8 @@ func TestCallFlags(t *testing.T) {
 		{args: []string{"mcp.example", "tools/list"}, wantCode: ExitUsage, wantErr: `unsupported target "mcp.example"`},
 		{args: []string{"--bogus", "ws://h", "whoami"}, wantCode: ExitUsage, wantErr: "flag provided but not defined: -bogus"},
 	}, callCommand, func(f *Factory, o *CallOptions) bool {
-		ok := o.IO == f.IO && o.HTTPClient == f.HTTPClient && o.Credentials != nil && o.Factory == f
-		o.IO, o.HTTPClient, o.Credentials, o.Factory = nil, nil, nil, nil
+		ok := o.IO == f.IO && o.Client == f.Client()
+		o.IO, o.Client = nil, nil
 		return ok
 	}, cmpopts.IgnoreUnexported(LoginChoices{}))
 }

@@ -3,35 +3,19 @@ package commands
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/signal"
-	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/agentauth/agentauth/flows"
+	"github.com/agentauth/agentauth/client"
 	"github.com/agentauth/agentauth/wire"
-)
-
-// discoverClientID is the clientId discover and login send with initialize.
-const discoverClientID = "agentauth-discover"
-
-// discoverTimeout bounds connecting and initialize for an agent host; each
-// HTTP fetch has its own 10 s bound (flows.DefaultFetchTimeout).
-const discoverTimeout = 30 * time.Second
-
-// Target kinds in discover's output.
-const (
-	kindAgentHost = "agent-host"
-	kindHTTP      = "http"
 )
 
 // DiscoverOptions are discover's inputs.
@@ -90,7 +74,7 @@ Prints one block per requirement on stdout; --json prints one document:
 }
 
 func runDiscover(ctx context.Context, opts *DiscoverOptions) error {
-	info, err := discoverTarget(ctx, opts.HTTPClient, opts.IO.ErrOut, opts.Target)
+	info, err := client.Discover(ctx, opts.HTTPClient, opts.IO.ErrOut, opts.Target)
 	if err != nil {
 		return err
 	}
@@ -99,25 +83,25 @@ func runDiscover(ctx context.Context, opts *DiscoverOptions) error {
 		fmt.Fprintf(opts.IO.ErrOut, "%s %s\n", opts.IO.ErrPainter().Yellow("warning:"), safeText(w))
 	}
 	if opts.JSON {
-		b, err := json.MarshalIndent(info.document(), "", "  ")
+		b, err := json.MarshalIndent(discoverDocument(info), "", "  ")
 		if err != nil {
 			return fmt.Errorf("cannot print the discovery: %w", err)
 		}
 		fmt.Fprintln(opts.IO.Out, string(b))
 	} else {
-		info.print(opts.IO.Out, opts.IO.OutPainter())
+		printDiscovery(info, opts.IO.Out, opts.IO.OutPainter())
 	}
 	var failed []string
 	for _, r := range info.Requirements {
 		if r.Err != nil {
-			failed = append(failed, r.name())
+			failed = append(failed, r.Name())
 		}
 	}
 	if len(failed) > 0 {
 		if !opts.JSON {
 			for _, r := range info.Requirements {
 				if r.Err != nil {
-					fmt.Fprintf(opts.IO.ErrOut, "agentauth: %s: %s\n", safeText(r.name()), safeText(r.Err.Error()))
+					fmt.Fprintf(opts.IO.ErrOut, "agentauth: %s: %s\n", safeText(r.Name()), safeText(r.Err.Error()))
 				}
 			}
 		}
@@ -126,188 +110,19 @@ func runDiscover(ctx context.Context, opts *DiscoverOptions) error {
 	return nil
 }
 
-// targetInfo is what discovery learnt about a target.
-type targetInfo struct {
-	Target string
-	Kind   string
-	// Dialect is the agent host's dialect.
-	Dialect wire.Dialect
-	// Status is the HTTP status of the unauthenticated request.
-	Status int
-	// MetadataURL is where the protected resource metadata was found.
-	MetadataURL string
-	// Legacy marks the MCP 2025-03-26 fallback.
-	Legacy       bool
-	Warnings     []string
-	Requirements []*requirementInfo
-	// host is the agent host's connection, kept open until Close: a stdio
-	// host's embedded issuer lives only as long as the child process.
-	host *wire.Client
-}
-
-// Close closes the agent host connection, if any.
-func (info *targetInfo) Close() {
-	if info.host != nil {
-		info.host.Close()
-	}
-}
-
-// requirementInfo is one auth requirement with its authorization server's
-// metadata (or why it could not be used).
-type requirementInfo struct {
-	wire.Requirement
-	// ChallengeScope is the scope of the target's Bearer challenge (HTTP),
-	// or the scope a step-up asks for.
-	ChallengeScope string
-	// AuthServer is the first authorization server's checked metadata.
-	AuthServer *wire.AuthServerMetadata
-	// Err is why AuthServer is missing.
-	Err error
-}
-
-// name labels a requirement in messages: its scheme id, else its resource.
-func (r *requirementInfo) name() string {
-	if r.SchemeID != "" {
-		return r.SchemeID
-	}
-	return r.Resource
-}
-
-// isHTTPTarget reports whether target is an MCP server / protected resource
-// rather than an agent host.
-func isHTTPTarget(target string) bool {
-	l := strings.ToLower(target)
-	return strings.HasPrefix(l, "http://") || strings.HasPrefix(l, "https://")
-}
-
-// discoverTarget finds a target's requirements and fetches each one's
-// authorization server metadata (RFC 8414 / OpenID Connect, checked by
-// flows). A failure to reach the target is an error; a failing authorization
-// server is recorded in its requirement. The caller must Close the result.
-func discoverTarget(ctx context.Context, hc *http.Client, stderr io.Writer, target string) (*targetInfo, error) {
-	if isHTTPTarget(target) {
-		d, err := flows.DiscoverResource(ctx, hc, target)
-		if err != nil {
-			return nil, err
-		}
-		return httpTargetInfo(ctx, hc, d), nil
-	}
-	res, client, err := initializeHost(ctx, hc, stderr, target)
-	if err != nil {
-		return nil, err
-	}
-	info := &targetInfo{Target: target, Kind: kindAgentHost, Dialect: res.Dialect(), host: client}
-	for _, req := range res.Requirements() {
-		info.Requirements = append(info.Requirements, &requirementInfo{Requirement: req})
-	}
-	if len(info.Requirements) == 0 {
-		info.Warnings = append(info.Warnings, wire.RedactTarget(target)+" declares no auth requirement")
-	}
-	for _, r := range info.Requirements {
-		if len(r.AuthorizationServers) == 0 {
-			r.Err = flows.ErrNoAuthorizationServers
-			continue
-		}
-		if err := flows.CheckURL(r.Resource); err != nil {
-			r.Err = fmt.Errorf("cannot use the resource: %w", err)
-			continue
-		}
-		r.AuthServer, r.Err = flows.FetchAuthServerMetadata(ctx, hc, r.AuthorizationServers[0])
-	}
-	return info, nil
-}
-
-// httpTargetInfo is what the resource discovery d of an HTTP target says:
-// its one requirement, with the first authorization server's checked
-// metadata (or, in the MCP 2025-03-26 fallback, its default endpoints).
-func httpTargetInfo(ctx context.Context, hc *http.Client, d *flows.ResourceDiscovery) *targetInfo {
-	info := &targetInfo{Target: d.Target, Kind: kindHTTP, Status: d.Status, MetadataURL: d.MetadataURL, Legacy: d.Legacy}
-	if d.Warning != "" {
-		info.Warnings = append(info.Warnings, d.Warning)
-	}
-	r := &requirementInfo{ChallengeScope: d.Scope, Requirement: wire.Requirement{
-		Resource: d.Resource, AuthorizationServers: d.AuthorizationServers, ScopesSupported: d.ScopesSupported(), Required: true}}
-	if d.Metadata != nil {
-		r.Label = d.Metadata.ResourceName
-	}
-	if err := flows.CheckURL(r.Resource); err != nil {
-		r.Err = fmt.Errorf("cannot use the resource: %w", err)
-	} else {
-		r.AuthServer, r.Err = flows.DiscoverAuthServer(ctx, hc, d)
-	}
-	info.Requirements = []*requirementInfo{r}
-	return info
-}
-
-// initializeHost connects to an agent host and runs initialize in the
-// design dialect, and again in the published dialect when the host
-// supports no design version (-32005). The connection stays open.
-func initializeHost(ctx context.Context, hc *http.Client, stderr io.Writer, target string) (*wire.InitializeResult, *wire.Client, error) {
-	ctx, cancel := context.WithTimeout(ctx, discoverTimeout)
-	defer cancel()
-	res, client, err := initializeIn(ctx, hc, stderr, target, wire.DialectDesign)
-	var rpc *wire.Error
-	if errors.As(err, &rpc) && rpc.Code == wire.CodeUnsupportedVersion {
-		res, client, err = initializeIn(ctx, hc, stderr, target, wire.DialectPublished)
-	}
-	return res, client, err
-}
-
-func initializeIn(ctx context.Context, hc *http.Client, stderr io.Writer, target string, d wire.Dialect) (*wire.InitializeResult, *wire.Client, error) {
-	conn, err := wire.DialTarget(ctx, target, wire.DialOptions{HTTPClient: hc, Stderr: stderr})
-	if err != nil {
-		return nil, nil, err
-	}
-	client := wire.NewClient(conn)
-	res, err := wire.Initialize(ctx, client, d, discoverClientID)
-	if err != nil {
-		client.Close()
-		return nil, nil, fmt.Errorf("cannot initialize %s: %w", wire.RedactTarget(target), err)
-	}
-	return res, client, nil
-}
-
-// registrationOptions lists how a client can be obtained from an
-// authorization server, in the order login tries them (the stored
-// registration aside): preregistered (--client-id) always, cimd when the
-// server accepts client ID metadata documents, dcr when it has a
-// registration endpoint (RFC 7591).
-func registrationOptions(md *wire.AuthServerMetadata) []string {
-	out := []string{"preregistered"}
-	if md.ClientIDMetadataDocumentSupported {
-		out = append(out, "cimd")
-	}
-	if md.RegistrationEndpoint != "" {
-		out = append(out, "dcr")
-	}
-	return out
-}
-
 var registrationLabels = map[string]string{
 	"preregistered": "pre-registered client (--client-id)",
 	"cimd":          "client ID metadata document (--client-metadata-url)",
 	"dcr":           "dynamic registration (RFC 7591)",
 }
 
-// grantTypes is what the authorization server offers, with the RFC 8414
-// default when it does not say.
-func grantTypes(md *wire.AuthServerMetadata) []string {
-	g := md.GrantTypesSupported
-	if len(g) == 0 {
-		g = []string{wire.GrantAuthorizationCode, "implicit"}
-	}
-	if md.DeviceAuthorizationEndpoint != "" && !slices.Contains(g, wire.GrantDeviceCode) {
-		g = append(slices.Clone(g), wire.GrantDeviceCode)
-	}
-	return g
-}
-
-func (info *targetInfo) print(w io.Writer, p Painter) {
+// printDiscovery writes info for people: one block per requirement.
+func printDiscovery(info *client.TargetInfo, w io.Writer, p Painter) {
 	for i, r := range info.Requirements {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		title := r.name()
+		title := r.Name()
 		if r.Label != "" && r.Label != title {
 			title += " (" + r.Label + ")"
 		}
@@ -322,9 +137,9 @@ func (info *targetInfo) print(w io.Writer, p Painter) {
 		}
 		row("required", yesNo(r.Required))
 		if md := r.AuthServer; md != nil {
-			row("grant types", strings.Join(grantTypes(md), ", "))
+			row("grant types", strings.Join(client.GrantTypes(md), ", "))
 			var regs []string
-			for _, o := range registrationOptions(md) {
+			for _, o := range client.RegistrationOptions(md) {
 				regs = append(regs, registrationLabels[o])
 			}
 			row("registration", strings.Join(regs, ", "))
@@ -391,10 +206,11 @@ type authServerDoc struct {
 	IssParameterSupported             bool     `json:"issParameterSupported"`
 }
 
-func (info *targetInfo) document() discoverDoc {
+// discoverDocument is info as discover --json's document.
+func discoverDocument(info *client.TargetInfo) discoverDoc {
 	doc := discoverDoc{Target: wire.RedactTarget(info.Target), Kind: info.Kind, HTTPStatus: info.Status,
 		MetadataURL: info.MetadataURL, Legacy: info.Legacy, Warnings: nonNil(info.Warnings), Requirements: []requirementDoc{}}
-	if info.Kind == kindAgentHost {
+	if info.Kind == client.KindAgentHost {
 		doc.Dialect = info.Dialect.String()
 	}
 	for _, r := range info.Requirements {
@@ -405,13 +221,13 @@ func (info *targetInfo) document() discoverDoc {
 			rd.AuthorizationServer = &authServerDoc{
 				Issuer: md.Issuer, AuthorizationEndpoint: md.AuthorizationEndpoint, TokenEndpoint: md.TokenEndpoint,
 				DeviceAuthorizationEndpoint: md.DeviceAuthorizationEndpoint, RegistrationEndpoint: md.RegistrationEndpoint,
-				RevocationEndpoint: md.RevocationEndpoint, GrantTypes: grantTypes(md),
+				RevocationEndpoint: md.RevocationEndpoint, GrantTypes: client.GrantTypes(md),
 				TokenEndpointAuthMethods:          nonNil(md.TokenEndpointAuthMethodsSupported),
 				CodeChallengeMethods:              nonNil(md.CodeChallengeMethodsSupported),
 				ClientIDMetadataDocumentSupported: md.ClientIDMetadataDocumentSupported,
 				IssParameterSupported:             md.AuthorizationResponseIssParameterSupported,
 			}
-			rd.Registration = registrationOptions(md)
+			rd.Registration = client.RegistrationOptions(md)
 		}
 		if r.Err != nil {
 			rd.Error = r.Err.Error()

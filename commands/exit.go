@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/agentauth/agentauth/client"
 	"github.com/agentauth/agentauth/wire"
 )
 
@@ -19,25 +20,15 @@ const (
 	ExitAuth = 4
 )
 
-// UsageError is a bad command line: wrong flags, missing arguments.
-type UsageError struct{ Err error }
+// UsageError is a bad command line: wrong flags, missing arguments, or a
+// request the client core refuses as given (exit 2).
+type UsageError = client.UsageError
 
-func (e *UsageError) Error() string { return e.Err.Error() }
-func (e *UsageError) Unwrap() error { return e.Err }
+func usageErrorf(format string, args ...any) error { return client.Usagef(format, args...) }
 
-func usageErrorf(format string, args ...any) error {
-	return &UsageError{Err: fmt.Errorf(format, args...)}
-}
-
-// AuthError means the user must (re)authenticate. Hint is the command to run,
-// printed on its own line.
-type AuthError struct {
-	Err  error
-	Hint string
-}
-
-func (e *AuthError) Error() string { return e.Err.Error() }
-func (e *AuthError) Unwrap() error { return e.Err }
+// AuthError means the user must (re)authenticate (exit 4). Hint is the
+// command to run, printed on its own line.
+type AuthError = client.AuthError
 
 // SilentError carries an exit code for a failure already reported on stderr.
 type SilentError struct{ Code int }

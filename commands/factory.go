@@ -2,15 +2,13 @@ package commands
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
-	"os/exec"
-	"runtime"
 	"sync"
 	"time"
 
+	"github.com/agentauth/agentauth/client"
 	"github.com/agentauth/agentauth/store"
 	"github.com/agentauth/agentauth/wire"
 )
@@ -42,8 +40,7 @@ type Factory struct {
 	storeOnce sync.Once
 	store     store.Store
 	storeErr  error
-	// keyringChecked is set once ProbeKeyring succeeded in this process.
-	keyringChecked bool
+	client    *client.Client
 }
 
 // NewFactory returns the production dependencies.
@@ -105,53 +102,15 @@ func fallbackStore() (store.Store, error) {
 	return store.Open(store.KindFile, dir)
 }
 
-// Browser returns how to open a login URL: $BROWSER when set, even without
-// a terminal; else the platform opener when stdout or stderr is a terminal;
-// else nil (the caller prints the URL and which flag avoids the wait).
-func (f *Factory) Browser() func(url string) error {
-	if f.BrowserEnv != "" {
-		return func(url string) error { return runBrowser(f.BrowserEnv, url, f.IO) }
+// Client returns the client core over these dependencies, made once (it
+// remembers that the keyring was checked).
+func (f *Factory) Client() *client.Client {
+	if f.client == nil {
+		f.client = &client.Client{
+			HTTPClient: f.HTTPClient, Now: f.Now, Logger: f.Logger(),
+			Store: f.Store, Fallback: fallbackStore, ProbeKeyring: f.ProbeKeyring,
+			Browser: f.Browser(), UI: &termUI{io: f.IO, now: f.Now}, Stderr: f.IO.ErrOut, Version: Version,
+		}
 	}
-	if (f.IO.StdoutTTY || f.IO.StderrTTY) && f.OpenURL != nil {
-		return f.OpenURL
-	}
-	return nil
-}
-
-// runBrowser starts the $BROWSER command line (split like a shell, no
-// expansion) with url as its last argument, and does not wait for it:
-// a browser may run for as long as the user keeps it open.
-func runBrowser(cmdline, url string, io *IOStreams) error {
-	args, err := wire.SplitCommandLine(cmdline)
-	if err != nil {
-		return fmt.Errorf("cannot use $BROWSER: %w", err)
-	}
-	if len(args) == 0 {
-		return fmt.Errorf("cannot use $BROWSER: it names no command")
-	}
-	cmd := exec.Command(args[0], append(args[1:], url)...)
-	cmd.Stdout, cmd.Stderr = io.ErrOut, io.ErrOut
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("cannot run $BROWSER: %w", err)
-	}
-	go func() { _ = cmd.Wait() }()
-	return nil
-}
-
-// platformOpenURL opens url with the desktop's handler.
-func platformOpenURL(url string) error {
-	var cmd *exec.Cmd
-	switch runtime.GOOS {
-	case "darwin":
-		cmd = exec.Command("open", url)
-	case "windows":
-		cmd = exec.Command("rundll32", "url.dll,FileProtocolHandler", url)
-	default:
-		cmd = exec.Command("xdg-open", url)
-	}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("cannot open the browser: %w", err)
-	}
-	go func() { _ = cmd.Wait() }()
-	return nil
+	return f.client
 }

@@ -305,3 +305,35 @@ func (f *oauthFake) formsWith(grant string) []url.Values {
 	}
 	return out
 }
+
+// seed stores a credential issued by the fake (its current refresh token),
+// expiring at expiry.
+func (f *oauthFake) seed(t *testing.T, st store.Store, expiry time.Time, mutate func(c *store.Credential)) *store.Credential {
+	t.Helper()
+	f.mu.Lock()
+	f.n++
+	f.refresh = "rt-secret-seed"
+	f.clients["pub"] = ""
+	c := &store.Credential{
+		Key:    store.Key{Resource: f.resource(), Issuer: f.srv.URL, SchemeID: "dev"},
+		Target: "ws://host.example",
+		// host.example is not the resource's origin: the user allowed it
+		// explicitly (login --allow-resource).
+		AllowedTargets: []string{"http://host.example"},
+		AccessToken:    fakeAccessToken(f.n, f.resource()),
+		RefreshToken:   f.refresh,
+		TokenType:      "Bearer",
+		Expiry:         expiry,
+		Scopes:         []string{"agent:use"},
+		Client:         store.ClientRegistration{ClientID: "pub", AuthMethod: "none", Source: "dcr"},
+		TokenEndpoint:  f.md.TokenEndpoint,
+	}
+	f.mu.Unlock()
+	if mutate != nil {
+		mutate(c)
+	}
+	if err := st.Put(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}

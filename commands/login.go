@@ -3,28 +3,20 @@ package commands
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/url"
 	"os"
 	"os/signal"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/agentauth/agentauth/client"
 	"github.com/agentauth/agentauth/flows"
 	"github.com/agentauth/agentauth/store"
 	"github.com/agentauth/agentauth/wire"
-)
-
-// Client sources recorded in store.ClientRegistration.Source.
-const (
-	clientSourceDCR           = "dcr"
-	clientSourcePreregistered = "preregistered"
-	clientSourceCIMD          = "cimd"
 )
 
 // LoginOptions are login's inputs.
@@ -181,13 +173,11 @@ func (ch *LoginChoices) check(clientIDSet bool) error {
 	return nil
 }
 
-// request is the loginFlow request for requirement r of target, with the
+// choices are the client core's view of the flags, with the
 // pre-registered client's secret (read from stdin once per command).
-func (ch *LoginChoices) request(target string, r *requirementInfo, secret string) loginRequest {
-	return loginRequest{
-		Target:            target,
-		Requirement:       r,
-		ExtraScopes:       ch.Scopes,
+func (ch *LoginChoices) choices(secret string) client.Choices {
+	return client.Choices{
+		Scopes:            ch.Scopes,
 		ClientID:          ch.ClientID,
 		ClientSecret:      secret,
 		ClientMetadataURL: ch.ClientMetadataURL,
@@ -199,7 +189,6 @@ func (ch *LoginChoices) request(target string, r *requirementInfo, secret string
 }
 
 func runLogin(ctx context.Context, opts *LoginOptions) error {
-	f := opts.Factory
 	var secret string
 	if opts.ClientSecretStdin {
 		var err error
@@ -207,418 +196,25 @@ func runLogin(ctx context.Context, opts *LoginOptions) error {
 			return err
 		}
 	}
-	// The keyring is checked before discovery: nothing is approved, and no
-	// token obtained, that could not be kept.
-	st, err := f.usableStore(ctx)
+	ch := opts.choices(secret)
+	ch.NoResource, ch.Timeout, ch.AllowResources = opts.NoResource, opts.Timeout, opts.AllowResources
+	creds, st, err := opts.Factory.Client().LoginTarget(ctx, client.TargetLogin{Target: opts.Target, SchemeID: opts.SchemeID, Choices: ch})
 	if err != nil {
 		return err
 	}
-	info, err := discoverTarget(ctx, f.HTTPClient, opts.IO.ErrOut, opts.Target)
-	if err != nil {
-		return err
-	}
-	defer info.Close()
-	for _, w := range info.Warnings {
-		fmt.Fprintf(opts.IO.ErrOut, "%s %s\n", opts.IO.ErrPainter().Yellow("warning:"), safeText(w))
-	}
-	reqs, err := loginRequirements(info, opts.SchemeID)
-	if err != nil {
-		return err
-	}
-	if err := checkAllowResources(info, opts.AllowResources); err != nil {
-		return err
+	if !opts.JSON {
+		return nil
 	}
 	doc := loginDoc{Target: wire.RedactTarget(opts.Target), Logins: []loginDetails{}}
-	for _, r := range reqs {
-		req := opts.request(opts.Target, r, secret)
-		req.NoResource, req.Timeout, req.AllowResources = opts.NoResource, opts.Timeout, opts.AllowResources
-		c, err := loginFlow(ctx, f, req)
-		if err != nil {
-			return err
-		}
+	for _, c := range creds {
 		doc.Logins = append(doc.Logins, detailsOf(c, st))
 	}
-	if opts.JSON {
-		b, err := json.MarshalIndent(doc, "", "  ")
-		if err != nil {
-			return fmt.Errorf("cannot print the login: %w", err)
-		}
-		fmt.Fprintln(opts.IO.Out, string(b))
+	b, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return fmt.Errorf("cannot print the login: %w", err)
 	}
+	fmt.Fprintln(opts.IO.Out, string(b))
 	return nil
-}
-
-// checkAllowResources refuses an --allow-resource that names no resource
-// the target declares: a typo must not pass for consent.
-func checkAllowResources(info *targetInfo, allow []string) error {
-	for _, a := range allow {
-		var declared []string
-		for _, r := range info.Requirements {
-			if r.Resource == a {
-				declared = nil
-				break
-			}
-			declared = append(declared, r.Resource)
-		}
-		if declared != nil {
-			return usageErrorf("--allow-resource %s: %s declares no such resource (declared: %s)", a, wire.RedactTarget(info.Target), strings.Join(declared, ", "))
-		}
-	}
-	return nil
-}
-
-// loginRequirements picks what to log in to: --scheme, else every required
-// requirement, else (none required) every one.
-func loginRequirements(info *targetInfo, schemeID string) ([]*requirementInfo, error) {
-	if len(info.Requirements) == 0 {
-		return nil, fmt.Errorf("cannot log in: %s declares no auth requirement", wire.RedactTarget(info.Target))
-	}
-	if schemeID != "" {
-		var ids []string
-		for _, r := range info.Requirements {
-			if r.SchemeID == schemeID {
-				return []*requirementInfo{r}, nil
-			}
-			ids = append(ids, r.name())
-		}
-		return nil, usageErrorf("%s declares no scheme %q (declared: %s)", wire.RedactTarget(info.Target), schemeID, strings.Join(ids, ", "))
-	}
-	var out []*requirementInfo
-	for _, r := range info.Requirements {
-		if r.Required {
-			out = append(out, r)
-		}
-	}
-	if len(out) == 0 {
-		return info.Requirements, nil
-	}
-	return out, nil
-}
-
-// usableStore returns the store after checking that a login's token could
-// be kept: once per process, that the OS keyring works when it is the
-// backend (store.ProbeKeyring); every time, that the stored credentials can
-// be read (a corrupt credentials file or keyring index would refuse the
-// write only after the user approved).
-func (f *Factory) usableStore(ctx context.Context) (store.Store, error) {
-	st, err := f.Store()
-	if err != nil {
-		return nil, err
-	}
-	if st.Kind() == store.KindKeyring && !f.keyringChecked {
-		if err := f.ProbeKeyring(ctx); err != nil {
-			return nil, fmt.Errorf("cannot log in: %w", err)
-		}
-		f.keyringChecked = true
-	}
-	if _, err := st.List(ctx); err != nil {
-		return nil, fmt.Errorf("cannot log in: %w", err)
-	}
-	return st, nil
-}
-
-// loginRequest is one login to one discovered requirement. call --login and
-// step-up build one with the challenge's scope in Requirement.ChallengeScope
-// (or ExtraScopes).
-type loginRequest struct {
-	// Target is what the user named; stored as Credential.Target.
-	Target string
-	// Requirement must have its AuthServer metadata.
-	Requirement *requirementInfo
-	// ExtraScopes are added to the chosen scopes (--scope).
-	ExtraScopes []string
-	// ClientID and ClientSecret name a pre-registered client.
-	ClientID, ClientSecret string
-	// ClientMetadataURL is a client ID metadata document URL, used as the
-	// client_id when the server supports it.
-	ClientMetadataURL string
-	Device            bool
-	NoResource        bool
-	CallbackHost      string
-	CallbackPort      int
-	NoBrowser         bool
-	// Timeout bounds the wait for the user (default flows.DefaultLoginTimeout).
-	Timeout time.Duration
-	// AllowResources lets Target receive tokens for these resources on
-	// other origins (login --allow-resource); see mayReceive.
-	AllowResources []string
-}
-
-// loginFlow logs in to one requirement: it chooses the scopes and the
-// client, runs the authorization code grant with PKCE (or the device grant),
-// stores the credential and prints the success line on stderr. It never
-// prints a secret.
-func loginFlow(ctx context.Context, f *Factory, req loginRequest) (*store.Credential, error) {
-	r := req.Requirement
-	md := r.AuthServer
-	if md == nil {
-		err := r.Err
-		if err == nil {
-			err = errors.New("no authorization server metadata")
-		}
-		return nil, fmt.Errorf("cannot log in to %s: %w", r.name(), err)
-	}
-	crossOrigin := !wire.SameOrigin(req.Target, r.Resource)
-	if crossOrigin && !slices.Contains(req.AllowResources, r.Resource) {
-		// Refused before anything is approved: a host names the resource
-		// it wants, and could name another server's to have its token.
-		return nil, newCrossOriginError(req.Target, r.Resource, r.SchemeID)
-	}
-	st, err := f.usableStore(ctx)
-	if err != nil {
-		return nil, err
-	}
-	scopes := flows.ChooseScopes(r.ChallengeScope, r.ScopesSupported, req.ExtraScopes)
-	resource := r.Resource
-	if req.NoResource {
-		resource = ""
-	}
-
-	reg, stored, err := chooseClient(ctx, f, st, md, req)
-	if err != nil {
-		return nil, err
-	}
-	tok, err := runGrant(ctx, f, req, md, clientOf(*reg), scopes, resource)
-	if stored && errors.Is(err, flows.ErrInvalidClient) {
-		// The stored registration is stale (the server forgot it): mark it
-		// so that no login offers it again, and choose again, once.
-		fmt.Fprintf(f.IO.ErrOut, "%s %s no longer accepts the stored client %s; choosing the client again.\n",
-			f.IO.ErrPainter().Yellow("warning:"), md.Issuer, reg.ClientID)
-		if err := store.MarkRejected(ctx, st, md.Issuer, reg.ClientID); err != nil {
-			return nil, fmt.Errorf("cannot record the rejected client: %w", err)
-		}
-		if reg, _, err = chooseClient(ctx, f, st, md, req); err != nil {
-			return nil, err
-		}
-		tok, err = runGrant(ctx, f, req, md, clientOf(*reg), scopes, resource)
-	}
-	if err != nil {
-		return nil, loginError(err, req.Target, r.SchemeID)
-	}
-
-	c := &store.Credential{
-		Key:                store.Key{Resource: r.Resource, Issuer: md.Issuer, SchemeID: r.SchemeID},
-		NoResource:         req.NoResource,
-		AccessToken:        tok.AccessToken,
-		RefreshToken:       tok.RefreshToken,
-		TokenType:          tok.TokenType,
-		Expiry:             tok.Expiry,
-		Scopes:             tok.Scopes,
-		Subject:            tokenSubject(tok.AccessToken),
-		Client:             *reg,
-		TokenEndpoint:      md.TokenEndpoint,
-		RevocationEndpoint: md.RevocationEndpoint,
-	}
-	if req.Target != r.Resource {
-		c.Target = req.Target
-	}
-	if prev, err := st.Get(ctx, c.Key); err == nil {
-		c.AllowedTargets = prev.AllowedTargets
-	}
-	if crossOrigin && !slices.Contains(c.AllowedTargets, allowedTarget(req.Target)) {
-		c.AllowedTargets = append(c.AllowedTargets, allowedTarget(req.Target))
-	}
-	cs, err := f.credentials()
-	if err != nil {
-		return nil, err
-	}
-	if err := cs.save(ctx, c); err != nil {
-		return nil, err
-	}
-	fmt.Fprintf(f.IO.ErrOut, "%s %s\n", f.IO.ErrPainter().Green("✓"), safeText(loggedInLine(c, f.Now())))
-	return c, nil
-}
-
-// errDeviceTimeout: --timeout passed before the device code was approved.
-var errDeviceTimeout = errors.New("timed out waiting for the device login to be approved")
-
-// loginError makes a failed grant say what to do: a refusal by the user or
-// the authorization server is an authentication failure (exit 4).
-func loginError(err error, target, schemeID string) error {
-	if errors.Is(err, flows.ErrCallbackPortInUse) {
-		return fmt.Errorf("cannot log in: %w\nChoose another --callback-port, or leave it out to listen on a free port.", err)
-	}
-	err = fmt.Errorf("cannot log in: %w", err)
-	if errors.Is(err, flows.ErrAuthorizationRefused) || errors.Is(err, flows.ErrAccessDenied) ||
-		errors.Is(err, flows.ErrDeviceCodeExpired) || errors.Is(err, flows.ErrLoginTimeout) || errors.Is(err, errDeviceTimeout) || errors.Is(err, flows.ErrInvalidGrant) {
-		return &AuthError{Err: err, Hint: loginCommand(target, schemeID)}
-	}
-	return err
-}
-
-// loggedInLine is the success line: "Logged in to RESOURCE as SUB (SCOPES,
-// expires in 59m)"; the subject is left out when unknown.
-func loggedInLine(c *store.Credential, now time.Time) string {
-	s := "Logged in to " + c.Resource
-	if c.SchemeID != "" {
-		s += " [" + c.SchemeID + "]"
-	}
-	if c.Subject != "" {
-		s += " as " + c.Subject
-	}
-	scopes := wire.JoinScope(c.Scopes)
-	if scopes == "" {
-		scopes = "no scope"
-	}
-	if c.Expiry.IsZero() {
-		return s + " (" + scopes + ", no expiry given)"
-	}
-	return s + " (" + scopes + ", expires in " + roughDuration(c.Expiry.Sub(now)) + ")"
-}
-
-// chooseClient picks the OAuth client, in order: the registration stored
-// for this issuer (unless --client-id is given), --client-id (with the
-// stored secret of that client when none is given), a client ID metadata
-// document, dynamic registration (RFC 7591; registerOnce). stored reports
-// that a stored registration was used.
-func chooseClient(ctx context.Context, f *Factory, st store.Store, md *wire.AuthServerMetadata, req loginRequest) (reg *store.ClientRegistration, stored bool, err error) {
-	prev, found := store.FindRegistration(ctx, st, md.Issuer)
-	if found && req.ClientID == "" {
-		return prev, true, nil
-	}
-	switch {
-	case req.ClientID != "":
-		secret := req.ClientSecret
-		if secret == "" && found && prev.ClientID == req.ClientID {
-			secret = prev.ClientSecret
-		}
-		method, err := flows.ChooseAuthMethod(md.TokenEndpointAuthMethodsSupported, secret != "")
-		if err != nil {
-			return nil, false, fmt.Errorf("cannot use client %s with %s: %w", req.ClientID, md.Issuer, err)
-		}
-		return &store.ClientRegistration{ClientID: req.ClientID, ClientSecret: secret, AuthMethod: method, Source: clientSourcePreregistered}, false, nil
-	case req.ClientMetadataURL != "" && md.ClientIDMetadataDocumentSupported:
-		return &store.ClientRegistration{ClientID: req.ClientMetadataURL, AuthMethod: flows.AuthMethodNone, Source: clientSourceCIMD}, false, nil
-	case md.RegistrationEndpoint != "":
-		return registerOnce(ctx, f, st, md, req.Device)
-	}
-	var offers string
-	if req.ClientMetadataURL != "" {
-		offers = " and does not accept client ID metadata documents"
-	}
-	return nil, false, fmt.Errorf("cannot log in: %s has no registration endpoint (RFC 7591)%s, so agentauth cannot get a client by itself\n"+
-		"Register a client with it and run: agentauth login --client-id ID [--client-secret-stdin] TARGET", md.Issuer, offers)
-}
-
-// registerOnce registers a client with md's issuer unless another login
-// (in this process or another) did meanwhile: it holds the store lock of
-// the issuer's registration record while it checks again, registers and
-// records the registration, before any grant runs. So concurrent logins
-// register one client, and a login that then fails or is cancelled leaves
-// it for the next one. stored reports that another login's was found.
-func registerOnce(ctx context.Context, f *Factory, st store.Store, md *wire.AuthServerMetadata, device bool) (reg *store.ClientRegistration, stored bool, err error) {
-	unlock, err := st.Lock(ctx, store.RegistrationKey(md.Issuer))
-	if err != nil {
-		return nil, false, fmt.Errorf("cannot lock the client registration for %s: %w", md.Issuer, err)
-	}
-	defer unlock()
-	if prev, found := store.FindRegistration(ctx, st, md.Issuer); found {
-		return prev, true, nil
-	}
-	if reg, err = registerClient(ctx, f, md, device); err != nil {
-		return nil, false, err
-	}
-	if err := store.PutRegistration(ctx, st, md.Issuer, *reg); err != nil {
-		// The login goes on: the registration is kept with the credential
-		// (or its file-store fallback) when the login succeeds.
-		f.Logger().Warn("cannot store the client registration", "issuer", md.Issuer, "err", err)
-	}
-	return reg, false, nil
-}
-
-// registerClient registers agentauth as a public native client with the
-// port-less loopback redirect URIs (RFC 8252 §7.3), asking for the device
-// grant too when the server has a device endpoint, so that one
-// registration serves both flows.
-func registerClient(ctx context.Context, f *Factory, md *wire.AuthServerMetadata, device bool) (*store.ClientRegistration, error) {
-	r, err := flows.Register(ctx, f.HTTPClient, md.RegistrationEndpoint, flows.RegistrationRequest{
-		Device: device || md.DeviceAuthorizationEndpoint != "",
-	})
-	if err != nil {
-		return nil, err
-	}
-	f.Logger().Debug("client registered", "issuer", md.Issuer, "client_id", r.ClientID, "auth_method", r.TokenEndpointAuthMethod)
-	return &store.ClientRegistration{ClientID: r.ClientID, ClientSecret: r.ClientSecret, AuthMethod: r.TokenEndpointAuthMethod, Source: clientSourceDCR}, nil
-}
-
-// runGrant runs the authorization code grant, or the device grant.
-func runGrant(ctx context.Context, f *Factory, req loginRequest, md *wire.AuthServerMetadata, client flows.Client, scopes []string, resource string) (*flows.Token, error) {
-	timeout := req.Timeout
-	if timeout <= 0 {
-		timeout = flows.DefaultLoginTimeout
-	}
-	var open func(string) error
-	if !req.NoBrowser {
-		open = f.Browser()
-	}
-	if req.Device {
-		return deviceGrant(ctx, f, md, client, scopes, resource, open, timeout)
-	}
-	p := f.IO.ErrPainter()
-	return flows.AuthorizationCode(ctx, f.HTTPClient, flows.AuthCodeRequest{
-		Metadata: md, Client: client, Scopes: scopes, Resource: resource,
-		CallbackHost: req.CallbackHost, CallbackPort: req.CallbackPort, Timeout: timeout,
-		ShowURL: func(u string) {
-			u = safeText(u)
-			switch {
-			case open != nil:
-				fmt.Fprintf(f.IO.ErrOut, "Opening %s in your browser.\n", u)
-			case req.NoBrowser:
-				fmt.Fprintf(f.IO.ErrOut, "Open this URL in a browser to log in:\n  %s\n", u)
-			default:
-				fmt.Fprintf(f.IO.ErrOut, "No terminal and no $BROWSER, so no browser was opened. Open this URL to log in:\n  %s\n"+
-					"(--no-browser says so and skips this note; --device logs in without a browser here.)\n", u)
-			}
-			fmt.Fprintf(f.IO.ErrOut, "Waiting for the authorization (%s)…\n", p.Bold("times out in "+roughDuration(timeout)))
-		},
-		OpenURL: func(u string) error {
-			if open == nil {
-				return nil
-			}
-			if err := open(u); err != nil {
-				fmt.Fprintf(f.IO.ErrOut, "%s %v; open the URL above yourself.\n", p.Yellow("warning:"), err)
-			}
-			return nil
-		},
-	})
-}
-
-// deviceGrant runs the device authorization grant (RFC 8628): the code on
-// stderr, the verification URL opened like the login URL, a spinner with
-// the remaining time on a terminal.
-func deviceGrant(ctx context.Context, f *Factory, md *wire.AuthServerMetadata, client flows.Client, scopes []string, resource string, open func(string) error, timeout time.Duration) (*flows.Token, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	spin := newSpinner(f.IO, f.Now)
-	defer spin.stop()
-	tok, err := flows.DeviceCode(ctx, f.HTTPClient, flows.DeviceRequest{
-		Metadata: md, Client: client, Scopes: scopes, Resource: resource,
-		ShowCode: func(p flows.DeviceCodePrompt) {
-			w, paint := f.IO.ErrOut, f.IO.ErrPainter()
-			fmt.Fprintf(w, "To log in, open %s and enter the code %s\n", safeText(p.VerificationURI), paint.Bold(safeText(p.UserCode)))
-			if p.VerificationURIComplete != "" {
-				fmt.Fprintf(w, "or open %s\n", safeText(p.VerificationURIComplete))
-			}
-			if open != nil {
-				u := p.VerificationURIComplete
-				if u == "" {
-					u = p.VerificationURI
-				}
-				if err := open(u); err != nil {
-					fmt.Fprintf(w, "%s %v\n", paint.Yellow("warning:"), err)
-				}
-			}
-			expiry := p.Expiry
-			if deadline, _ := ctx.Deadline(); expiry.IsZero() || deadline.Before(expiry) {
-				expiry = deadline
-			}
-			spin.start("Waiting for approval", expiry)
-		},
-	})
-	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && !errors.Is(err, flows.ErrDeviceCodeExpired) {
-		return nil, fmt.Errorf("%w (%s)", errDeviceTimeout, roughDuration(timeout))
-	}
-	return tok, err
 }
 
 // loginDoc is login --json's document (documented in its help).
@@ -654,52 +250,4 @@ func detailsOf(c *store.Credential, st store.Store) loginDetails {
 		Scopes: nonNil(c.Scopes), TokenType: c.TokenType, ExpiresAt: c.Expiry.UTC(), Refreshable: c.RefreshToken != "",
 		Client: clientDoc{ClientID: c.Client.ClientID, AuthMethod: c.Client.AuthMethod, Source: c.Client.Source},
 		Store:  st.Kind(), StoreLocation: st.Location()}
-}
-
-// spinner shows progress with the remaining time on a terminal's stderr;
-// elsewhere it does nothing.
-type spinner struct {
-	io   *IOStreams
-	now  func() time.Time
-	done chan struct{}
-	quit chan struct{}
-}
-
-func newSpinner(io *IOStreams, now func() time.Time) *spinner {
-	return &spinner{io: io, now: now}
-}
-
-func (s *spinner) start(label string, until time.Time) {
-	if !s.io.StderrTTY || s.done != nil {
-		return
-	}
-	s.done, s.quit = make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(s.done)
-		frames := []rune("⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏")
-		t := time.NewTicker(120 * time.Millisecond)
-		defer t.Stop()
-		for i := 0; ; i++ {
-			line := fmt.Sprintf("%c %s", frames[i%len(frames)], label)
-			if !until.IsZero() {
-				line += " (" + roughDuration(until.Sub(s.now())) + " left)"
-			}
-			fmt.Fprintf(s.io.ErrOut, "\r\033[K%s", line)
-			select {
-			case <-s.quit:
-				fmt.Fprint(s.io.ErrOut, "\r\033[K")
-				return
-			case <-t.C:
-			}
-		}
-	}()
-}
-
-func (s *spinner) stop() {
-	if s.done == nil {
-		return
-	}
-	close(s.quit)
-	<-s.done
-	s.done = nil
 }

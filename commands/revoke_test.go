@@ -20,8 +20,8 @@ func TestRevokeFlags(t *testing.T) {
 		{args: nil, wantCode: ExitUsage},
 		{args: []string{"ws://h", "extra"}, wantCode: ExitUsage},
 	}, revokeCommand, func(f *Factory, o *RevokeOptions) bool {
-		ok := o.IO == f.IO && o.Credentials != nil && o.Now != nil
-		o.IO, o.HTTPClient, o.Now, o.Credentials = nil, nil, nil, nil
+		ok := o.IO == f.IO && o.Client == f.Client()
+		o.IO, o.Client = nil, nil
 		return ok
 	})
 }

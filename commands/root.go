@@ -1,6 +1,11 @@
-// Package commands is the CLI: one file per subcommand, the Factory, and the
-// exit-code mapping. It is the only package that knows about flags, colour
-// and exit codes.
+// Package commands is the CLI, and only wiring: one file per subcommand
+// (an Action copies flags into an Options struct; run calls the client
+// core, renders text or --json and returns errors that exitCode maps), the
+// Factory, and ui.go with the terminal things every command uses (the
+// core's UI on stderr, spinner, browser openers, safe text). It is the only
+// package that knows about flags, colour and exit codes; it holds no OAuth
+// or credential logic (package client does) and opens the store only to
+// hand it to the core.
 package commands
 
 import (
@@ -9,6 +14,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/agentauth/agentauth/client"
 	"github.com/agentauth/agentauth/store"
 	"github.com/agentauth/agentauth/wire"
 )
@@ -115,7 +121,7 @@ func checkTarget(target string) error {
 			return nil
 		}
 	}
-	if isHTTPTarget(target) {
+	if client.IsHTTPTarget(target) {
 		return nil
 	}
 	return usageErrorf("unsupported target %q: use ws://HOST:PORT, wss://HOST:PORT, stdio:COMMAND LINE or an MCP server's https:// URL", wire.RedactTarget(target))

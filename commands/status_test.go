@@ -20,8 +20,8 @@ func TestStatusFlags(t *testing.T) {
 		{args: []string{"ws://a", "ws://b"}, wantCode: ExitUsage},
 		{args: []string{"--token", "ws://a"}, wantCode: ExitUsage},
 	}, statusCommand, func(f *Factory, o *StatusOptions) bool {
-		ok := o.IO == f.IO && o.Store != nil && o.Credentials != nil && o.Now != nil
-		o.IO, o.HTTPClient, o.Now, o.Store, o.Credentials = nil, nil, nil, nil, nil
+		ok := o.IO == f.IO && o.Client == f.Client()
+		o.IO, o.Client = nil, nil
 		return ok
 	})
 }
@@ -244,49 +244,6 @@ func TestStatusTarget(t *testing.T) {
 			}
 			if diff := cmp.Diff(fx.expand(tt.stderr), stderr); diff != "" {
 				t.Errorf("stderr (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
-func TestRoughDuration(t *testing.T) {
-	for d, want := range map[time.Duration]string{
-		-time.Minute: "0s", 0: "0s", 59 * time.Second: "59s", 12*time.Minute + 30*time.Second: "12m", 3*time.Hour + time.Second: "3h",
-		47 * time.Hour: "47h", 50 * time.Hour: "2d",
-	} {
-		if got := roughDuration(d); got != want {
-			t.Errorf("roughDuration(%v) = %q, want %q", d, got, want)
-		}
-	}
-}
-
-func TestDescribeCredential(t *testing.T) {
-	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	tests := []struct {
-		name       string
-		left       time.Duration // 0: no expiry known
-		access     string
-		refresh    string
-		wantState  string
-		wantExpiry string
-	}{
-		{"valid", time.Hour, "at", "rt", stateValid, "expires in 1h"},
-		{"expiring within a minute, refreshable", 30 * time.Second, "at", "rt", stateRefreshable, "expires in 30s"},
-		{"expiring within a minute, not refreshable: still usable", 30 * time.Second, "at", "", stateValid, "expires in 30s"},
-		{"expired, refreshable", -3 * time.Hour, "at", "rt", stateRefreshable, "expired 3h ago, refreshable"},
-		{"expired, not refreshable", -3 * time.Hour, "at", "", stateExpired, "expired 3h ago, not refreshable"},
-		{"no expiry known", 0, "at", "", stateValid, "no expiry known"},
-		{"no access token, refreshable", 0, "", "rt", stateRefreshable, "no expiry known"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c := &store.Credential{AccessToken: tt.access, RefreshToken: tt.refresh}
-			if tt.left != 0 {
-				c.Expiry = now.Add(tt.left)
-			}
-			got := describeCredential(c, now, false)
-			if got.State != tt.wantState || got.expiry != tt.wantExpiry {
-				t.Errorf("state %q, expiry %q; want %q, %q", got.State, got.expiry, tt.wantState, tt.wantExpiry)
 			}
 		})
 	}

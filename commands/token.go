@@ -1,25 +1,21 @@
 package commands
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"os"
 	"os/signal"
-	"slices"
-	"strings"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/agentauth/agentauth/store"
-	"github.com/agentauth/agentauth/wire"
+	"github.com/agentauth/agentauth/client"
 )
 
 // TokenOptions are token's inputs.
 type TokenOptions struct {
-	IO          *IOStreams
-	Credentials func() (*credentialSource, error)
+	IO     *IOStreams
+	Client *client.Client
 
 	Target   string
 	SchemeID string
@@ -50,7 +46,7 @@ usable credential, token exits 4 and prints the login command to run.`,
 			if opts.Target, err = targetArg(c); err != nil {
 				return err
 			}
-			opts.IO, opts.Credentials = f.IO, f.credentials
+			opts.IO, opts.Client = f.IO, f.Client()
 			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return run(ctx, opts)
@@ -59,58 +55,10 @@ usable credential, token exits 4 and prints the login command to run.`,
 }
 
 func runToken(ctx context.Context, opts *TokenOptions) error {
-	cs, err := opts.Credentials()
+	token, err := opts.Client.Token(ctx, opts.Target, opts.SchemeID)
 	if err != nil {
 		return err
 	}
-	key, err := pickCredential(ctx, cs, opts.Target, opts.SchemeID)
-	if err != nil {
-		return err
-	}
-	c, err := cs.Usable(ctx, key, opts.Target)
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintln(opts.IO.Out, c.AccessToken)
+	_, err = fmt.Fprintln(opts.IO.Out, token)
 	return err
-}
-
-// pickCredential finds the one stored credential for target (and schemeID):
-// none is an *AuthError with the login command; several schemes need
-// --scheme; several issuers for one scheme: the latest login wins.
-func pickCredential(ctx context.Context, cs *credentialSource, target, schemeID string) (store.Key, error) {
-	creds, err := cs.ForTarget(ctx, target, schemeID)
-	if err != nil {
-		return store.Key{}, err
-	}
-	if len(creds) == 0 {
-		what := target
-		if schemeID != "" {
-			what += " (scheme " + schemeID + ")"
-		}
-		return store.Key{}, &AuthError{Err: fmt.Errorf("no stored credential for %s", wire.RedactTarget(what)), Hint: loginCommand(target, schemeID)}
-	}
-	// Credentials target may receive come first (a refused one is kept
-	// only so that using it says why); then logins made through target
-	// itself, before those of another target with the same resource (a
-	// ws:// host and its /mcp face).
-	if ok := receivable(creds, target); len(ok) > 0 {
-		creds = ok
-	}
-	creds = loggedInThrough(creds, target)
-	best := creds[0]
-	var schemes []string
-	for _, c := range creds {
-		if id := cmp.Or(c.SchemeID, "(no scheme)"); !slices.Contains(schemes, id) {
-			schemes = append(schemes, id)
-		}
-		if c.UpdatedAt.After(best.UpdatedAt) {
-			best = c
-		}
-	}
-	if len(schemes) > 1 {
-		return store.Key{}, usageErrorf("%s has credentials for several schemes (%s): choose one with --scheme",
-			wire.RedactTarget(target), strings.Join(schemes, ", "))
-	}
-	return best.Key, nil
 }

@@ -17,8 +17,8 @@ func TestTokenFlags(t *testing.T) {
 		{args: []string{"ws://h", "extra"}, wantCode: ExitUsage, wantErr: "token expects TARGET"},
 		{args: []string{"127.0.0.1:7777"}, wantCode: ExitUsage, wantErr: `unsupported target "127.0.0.1:7777"`},
 	}, tokenCommand, func(f *Factory, o *TokenOptions) bool {
-		ok := o.IO == f.IO && o.Credentials != nil
-		o.IO, o.Credentials = nil, nil
+		ok := o.IO == f.IO && o.Client == f.Client()
+		o.IO, o.Client = nil, nil
 		return ok
 	})
 }

@@ -1,29 +1,31 @@
 package flows
 
 import (
+	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 	"time"
+
+	"golang.org/x/oauth2"
 
 	"github.com/agentauth/agentauth/wire"
 )
 
-// The device authorization request and the token polling are written here
-// rather than with github.com/cli/oauth's device package: its RequestCode
-// fails when the optional interval is absent (RFC 8628 §3.2 makes it
-// optional), cannot authenticate a confidential client with HTTP Basic, and
-// folds 400/401/403 answers into one "unsupported" error; its polling, like
-// x/oauth2's DeviceAccessToken, cannot send the RFC 8707 resource parameter
-// and waits in whole seconds.
-
-// DefaultPollInterval is the device flow's polling interval when the AS
-// gives none, and the slow_down increment (RFC 8628 §3.2, §3.5).
-const DefaultPollInterval = 5 * time.Second
+// The device grant runs on x/oauth2: DeviceAuth for the device
+// authorization request and DeviceAccessToken for the polling, both with
+// the RFC 8707 resource parameter (SetAuthURLParam reaches the request and
+// every poll). x/oauth2 polls every interval (5 s when the AS gives none)
+// and 5 s slower after each slow_down (RFC 8628 §3.2, §3.5). What it cannot
+// do is added here: HTTP Basic client authentication on the device
+// authorization request (DeviceAuth sends client_id alone), the checks of
+// the answer's URLs, and the reading of the token answer, which is read
+// again by readToken, the one check of every grant: x/oauth2 fails on an
+// expires_in that is not an integer (1e12, "90.5") and lets any token_type
+// through.
 
 // DeviceRequest is a device authorization grant (RFC 8628).
 type DeviceRequest struct {
@@ -32,14 +34,12 @@ type DeviceRequest struct {
 	Client   Client
 	Scopes   []string
 	// Resource is sent, exactly as given, as the RFC 8707 resource indicator
-	// on the device authorization and token requests; empty leaves it out.
+	// on the device authorization request and on every token poll; empty
+	// leaves it out.
 	Resource string
 	// ShowCode receives what the user must see; it is called once, before
 	// polling starts, and must not block.
 	ShowCode func(DeviceCodePrompt)
-	// Interval, when set, replaces both the AS's polling interval and the
-	// slow_down increment (tests poll every millisecond).
-	Interval time.Duration
 }
 
 // DeviceCodePrompt is what the user needs to approve a device login
@@ -53,22 +53,11 @@ type DeviceCodePrompt struct {
 	Expiry time.Time
 }
 
-type deviceAuthResponse struct {
-	DeviceCode              string      `json:"device_code"`
-	UserCode                string      `json:"user_code"`
-	VerificationURI         string      `json:"verification_uri"`
-	VerificationURL         string      `json:"verification_url"` // the misspelling some servers use
-	VerificationURIComplete string      `json:"verification_uri_complete"`
-	ExpiresIn               json.Number `json:"expires_in"`
-	Interval                json.Number `json:"interval"`
-}
-
 // DeviceCode runs the device authorization grant: the device authorization
 // request (RFC 8628 §3.1, with client authentication, scope and resource),
-// ShowCode, then token polls (§3.4) every interval (DefaultPollInterval
-// when the AS gives none), 5 s slower after each slow_down (§3.5), until a
-// token, ErrDeviceCodeExpired (expired_token, or the codes' lifetime is
-// over), ErrAccessDenied (access_denied) or another error.
+// ShowCode, then token polls (§3.4) until a token, ErrDeviceCodeExpired
+// (expired_token, or the codes' lifetime is over), ErrAccessDenied
+// (access_denied) or another error.
 func DeviceCode(ctx context.Context, hc *http.Client, req DeviceRequest) (*Token, error) {
 	md := req.Metadata
 	if md == nil {
@@ -80,26 +69,26 @@ func DeviceCode(ctx context.Context, hc *http.Client, req DeviceRequest) (*Token
 	if req.ShowCode == nil {
 		return nil, errors.New("cannot start the device login: nowhere to show the user code")
 	}
-	form := url.Values{}
-	if len(req.Scopes) > 0 {
-		form.Set("scope", wire.JoinScope(req.Scopes))
+	for field, u := range map[string]string{"device_authorization_endpoint": md.DeviceAuthorizationEndpoint, "token_endpoint": md.TokenEndpoint} {
+		if _, err := checkURL(field, u); err != nil {
+			return nil, fmt.Errorf("cannot start the device login: %w", err)
+		}
 	}
-	if req.Resource != "" {
-		form.Set("resource", req.Resource)
-	}
-	resp, body, err := postForm(ctx, hc, "device_authorization_endpoint", md.DeviceAuthorizationEndpoint, req.Client, form)
-	if err != nil {
+	if err := req.Client.check(); err != nil {
 		return nil, fmt.Errorf("cannot start the device login: %w", err)
 	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("cannot start the device login: %w", grantError(oauthError(resp, body)))
+	cfg, opts := req.Client.deviceConfig(md, req.Scopes), []oauth2.AuthCodeOption{}
+	if req.Resource != "" {
+		opts = append(opts, oauth2.SetAuthURLParam("resource", req.Resource))
 	}
-	var da deviceAuthResponse
-	if err := json.Unmarshal(body, &da); err != nil {
-		return nil, fmt.Errorf("cannot read the device authorization response: %w", err)
+	authOpts := opts
+	if req.Client.method() == AuthMethodClientSecretPost {
+		authOpts = append(authOpts, oauth2.SetAuthURLParam("client_secret", req.Client.Secret))
 	}
-	if da.VerificationURI == "" {
-		da.VerificationURI = da.VerificationURL
+	start := time.Now()
+	da, err := cfg.DeviceAuth(req.Client.deviceAuthContext(ctx, hc, md.DeviceAuthorizationEndpoint), authOpts...)
+	if err != nil {
+		return nil, fmt.Errorf("cannot start the device login: %w", retrieveError(err))
 	}
 	if da.DeviceCode == "" || da.UserCode == "" || da.VerificationURI == "" {
 		return nil, errors.New("cannot start the device login: the answer lacks device_code, user_code or verification_uri")
@@ -112,79 +101,144 @@ func DeviceCode(ctx context.Context, hc *http.Client, req DeviceRequest) (*Token
 			return nil, fmt.Errorf("cannot start the device login: %w", err)
 		}
 	}
-	interval, step := pollInterval(da.Interval), DefaultPollInterval
-	if req.Interval > 0 {
-		interval, step = req.Interval, req.Interval
-	}
-	prompt := DeviceCodePrompt{UserCode: da.UserCode, VerificationURI: da.VerificationURI, VerificationURIComplete: da.VerificationURIComplete}
-	var expired <-chan time.Time
-	if n, err := strconv.Atoi(da.ExpiresIn.String()); err == nil && n > 0 {
-		lifetime := seconds(n)
-		prompt.Expiry = time.Now().Add(lifetime)
-		t := time.NewTimer(lifetime)
-		defer t.Stop()
-		expired = t.C
-	}
-	req.ShowCode(prompt)
+	saneDeviceAuth(da, start)
+	req.ShowCode(DeviceCodePrompt{UserCode: da.UserCode, VerificationURI: da.VerificationURI,
+		VerificationURIComplete: da.VerificationURIComplete, Expiry: da.Expiry})
 
-	poll := url.Values{"grant_type": {wire.GrantDeviceCode}, "device_code": {da.DeviceCode}}
-	if req.Resource != "" {
-		poll.Set("resource", req.Resource)
+	poll := *cfg
+	poll.Scopes = nil // a token poll carries no scope (RFC 8628 §3.4)
+	g := bounded(hc)
+	answer := &tokenAnswer{next: g.Transport, endpoint: md.TokenEndpoint}
+	g.Transport = answer
+	_, err = poll.DeviceAccessToken(context.WithValue(ctx, oauth2.HTTPClient, g), da, opts...)
+	var re *oauth2.RetrieveError
+	if answer.resp == nil || errors.As(err, &re) {
+		return nil, pollError(ctx, err)
 	}
-	for {
-		wait := time.NewTimer(interval)
-		select {
-		case <-ctx.Done():
-			wait.Stop()
-			return nil, fmt.Errorf("device login cancelled: %w", ctx.Err())
-		case <-expired:
-			wait.Stop()
-			return nil, ErrDeviceCodeExpired
-		case <-wait.C:
-		}
-		tok, err := requestToken(ctx, hc, md.TokenEndpoint, req.Client, poll, req.Scopes)
-		if err == nil {
-			return tok, nil
-		}
-		if interval, err = nextPoll(interval, step, err); err != nil {
-			return nil, err
-		}
+	// A token was issued (whether or not x/oauth2 could read it).
+	return readToken(md.TokenEndpoint, answer.resp, answer.body, req.Scopes)
+}
+
+// tokenAnswer keeps the 200 answer of the token endpoint for readToken.
+type tokenAnswer struct {
+	next     http.RoundTripper
+	endpoint string
+	resp     *http.Response
+	body     []byte
+}
+
+func (a *tokenAnswer) RoundTrip(r *http.Request) (*http.Response, error) {
+	next := a.next
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	resp, err := next.RoundTrip(r)
+	if err != nil || resp.StatusCode != http.StatusOK || r.URL.String() != a.endpoint {
+		return resp, err
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxBodySize))
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	a.resp, a.body = resp, body
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	return resp, nil
+}
+
+// saneDeviceAuth bounds the numbers x/oauth2 read from the device
+// authorization answer received after start, so that an absurd one can
+// neither overflow into the past (ending the login at once) nor stop the
+// polling ticker: an expiry in the past or beyond MaxTokenLifetime becomes
+// MaxTokenLifetime; a negative interval is none (5 s), one beyond
+// MaxTokenLifetime is MaxTokenLifetime.
+func saneDeviceAuth(da *oauth2.DeviceAuthResponse, start time.Time) {
+	if !da.Expiry.IsZero() && (da.Expiry.Before(start) || da.Expiry.After(start.Add(MaxTokenLifetime))) {
+		da.Expiry = start.Add(MaxTokenLifetime)
+	}
+	switch longest := int64(MaxTokenLifetime / time.Second); {
+	case da.Interval < 0:
+		da.Interval = 0
+	case da.Interval > longest:
+		da.Interval = longest
 	}
 }
 
-// pollInterval is the device authorization response's interval, or
-// DefaultPollInterval when it gives none (RFC 8628 §3.2).
-func pollInterval(interval json.Number) time.Duration {
-	if n, err := strconv.Atoi(interval.String()); err == nil && n > 0 {
-		return seconds(n)
+// pollError reads the error that ended DeviceAccessToken's polling (RFC
+// 8628 §3.5).
+func pollError(ctx context.Context, err error) error {
+	var re *oauth2.RetrieveError
+	switch {
+	case ctx.Err() != nil:
+		return fmt.Errorf("device login cancelled: %w", ctx.Err())
+	case errors.Is(err, context.DeadlineExceeded):
+		return ErrDeviceCodeExpired // the codes' lifetime (expires_in) is over
+	case errors.As(err, &re) && re.ErrorCode == "expired_token":
+		return ErrDeviceCodeExpired
+	case errors.As(err, &re) && re.ErrorCode == "access_denied":
+		return fmt.Errorf("%w: %w", ErrAccessDenied, retrieveError(err))
 	}
-	return DefaultPollInterval
+	return fmt.Errorf("cannot get a token for the device login: %w", retrieveError(err))
 }
 
-// seconds is n > 0 seconds, capped at MaxTokenLifetime so that an absurd
-// number from the authorization server cannot overflow into the past.
-func seconds(n int) time.Duration {
-	if n >= int(MaxTokenLifetime/time.Second) {
-		return MaxTokenLifetime
+// retrieveError makes an x/oauth2 error answer ours: the RFC 6749 §5.2
+// error (grantError), without x/oauth2's quoting of the whole body.
+func retrieveError(err error) error {
+	var re *oauth2.RetrieveError
+	if errors.As(err, &re) && re.Response != nil {
+		return grantError(oauthError(re.Response, re.Body))
 	}
-	return time.Duration(n) * time.Second
+	return err
 }
 
-// nextPoll reads a device token poll's error (RFC 8628 §3.5): keep polling
-// after the returned interval, or stop with the returned error.
-func nextPoll(interval, step time.Duration, err error) (time.Duration, error) {
-	var oe *wire.OAuthError
-	if errors.As(err, &oe) {
-		switch oe.Code {
-		case "authorization_pending":
-			return interval, nil
-		case "slow_down":
-			return interval + step, nil
-		case "expired_token":
-			return 0, ErrDeviceCodeExpired
-		case "access_denied":
-			return 0, fmt.Errorf("%w: %w", ErrAccessDenied, oe)
-		}
+// deviceConfig is the x/oauth2 view of the client for the device grant,
+// with the client authentication of its token polls (RFC 6749 §2.3.1).
+func (c Client) deviceConfig(md *wire.AuthServerMetadata, scopes []string) *oauth2.Config {
+	style := oauth2.AuthStyleInParams
+	if c.method() == AuthMethodClientSecretBasic {
+		style = oauth2.AuthStyleInHeader
 	}
-	return 0, fmt.Errorf("cannot get a token for the device login: %w", err)
+	return &oauth2.Config{ClientID: c.ID, ClientSecret: c.Secret, Scopes: scopes, Endpoint: oauth2.Endpoint{
+		DeviceAuthURL: md.DeviceAuthorizationEndpoint, TokenURL: md.TokenEndpoint, AuthStyle: style}}
+}
+
+// deviceAuthContext carries the HTTP client for DeviceAuth: guarded, and
+// for client_secret_basic adding HTTP Basic to the device authorization
+// request, which x/oauth2 sends with client_id alone.
+func (c Client) deviceAuthContext(ctx context.Context, hc *http.Client, endpoint string) context.Context {
+	g := bounded(hc)
+	if c.method() == AuthMethodClientSecretBasic {
+		g.Transport = basicAuth{next: g.Transport, endpoint: endpoint, id: c.ID, secret: c.Secret}
+	}
+	return context.WithValue(ctx, oauth2.HTTPClient, g)
+}
+
+// bounded is the guarded HTTP client for x/oauth2, each request within
+// DefaultFetchTimeout like every other request of flows.
+func bounded(hc *http.Client) *http.Client {
+	g := guard(hc)
+	if g.Timeout == 0 || g.Timeout > DefaultFetchTimeout {
+		g.Timeout = DefaultFetchTimeout
+	}
+	return g
+}
+
+// basicAuth adds client_secret_basic (RFC 6749 §2.3.1: the form-urlencoded
+// id and secret) to POSTs to endpoint.
+type basicAuth struct {
+	next       http.RoundTripper
+	endpoint   string
+	id, secret string
+}
+
+func (b basicAuth) RoundTrip(r *http.Request) (*http.Response, error) {
+	next := b.next
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	if r.Method == http.MethodPost && r.URL.String() == b.endpoint {
+		r = r.Clone(r.Context())
+		r.SetBasicAuth(url.QueryEscape(b.id), url.QueryEscape(b.secret))
+	}
+	return next.RoundTrip(r)
 }

@@ -2,7 +2,6 @@ package flows
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -11,26 +10,38 @@ import (
 	"github.com/agentauth/agentauth/wire"
 )
 
+// TestDeviceCode runs the device grant (on x/oauth2) against a fake
+// authorization server, which asserts the polling policy of RFC 8628 §3.2
+// and §3.5 from the times it saw the requests at: the interval it gave (or
+// 5 s when it gave none) between polls, 5 s more after each slow_down; and resource on the device authorization request
+// and on every poll. The subtests run in parallel: they wait on the clock.
 func TestDeviceCode(t *testing.T) {
 	tests := []struct {
-		name    string
-		polls   []string
+		name     string
+		interval int // seconds; 0: the answer has none
+		polls    []string
+		// after is the least time from the device authorization request
+		// to each poll (x/oauth2 polls on a ticker).
+		after   []time.Duration
 		wantErr error
 	}{
-		{"pending then approved", []string{"authorization_pending", "authorization_pending", ""}, nil},
-		{"slow_down then approved", []string{"slow_down", "authorization_pending", ""}, nil},
-		{"expired", []string{"authorization_pending", "expired_token"}, ErrDeviceCodeExpired},
-		{"denied", []string{"access_denied"}, ErrAccessDenied},
-		{"invalid client", []string{"invalid_client"}, ErrInvalidClient},
+		{"pending then approved", 1, []string{"authorization_pending", ""}, []time.Duration{time.Second, 2 * time.Second}, nil},
+		{"no interval: 5 s", 0, []string{""}, []time.Duration{5 * time.Second}, nil},
+		{"slow_down adds 5 s", 1, []string{"slow_down", ""}, []time.Duration{time.Second, 7 * time.Second}, nil},
+		{"expired", 1, []string{"authorization_pending", "expired_token"}, nil, ErrDeviceCodeExpired},
+		{"denied", 1, []string{"access_denied"}, nil, ErrAccessDenied},
+		{"invalid client", 1, []string{"invalid_client"}, nil, ErrInvalidClient},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			as := newFakeAS(t)
 			as.devicePolls = append([]string(nil), tt.polls...)
+			as.deviceInterval = tt.interval
 			var prompts []DeviceCodePrompt
 			tok, err := DeviceCode(context.Background(), nil, DeviceRequest{
 				Metadata: &as.md, Client: Client{ID: "pub"}, Scopes: []string{"agent:use"},
-				Resource: "http://127.0.0.1:7777/mcp", Interval: time.Millisecond,
+				Resource: "http://127.0.0.1:7777/mcp",
 				ShowCode: func(p DeviceCodePrompt) { prompts = append(prompts, p) },
 			})
 			if len(prompts) != 1 {
@@ -51,6 +62,11 @@ func TestDeviceCode(t *testing.T) {
 				if f.Get("grant_type") != wire.GrantDeviceCode || f.Get("device_code") != "dev-code-secret" ||
 					f.Get("client_id") != "pub" || f.Get("resource") != "http://127.0.0.1:7777/mcp" {
 					t.Errorf("token poll = %v", f)
+				}
+			}
+			for i, least := range tt.after {
+				if got := as.pollAt[i].Sub(as.deviceAt); got < least {
+					t.Errorf("poll %d came %v after the device authorization request, want at least %v", i+1, got, least)
 				}
 			}
 			if tt.wantErr != nil {
@@ -85,44 +101,9 @@ func TestDeviceCodeRefusals(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	as.devicePolls = []string{"authorization_pending", "authorization_pending", "authorization_pending"}
-	_, err := DeviceCode(ctx, nil, DeviceRequest{Metadata: &as.md, Client: Client{ID: "pub"}, Interval: time.Hour,
+	_, err := DeviceCode(ctx, nil, DeviceRequest{Metadata: &as.md, Client: Client{ID: "pub"},
 		ShowCode: func(DeviceCodePrompt) { cancel() }})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled device login: %v", err)
-	}
-}
-
-// The polling policy of RFC 8628 §3.5, with the 5 s default step.
-func TestNextPoll(t *testing.T) {
-	const step = DefaultPollInterval
-	tests := []struct {
-		code     string
-		interval time.Duration
-		wantErr  error
-	}{
-		{"authorization_pending", 5 * time.Second, nil},
-		{"slow_down", 10 * time.Second, nil},
-		{"expired_token", 0, ErrDeviceCodeExpired},
-		{"access_denied", 0, ErrAccessDenied},
-		{"invalid_grant", 0, ErrInvalidGrant},
-	}
-	for _, tt := range tests {
-		got, err := nextPoll(5*time.Second, step, grantError(&wire.OAuthError{Code: tt.code}))
-		if got != tt.interval || !errors.Is(err, tt.wantErr) || (tt.wantErr == nil) != (err == nil) {
-			t.Errorf("%s: next %v, %v; want %v, %v", tt.code, got, err, tt.interval, tt.wantErr)
-		}
-	}
-	if _, err := nextPoll(time.Second, step, errors.New("connection refused")); err == nil {
-		t.Error("a network error does not end polling")
-	}
-}
-
-func TestPollInterval(t *testing.T) {
-	for given, want := range map[json.Number]time.Duration{
-		"": DefaultPollInterval, "3": 3 * time.Second, "0": DefaultPollInterval, "-2": DefaultPollInterval, "1.5": DefaultPollInterval,
-	} {
-		if got := pollInterval(given); got != want {
-			t.Errorf("pollInterval(%q) = %v, want %v", given, got, want)
-		}
 	}
 }

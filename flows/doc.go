@@ -1,15 +1,23 @@
-// Package flows owns agentauth's OAuth client flows: discovery of what a
+// Package flows owns agentauth's OAuth protocol primitives, one file per
+// thing it implements: discovery of what a
 // protected HTTP resource needs (RFC 9728, RFC 8414, OpenID Connect
 // Discovery, and the MCP 2025-03-26 fallback), scope and client
 // authentication choice, dynamic client registration (RFC 7591), the
 // authorization code grant with PKCE over a loopback redirect (RFC 6749,
 // RFC 7636, RFC 8252, RFC 9207), the device authorization grant (RFC 8628),
 // refresh (RFC 6749 §6) and revocation (RFC 7009), all with resource
-// indicators (RFC 8707).
+// indicators (RFC 8707). The user-level flows that compose them (login,
+// refresh under the store lock, sessions) are package client's.
+//
+// golang.org/x/oauth2 does what it can: PKCE (GenerateVerifier,
+// S256ChallengeOption), the authorization URL, and the device grant
+// (DeviceAuth, DeviceAccessToken with the resource on the request and every
+// poll). The code exchange, refresh, registration and revocation are short
+// POSTs here, each saying why.
 //
 // flows never touches the terminal: URLs, user codes and prompts go through
 // callbacks that the caller supplies. It imports wire and no other agentauth
-// package (never commands or store). Every URL it fetches or hands out must be
+// package (never commands, client or store). Every URL it fetches or hands out must be
 // https, or http to a loopback address; every response is bounded to
 // MaxBodySize and every request to a timeout. Secrets (tokens, codes,
 // verifiers, client secrets) never appear in its errors.

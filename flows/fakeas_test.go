@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentauth/agentauth/wire"
 )
@@ -32,13 +33,20 @@ type fakeAS struct {
 	// devicePolls are the answers to successive device token polls: an
 	// RFC 8628 error code, or "" for a token.
 	devicePolls []string
+	// deviceInterval is the device authorization response's interval in
+	// seconds; 0 leaves it out.
+	deviceInterval int
 
-	mu          sync.Mutex
-	authorizeQ  url.Values
-	challenge   string
-	tokenForms  []url.Values
-	tokenAuth   []string
-	deviceForm  url.Values
+	mu         sync.Mutex
+	authorizeQ url.Values
+	challenge  string
+	tokenForms []url.Values
+	tokenAuth  []string
+	deviceForm url.Values
+	// deviceAt and pollAt are when the device authorization request and
+	// each token request arrived.
+	deviceAt    time.Time
+	pollAt      []time.Time
 	revokeForms []url.Values
 }
 
@@ -53,11 +61,15 @@ func newFakeAS(t *testing.T) *fakeAS {
 	mux.HandleFunc("POST /token", as.tokenEndpoint)
 	mux.HandleFunc("POST /device", func(w http.ResponseWriter, r *http.Request) {
 		as.record(r, &as.deviceForm)
-		writeJSON(w, http.StatusOK, map[string]any{
+		answer := map[string]any{
 			"device_code": "dev-code-secret", "user_code": "WDJB-MJHT",
 			"verification_uri": as.srv.URL + "/activate", "verification_uri_complete": as.srv.URL + "/activate?user_code=WDJB-MJHT",
 			"expires_in": 600,
-		})
+		}
+		if as.deviceInterval != 0 {
+			answer["interval"] = as.deviceInterval
+		}
+		writeJSON(w, http.StatusOK, answer)
 	})
 	as.srv = httptest.NewServer(mux)
 	t.Cleanup(as.srv.Close)
@@ -92,7 +104,11 @@ func (as *fakeAS) record(r *http.Request, into *url.Values) url.Values {
 	as.mu.Lock()
 	defer as.mu.Unlock()
 	*into = form
+	if r.URL.Path == "/device" {
+		as.deviceAt = time.Now()
+	}
 	if r.URL.Path == "/token" {
+		as.pollAt = append(as.pollAt, time.Now())
 		as.tokenForms = append(as.tokenForms, form)
 		as.tokenAuth = append(as.tokenAuth, r.Header.Get("Authorization"))
 	}

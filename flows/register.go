@@ -61,6 +61,7 @@ func Register(ctx context.Context, hc *http.Client, registrationEndpoint string,
 	if _, err := checkURL("registration_endpoint", registrationEndpoint); err != nil {
 		return nil, fmt.Errorf("cannot register a client: %w", err)
 	}
+	// Our own POST: x/oauth2 does not implement RFC 7591 registration.
 	grants := []string{wire.GrantAuthorizationCode, wire.GrantRefreshToken}
 	if req.Device {
 		grants = append(grants, wire.GrantDeviceCode)

@@ -88,9 +88,18 @@ func requestToken(ctx context.Context, hc *http.Client, endpoint string, client 
 	if err != nil {
 		return nil, err
 	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, grantError(oauthError(resp, body))
+	}
+	return readToken(endpoint, resp, body, requested)
+}
+
+// readToken reads a 200 answer of a token endpoint: an error field is the
+// grant's error (RFC 6749 §5.2), anything else is checked (tokenResponse.token).
+func readToken(endpoint string, resp *http.Response, body []byte, requested []string) (*Token, error) {
 	var tr tokenResponse
 	jsonErr := json.Unmarshal(body, &tr)
-	if resp.StatusCode != http.StatusOK || tr.Error != "" {
+	if tr.Error != "" {
 		return nil, grantError(oauthError(resp, body))
 	}
 	if jsonErr != nil {
@@ -165,6 +174,7 @@ func Refresh(ctx context.Context, hc *http.Client, req RefreshRequest) (*Token, 
 	if req.RefreshToken == "" {
 		return nil, fmt.Errorf("cannot refresh the token: %w: there is no refresh token", ErrInvalidGrant)
 	}
+	// Our own POST, not x/oauth2's TokenSource: x/oauth2 refuses an expires_in of 1e12 or "90.5" and lets any token_type through (see requestToken).
 	form := url.Values{"grant_type": {wire.GrantRefreshToken}, "refresh_token": {req.RefreshToken}}
 	if req.Resource != "" {
 		form.Set("resource", req.Resource)
@@ -206,6 +216,7 @@ func Revoke(ctx context.Context, hc *http.Client, req RevokeRequest) error {
 	if req.Token == "" {
 		return fmt.Errorf("cannot revoke the %s: it is empty", what)
 	}
+	// Our own POST: x/oauth2 does not implement RFC 7009 revocation.
 	form := url.Values{"token": {req.Token}}
 	if req.TokenTypeHint != "" {
 		form.Set("token_type_hint", req.TokenTypeHint)

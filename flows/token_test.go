@@ -2,15 +2,17 @@ package flows
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/oauth2"
 
 	"github.com/agentauth/agentauth/wire"
 )
@@ -224,8 +226,9 @@ var grants = []struct {
 		return AuthorizationCode(context.Background(), nil, AuthCodeRequest{Metadata: &as.md, Client: Client{ID: "pub"}, OpenURL: (&browser{}).open})
 	}},
 	{"device code", func(as *fakeAS) (*Token, error) {
+		as.deviceInterval = 1 // x/oauth2 polls in whole seconds
 		return DeviceCode(context.Background(), nil, DeviceRequest{Metadata: &as.md, Client: Client{ID: "pub"},
-			Interval: time.Millisecond, ShowCode: func(DeviceCodePrompt) {}})
+			ShowCode: func(DeviceCodePrompt) {}})
 	}},
 	{"refresh", func(as *fakeAS) (*Token, error) {
 		return Refresh(context.Background(), nil, RefreshRequest{TokenEndpoint: as.md.TokenEndpoint, Client: Client{ID: "pub"}, RefreshToken: "rt-old"})
@@ -256,6 +259,7 @@ func TestTokenResponseChecks(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel() // the device grant waits a second
 			body := `{"access_token":"at-secret-1","refresh_token":"rt-secret-1"`
 			if tt.fields != "" {
 				body += "," + tt.fields
@@ -304,12 +308,22 @@ func TestTokenResponseChecks(t *testing.T) {
 }
 
 // An absurd device code lifetime or polling interval does not overflow
-// into the past (which would end the login at once).
+// into the past (which would end the login at once) nor stop the ticker.
 func TestDeviceAbsurdNumbers(t *testing.T) {
-	if got := pollInterval(json.Number("9223372036854775807")); got != MaxTokenLifetime {
-		t.Errorf("interval = %v, want MaxTokenLifetime", got)
-	}
-	if got := seconds(1 << 62); got != MaxTokenLifetime {
-		t.Errorf("seconds(2^62) = %v, want MaxTokenLifetime", got)
+	start := time.Now()
+	for _, tt := range []struct {
+		name        string
+		given, want oauth2.DeviceAuthResponse
+	}{
+		{"huge interval", oauth2.DeviceAuthResponse{Interval: math.MaxInt64}, oauth2.DeviceAuthResponse{Interval: int64(MaxTokenLifetime / time.Second)}},
+		{"negative interval", oauth2.DeviceAuthResponse{Interval: -2}, oauth2.DeviceAuthResponse{}},
+		{"an expiry that overflowed into the past", oauth2.DeviceAuthResponse{Expiry: start.Add(-time.Hour)}, oauth2.DeviceAuthResponse{Expiry: start.Add(MaxTokenLifetime)}},
+		{"a sane one is kept", oauth2.DeviceAuthResponse{Interval: 5, Expiry: start.Add(time.Minute)}, oauth2.DeviceAuthResponse{Interval: 5, Expiry: start.Add(time.Minute)}},
+	} {
+		got := tt.given
+		saneDeviceAuth(&got, start)
+		if got.Interval != tt.want.Interval || !got.Expiry.Equal(tt.want.Expiry) {
+			t.Errorf("%s: %+v, want %+v", tt.name, got, tt.want)
+		}
 	}
 }

@@ -1,4 +1,4 @@
-package commands
+package client
 
 import (
 	"cmp"
@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -19,58 +18,25 @@ import (
 	"github.com/agentauth/agentauth/wire"
 )
 
-// refreshLeeway is how long an access token must stay valid to be used as
+// RefreshLeeway is how long an access token must stay valid to be used as
 // is: one expiring sooner is refreshed first.
-const refreshLeeway = 60 * time.Second
+const RefreshLeeway = 60 * time.Second
 
-// credentialSource is the one place commands get tokens from (call,
+// Credentials is the one place the client gets tokens from (call,
 // authenticate, token, status TARGET): it reads the store, refreshes a token
 // about to expire (serialised by the store lock, rotation-safe, resource
 // sent) and never logs in by itself: a credential it cannot make usable is
 // an *AuthError whose hint is the login command to run.
-type credentialSource struct {
+type Credentials struct {
 	Store      store.Store
 	HTTPClient *http.Client
 	Now        func() time.Time
 	Logger     *slog.Logger
-	// ErrOut receives the warning when a refreshed credential has to go to
-	// the file store (nil: io.Discard).
-	ErrOut io.Writer
+	// UI is told when a credential has to go to the file store (nil: not
+	// told).
+	UI UI
 	// Fallback opens the file store for that case (nil: no fallback).
 	Fallback func() (store.Store, error)
-}
-
-// credentials returns the credential source over the factory's store.
-func (f *Factory) credentials() (*credentialSource, error) {
-	st, err := f.Store()
-	if err != nil {
-		return nil, err
-	}
-	cs := &credentialSource{Store: st, HTTPClient: f.HTTPClient, Now: f.Now, Logger: f.Logger(), ErrOut: f.IO.ErrOut}
-	if st.Kind() == store.KindKeyring {
-		cs.Fallback = fallbackStore
-	}
-	return cs, nil
-}
-
-// loginCommand is the command that logs in to target (with --scheme when
-// schemeID is set), for hints. A connection token in target is hidden.
-func loginCommand(target, schemeID string) string {
-	cmd := "agentauth login "
-	if schemeID != "" {
-		cmd += "--scheme " + shellQuote(schemeID) + " "
-	}
-	return cmd + shellQuote(wire.RedactTarget(target))
-}
-
-// shellQuote quotes s for a POSIX shell when it needs it.
-func shellQuote(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:@%+=,", r))
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // ForTargetOrHost is ForTarget for HTTP targets. For an agent host
@@ -78,8 +44,8 @@ func shellQuote(s string) string {
 // declared requirement is known only after initialize, by resource,
 // issuer and scheme (credentialFor), so a token obtained through the
 // host's HTTP face serves its WebSocket face too.
-func (cs *credentialSource) ForTargetOrHost(ctx context.Context, target, schemeID string) ([]*store.Credential, error) {
-	if isHTTPTarget(target) {
+func (cs *Credentials) ForTargetOrHost(ctx context.Context, target, schemeID string) ([]*store.Credential, error) {
+	if IsHTTPTarget(target) {
 		return cs.ForTarget(ctx, target, schemeID)
 	}
 	all, err := cs.Store.List(ctx)
@@ -92,7 +58,7 @@ func (cs *credentialSource) ForTargetOrHost(ctx context.Context, target, schemeI
 // ForTarget lists the stored credentials for target: those logged in
 // through it (Credential.Target) or whose resource it is, filtered by
 // schemeID when not empty. It makes no network request.
-func (cs *credentialSource) ForTarget(ctx context.Context, target, schemeID string) ([]*store.Credential, error) {
+func (cs *Credentials) ForTarget(ctx context.Context, target, schemeID string) ([]*store.Credential, error) {
 	all, err := cs.Store.List(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the credential store: %w", err)
@@ -107,13 +73,13 @@ func (cs *credentialSource) ForTarget(ctx context.Context, target, schemeID stri
 }
 
 // Usable returns the credential for key with an access token valid for at
-// least refreshLeeway, refreshing it first when needed (RFC 6749 §6). The
+// least RefreshLeeway, refreshing it first when needed (RFC 6749 §6). The
 // refresh runs under store.Lock(key) and re-reads the credential once the
 // lock is held, so when several processes race only the first refreshes and
 // the others use its result: a rotated refresh token is never sent twice.
 // No credential, no refresh token or a refused refresh is an *AuthError
 // whose hint logs in to target.
-func (cs *credentialSource) Usable(ctx context.Context, key store.Key, target string) (*store.Credential, error) {
+func (cs *Credentials) Usable(ctx context.Context, key store.Key, target string) (*store.Credential, error) {
 	c, err := cs.get(ctx, key, target)
 	if err != nil || cs.fresh(c) {
 		return c, err
@@ -133,7 +99,7 @@ func (cs *credentialSource) Usable(ctx context.Context, key store.Key, target st
 // refused (invalid_token), unless the stored access token already differs
 // from stale's: another process refreshed it meanwhile, and that one is
 // returned.
-func (cs *credentialSource) Refresh(ctx context.Context, stale *store.Credential, target string) (*store.Credential, error) {
+func (cs *Credentials) Refresh(ctx context.Context, stale *store.Credential, target string) (*store.Credential, error) {
 	unlock, err := cs.Store.Lock(ctx, stale.Key)
 	if err != nil {
 		return nil, fmt.Errorf("cannot lock the credential for refresh: %w", err)
@@ -152,13 +118,13 @@ func (cs *credentialSource) Refresh(ctx context.Context, stale *store.Credential
 // get reads the credential for key, to be used for target: one that
 // target may not receive (mayReceive) is an *AuthError, before anything is
 // refreshed or sent.
-func (cs *credentialSource) get(ctx context.Context, key store.Key, target string) (*store.Credential, error) {
+func (cs *Credentials) get(ctx context.Context, key store.Key, target string) (*store.Credential, error) {
 	c, err := cs.Store.Get(ctx, key)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, &AuthError{Err: fmt.Errorf("no stored credential for %s", describeKey(key)), Hint: loginCommand(target, key.SchemeID)}
+		return nil, &AuthError{Err: fmt.Errorf("no stored credential for %s", DescribeKey(key)), Hint: LoginCommand(target, key.SchemeID)}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("cannot read the credential for %s: %w", describeKey(key), err)
+		return nil, fmt.Errorf("cannot read the credential for %s: %w", DescribeKey(key), err)
 	}
 	if !mayReceive(c, target) {
 		return nil, newCrossOriginError(target, c.Resource, key.SchemeID)
@@ -220,24 +186,18 @@ func (e *crossOriginError) Error() string {
 		wire.RedactTarget(e.Target), e.Resource, cmp.Or(wire.Origin(e.Resource), e.Resource), where)
 }
 
-// allowResourceLogin is the login that lets target receive a token for a
-// resource on another origin, for hints.
-func allowResourceLogin(target, schemeID, resource string) string {
-	return strings.Replace(loginCommand(target, schemeID), "agentauth login ", "agentauth login --allow-resource "+shellQuote(resource)+" ", 1)
-}
-
-// fresh reports whether c's access token stays valid for refreshLeeway. A
+// fresh reports whether c's access token stays valid for RefreshLeeway. A
 // token without a known expiry is used as is: the server will say.
-func (cs *credentialSource) fresh(c *store.Credential) bool {
-	return c.AccessToken != "" && (c.Expiry.IsZero() || c.Expiry.Sub(cs.Now()) >= refreshLeeway)
+func (cs *Credentials) fresh(c *store.Credential) bool {
+	return c.AccessToken != "" && (c.Expiry.IsZero() || c.Expiry.Sub(cs.Now()) >= RefreshLeeway)
 }
 
 // refresh runs the refresh token grant for c (the caller holds the lock)
 // and stores the result.
-func (cs *credentialSource) refresh(ctx context.Context, c *store.Credential, target string) (*store.Credential, error) {
-	hint := loginCommand(target, c.SchemeID)
+func (cs *Credentials) refresh(ctx context.Context, c *store.Credential, target string) (*store.Credential, error) {
+	hint := LoginCommand(target, c.SchemeID)
 	if c.RefreshToken == "" {
-		return nil, &AuthError{Err: fmt.Errorf("the access token for %s has expired and there is no refresh token", describeKey(c.Key)), Hint: hint}
+		return nil, &AuthError{Err: fmt.Errorf("the access token for %s has expired and there is no refresh token", DescribeKey(c.Key)), Hint: hint}
 	}
 	resource := c.Resource
 	if c.NoResource {
@@ -265,19 +225,19 @@ func (cs *credentialSource) refresh(ctx context.Context, c *store.Credential, ta
 		if perr := store.MarkRejected(ctx, cs.Store, c.Issuer, c.Client.ClientID); perr != nil {
 			cs.Logger.Debug("cannot mark the rejected client registration", "issuer", c.Issuer, "err", perr)
 		}
-		return nil, &AuthError{Err: fmt.Errorf("cannot refresh the token for %s: %w", describeKey(c.Key), err), Hint: hint}
+		return nil, &AuthError{Err: fmt.Errorf("cannot refresh the token for %s: %w", DescribeKey(c.Key), err), Hint: hint}
 	case errors.Is(err, flows.ErrInvalidGrant), errors.As(err, &oe):
-		return nil, &AuthError{Err: fmt.Errorf("cannot refresh the token for %s: %w", describeKey(c.Key), err), Hint: hint}
+		return nil, &AuthError{Err: fmt.Errorf("cannot refresh the token for %s: %w", DescribeKey(c.Key), err), Hint: hint}
 	default:
-		return nil, fmt.Errorf("cannot refresh the token for %s: %w", describeKey(c.Key), err)
+		return nil, fmt.Errorf("cannot refresh the token for %s: %w", DescribeKey(c.Key), err)
 	}
 	next := *c
 	next.AccessToken, next.RefreshToken, next.TokenType = tok.AccessToken, tok.RefreshToken, tok.TokenType
 	next.Expiry, next.Scopes = tok.Expiry, tok.Scopes
-	if sub := tokenSubject(tok.AccessToken); sub != "" {
+	if sub := TokenSubject(tok.AccessToken); sub != "" {
 		next.Subject = sub
 	}
-	if err := cs.save(ctx, &next); err != nil {
+	if err := cs.Save(ctx, &next); err != nil {
 		return nil, err
 	}
 	cs.Logger.Debug("access token refreshed", "resource", c.Resource, "expiry", next.Expiry)
@@ -287,28 +247,24 @@ func (cs *credentialSource) refresh(ctx context.Context, c *store.Credential, ta
 // save stores c; when the keyring refuses it, c goes to the file store with
 // a loud warning rather than being lost (its refresh token may be the only
 // valid one left).
-func (cs *credentialSource) save(ctx context.Context, c *store.Credential) error {
+func (cs *Credentials) Save(ctx context.Context, c *store.Credential) error {
 	err := cs.Store.Put(ctx, c)
 	if err == nil {
 		return nil
 	}
 	if cs.Fallback == nil {
-		return fmt.Errorf("cannot store the credential for %s: %w", describeKey(c.Key), err)
+		return fmt.Errorf("cannot store the credential for %s: %w", DescribeKey(c.Key), err)
 	}
 	fs, ferr := cs.Fallback()
 	if ferr == nil {
 		ferr = fs.Put(ctx, c)
 	}
 	if ferr != nil {
-		return fmt.Errorf("cannot store the credential for %s: %w (and the file store failed too: %w)", describeKey(c.Key), err, ferr)
+		return fmt.Errorf("cannot store the credential for %s: %w (and the file store failed too: %w)", DescribeKey(c.Key), err, ferr)
 	}
-	w := cs.ErrOut
-	if w == nil {
-		w = io.Discard
+	if cs.UI != nil {
+		cs.UI.StoredInFile(err, fs.Location())
 	}
-	fmt.Fprintf(w, "WARNING: cannot store the credential in the OS keyring: %v\n", err)
-	fmt.Fprintf(w, "WARNING: it was saved to the file store instead: %s\n", fs.Location())
-	fmt.Fprintln(w, "WARNING: to use it, run agentauth with --store file (or set AGENTAUTH_STORE=file).")
 	return nil
 }
 
@@ -317,19 +273,19 @@ func clientOf(r store.ClientRegistration) flows.Client {
 	return flows.Client{ID: r.ClientID, Secret: r.ClientSecret, AuthMethod: r.AuthMethod}
 }
 
-// describeKey names a credential for messages: its resource, and its
+// DescribeKey names a credential for messages: its resource, and its
 // scheme when it has one.
-func describeKey(k store.Key) string {
+func DescribeKey(k store.Key) string {
 	if k.SchemeID != "" {
 		return fmt.Sprintf("%s (scheme %s)", k.Resource, k.SchemeID)
 	}
 	return k.Resource
 }
 
-// tokenSubject returns the sub claim of a JWT access token (RFC 9068 §2.2),
+// TokenSubject returns the sub claim of a JWT access token (RFC 9068 §2.2),
 // decoded for display only (the signature is not checked: agentauth is not
 // the token's audience), or "" for an opaque token.
-func tokenSubject(token string) string {
+func TokenSubject(token string) string {
 	parts := strings.Split(token, ".")
 	if len(parts) != 3 {
 		return ""
@@ -345,4 +301,62 @@ func tokenSubject(token string) string {
 		return ""
 	}
 	return claims.Sub
+}
+
+// Token returns a usable access token for target (Pick, then Usable):
+// the token command.
+func (cl *Client) Token(ctx context.Context, target, schemeID string) (string, error) {
+	cs, err := cl.Credentials()
+	if err != nil {
+		return "", err
+	}
+	key, err := cs.Pick(ctx, target, schemeID)
+	if err != nil {
+		return "", err
+	}
+	c, err := cs.Usable(ctx, key, target)
+	if err != nil {
+		return "", err
+	}
+	return c.AccessToken, nil
+}
+
+// Pick finds the one stored credential for target (and schemeID):
+// none is an *AuthError with the login command; several schemes need
+// --scheme; several issuers for one scheme: the latest login wins.
+func (cs *Credentials) Pick(ctx context.Context, target, schemeID string) (store.Key, error) {
+	creds, err := cs.ForTarget(ctx, target, schemeID)
+	if err != nil {
+		return store.Key{}, err
+	}
+	if len(creds) == 0 {
+		what := target
+		if schemeID != "" {
+			what += " (scheme " + schemeID + ")"
+		}
+		return store.Key{}, &AuthError{Err: fmt.Errorf("no stored credential for %s", wire.RedactTarget(what)), Hint: LoginCommand(target, schemeID)}
+	}
+	// Credentials target may receive come first (a refused one is kept
+	// only so that using it says why); then logins made through target
+	// itself, before those of another target with the same resource (a
+	// ws:// host and its /mcp face).
+	if ok := receivable(creds, target); len(ok) > 0 {
+		creds = ok
+	}
+	creds = LoggedInThrough(creds, target)
+	best := creds[0]
+	var schemes []string
+	for _, c := range creds {
+		if id := cmp.Or(c.SchemeID, "(no scheme)"); !slices.Contains(schemes, id) {
+			schemes = append(schemes, id)
+		}
+		if c.UpdatedAt.After(best.UpdatedAt) {
+			best = c
+		}
+	}
+	if len(schemes) > 1 {
+		return store.Key{}, Usagef("%s has credentials for several schemes (%s): choose one with --scheme",
+			wire.RedactTarget(target), strings.Join(schemes, ", "))
+	}
+	return best.Key, nil
 }

@@ -1,4 +1,4 @@
-package commands
+package client
 
 import (
 	"context"
@@ -31,12 +31,12 @@ const (
 	authStepUp
 )
 
-// stopReason says why call gave up on a refused request.
-type stopReason int
+// StopReason says why call gave up on a refused request.
+type StopReason int
 
 const (
-	// stopNoLogin: authorization is needed and --login was not given.
-	stopNoLogin stopReason = iota + 1
+	// StopNoLogin: authorization is needed and --login was not given.
+	StopNoLogin StopReason = iota + 1
 	// stopFreshRejected: a 401 for the token this command just obtained.
 	stopFreshRejected
 	// stopLimit: maxAuthorizations were used and the server still refuses.
@@ -52,7 +52,7 @@ type authDecision struct {
 	// challenge's (RFC 6749 §3.3 scope tokens).
 	Scopes []string
 	// Stop is set when Action is authStop.
-	Stop stopReason
+	Stop StopReason
 }
 
 // authRetry is call's automatic authorization for one command over MCP
@@ -89,15 +89,15 @@ type authRetry struct {
 	fresh bool
 }
 
-// refusedError is a request the server refused for good.
-type refusedError struct {
-	Reason  stopReason
+// RefusedError is a request the server refused for good.
+type RefusedError struct {
+	Reason  StopReason
 	Refusal *wire.HTTPAuthError
 	// Held are the scopes of the token that was refused.
 	Held []string
 }
 
-func (e *refusedError) Error() string {
+func (e *RefusedError) Error() string {
 	status := fmt.Sprintf("HTTP %d %s", e.Refusal.StatusCode, http.StatusText(e.Refusal.StatusCode))
 	if code := e.Refusal.Challenge.Param("error"); code != "" {
 		status += " " + code
@@ -107,21 +107,21 @@ func (e *refusedError) Error() string {
 		return fmt.Sprintf("the server rejected the token just obtained by logging in (%s); not logging in again", status)
 	case stopLimit:
 		return fmt.Sprintf("the server still refuses after %d authorizations (%s): missing scope %q",
-			maxAuthorizations, status, wire.JoinScope(e.missingScopes()))
+			maxAuthorizations, status, wire.JoinScope(e.MissingScopes()))
 	case stopForbidden:
 		return fmt.Sprintf("the server refused the request (%s) and names no scope to ask for", status)
 	}
 	if e.Refusal.StatusCode == http.StatusForbidden {
-		return fmt.Sprintf("the server needs more scope (%s): missing scope %q", status, wire.JoinScope(e.missingScopes()))
+		return fmt.Sprintf("the server needs more scope (%s): missing scope %q", status, wire.JoinScope(e.MissingScopes()))
 	}
 	return fmt.Sprintf("the server needs authorization (%s)", status)
 }
 
-func (e *refusedError) Unwrap() error { return e.Refusal }
+func (e *RefusedError) Unwrap() error { return e.Refusal }
 
-// missingScopes are the challenge's scopes the refused token lacks, or all
+// MissingScopes are the challenge's scopes the refused token lacks, or all
 // of them when it seemed to hold them.
-func (e *refusedError) missingScopes() []string {
+func (e *RefusedError) MissingScopes() []string {
 	want := wire.SplitScope(e.Refusal.Challenge.Param("scope"))
 	var missing []string
 	for _, s := range want {
@@ -137,14 +137,14 @@ func (e *refusedError) missingScopes() []string {
 
 // next decides what to do about one refusal, from the state alone.
 func (a *authRetry) next(refusal *wire.HTTPAuthError) authDecision {
-	stop := func(r stopReason) authDecision { return authDecision{Action: authStop, Stop: r} }
+	stop := func(r StopReason) authDecision { return authDecision{Action: authStop, Stop: r} }
 	challengeScope := wire.SplitScope(refusal.Challenge.Param("scope"))
 	if refusal.StatusCode == http.StatusForbidden {
 		switch {
 		case refusal.Challenge.Param("error") != wire.ErrInsufficientScope || len(challengeScope) == 0:
 			return stop(stopForbidden)
 		case !a.Login:
-			return stop(stopNoLogin)
+			return stop(StopNoLogin)
 		case a.authorizations >= maxAuthorizations:
 			return stop(stopLimit)
 		}
@@ -160,7 +160,7 @@ func (a *authRetry) next(refusal *wire.HTTPAuthError) authDecision {
 	case a.Held != nil && a.fresh:
 		return stop(stopFreshRejected)
 	case !a.Login:
-		return stop(stopNoLogin)
+		return stop(StopNoLogin)
 	case a.authorizations >= maxAuthorizations:
 		return stop(stopLimit)
 	}
@@ -168,7 +168,7 @@ func (a *authRetry) next(refusal *wire.HTTPAuthError) authDecision {
 }
 
 // do runs send (which sends Held's token) until it is not refused with a
-// 401 or 403, or the state machine stops: a *refusedError.
+// 401 or 403, or the state machine stops: a *RefusedError.
 func (a *authRetry) do(ctx context.Context, send func(context.Context) error) error {
 	for {
 		err := send(ctx)
@@ -212,7 +212,7 @@ func (a *authRetry) recover(ctx context.Context, refusal *wire.HTTPAuthError) er
 		if a.Held != nil {
 			held = a.Held.Scopes
 		}
-		return &refusedError{Reason: d.Stop, Refusal: refusal, Held: held}
+		return &RefusedError{Reason: d.Stop, Refusal: refusal, Held: held}
 	}
 }
 

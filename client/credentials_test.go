@@ -1,17 +1,18 @@
-package commands
+package client
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/agentauth/agentauth/flows"
 	"github.com/agentauth/agentauth/store"
 	"github.com/agentauth/agentauth/wire"
 )
@@ -48,8 +49,8 @@ func (f *oauthFake) seed(t *testing.T, st store.Store, expiry time.Time, mutate 
 	return c
 }
 
-func newSource(st store.Store) *credentialSource {
-	return &credentialSource{Store: st, HTTPClient: http.DefaultClient, Now: time.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+func newSource(st store.Store) *Credentials {
+	return &Credentials{Store: st, HTTPClient: http.DefaultClient, Now: time.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 }
 
 func TestUsable(t *testing.T) {
@@ -135,17 +136,17 @@ func TestUsable(t *testing.T) {
 // show "unknown client".
 func TestRefreshInvalidClientDropsRegistration(t *testing.T) {
 	as := newOAuthFake(t)
-	tf := newTestFactory(t, "")
-	c := as.seed(t, tf.st, time.Now().Add(-time.Hour), func(c *store.Credential) { c.Client.ClientID = "forgotten" })
+	cl, st, _ := newTestClient(t)
+	c := as.seed(t, st, time.Now().Add(-time.Hour), func(c *store.Credential) { c.Client.ClientID = "forgotten" })
 	var ae *AuthError
-	if _, err := newSource(tf.st).Usable(context.Background(), c.Key, "ws://host.example"); !errors.As(err, &ae) {
+	if _, err := newSource(st).Usable(context.Background(), c.Key, "ws://host.example"); !errors.As(err, &ae) {
 		t.Fatalf("Usable = %v, want an AuthError", err)
 	}
-	if stored, _ := tf.st.Get(context.Background(), c.Key); !stored.Client.Rejected || stored.RefreshToken != c.RefreshToken {
+	if stored, _ := st.Get(context.Background(), c.Key); !stored.Client.Rejected || stored.RefreshToken != c.RefreshToken {
 		t.Errorf("stored client %+v: want it marked rejected, the rest kept", stored.Client)
 	}
-	if code := tf.run("login", as.resource()); code != 0 {
-		t.Fatalf("login exit %d; stderr:\n%s", code, tf.errOut)
+	if _, _, err := cl.LoginTarget(context.Background(), TargetLogin{Target: as.resource()}); err != nil {
+		t.Fatalf("login: %v", err)
 	}
 	if as.registered != 1 || as.authorizeQ[0].Get("client_id") != "dcr-1" {
 		t.Errorf("registered %d clients, authorized client %q; want a new registration", as.registered, as.authorizeQ[0].Get("client_id"))
@@ -229,9 +230,9 @@ func TestSaveFallsBackToFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var warn strings.Builder
+	ui := &recordUI{}
 	cs := newSource(failingStore{mem})
-	cs.ErrOut = &warn
+	cs.UI = ui
 	cs.Fallback = func() (store.Store, error) { return file, nil }
 	got, err := cs.Usable(context.Background(), c.Key, "ws://host.example")
 	if err != nil {
@@ -241,12 +242,9 @@ func TestSaveFallsBackToFile(t *testing.T) {
 	if err != nil || saved.RefreshToken != got.RefreshToken {
 		t.Fatalf("the rotated credential is not in the file store: %v", err)
 	}
-	for _, want := range []string{"WARNING: cannot store the credential in the OS keyring: keyring locked", file.Location(), "--store file"} {
-		if !strings.Contains(warn.String(), want) {
-			t.Errorf("warning lacks %q:\n%s", want, warn.String())
-		}
+	if want := "stored in file: keyring locked at " + file.Location(); len(ui.lines) != 1 || ui.lines[0] != want {
+		t.Errorf("UI got %q, want %q", ui.lines, want)
 	}
-	assertNoSecrets(t, warn.String())
 }
 
 func TestForTarget(t *testing.T) {
@@ -281,8 +279,8 @@ func TestLoginCommand(t *testing.T) {
 		{"ws://h/?tkn=s3cret", "", "agentauth login 'ws://h/?tkn=***'"},
 		{"stdio:it's", "", `agentauth login 'stdio:it'\''s'`},
 	} {
-		if got := loginCommand(tt.target, tt.scheme); got != tt.want {
-			t.Errorf("loginCommand(%q, %q) = %q, want %q", tt.target, tt.scheme, got, tt.want)
+		if got := LoginCommand(tt.target, tt.scheme); got != tt.want {
+			t.Errorf("LoginCommand(%q, %q) = %q, want %q", tt.target, tt.scheme, got, tt.want)
 		}
 	}
 }
@@ -294,31 +292,34 @@ func TestTokenSubject(t *testing.T) {
 		{"a.b.c", ""},
 		{"a.eyJzdWIiOjF9.c", ""}, // sub is not a string
 	} {
-		if got := tokenSubject(tt.token); got != tt.want {
-			t.Errorf("tokenSubject(%q) = %q, want %q", tt.token, got, tt.want)
+		if got := TokenSubject(tt.token); got != tt.want {
+			t.Errorf("TokenSubject(%q) = %q, want %q", tt.token, got, tt.want)
 		}
 	}
 }
 
-func TestStoreFlag(t *testing.T) {
-	t.Setenv(store.EnvStore, "")
-	tf := newTestFactory(t, "")
-	if code := tf.run("--store", "vault", "token", "ws://h"); code != ExitUsage || !strings.Contains(tf.errOut.String(), `--store must be keyring or file, not "vault"`) {
-		t.Fatalf("exit %d, stderr %q; want a usage error", code, tf.errOut)
-	}
+// recordUI is a UI that records what it was told, one line per call.
+type recordUI struct {
+	mu    sync.Mutex
+	lines []string
+}
 
-	// --store file opens the file store in the config dir and remembers the choice.
-	tf = newTestFactory(t, "")
-	tf.OpenStore = nil
-	dir := os.Getenv(store.EnvConfigDir)
-	if code := tf.run("--store", "file", "token", "ws://h"); code != ExitAuth {
-		t.Fatalf("exit %d, want 4 (nothing stored); stderr %q", code, tf.errOut)
-	}
-	st, err := tf.Store()
-	if err != nil || st.Kind() != store.KindFile || !strings.HasPrefix(st.Location(), dir) {
-		t.Fatalf("store = %v, %v; want the file store in %s", st, err, dir)
-	}
-	if kind, err := store.Resolve("", dir); err != nil || kind != store.KindFile {
-		t.Errorf("remembered choice = %q, %v; want file", kind, err)
-	}
+func (u *recordUI) add(format string, args ...any) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.lines = append(u.lines, fmt.Sprintf(format, args...))
+}
+
+func (u *recordUI) Warn(msg string) { u.add("warning: %s", msg) }
+func (u *recordUI) Say(msg string)  { u.add("%s", msg) }
+func (u *recordUI) AuthURL(url string, opened, noBrowser bool, timeout time.Duration) {
+	u.add("auth url %s opened=%v", url, opened)
+}
+func (u *recordUI) DeviceCode(p flows.DeviceCodePrompt) {
+	u.add("device code %s at %s", p.UserCode, p.VerificationURI)
+}
+func (u *recordUI) Wait(label string, until time.Time) (stop func()) { return func() {} }
+func (u *recordUI) LoggedIn(c *store.Credential)                     { u.add("logged in to %s", c.Resource) }
+func (u *recordUI) StoredInFile(err error, location string) {
+	u.add("stored in file: %v at %s", err, location)
 }

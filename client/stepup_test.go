@@ -1,4 +1,4 @@
-package commands
+package client
 
 import (
 	"context"
@@ -47,7 +47,7 @@ func TestAuthRetry(t *testing.T) {
 		wantActions []string
 		// wantTokens are the tokens the sends carried.
 		wantTokens []string
-		wantStop   stopReason
+		wantStop   StopReason
 		wantErr    error
 		wantText   string
 	}{
@@ -67,13 +67,13 @@ func TestAuthRetry(t *testing.T) {
 			wantActions: []string{"authorize [mcp:basic mcp:admin]", "authorize [mcp:basic mcp:admin]", "authorize [mcp:basic mcp:admin]"},
 			wantTokens:  []string{"stored", "fresh-1", "fresh-2", "fresh-3"}, wantStop: stopLimit, wantText: "after 3 authorizations"},
 		{name: "401 without --login: stop", answers: []error{noToken},
-			wantTokens: []string{""}, wantStop: stopNoLogin, wantText: "needs authorization (HTTP 401 Unauthorized)"},
+			wantTokens: []string{""}, wantStop: StopNoLogin, wantText: "needs authorization (HTTP 401 Unauthorized)"},
 		{name: "403 without --login: stop, no refresh", held: stored(), answers: []error{needsWrite},
-			wantTokens: []string{"stored"}, wantStop: stopNoLogin, wantText: `missing scope "mcp:write"`},
+			wantTokens: []string{"stored"}, wantStop: StopNoLogin, wantText: `missing scope "mcp:write"`},
 		{name: "stored token invalid_token: refresh, 200", held: stored(), answers: []error{invalidToken, nil},
 			wantActions: []string{"refresh"}, wantTokens: []string{"stored", "refreshed"}},
 		{name: "refreshed token refused too: one refresh only", held: stored(), answers: []error{invalidToken, invalidToken},
-			wantActions: []string{"refresh"}, wantTokens: []string{"stored", "refreshed"}, wantStop: stopNoLogin},
+			wantActions: []string{"refresh"}, wantTokens: []string{"stored", "refreshed"}, wantStop: StopNoLogin},
 		{name: "refreshed token refused, --login: log in", login: true, held: stored(), answers: []error{invalidToken, invalidToken, nil},
 			wantActions: []string{"refresh", "authorize []"}, wantTokens: []string{"stored", "refreshed", "fresh-1"}},
 		{name: "refresh impossible, --login: log in", login: true, held: stored(), answers: []error{invalidToken, nil},
@@ -135,7 +135,7 @@ func TestAuthRetry(t *testing.T) {
 			if diff := cmp.Diff(tt.wantTokens, tokens); diff != "" {
 				t.Errorf("tokens sent (-want +got):\n%s", diff)
 			}
-			var refused *refusedError
+			var refused *RefusedError
 			switch {
 			case tt.wantStop != 0:
 				if !errors.As(err, &refused) || refused.Reason != tt.wantStop {
@@ -167,7 +167,7 @@ func countPrefix(list []string, prefix string) int {
 
 // A stop wraps the server's refusal, and names what is missing.
 func TestRefusedErrorMessages(t *testing.T) {
-	e := &refusedError{Reason: stopLimit, Refusal: httpRefusal(403, `error="insufficient_scope", scope="a b c"`), Held: []string{"a"}}
+	e := &RefusedError{Reason: stopLimit, Refusal: httpRefusal(403, `error="insufficient_scope", scope="a b c"`), Held: []string{"a"}}
 	if got := e.Error(); !strings.Contains(got, `missing scope "b c"`) || !strings.Contains(got, "HTTP 403 Forbidden insufficient_scope") {
 		t.Errorf("Error() = %q", got)
 	}

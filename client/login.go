@@ -1,0 +1,399 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/agentauth/agentauth/flows"
+	"github.com/agentauth/agentauth/store"
+	"github.com/agentauth/agentauth/wire"
+)
+
+// Client sources recorded in store.ClientRegistration.Source.
+const (
+	clientSourceDCR           = "dcr"
+	clientSourcePreregistered = "preregistered"
+	clientSourceCIMD          = "cimd"
+)
+
+// Choices are how the user wants to log in (login's and call --login's
+// flags).
+type Choices struct {
+	// Scopes are added to the chosen scopes (--scope).
+	Scopes []string
+	// ClientID and ClientSecret name a pre-registered client.
+	ClientID, ClientSecret string
+	// ClientMetadataURL is a client ID metadata document URL, used as the
+	// client_id when the server supports it.
+	ClientMetadataURL string
+	Device            bool
+	NoBrowser         bool
+	CallbackHost      string
+	CallbackPort      int
+	NoResource        bool
+	// Timeout bounds the wait for the user (default flows.DefaultLoginTimeout).
+	Timeout time.Duration
+	// AllowResources lets the target receive tokens for these resources on
+	// other origins (login --allow-resource); see mayReceive.
+	AllowResources []string
+}
+
+// TargetLogin is a login to every requirement of a target (or SchemeID's).
+type TargetLogin struct {
+	Target   string
+	SchemeID string
+	Choices
+}
+
+// LoginTarget discovers what target needs and logs in to each required
+// requirement (or SchemeID's): the login command. The store is checked
+// first (UsableStore): nothing is approved, and no token obtained, that
+// could not be kept. It returns the stored credentials and the store.
+func (cl *Client) LoginTarget(ctx context.Context, req TargetLogin) ([]*store.Credential, store.Store, error) {
+	st, err := cl.UsableStore(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	info, err := Discover(ctx, cl.HTTPClient, cl.Stderr, req.Target)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer info.Close()
+	for _, w := range info.Warnings {
+		cl.UI.Warn(w)
+	}
+	reqs, err := loginRequirements(info, req.SchemeID)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := checkAllowResources(info, req.AllowResources); err != nil {
+		return nil, nil, err
+	}
+	var out []*store.Credential
+	for _, r := range reqs {
+		c, err := cl.Login(ctx, LoginRequest{Target: req.Target, Requirement: r, Choices: req.Choices})
+		if err != nil {
+			return nil, nil, err
+		}
+		out = append(out, c)
+	}
+	return out, st, nil
+}
+
+// checkAllowResources refuses an --allow-resource that names no resource
+// the target declares: a typo must not pass for consent.
+func checkAllowResources(info *TargetInfo, allow []string) error {
+	for _, a := range allow {
+		var declared []string
+		for _, r := range info.Requirements {
+			if r.Resource == a {
+				declared = nil
+				break
+			}
+			declared = append(declared, r.Resource)
+		}
+		if declared != nil {
+			return Usagef("--allow-resource %s: %s declares no such resource (declared: %s)", a, wire.RedactTarget(info.Target), strings.Join(declared, ", "))
+		}
+	}
+	return nil
+}
+
+// loginRequirements picks what to log in to: --scheme, else every required
+// requirement, else (none required) every one.
+func loginRequirements(info *TargetInfo, schemeID string) ([]*RequirementInfo, error) {
+	if len(info.Requirements) == 0 {
+		return nil, fmt.Errorf("cannot log in: %s declares no auth requirement", wire.RedactTarget(info.Target))
+	}
+	if schemeID != "" {
+		var ids []string
+		for _, r := range info.Requirements {
+			if r.SchemeID == schemeID {
+				return []*RequirementInfo{r}, nil
+			}
+			ids = append(ids, r.Name())
+		}
+		return nil, Usagef("%s declares no scheme %q (declared: %s)", wire.RedactTarget(info.Target), schemeID, strings.Join(ids, ", "))
+	}
+	var out []*RequirementInfo
+	for _, r := range info.Requirements {
+		if r.Required {
+			out = append(out, r)
+		}
+	}
+	if len(out) == 0 {
+		return info.Requirements, nil
+	}
+	return out, nil
+}
+
+// LoginRequest is one login to one discovered requirement. call --login and
+// step-up build one with the challenge's scope in Requirement.ChallengeScope.
+type LoginRequest struct {
+	// Target is what the user named; stored as Credential.Target.
+	Target string
+	// Requirement must have its AuthServer metadata.
+	Requirement *RequirementInfo
+	Choices
+}
+
+// Login logs in to one requirement: it chooses the scopes (flows.ChooseScopes)
+// and the client (chooseClient), runs the authorization code grant with
+// PKCE (or the device grant), stores the credential and reports it to the
+// UI. It never shows a secret.
+func (cl *Client) Login(ctx context.Context, req LoginRequest) (*store.Credential, error) {
+	r := req.Requirement
+	md := r.AuthServer
+	if md == nil {
+		err := r.Err
+		if err == nil {
+			err = errors.New("no authorization server metadata")
+		}
+		return nil, fmt.Errorf("cannot log in to %s: %w", r.Name(), err)
+	}
+	crossOrigin := !wire.SameOrigin(req.Target, r.Resource)
+	if crossOrigin && !slices.Contains(req.AllowResources, r.Resource) {
+		// Refused before anything is approved: a host names the resource
+		// it wants, and could name another server's to have its token.
+		return nil, newCrossOriginError(req.Target, r.Resource, r.SchemeID)
+	}
+	st, err := cl.UsableStore(ctx)
+	if err != nil {
+		return nil, err
+	}
+	scopes := flows.ChooseScopes(r.ChallengeScope, r.ScopesSupported, req.Scopes)
+	resource := r.Resource
+	if req.NoResource {
+		resource = ""
+	}
+
+	reg, stored, err := cl.chooseClient(ctx, st, md, req)
+	if err != nil {
+		return nil, err
+	}
+	tok, err := cl.runGrant(ctx, req, md, clientOf(*reg), scopes, resource)
+	if stored && errors.Is(err, flows.ErrInvalidClient) {
+		// The stored registration is stale (the server forgot it): mark it
+		// so that no login offers it again, and choose again, once.
+		cl.UI.Warn(fmt.Sprintf("%s no longer accepts the stored client %s; choosing the client again.", md.Issuer, reg.ClientID))
+		if err := store.MarkRejected(ctx, st, md.Issuer, reg.ClientID); err != nil {
+			return nil, fmt.Errorf("cannot record the rejected client: %w", err)
+		}
+		if reg, _, err = cl.chooseClient(ctx, st, md, req); err != nil {
+			return nil, err
+		}
+		tok, err = cl.runGrant(ctx, req, md, clientOf(*reg), scopes, resource)
+	}
+	if err != nil {
+		return nil, loginError(err, req.Target, r.SchemeID)
+	}
+
+	c := &store.Credential{
+		Key:                store.Key{Resource: r.Resource, Issuer: md.Issuer, SchemeID: r.SchemeID},
+		NoResource:         req.NoResource,
+		AccessToken:        tok.AccessToken,
+		RefreshToken:       tok.RefreshToken,
+		TokenType:          tok.TokenType,
+		Expiry:             tok.Expiry,
+		Scopes:             tok.Scopes,
+		Subject:            TokenSubject(tok.AccessToken),
+		Client:             *reg,
+		TokenEndpoint:      md.TokenEndpoint,
+		RevocationEndpoint: md.RevocationEndpoint,
+	}
+	if req.Target != r.Resource {
+		c.Target = req.Target
+	}
+	if prev, err := st.Get(ctx, c.Key); err == nil {
+		c.AllowedTargets = prev.AllowedTargets
+	}
+	if crossOrigin && !slices.Contains(c.AllowedTargets, allowedTarget(req.Target)) {
+		c.AllowedTargets = append(c.AllowedTargets, allowedTarget(req.Target))
+	}
+	cs, err := cl.Credentials()
+	if err != nil {
+		return nil, err
+	}
+	if err := cs.Save(ctx, c); err != nil {
+		return nil, err
+	}
+	cl.UI.LoggedIn(c)
+	return c, nil
+}
+
+// ErrDeviceTimeout: the login's timeout passed before the device code was
+// approved.
+var ErrDeviceTimeout = errors.New("timed out waiting for the device login to be approved")
+
+// loginError makes a failed grant say what to do: a refusal by the user or
+// the authorization server is an authentication failure (*AuthError).
+func loginError(err error, target, schemeID string) error {
+	if errors.Is(err, flows.ErrCallbackPortInUse) {
+		return fmt.Errorf("cannot log in: %w\nChoose another --callback-port, or leave it out to listen on a free port.", err)
+	}
+	err = fmt.Errorf("cannot log in: %w", err)
+	if errors.Is(err, flows.ErrAuthorizationRefused) || errors.Is(err, flows.ErrAccessDenied) ||
+		errors.Is(err, flows.ErrDeviceCodeExpired) || errors.Is(err, flows.ErrLoginTimeout) || errors.Is(err, ErrDeviceTimeout) || errors.Is(err, flows.ErrInvalidGrant) {
+		return &AuthError{Err: err, Hint: LoginCommand(target, schemeID)}
+	}
+	return err
+}
+
+// chooseClient picks the OAuth client, in order: the registration stored
+// for this issuer (unless a client ID is given), the given client ID (with
+// the stored secret of that client when none is given), a client ID
+// metadata document, dynamic registration (RFC 7591; registerOnce). stored
+// reports that a stored registration was used.
+func (cl *Client) chooseClient(ctx context.Context, st store.Store, md *wire.AuthServerMetadata, req LoginRequest) (reg *store.ClientRegistration, stored bool, err error) {
+	prev, found := store.FindRegistration(ctx, st, md.Issuer)
+	if found && req.ClientID == "" {
+		return prev, true, nil
+	}
+	switch {
+	case req.ClientID != "":
+		secret := req.ClientSecret
+		if secret == "" && found && prev.ClientID == req.ClientID {
+			secret = prev.ClientSecret
+		}
+		method, err := flows.ChooseAuthMethod(md.TokenEndpointAuthMethodsSupported, secret != "")
+		if err != nil {
+			return nil, false, fmt.Errorf("cannot use client %s with %s: %w", req.ClientID, md.Issuer, err)
+		}
+		return &store.ClientRegistration{ClientID: req.ClientID, ClientSecret: secret, AuthMethod: method, Source: clientSourcePreregistered}, false, nil
+	case req.ClientMetadataURL != "" && md.ClientIDMetadataDocumentSupported:
+		return &store.ClientRegistration{ClientID: req.ClientMetadataURL, AuthMethod: flows.AuthMethodNone, Source: clientSourceCIMD}, false, nil
+	case md.RegistrationEndpoint != "":
+		return cl.registerOnce(ctx, st, md, req.Device)
+	}
+	var offers string
+	if req.ClientMetadataURL != "" {
+		offers = " and does not accept client ID metadata documents"
+	}
+	return nil, false, fmt.Errorf("cannot log in: %s has no registration endpoint (RFC 7591)%s, so agentauth cannot get a client by itself\n"+
+		"Register a client with it and run: agentauth login --client-id ID [--client-secret-stdin] TARGET", md.Issuer, offers)
+}
+
+// registerOnce registers a client with md's issuer unless another login
+// (in this process or another) did meanwhile: it holds the store lock of
+// the issuer's registration record while it checks again, registers and
+// records the registration, before any grant runs. So concurrent logins
+// register one client, and a login that then fails or is cancelled leaves
+// it for the next one. stored reports that another login's was found.
+func (cl *Client) registerOnce(ctx context.Context, st store.Store, md *wire.AuthServerMetadata, device bool) (reg *store.ClientRegistration, stored bool, err error) {
+	unlock, err := st.Lock(ctx, store.RegistrationKey(md.Issuer))
+	if err != nil {
+		return nil, false, fmt.Errorf("cannot lock the client registration for %s: %w", md.Issuer, err)
+	}
+	defer unlock()
+	if prev, found := store.FindRegistration(ctx, st, md.Issuer); found {
+		return prev, true, nil
+	}
+	if reg, err = cl.registerClient(ctx, md, device); err != nil {
+		return nil, false, err
+	}
+	if err := store.PutRegistration(ctx, st, md.Issuer, *reg); err != nil {
+		// The login goes on: the registration is kept with the credential
+		// (or its file-store fallback) when the login succeeds.
+		cl.logger().Warn("cannot store the client registration", "issuer", md.Issuer, "err", err)
+	}
+	return reg, false, nil
+}
+
+// registerClient registers agentauth as a public native client with the
+// port-less loopback redirect URIs (RFC 8252 §7.3), asking for the device
+// grant too when the server has a device endpoint, so that one
+// registration serves both flows.
+func (cl *Client) registerClient(ctx context.Context, md *wire.AuthServerMetadata, device bool) (*store.ClientRegistration, error) {
+	r, err := flows.Register(ctx, cl.HTTPClient, md.RegistrationEndpoint, flows.RegistrationRequest{
+		Device: device || md.DeviceAuthorizationEndpoint != "",
+	})
+	if err != nil {
+		return nil, err
+	}
+	cl.logger().Debug("client registered", "issuer", md.Issuer, "client_id", r.ClientID, "auth_method", r.TokenEndpointAuthMethod)
+	return &store.ClientRegistration{ClientID: r.ClientID, ClientSecret: r.ClientSecret, AuthMethod: r.TokenEndpointAuthMethod, Source: clientSourceDCR}, nil
+}
+
+// runGrant runs the authorization code grant, or the device grant.
+func (cl *Client) runGrant(ctx context.Context, req LoginRequest, md *wire.AuthServerMetadata, client flows.Client, scopes []string, resource string) (*flows.Token, error) {
+	timeout := req.Timeout
+	if timeout <= 0 {
+		timeout = flows.DefaultLoginTimeout
+	}
+	var open func(string) error
+	if !req.NoBrowser {
+		open = cl.Browser
+	}
+	if req.Device {
+		return cl.deviceGrant(ctx, md, client, scopes, resource, open, timeout)
+	}
+	return flows.AuthorizationCode(ctx, cl.HTTPClient, flows.AuthCodeRequest{
+		Metadata: md, Client: client, Scopes: scopes, Resource: resource,
+		CallbackHost: req.CallbackHost, CallbackPort: req.CallbackPort, Timeout: timeout,
+		ShowURL: func(u string) { cl.UI.AuthURL(u, open != nil, req.NoBrowser, timeout) },
+		OpenURL: func(u string) error {
+			if open == nil {
+				return nil
+			}
+			if err := open(u); err != nil {
+				cl.UI.Warn(err.Error() + "; open the URL above yourself.")
+			}
+			return nil
+		},
+	})
+}
+
+// deviceGrant runs the device authorization grant (RFC 8628): the code
+// shown, the verification URL opened like the login URL, then a wait
+// display with the remaining time.
+func (cl *Client) deviceGrant(ctx context.Context, md *wire.AuthServerMetadata, client flows.Client, scopes []string, resource string, open func(string) error, timeout time.Duration) (*flows.Token, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	stop := func() {}
+	defer func() { stop() }()
+	tok, err := flows.DeviceCode(ctx, cl.HTTPClient, flows.DeviceRequest{
+		Metadata: md, Client: client, Scopes: scopes, Resource: resource,
+		ShowCode: func(p flows.DeviceCodePrompt) {
+			cl.UI.DeviceCode(p)
+			if open != nil {
+				u := p.VerificationURIComplete
+				if u == "" {
+					u = p.VerificationURI
+				}
+				if err := open(u); err != nil {
+					cl.UI.Warn(err.Error())
+				}
+			}
+			expiry := p.Expiry
+			if deadline, _ := ctx.Deadline(); expiry.IsZero() || deadline.Before(expiry) {
+				expiry = deadline
+			}
+			stop = cl.UI.Wait("Waiting for approval", expiry)
+		},
+	})
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && !errors.Is(err, flows.ErrDeviceCodeExpired) {
+		return nil, fmt.Errorf("%w (%s)", ErrDeviceTimeout, RoughDuration(timeout))
+	}
+	return tok, err
+}
+
+// RoughDuration renders d for people, rounded down: 45s, 12m, 3h, 2d (0s
+// for a negative d). It is the one wording of durations, in messages of
+// the core and of the CLI.
+func RoughDuration(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "0s"
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d/time.Second))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d/time.Minute))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d/time.Hour))
+	}
+	return fmt.Sprintf("%dd", int(d/(24*time.Hour)))
+}

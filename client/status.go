@@ -1,0 +1,283 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/agentauth/agentauth/store"
+	"github.com/agentauth/agentauth/wire"
+)
+
+// Credential states of status.
+const (
+	// StateValid: the access token is good for at least a minute, or its
+	// expiry is unknown.
+	StateValid = "valid"
+	// StateRefreshable: expired or about to, with a refresh token.
+	StateRefreshable = "refreshable"
+	// StateExpired: expired with no refresh token: log in again.
+	StateExpired = "expired"
+)
+
+// CredentialStatus is one stored credential as status shows it.
+type CredentialStatus struct {
+	Resource    string     `json:"resource"`
+	Issuer      string     `json:"issuer"`
+	SchemeID    string     `json:"schemeId,omitempty"`
+	Target      string     `json:"target,omitempty"`
+	Subject     string     `json:"subject,omitempty"`
+	Scopes      []string   `json:"scopes"`
+	ExpiresAt   *time.Time `json:"expiresAt,omitempty"`
+	State       string     `json:"state"`
+	Refreshable bool       `json:"refreshable"`
+	ClientID    string     `json:"clientId,omitempty"`
+	Token       string     `json:"token"`
+
+	// Expiry says for people when the access token expires.
+	Expiry string `json:"-"`
+}
+
+// describeCredential classifies c at now.
+func DescribeCredential(c *store.Credential, now time.Time, showToken bool) CredentialStatus {
+	cs := CredentialStatus{Resource: c.Resource, Issuer: c.Issuer, SchemeID: c.SchemeID, Target: wire.RedactTarget(c.Target),
+		Subject: c.Subject, Scopes: nonNil(c.Scopes), Refreshable: c.RefreshToken != "", ClientID: c.Client.ClientID,
+		Token: maskToken(c.AccessToken, showToken), State: StateValid}
+	left := c.Expiry.Sub(now)
+	known := !c.Expiry.IsZero()
+	if known {
+		t := c.Expiry.UTC().Truncate(time.Second)
+		cs.ExpiresAt = &t
+	}
+	switch {
+	case c.AccessToken == "" || (known && left <= 0):
+		cs.State = StateExpired
+		if cs.Refreshable {
+			cs.State = StateRefreshable
+		}
+	case known && left < RefreshLeeway && cs.Refreshable:
+		cs.State = StateRefreshable
+	}
+	switch {
+	case !known:
+		cs.Expiry = "no expiry known"
+	case left > 0:
+		cs.Expiry = "expires in " + RoughDuration(left)
+	case cs.Refreshable:
+		cs.Expiry = "expired " + RoughDuration(-left) + " ago, refreshable"
+	default:
+		cs.Expiry = "expired " + RoughDuration(-left) + " ago, not refreshable"
+	}
+	return cs
+}
+
+func (cs *CredentialStatus) Usable() bool { return cs.State != StateExpired }
+
+// LoginCommand logs in again to what the credential was obtained for.
+func (cs *CredentialStatus) LoginCommand() string {
+	target := cs.Target
+	if target == "" {
+		target = cs.Resource
+	}
+	return LoginCommand(target, cs.SchemeID)
+}
+
+// TargetSchemeStatus is one requirement in status TARGET: what the host
+// held before, what happened to the stored credential, what it holds after.
+type TargetSchemeStatus struct {
+	SchemeResult
+	// Authenticated is the final answer: the host's when it can be asked,
+	// else whether the stored token was accepted.
+	Authenticated bool                  `json:"authenticated"`
+	HostBefore    *wire.AuthMethodState `json:"hostBefore,omitempty"`
+	HostAfter     *wire.AuthMethodState `json:"hostAfter,omitempty"`
+	Credential    *CredentialStatus     `json:"credential"`
+}
+
+// TargetStatusDoc is status --json's document with TARGET.
+type TargetStatusDoc struct {
+	Target          string                `json:"target"`
+	Kind            string                `json:"kind"`
+	Dialect         string                `json:"dialect,omitempty"`
+	Authenticated   bool                  `json:"authenticated"`
+	HostStateBefore *wire.AuthStateResult `json:"hostStateBefore,omitempty"`
+	HostStateAfter  *wire.AuthStateResult `json:"hostStateAfter,omitempty"`
+	Schemes         []TargetSchemeStatus  `json:"schemes"`
+	// Failure is the *AuthError when a required scheme is not
+	// authenticated.
+	Failure *AuthError `json:"-"`
+}
+
+// TargetStatus asks target whether it accepts the stored credentials: for
+// an agent host, what it holds before (AuthState), the stored credentials
+// authenticated, what it holds after; for an HTTP target, one MCP request
+// with the stored token (none when nothing is stored). It returns the
+// report, the requirements the host declares and, when a required scheme
+// is not authenticated, the *AuthError to report.
+func (cl *Client) TargetStatus(ctx context.Context, target string, showToken bool) (*TargetStatusDoc, error) {
+	ctx, cancel := context.WithTimeout(ctx, AuthTimeout)
+	defer cancel()
+	var doc *TargetStatusDoc
+	var declared []wire.Requirement
+	var err error
+	if IsHTTPTarget(target) {
+		doc, err = cl.httpStatus(ctx, target, showToken)
+	} else {
+		doc, declared, err = cl.hostStatus(ctx, target, showToken)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var failed []SchemeResult
+	for _, s := range doc.Schemes {
+		if s.Required && !s.Authenticated {
+			failed = append(failed, s.SchemeResult)
+		}
+	}
+	doc.Authenticated = len(failed) == 0
+	if len(failed) > 0 {
+		doc.Failure = AuthFailure(target, declared, failed)
+	}
+	return doc, nil
+}
+
+// hostStatus queries an agent host's auth state, authenticates the stored
+// credentials and queries again.
+func (cl *Client) hostStatus(ctx context.Context, target string, showToken bool) (*TargetStatusDoc, []wire.Requirement, error) {
+	s, err := cl.OpenHost(ctx, target, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer s.Close()
+	doc := &TargetStatusDoc{Target: wire.RedactTarget(target), Kind: KindAgentHost, Schemes: []TargetSchemeStatus{}, Dialect: s.Dialect.String()}
+	if doc.HostStateBefore, err = s.AuthState(ctx); err != nil {
+		return nil, nil, err
+	}
+	for _, r := range s.Reqs {
+		res, err := s.AuthenticateScheme(ctx, r, "")
+		if err != nil {
+			return nil, nil, err
+		}
+		st := TargetSchemeStatus{SchemeResult: res, Authenticated: res.Accepted}
+		if c := res.Credential(); c != nil {
+			d := DescribeCredential(c, cl.Now(), showToken)
+			st.Credential = &d
+		}
+		doc.Schemes = append(doc.Schemes, st)
+	}
+	if doc.HostStateBefore != nil {
+		if doc.HostStateAfter, err = s.AuthState(ctx); err != nil {
+			return nil, nil, err
+		}
+		for i := range doc.Schemes {
+			st := &doc.Schemes[i]
+			st.HostBefore = MethodState(doc.HostStateBefore, st.SchemeID)
+			st.HostAfter = MethodState(doc.HostStateAfter, st.SchemeID)
+			if st.HostAfter != nil {
+				st.Authenticated = st.HostAfter.Authenticated
+			}
+		}
+	}
+	return doc, s.Reqs, nil
+}
+
+// httpStatus sends one MCP request to an HTTP target with the stored token
+// (none when nothing is stored) and reports the answer.
+func (cl *Client) httpStatus(ctx context.Context, target string, showToken bool) (*TargetStatusDoc, error) {
+	cs, err := cl.Credentials()
+	if err != nil {
+		return nil, err
+	}
+	creds, err := cs.ForTarget(ctx, target, "")
+	if err != nil {
+		return nil, err
+	}
+	creds = LoggedInThrough(creds, target)
+	doc := &TargetStatusDoc{Target: target, Kind: KindHTTP}
+	s := TargetSchemeStatus{}
+	if len(creds) == 0 {
+		s.SchemeResult = SchemeResult{Resource: target, Required: true, Source: "store"}
+		if err := cl.ProveHTTP(ctx, target, "", &s.SchemeResult); err != nil {
+			return nil, err
+		}
+		if !s.Accepted {
+			s.ErrorDescription = "not logged in; the server answered " + s.ErrorDescription
+		}
+	} else {
+		if s.SchemeResult, err = cl.AuthenticateHTTP(ctx, cs, target, creds[0]); err != nil {
+			return nil, err
+		}
+		cur := creds[0]
+		if c, err := cs.Store.Get(ctx, cur.Key); err == nil {
+			cur = c
+		}
+		d := DescribeCredential(cur, cl.Now(), showToken)
+		s.Credential = &d
+	}
+	s.Authenticated = s.Accepted
+	doc.Schemes = []TargetSchemeStatus{s}
+	return doc, nil
+}
+
+// maskToken shows the first 4 characters of a token and ***, or all of it.
+func maskToken(t string, show bool) string {
+	switch {
+	case show:
+		return t
+	case t == "":
+		return "(none)"
+	case len(t) <= 8:
+		return "***"
+	}
+	return t[:4] + "***"
+}
+
+// nonNil makes an absent list print as [] rather than null.
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// Describe names the credential for messages (DescribeKey).
+func (cs *CredentialStatus) Describe() string {
+	return DescribeKey(store.Key{Resource: cs.Resource, SchemeID: cs.SchemeID})
+}
+
+// StoreStatusDoc is every stored credential as status shows it (status
+// --json without TARGET).
+type StoreStatusDoc struct {
+	Store StoreDoc `json:"store"`
+	// Usable: something is stored, and every credential is valid or
+	// refreshable.
+	Usable      bool               `json:"usable"`
+	Credentials []CredentialStatus `json:"credentials"`
+}
+
+// StoreDoc names the store.
+type StoreDoc struct {
+	Kind     string `json:"kind"`
+	Location string `json:"location"`
+}
+
+// StoreStatus classifies every stored credential, from the store alone
+// (no network).
+func (cl *Client) StoreStatus(ctx context.Context, showToken bool) (*StoreStatusDoc, error) {
+	st, err := cl.Store()
+	if err != nil {
+		return nil, err
+	}
+	creds, err := st.List(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the credential store: %w", err)
+	}
+	now := cl.Now()
+	doc := &StoreStatusDoc{Store: StoreDoc{Kind: st.Kind(), Location: st.Location()}, Usable: len(creds) > 0, Credentials: []CredentialStatus{}}
+	for _, c := range creds {
+		cs := DescribeCredential(c, now, showToken)
+		doc.Usable = doc.Usable && cs.Usable()
+		doc.Credentials = append(doc.Credentials, cs)
+	}
+	return doc, nil
+}

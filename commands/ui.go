@@ -1,0 +1,237 @@
+package commands
+
+import (
+	"fmt"
+	"os/exec"
+	"runtime"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/agentauth/agentauth/client"
+	"github.com/agentauth/agentauth/flows"
+	"github.com/agentauth/agentauth/store"
+	"github.com/agentauth/agentauth/wire"
+)
+
+// This file holds the terminal things every command uses: the client
+// core's UI on stderr, the spinner, the browser openers, safe text and
+// the wording of durations (client.RoughDuration).
+
+// termUI is client.UI on a command's stderr.
+type termUI struct {
+	io  *IOStreams
+	now func() time.Time
+}
+
+func (u *termUI) Warn(msg string) {
+	fmt.Fprintf(u.io.ErrOut, "%s %s\n", u.io.ErrPainter().Yellow("warning:"), safeText(msg))
+}
+
+func (u *termUI) Say(msg string) { fmt.Fprintln(u.io.ErrOut, safeText(msg)) }
+
+func (u *termUI) AuthURL(url string, opened, noBrowser bool, timeout time.Duration) {
+	w, url := u.io.ErrOut, safeText(url)
+	switch {
+	case opened:
+		fmt.Fprintf(w, "Opening %s in your browser.\n", url)
+	case noBrowser:
+		fmt.Fprintf(w, "Open this URL in a browser to log in:\n  %s\n", url)
+	default:
+		fmt.Fprintf(w, "No terminal and no $BROWSER, so no browser was opened. Open this URL to log in:\n  %s\n"+
+			"(--no-browser says so and skips this note; --device logs in without a browser here.)\n", url)
+	}
+	fmt.Fprintf(w, "Waiting for the authorization (%s)…\n", u.io.ErrPainter().Bold("times out in "+client.RoughDuration(timeout)))
+}
+
+func (u *termUI) DeviceCode(p flows.DeviceCodePrompt) {
+	w := u.io.ErrOut
+	fmt.Fprintf(w, "To log in, open %s and enter the code %s\n", safeText(p.VerificationURI), u.io.ErrPainter().Bold(safeText(p.UserCode)))
+	if p.VerificationURIComplete != "" {
+		fmt.Fprintf(w, "or open %s\n", safeText(p.VerificationURIComplete))
+	}
+}
+
+func (u *termUI) Wait(label string, until time.Time) func() {
+	s := &spinner{io: u.io, now: u.now}
+	s.start(label, until)
+	return s.stop
+}
+
+func (u *termUI) LoggedIn(c *store.Credential) {
+	fmt.Fprintf(u.io.ErrOut, "%s %s\n", u.io.ErrPainter().Green("✓"), safeText(loggedInLine(c, u.now())))
+}
+
+func (u *termUI) StoredInFile(err error, location string) {
+	w := u.io.ErrOut
+	fmt.Fprintf(w, "WARNING: cannot store the credential in the OS keyring: %s\n", safeText(err.Error()))
+	fmt.Fprintf(w, "WARNING: it was saved to the file store instead: %s\n", location)
+	fmt.Fprintln(w, "WARNING: to use it, run agentauth with --store file (or set AGENTAUTH_STORE=file).")
+}
+
+// loggedInLine is the success line: "Logged in to RESOURCE as SUB (SCOPES,
+// expires in 59m)"; the subject is left out when unknown.
+func loggedInLine(c *store.Credential, now time.Time) string {
+	s := "Logged in to " + c.Resource
+	if c.SchemeID != "" {
+		s += " [" + c.SchemeID + "]"
+	}
+	if c.Subject != "" {
+		s += " as " + c.Subject
+	}
+	scopes := wire.JoinScope(c.Scopes)
+	if scopes == "" {
+		scopes = "no scope"
+	}
+	if c.Expiry.IsZero() {
+		return s + " (" + scopes + ", no expiry given)"
+	}
+	return s + " (" + scopes + ", expires in " + client.RoughDuration(c.Expiry.Sub(now)) + ")"
+}
+
+// spinner shows progress with the remaining time on a terminal's stderr;
+// elsewhere it does nothing.
+type spinner struct {
+	io   *IOStreams
+	now  func() time.Time
+	done chan struct{}
+	quit chan struct{}
+}
+
+func (s *spinner) start(label string, until time.Time) {
+	if !s.io.StderrTTY || s.done != nil {
+		return
+	}
+	s.done, s.quit = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(s.done)
+		frames := []rune("⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏")
+		t := time.NewTicker(120 * time.Millisecond)
+		defer t.Stop()
+		for i := 0; ; i++ {
+			line := fmt.Sprintf("%c %s", frames[i%len(frames)], label)
+			if !until.IsZero() {
+				line += " (" + client.RoughDuration(until.Sub(s.now())) + " left)"
+			}
+			fmt.Fprintf(s.io.ErrOut, "\r\033[K%s", line)
+			select {
+			case <-s.quit:
+				fmt.Fprint(s.io.ErrOut, "\r\033[K")
+				return
+			case <-t.C:
+			}
+		}
+	}()
+}
+
+func (s *spinner) stop() {
+	if s.done == nil {
+		return
+	}
+	close(s.quit)
+	<-s.done
+	s.done = nil
+}
+
+// Browser returns how to open a login URL: $BROWSER when set, even without
+// a terminal; else the platform opener when stdout or stderr is a terminal;
+// else nil (the caller prints the URL and which flag avoids the wait).
+func (f *Factory) Browser() func(url string) error {
+	if f.BrowserEnv != "" {
+		return func(url string) error { return runBrowser(f.BrowserEnv, url, f.IO) }
+	}
+	if (f.IO.StdoutTTY || f.IO.StderrTTY) && f.OpenURL != nil {
+		return f.OpenURL
+	}
+	return nil
+}
+
+// runBrowser starts the $BROWSER command line (split like a shell, no
+// expansion) with url as its last argument, and does not wait for it:
+// a browser may run for as long as the user keeps it open.
+func runBrowser(cmdline, url string, io *IOStreams) error {
+	args, err := wire.SplitCommandLine(cmdline)
+	if err != nil {
+		return fmt.Errorf("cannot use $BROWSER: %w", err)
+	}
+	if len(args) == 0 {
+		return fmt.Errorf("cannot use $BROWSER: it names no command")
+	}
+	cmd := exec.Command(args[0], append(args[1:], url)...)
+	cmd.Stdout, cmd.Stderr = io.ErrOut, io.ErrOut
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("cannot run $BROWSER: %w", err)
+	}
+	go func() { _ = cmd.Wait() }()
+	return nil
+}
+
+// platformOpenURL opens url with the desktop's handler.
+func platformOpenURL(url string) error {
+	var cmd *exec.Cmd
+	switch runtime.GOOS {
+	case "darwin":
+		cmd = exec.Command("open", url)
+	case "windows":
+		cmd = exec.Command("rundll32", "url.dll,FileProtocolHandler", url)
+	default:
+		cmd = exec.Command("xdg-open", url)
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("cannot open the browser: %w", err)
+	}
+	go func() { _ = cmd.Wait() }()
+	return nil
+}
+
+// safeText is what a string from a remote peer (a host's labels and
+// challenges, metadata, token responses, error descriptions, claims)
+// becomes before it reaches a terminal: C0 and C1 control characters, DEL
+// and bidirectional-text controls are removed, so a peer can neither send
+// escape sequences (set the window title, clear the screen, forge a
+// hyperlink, move the cursor over a line agentauth wrote) nor start a new
+// line of its own or reorder what is shown. It is the one function for
+// that; JSON output needs none (encoding/json escapes control characters).
+func safeText(s string) string {
+	if strings.IndexFunc(s, unsafeRune) < 0 {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if unsafeRune(r) {
+			return -1
+		}
+		return r
+	}, s)
+}
+
+// safeLines is safeText for a message of several lines that agentauth
+// composed itself: each line is cleaned and the line breaks are kept.
+func safeLines(s string) string {
+	if strings.IndexFunc(s, unsafeRune) < 0 {
+		return s
+	}
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = safeText(l)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// safeList is safeText of each element.
+func safeList(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = safeText(s)
+	}
+	return out
+}
+
+func unsafeRune(r rune) bool {
+	switch {
+	case unicode.IsControl(r): // C0, DEL, C1
+		return true
+	case r == '\u061c', r == '\u200e', r == '\u200f', r >= '\u202a' && r <= '\u202e', r >= '\u2066' && r <= '\u2069':
+		return true // bidirectional-text controls (Unicode UAX #9)
+	}
+	return false
+}
