@@ -217,15 +217,6 @@ func safeLines(s string) string {
 	return strings.Join(lines, "\n")
 }
 
-// safeList is safeText of each element.
-func safeList(ss []string) []string {
-	out := make([]string, len(ss))
-	for i, s := range ss {
-		out[i] = safeText(s)
-	}
-	return out
-}
-
 func unsafeRune(r rune) bool {
 	switch {
 	case unicode.IsControl(r): // C0, DEL, C1
