@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -179,9 +180,9 @@ func (f *httpFace) serveMCP(w http.ResponseWriter, r *http.Request) {
 	var resp *wire.Message
 	status := http.StatusOK
 	if req.stateless {
-		resp, status = f.answerStateless(r.Context(), m, grant, req)
+		resp, status = f.answerStateless(r.Context(), m, grant, &req)
 	} else {
-		resp = f.answerLegacy(r.Context(), m, grant, req)
+		resp = f.answerLegacy(r.Context(), m, grant, &req)
 	}
 	if ch, ok := authChallenge(resp.Error); ok {
 		status = http.StatusUnauthorized
@@ -190,7 +191,28 @@ func (f *httpFace) serveMCP(w http.ResponseWriter, r *http.Request) {
 		}
 		w.Header().Set("WWW-Authenticate", f.formatChallenge(ch))
 	}
+	if len(req.logs) > 0 && resp.Error == nil {
+		writeEventStream(w, append(req.logs, resp))
+		return
+	}
 	writeHTTPJSON(w, status, resp)
+}
+
+// writeEventStream answers with the messages as server-sent events, the
+// response last (MCP "Transports", Sending Messages: notifications about
+// the request may precede its response on the request's own stream).
+func writeEventStream(w http.ResponseWriter, msgs []*wire.Message) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	for _, m := range msgs {
+		b, err := json.Marshal(m)
+		if err != nil {
+			continue
+		}
+		fmt.Fprintf(w, "event: message\ndata: %s\n\n", b)
+	}
 }
 
 // credentials reads the bearer token from the Authorization header only

@@ -52,7 +52,12 @@ const (
 	metaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
 	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
 	metaServerInfo         = "io.modelcontextprotocol/serverInfo"
+	metaLogLevel           = "io.modelcontextprotocol/logLevel"
 )
+
+// mcpLogLevels are the RFC 5424 severities MCP log messages use, least
+// severe first ("Logging", Log Levels).
+var mcpLogLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
 
 // MCP method names the HTTP face answers itself.
 const (
@@ -62,6 +67,7 @@ const (
 	methodToolsCall      = "tools/call"
 	methodResourcesList  = "resources/list"
 	methodResourcesRead  = "resources/read"
+	methodTemplatesList  = "resources/templates/list"
 	methodPromptsList    = "prompts/list"
 	methodPromptsGet     = "prompts/get"
 )
@@ -78,6 +84,23 @@ type mcpRequest struct {
 	version      string
 	stateless    bool
 	capabilities map[string]json.RawMessage
+	// logLevel is the least severe level the request asked to be sent
+	// (_meta logLevel, MCP 2026-07-28); "" for none.
+	logLevel string
+	// logs are the notifications/message to send before the answer.
+	logs []*wire.Message
+}
+
+// log queues a log message for the client when the request asked for its
+// level or a less severe one.
+func (req *mcpRequest) log(level, logger string, data any) {
+	want := slices.Index(mcpLogLevels, req.logLevel)
+	if want < 0 || slices.Index(mcpLogLevels, level) < want {
+		return
+	}
+	if m, err := wire.NewNotification("notifications/message", map[string]any{"level": level, "logger": logger, "data": data}); err == nil {
+		req.logs = append(req.logs, m)
+	}
 }
 
 // mcpRequestOf checks a message's MCP-Protocol-Version, and for MCP
@@ -132,7 +155,12 @@ func mcpRequestOf(r *http.Request, m *wire.Message) (mcpRequest, *httpRefusal) {
 	if metaVersion != v {
 		return mcpRequest{}, headerMismatch("MCP-Protocol-Version is %s but _meta names %s; send the same version in both", quoteValue(v), quoteValue(metaVersion))
 	}
-	return mcpRequest{version: v, stateless: true, capabilities: caps}, nil
+	level, _ := jsonString(params.Meta[metaLogLevel])
+	if params.Meta[metaLogLevel] != nil && !slices.Contains(mcpLogLevels, level) {
+		return mcpRequest{}, &httpRefusal{status: http.StatusBadRequest,
+			err: wire.Errorf(wire.CodeInvalidParams, "invalid params: _meta %s is not one of %s", metaLogLevel, strings.Join(mcpLogLevels, ", "))}
+	}
+	return mcpRequest{version: v, stateless: true, capabilities: caps, logLevel: level}, nil
 }
 
 func headerMismatch(format string, args ...any) *httpRefusal {
@@ -218,6 +246,10 @@ const mcpInstructions = "agentauth's minimal agent host. Call the whoami tool to
 // prompts, with no list-change notifications or subscriptions.
 var mcpCapabilities = map[string]any{"tools": map[string]any{}, "resources": map[string]any{}, "prompts": map[string]any{}}
 
+// mcpStatelessCapabilities add logging: in MCP 2026-07-28 a request asks
+// for log messages with _meta logLevel (no logging/setLevel).
+var mcpStatelessCapabilities = map[string]any{"tools": map[string]any{}, "resources": map[string]any{}, "prompts": map[string]any{}, "logging": map[string]any{}}
+
 // mcpInitialize answers MCP initialize: the requested revision when
 // supported, else the newest (MCP 2025-11-25 "Lifecycle", version negotiation).
 func (h *Host) mcpInitialize(requested string) any {
@@ -248,13 +280,13 @@ func mcpRequestedVersion(params json.RawMessage) (string, bool) {
 // answerLegacy runs one request of MCP 2025-11-25 and older: MCP's own
 // methods here, the rest (the agent host's methods, ping) through Dispatch
 // with the request's grant.
-func (f *httpFace) answerLegacy(ctx context.Context, m *wire.Message, g *Grant, req mcpRequest) *wire.Message {
+func (f *httpFace) answerLegacy(ctx context.Context, m *wire.Message, g *Grant, req *mcpRequest) *wire.Message {
 	switch m.Method {
 	case wire.MethodInitialize:
 		if v, ok := mcpRequestedVersion(m.Params); ok {
 			return respond(m.ID, f.h.mcpInitialize(v), nil)
 		}
-	case methodToolsList, methodToolsCall, methodResourcesList, methodResourcesRead, methodPromptsList, methodPromptsGet:
+	case methodToolsList, methodToolsCall, methodResourcesList, methodResourcesRead, methodTemplatesList, methodPromptsList, methodPromptsGet:
 		result, rerr := f.mcpMethod(ctx, m, g, req)
 		return respond(m.ID, result, rerr)
 	}
@@ -265,14 +297,14 @@ func (f *httpFace) answerLegacy(ctx context.Context, m *wire.Message, g *Grant, 
 // status: every result carries resultType and the server's identity in
 // _meta; an unknown or removed method is 404 with -32601, an invalid one
 // 400 ("Transports", HTTP status codes).
-func (f *httpFace) answerStateless(ctx context.Context, m *wire.Message, g *Grant, req mcpRequest) (*wire.Message, int) {
+func (f *httpFace) answerStateless(ctx context.Context, m *wire.Message, g *Grant, req *mcpRequest) (*wire.Message, int) {
 	var result map[string]any
 	var rerr *wire.Error
 	switch {
 	case m.Method == methodServerDiscover:
 		result = map[string]any{
 			"supportedVersions": MCPProtocolVersions,
-			"capabilities":      mcpCapabilities,
+			"capabilities":      mcpStatelessCapabilities,
 			"instructions":      mcpInstructions,
 			"ttlMs":             0,
 			"cacheScope":        "public",
@@ -307,7 +339,7 @@ func statelessStatus(code int) int {
 }
 
 // mcpMethod answers the MCP server methods both generations share.
-func (f *httpFace) mcpMethod(ctx context.Context, m *wire.Message, g *Grant, req mcpRequest) (map[string]any, *wire.Error) {
+func (f *httpFace) mcpMethod(ctx context.Context, m *wire.Message, g *Grant, req *mcpRequest) (map[string]any, *wire.Error) {
 	switch m.Method {
 	case methodToolsList:
 		tools := []mcpTool{}
@@ -322,7 +354,13 @@ func (f *httpFace) mcpMethod(ctx context.Context, m *wire.Message, g *Grant, req
 	case methodResourcesList:
 		return cacheable(map[string]any{"resources": []mcpResource{staticTextResource}}, req), nil
 	case methodResourcesRead:
-		return readResource(m.Params, req)
+		result, rerr := readResource(m.Params, req)
+		if rerr != nil {
+			return nil, rerr
+		}
+		return cacheable(result, req), nil
+	case methodTemplatesList:
+		return cacheable(map[string]any{"resourceTemplates": []any{}}, req), nil
 	case methodPromptsList:
 		return cacheable(map[string]any{"prompts": mcpPrompts}, req), nil
 	case methodPromptsGet:
@@ -334,7 +372,7 @@ func (f *httpFace) mcpMethod(ctx context.Context, m *wire.Message, g *Grant, req
 // cacheable adds the MCP 2026-07-28 caching hints to a list result: the
 // lists are the same for every caller, so public, and may change with the
 // next start of serve, so stale at once.
-func cacheable(result map[string]any, req mcpRequest) map[string]any {
+func cacheable(result map[string]any, req *mcpRequest) map[string]any {
 	if req.stateless {
 		result["ttlMs"] = 0
 		result["cacheScope"] = "public"

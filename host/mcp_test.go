@@ -118,6 +118,9 @@ func TestMCPStatelessResults(t *testing.T) {
 		string(d["cacheScope"]) != `"public"` || string(d["ttlMs"]) != "0" || !strings.Contains(string(d["capabilities"]), `"tools":{}`) {
 		t.Errorf("server/discover: %v", d)
 	}
+	if l := result("resources/templates/list", "", nil); string(l["resourceTemplates"]) != "[]" || string(l["cacheScope"]) != `"public"` {
+		t.Errorf("resources/templates/list: %v", l)
+	}
 	if l := result("tools/list", "", nil); !strings.Contains(string(l["tools"]), `"name":"test_missing_capability"`) || string(l["cacheScope"]) != `"public"` {
 		t.Errorf("tools/list: %s", l["tools"])
 	}
@@ -142,5 +145,28 @@ func TestMCPStatelessResults(t *testing.T) {
 	r = result("tools/call", `{"name":"test_streaming_elicitation","arguments":{},"inputResponses":{"name":{"action":"accept","content":{"name":"Ada"}}}}`, elicit)
 	if string(r["content"]) != `[{"text":"Hello, Ada.","type":"text"}]` {
 		t.Errorf("elicitation: %v", r)
+	}
+}
+
+// A request that sets _meta logLevel gets the tool's log messages as
+// events before the result; without it, no log message at all.
+func TestMCPStatelessLogLevel(t *testing.T) {
+	h := newTestHost(t, baseConfig, Options{})
+	withLevel := func(level string) *string {
+		return ptr(`{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/logLevel":"` + level + `"}`)
+	}
+	a := statelessCall(t, h, "tools/call", `{"name":"test_logging_tool"}`, withLevel("info"), nil)
+	if a.status != 200 || a.header.Get("Content-Type") != "text/event-stream" || strings.Count(a.body, `"method":"notifications/message"`) != 3 ||
+		!strings.HasSuffix(a.body, `"resultType":"complete"}}`+"\n\n") {
+		t.Errorf("logLevel info: %d %v\n%s", a.status, a.header, a.body)
+	}
+	for _, meta := range []*string{nil, withLevel("warning")} {
+		a = statelessCall(t, h, "tools/call", `{"name":"test_logging_tool"}`, meta, nil)
+		if a.status != 200 || a.header.Get("Content-Type") != "application/json" || strings.Contains(a.body, "notifications/message") {
+			t.Errorf("no info logs asked for: %d %s", a.status, a.body)
+		}
+	}
+	if a = statelessCall(t, h, "tools/call", `{"name":"test_logging_tool"}`, withLevel("loud"), nil); a.status != 400 || !strings.Contains(a.body, `"code":-32602`) {
+		t.Errorf("unknown level: %d %s", a.status, a.body)
 	}
 }

@@ -31,6 +31,7 @@ const (
 	toolError       = "test_error_handling"
 	toolSampling    = "test_missing_capability"
 	toolElicitation = "test_streaming_elicitation"
+	toolLogging     = "test_logging_tool"
 )
 
 const noArguments = `{"type":"object","properties":{},"additionalProperties":false}`
@@ -57,6 +58,9 @@ var mcpTools = []mcpTool{
 	{Name: toolElicitation, Title: "Ask the user",
 		Description: "Asks the user for a name, through an input request: needs the elicitation capability (MCP 2026-07-28).",
 		InputSchema: json.RawMessage(noArguments), Annotations: readOnly, statelessOnly: true},
+	{Name: toolLogging, Title: "Log three lines",
+		Description: "Logs three info messages, sent to the client before the result when the request's _meta sets io.modelcontextprotocol/logLevel (MCP 2026-07-28).",
+		InputSchema: json.RawMessage(noArguments), Annotations: readOnly, statelessOnly: true},
 }
 
 // Input request keys of the tools that ask the client (MCP 2026-07-28
@@ -68,7 +72,7 @@ const (
 
 // callTool runs tools/call. whoami and echo go through the host's gate,
 // so a missing scope is the same 403 as calling the method directly.
-func (f *httpFace) callTool(ctx context.Context, m *wire.Message, g *Grant, req mcpRequest) (map[string]any, *wire.Error) {
+func (f *httpFace) callTool(ctx context.Context, m *wire.Message, g *Grant, req *mcpRequest) (map[string]any, *wire.Error) {
 	var p struct {
 		Name           string                     `json:"name"`
 		Arguments      map[string]json.RawMessage `json:"arguments"`
@@ -110,6 +114,11 @@ func (f *httpFace) callTool(ctx context.Context, m *wire.Message, g *Grant, req 
 		return toolText(text, false), nil
 	case toolSimpleText:
 		return toolText("This is a simple text response for testing.", false), nil
+	case toolLogging:
+		for i := 1; i <= 3; i++ {
+			req.log("info", toolLogging, fmt.Sprintf("log line %d of 3", i))
+		}
+		return toolText("Logged three info lines.", false), nil
 	case toolError:
 		return toolText("This tool always fails: the failure is reported in the result (isError), not as a protocol error.", true), nil
 	case toolSampling:
@@ -165,7 +174,7 @@ func (f *httpFace) callTool(ctx context.Context, m *wire.Message, g *Grant, req 
 // 2026-07-28 "Multi Round-Trip"): without the capability the request
 // declares, -32021 naming it; without the answer, an input_required
 // result asking for it under key; with it, the tool's text.
-func askClient(req mcpRequest, capability string, responses map[string]json.RawMessage, key string, ask map[string]any, answer func(json.RawMessage) (string, bool)) (map[string]any, *wire.Error) {
+func askClient(req *mcpRequest, capability string, responses map[string]json.RawMessage, key string, ask map[string]any, answer func(json.RawMessage) (string, bool)) (map[string]any, *wire.Error) {
 	if _, ok := req.capabilities[capability]; !ok {
 		return nil, wire.Errorf(codeMissingClientCapability, "missing required client capability: this tool needs %s; declare it in _meta %s", capability, metaClientCapabilities).
 			WithData(map[string]any{"requiredCapabilities": map[string]any{capability: map[string]any{}}})
@@ -200,7 +209,7 @@ var staticTextResource = mcpResource{URI: "test://static-text", Name: "static-te
 
 // readResource answers resources/read; an unknown URI is -32602 in MCP
 // 2026-07-28 and -32002 before ("Resources", Error Handling).
-func readResource(params json.RawMessage, req mcpRequest) (map[string]any, *wire.Error) {
+func readResource(params json.RawMessage, req *mcpRequest) (map[string]any, *wire.Error) {
 	var p struct {
 		URI string `json:"uri"`
 	}
