@@ -42,11 +42,17 @@ func cimdDoc(id string, extra map[string]any) string {
 func TestClientIDMetadataDocument(t *testing.T) {
 	var fetches atomic.Int32
 	docs := docServer(t, &fetches, map[string]func(string) (string, string){
-		"/good.json":   func(self string) (string, string) { return "application/json", cimdDoc(self, nil) },
-		"/other.json":  func(self string) (string, string) { return "application/json", cimdDoc("https://elsewhere.example/c.json", nil) },
-		"/secret.json": func(self string) (string, string) { return "application/json", cimdDoc(self, map[string]any{"token_endpoint_auth_method": "client_secret_basic"}) },
-		"/web.json":    func(self string) (string, string) { return "application/json", cimdDoc(self, map[string]any{"redirect_uris": []string{"https://app.example/cb"}}) },
-		"/text.json":   func(self string) (string, string) { return "text/plain", cimdDoc(self, nil) },
+		"/good.json": func(self string) (string, string) { return "application/json", cimdDoc(self, nil) },
+		"/other.json": func(self string) (string, string) {
+			return "application/json", cimdDoc("https://elsewhere.example/c.json", nil)
+		},
+		"/secret.json": func(self string) (string, string) {
+			return "application/json", cimdDoc(self, map[string]any{"token_endpoint_auth_method": "client_secret_basic"})
+		},
+		"/web.json": func(self string) (string, string) {
+			return "application/json", cimdDoc(self, map[string]any{"redirect_uris": []string{"https://app.example/cb"}})
+		},
+		"/text.json": func(self string) (string, string) { return "text/plain", cimdDoc(self, nil) },
 		"/big.json": func(self string) (string, string) {
 			return "application/json", cimdDoc(self, map[string]any{"pad": strings.Repeat("x", 65<<10)})
 		},
