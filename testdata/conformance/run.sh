@@ -32,8 +32,10 @@ cache="${AGENTAUTH_CONFORMANCE_CACHE:-$HOME/.cache/agentauth-conformance}"
 
 # Client scenarios run per spec version. Only those agentauth's client
 # passes today: the client half of issue 11 (2026-07-28 on the client,
-# iss checks, per-issuer credentials, offline_access) adds the rest.
+# per-issuer credentials, re-registration, offline_access) adds the rest.
 CLIENT_SCENARIOS=(
+	"2026-07-28 auth/resource-mismatch auth/iss-supported-missing auth/iss-wrong-issuer auth/iss-unexpected
+	 auth/iss-normalized auth/metadata-issuer-mismatch"
 	"2025-11-25 auth/metadata-default auth/metadata-var1 auth/metadata-var2 auth/metadata-var3 auth/basic-cimd
 	 auth/scope-from-www-authenticate auth/scope-from-scopes-supported auth/scope-omitted-when-undefined
 	 auth/scope-step-up auth/scope-retry-limit auth/token-endpoint-auth-basic auth/token-endpoint-auth-post
@@ -46,7 +48,7 @@ SERVER_SCENARIOS=(
 	 resources-list resources-read-text prompts-list prompts-get-simple prompts-get-with-args"
 	"2026-07-28 server-stateless http-header-validation dns-rebinding-protection tools-list tools-call-simple-text
 	 tools-call-error resources-list resources-read-text sep-2164-resource-not-found prompts-list prompts-get-simple
-	 prompts-get-with-args server-sse-multiple-streams"
+	 prompts-get-with-args server-sse-multiple-streams caching"
 )
 
 # The suite splits --command on spaces.
