@@ -143,6 +143,11 @@ func mcpRequestOf(r *http.Request, m *wire.Message) (mcpRequest, *httpRefusal) {
 			return mcpRequest{}, ref
 		}
 	}
+	if m.Method == methodToolsCall {
+		if ref := checkParamHeaders(r, m); ref != nil {
+			return mcpRequest{}, ref
+		}
+	}
 	if !m.IsRequest() {
 		return mcpRequest{version: v, stateless: true}, nil
 	}
@@ -167,10 +172,9 @@ func headerMismatch(format string, args ...any) *httpRefusal {
 	return &httpRefusal{status: http.StatusBadRequest, err: wire.Errorf(codeHeaderMismatch, "header mismatch: "+format, args...)}
 }
 
-// checkHeader checks that a standard header is present once and, without
-// its surrounding whitespace (RFC 9110 §5.5) and after Base64 decoding
-// ("=?base64?…?=", MCP 2026-07-28 "Transports", Value Encoding), equals
-// the body's value; values are case-sensitive.
+// checkHeader checks that a header is present once and, without its
+// surrounding whitespace (RFC 9110 §5.5) and decoded (decodeHeaderValue),
+// equals the body's value; values are case-sensitive.
 func checkHeader(r *http.Request, name, want string) *httpRefusal {
 	values := r.Header.Values(name)
 	switch {
@@ -179,16 +183,53 @@ func checkHeader(r *http.Request, name, want string) *httpRefusal {
 	case len(values) > 1:
 		return headerMismatch("the request has %d %s headers; send one", len(values), name)
 	}
-	got := strings.TrimSpace(values[0])
-	if inner, ok := strings.CutPrefix(got, "=?base64?"); ok {
-		if inner, ok = strings.CutSuffix(inner, "?="); ok {
-			if b, err := base64.StdEncoding.DecodeString(inner); err == nil {
-				got = string(b)
-			}
-		}
+	got, err := decodeHeaderValue(strings.TrimSpace(values[0]))
+	if err != nil {
+		return headerMismatch("%s is %s, whose =?base64?…?= value is not valid Base64 (RFC 4648 §4, with padding)", name, quoteValue(values[0]))
 	}
 	if got != want {
 		return headerMismatch("%s is %s but the body says %s; send the body's value", name, quoteValue(got), quoteValue(want))
+	}
+	return nil
+}
+
+// decodeHeaderValue decodes a header value sent as "=?base64?…?=" (MCP
+// 2026-07-28 "Transports", Value Encoding: for values that are not plain
+// printable ASCII); any other value is literal.
+func decodeHeaderValue(v string) (string, error) {
+	inner, ok := strings.CutPrefix(v, "=?base64?")
+	if !ok {
+		return v, nil
+	}
+	if inner, ok = strings.CutSuffix(inner, "?="); !ok {
+		return v, nil
+	}
+	b, err := base64.StdEncoding.Strict().DecodeString(inner)
+	return string(b), err
+}
+
+// checkParamHeaders checks the Mcp-Param-* headers of a tools/call: each
+// argument whose schema property names a header (x-mcp-header) and that
+// the body carries must be repeated in Mcp-Param-NAME (MCP 2026-07-28
+// "Transports", Custom Headers from Tool Parameters).
+func checkParamHeaders(r *http.Request, m *wire.Message) *httpRefusal {
+	var p struct {
+		Name      string                     `json:"name"`
+		Arguments map[string]json.RawMessage `json:"arguments"`
+	}
+	if json.Unmarshal(m.Params, &p) != nil {
+		return nil // tools/call refuses the params itself
+	}
+	i := slices.IndexFunc(mcpTools, func(t mcpTool) bool { return t.Name == p.Name })
+	if i < 0 {
+		return nil
+	}
+	for param, header := range mcpTools[i].headerParams {
+		if v, ok := jsonString(p.Arguments[param]); ok {
+			if ref := checkHeader(r, "Mcp-Param-"+header, v); ref != nil {
+				return ref
+			}
+		}
 	}
 	return nil
 }

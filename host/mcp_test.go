@@ -74,6 +74,11 @@ func TestMCPStatelessValidation(t *testing.T) {
 		{"Mcp-Name differs", "tools/call", `{"name":"whoami","arguments":{}}`, nil, map[string]string{"Mcp-Name": "echo"}, 400, codeHeaderMismatch, "Mcp-Name is 'echo' but the body says 'whoami'"},
 		{"Mcp-Name with spaces around", "tools/call", `{"name":"whoami","arguments":{}}`, nil, map[string]string{"Mcp-Name": "  whoami "}, 200, 0, ""},
 		{"Mcp-Name in Base64", "tools/call", `{"name":"whoami","arguments":{}}`, nil, map[string]string{"Mcp-Name": "=?base64?d2hvYW1p?="}, 200, 0, ""},
+		{"no Mcp-Param header for an argument that names one", "tools/call", `{"name":"echo","arguments":{"text":"hi"}}`, nil, nil, 400, codeHeaderMismatch, "the Mcp-Param-Text header is missing; send Mcp-Param-Text: 'hi'"},
+		{"Mcp-Param differs", "tools/call", `{"name":"echo","arguments":{"text":"hi"}}`, nil, map[string]string{"Mcp-Param-Text": "ho"}, 400, codeHeaderMismatch, "Mcp-Param-Text is 'ho' but the body says 'hi'"},
+		{"Mcp-Param literal", "tools/call", `{"name":"echo","arguments":{"text":"hi"}}`, nil, map[string]string{"Mcp-Param-Text": "hi"}, 200, 0, ""},
+		{"Mcp-Param in Base64 without padding", "tools/call", `{"name":"echo","arguments":{"text":"hi"}}`, nil, map[string]string{"Mcp-Param-Text": "=?base64?aGk?="}, 400, codeHeaderMismatch, "not valid Base64"},
+		{"Mcp-Param not Base64", "tools/call", `{"name":"echo","arguments":{"text":"hi"}}`, nil, map[string]string{"Mcp-Param-Text": "=?base64?a!k=?="}, 400, codeHeaderMismatch, "not valid Base64"},
 		{"initialize was removed", "initialize", `{"protocolVersion":"2026-07-28","capabilities":{},"clientInfo":{"name":"x","version":"0"}}`, nil, nil, 404, wire.CodeMethodNotFound, "method not found: MCP 2026-07-28 has no initialize"},
 		{"ping was removed", "ping", "", nil, nil, 404, wire.CodeMethodNotFound, ""},
 		{"the agent host's methods are not MCP", "whoami", "", nil, nil, 404, wire.CodeMethodNotFound, ""},
@@ -124,8 +129,9 @@ func TestMCPStatelessResults(t *testing.T) {
 	if l := result("tools/list", "", nil); !strings.Contains(string(l["tools"]), `"name":"test_missing_capability"`) || string(l["cacheScope"]) != `"public"` {
 		t.Errorf("tools/list: %s", l["tools"])
 	}
-	if r := result("tools/call", `{"name":"echo","arguments":{"text":"hi there"}}`, nil); string(r["content"]) != `[{"text":"hi there","type":"text"}]` || string(r["isError"]) != "false" {
-		t.Errorf("echo: %v", r)
+	a := statelessCall(t, h, "tools/call", `{"name":"echo","arguments":{"text":"hi there"}}`, nil, map[string]string{"Mcp-Param-Text": "=?base64?aGkgdGhlcmU=?="})
+	if a.status != 200 || !strings.Contains(a.body, `"content":[{"text":"hi there","type":"text"}],"isError":false`) {
+		t.Errorf("echo: %d %s", a.status, a.body)
 	}
 	if r := result("tools/call", `{"name":"test_error_handling"}`, nil); string(r["isError"]) != "true" {
 		t.Errorf("test_error_handling: %v", r)

@@ -20,6 +20,10 @@ type mcpTool struct {
 	// statelessOnly tools ask the client for input within the request
 	// (MCP 2026-07-28 input requests), which older revisions cannot.
 	statelessOnly bool
+	// headerParams maps the arguments that MCP 2026-07-28 clients repeat
+	// in a header to its name after "Mcp-Param-" (the x-mcp-header of
+	// their schema property).
+	headerParams map[string]string
 }
 
 // Tool names. The test_* ones are the fixtures the official conformance
@@ -44,8 +48,8 @@ var mcpTools = []mcpTool{
 		InputSchema: json.RawMessage(noArguments), Annotations: readOnly},
 	{Name: toolEcho, Title: "Echo",
 		Description: "Returns its text argument unchanged (gated like the agent host's echo method).",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string","description":"the text to return"}},"required":["text"],"additionalProperties":false}`),
-		Annotations: readOnly},
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string","description":"the text to return","x-mcp-header":"Text"}},"required":["text"],"additionalProperties":false}`),
+		Annotations: readOnly, headerParams: map[string]string{"text": "Text"}},
 	{Name: toolSimpleText, Title: "Simple text",
 		Description: "Returns one fixed line of text.",
 		InputSchema: json.RawMessage(noArguments), Annotations: readOnly},
