@@ -2,6 +2,7 @@ package host
 
 import (
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -175,4 +176,61 @@ func TestMCPStatelessLogLevel(t *testing.T) {
 	if a = statelessCall(t, h, "tools/call", `{"name":"test_logging_tool"}`, withLevel("loud"), nil); a.status != 400 || !strings.Contains(a.body, `"code":-32602`) {
 		t.Errorf("unknown level: %d %s", a.status, a.body)
 	}
+}
+
+// FuzzMCPRequest sends arbitrary bodies and MCP headers to the HTTP face
+// with a valid token: every answer is 202 without a body or one JSON-RPC
+// response whose id is the request's (null when it has none), and an
+// error's message is printable ASCII or UTF-8 without control characters.
+func FuzzMCPRequest(f *testing.F) {
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}`
+	f.Add(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"},`+meta+`}}`, "2026-07-28", "tools/call", "echo", "=?base64?aGk=?=")
+	f.Add(`{"jsonrpc":"2.0","id":"x","method":"server/discover","params":{`+meta+`}}`, "2026-07-28", "server/discover", "", "")
+	f.Add(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"test_missing_capability","inputResponses":{"hello":{}},`+meta+`}}`, "2026-07-28", "tools/call", "test_missing_capability", "")
+	f.Add(`{"jsonrpc":"2.0","id":3,"method":"resources/read","params":{"uri":"test://static-text"}}`, "2025-11-25", "", "", "")
+	f.Add(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, "", "", "", "")
+	c, err := ParseConfig([]byte(baseConfig))
+	if err != nil {
+		f.Fatal(err)
+	}
+	c.Resolve("http://127.0.0.1:7777")
+	h, err := New(Options{Config: c})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(h.Close)
+	face := h.HTTPHandler()
+	f.Fuzz(func(t *testing.T, body, version, method, name, param string) {
+		hdr := bearer("t-alice")
+		for k, v := range map[string]string{"Mcp-Protocol-Version": version, "Mcp-Method": method, "Mcp-Name": name, "Mcp-Param-Text": param} {
+			if v != "" {
+				hdr[k] = []string{v}
+			}
+		}
+		a := post(t, face, "/mcp", body, hdr)
+		if a.status == http.StatusAccepted {
+			if a.body != "" {
+				t.Fatalf("202 with a body: %q", a.body)
+			}
+			return
+		}
+		var resp struct {
+			ID    json.RawMessage `json:"id"`
+			Error *struct {
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if a.header.Get("Content-Type") == "text/event-stream" {
+			return // log messages, then the response: TestMCPStatelessLogLevel
+		}
+		if err := json.Unmarshal([]byte(a.body), &resp); err != nil {
+			t.Fatalf("status %d, body %q: %v", a.status, a.body, err)
+		}
+		if resp.Error != nil && strings.ContainsFunc(resp.Error.Message, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+			t.Fatalf("control character in %q", resp.Error.Message)
+		}
+		if m, derr := wire.Decode([]byte(body)); derr == nil && m.IsRequest() && string(resp.ID) != m.ID.String() {
+			t.Fatalf("id %s, want %s", resp.ID, m.ID)
+		}
+	})
 }
