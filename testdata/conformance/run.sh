@@ -5,7 +5,8 @@
 #   - client scenarios: the suite's mock servers against `agentauth call
 #     --login` (client.sh), per spec version (CLIENT_SCENARIOS below);
 #   - authorization-server scenarios against `agentauth serve`'s embedded
-#     issuer;
+#     issuer (the metadata document, and a code grant with PKCE for the
+#     built-in client agentauth-cli, approved by browser.sh);
 #   - server scenarios against `agentauth serve`'s /mcp, through
 #     bearerproxy (the suite cannot send a token; the proxy adds one that
 #     `agentauth call --login` got from serve), per spec version.
@@ -42,7 +43,7 @@ CLIENT_SCENARIOS=(
 	 auth/token-endpoint-auth-none auth/pre-registration"
 	"2025-03-26 auth/2025-03-26-oauth-metadata-backcompat auth/2025-03-26-oauth-endpoint-fallback"
 )
-AUTHORIZATION_SCENARIOS=(authorization-server-metadata-endpoint)
+AUTHORIZATION_SCENARIOS=(authorization-server-metadata-endpoint authorization-code-grant)
 SERVER_SCENARIOS=(
 	"2025-11-25 server-initialize ping dns-rebinding-protection tools-list tools-call-simple-text tools-call-error
 	 resources-list resources-read-text prompts-list prompts-get-simple prompts-get-with-args"
@@ -126,16 +127,8 @@ expected() {
 
 passed=0 failed=0 xfailed=0
 printf '%-14s %-11s %-48s %s\n' KIND SPEC SCENARIO RESULT
-run() { # KIND SPEC SCENARIO
-	local kind="$1" spec="$2" scenario="$3" out rc=0 bad result
-	out="$results/$kind/$spec/${scenario//\//_}"
-	mkdir -p "$out"
-	case "$kind" in
-	client) args=(client --command "bash $here/client.sh" --scenario "$scenario" --spec-version "$spec") ;;
-	authorization) args=(authorization --url "http://$serve" --scenario "$scenario" --spec-version "$spec") ;;
-	server) args=(server --url "http://localhost:$proxy_port/mcp" --scenario "$scenario" --spec-version "$spec") ;;
-	esac
-	"${conformance[@]}" "${args[@]}" --output-dir "$out" >"$out/output.txt" 2>&1 || rc=$?
+judge() { # KIND SPEC SCENARIO EXIT_CODE DIR: one table row from DIR's checks.json
+	local kind="$1" spec="$2" scenario="$3" rc="$4" out="$5" bad result
 	bad="$(find "$out" -name checks.json -exec jq '[.[] | select(.status == "FAILURE" or .status == "WARNING")] | length' {} + | awk '{ n += $1 } END { print NR == 0 ? 1 : n }')"
 	if [ "$rc" = 0 ] && [ "$bad" = 0 ]; then
 		if expected "$kind" "$scenario"; then
@@ -149,10 +142,51 @@ run() { # KIND SPEC SCENARIO
 		result="expected failure (suite defect, expected-failures.yml)"
 		xfailed=$((xfailed + 1))
 	else
-		result="FAILED ($bad failed or warning checks, exit $rc): $out/output.txt"
+		result="FAILED ($bad failed or warning checks, exit $rc): $out"
 		failed=$((failed + 1))
 	fi
 	printf '%-14s %-11s %-48s %s\n' "$kind" "$spec" "$scenario" "$result"
+}
+run() { # KIND SPEC SCENARIO
+	local kind="$1" spec="$2" scenario="$3" out rc=0
+	out="$results/$kind/$spec/${scenario//\//_}"
+	mkdir -p "$out"
+	case "$kind" in
+	client) args=(client --command "bash $here/client.sh" --scenario "$scenario" --spec-version "$spec") ;;
+	server) args=(server --url "http://localhost:$proxy_port/mcp" --scenario "$scenario" --spec-version "$spec") ;;
+	esac
+	"${conformance[@]}" "${args[@]}" --output-dir "$out" >"$out/output.txt" 2>&1 || rc=$?
+	judge "$kind" "$spec" "$scenario" "$rc" "$out"
+}
+# run_authorization: both authorization-server scenarios in one run (the
+# code grant reads the metadata scenario's result), with serve's built-in
+# public client agentauth-cli (loopback redirect URIs, any port, RFC 8252
+# §7.3). The suite prints the authorization URL for a person and waits
+# on its callback port: once its callback server listens, browser.sh
+# opens the URL (serve approves at once) and lands on that callback.
+run_authorization() {
+	local spec=2026-07-28 out="$results/authorization" rc=0 port url suite_pid s
+	mkdir -p "$out"
+	port="$(node -e 'const s = require("net").createServer(); s.listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close() })')"
+	"${conformance[@]}" authorization --url "http://$serve" --client-id agentauth-cli --resource "http://$serve/mcp" \
+		--port "$port" --spec-version "$spec" --output-dir "$out" >"$out/output.txt" 2>&1 &
+	suite_pid=$!
+	for _ in $(seq 300); do
+		url="$(grep -o "^http://$serve/authorize?[^ ]*" "$out/output.txt" || true)"
+		if [ -n "$url" ] && grep -q '^Callback server started' "$out/output.txt"; then
+			"$BROWSER" "$url" >>"$out/browser.txt" 2>&1 || true
+			break
+		fi
+		kill -0 "$suite_pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if [ -z "$url" ]; then # no URL within 30 s: do not wait for its 5 minutes
+		kill "$suite_pid" 2>/dev/null || true
+	fi
+	wait "$suite_pid" || rc=$?
+	for s in "${AUTHORIZATION_SCENARIOS[@]}"; do
+		judge authorization "$spec" "$s" "$rc" "$(find "$out" -maxdepth 1 -type d -name "authorization-server-$s-*" | head -1)"
+	done
 }
 
 for line in "${CLIENT_SCENARIOS[@]}"; do
@@ -160,7 +194,7 @@ for line in "${CLIENT_SCENARIOS[@]}"; do
 	words=($line)
 	for s in "${words[@]:1}"; do run client "${words[0]}" "$s"; done
 done
-for s in "${AUTHORIZATION_SCENARIOS[@]}"; do run authorization 2026-07-28 "$s"; done
+run_authorization
 for line in "${SERVER_SCENARIOS[@]}"; do
 	# shellcheck disable=SC2206 # split on blanks and newlines
 	words=($line)
