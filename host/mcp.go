@@ -25,10 +25,6 @@ var MCPProtocolVersions = []string{MCPStatelessVersion, "2025-11-25", "2025-06-1
 // mcpInitializeVersions are the revisions initialize negotiates, newest first.
 var mcpInitializeVersions = MCPProtocolVersions[1:]
 
-// mcpDefaultVersion is the revision of a request without
-// MCP-Protocol-Version (MCP 2025-11-25 "Transports", Protocol Version Header).
-const mcpDefaultVersion = "2025-03-26"
-
 // MCP 2026-07-28 error codes (schema: HEADER_MISMATCH,
 // MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION) and the
 // resource-not-found code of 2025-11-25 and older.
@@ -61,7 +57,6 @@ var mcpLogLevels = []string{"debug", "info", "notice", "warning", "error", "crit
 
 // MCP method names the HTTP face answers itself.
 const (
-	methodMCPInitialized = "notifications/initialized"
 	methodServerDiscover = "server/discover"
 	methodToolsList      = "tools/list"
 	methodToolsCall      = "tools/call"
@@ -78,10 +73,9 @@ const (
 var mcpRemovedMethods = []string{wire.MethodInitialize, wire.MethodPing, "logging/setLevel", "resources/subscribe", "resources/unsubscribe"}
 
 // mcpRequest is what the transport headers and _meta say about one MCP
-// message: its revision and, for MCP 2026-07-28, the client's declared
+// message: whether it is MCP 2026-07-28 and then the client's declared
 // capabilities (a request's own, never inferred from earlier ones).
 type mcpRequest struct {
-	version      string
 	stateless    bool
 	capabilities map[string]json.RawMessage
 	// logLevel is the least severe level the request asked to be sent
@@ -121,7 +115,9 @@ func mcpRequestOf(r *http.Request, m *wire.Message) (mcpRequest, *httpRefusal) {
 	case len(values) == 0 && params.Meta[metaProtocolVersion] != nil:
 		return mcpRequest{}, headerMismatch("the MCP-Protocol-Version header is missing but _meta names %s; send the header with the same version", quoteValue(metaVersion))
 	case len(values) == 0:
-		return mcpRequest{version: mcpDefaultVersion}, nil
+		// MCP 2025-03-26, the revision a server assumes without the
+		// header (MCP 2025-11-25 "Transports", Protocol Version Header).
+		return mcpRequest{}, nil
 	case len(values) > 1:
 		return mcpRequest{}, headerMismatch("the request has %d MCP-Protocol-Version headers; send one", len(values))
 	}
@@ -133,7 +129,7 @@ func mcpRequestOf(r *http.Request, m *wire.Message) (mcpRequest, *httpRefusal) {
 				WithData(map[string]any{"supported": MCPProtocolVersions, "requested": v})}
 	}
 	if v != MCPStatelessVersion {
-		return mcpRequest{version: v}, nil
+		return mcpRequest{}, nil
 	}
 	if ref := checkHeader(r, headerMCPMethod, m.Method); ref != nil {
 		return mcpRequest{}, ref
@@ -149,7 +145,7 @@ func mcpRequestOf(r *http.Request, m *wire.Message) (mcpRequest, *httpRefusal) {
 		}
 	}
 	if !m.IsRequest() {
-		return mcpRequest{version: v, stateless: true}, nil
+		return mcpRequest{stateless: true}, nil
 	}
 	var caps map[string]json.RawMessage
 	if !metaVersionOK || json.Unmarshal(params.Meta[metaClientCapabilities], &caps) != nil || caps == nil {
@@ -165,7 +161,7 @@ func mcpRequestOf(r *http.Request, m *wire.Message) (mcpRequest, *httpRefusal) {
 		return mcpRequest{}, &httpRefusal{status: http.StatusBadRequest,
 			err: wire.Errorf(wire.CodeInvalidParams, "invalid params: _meta %s is not one of %s", metaLogLevel, strings.Join(mcpLogLevels, ", "))}
 	}
-	return mcpRequest{version: v, stateless: true, capabilities: caps, logLevel: level}, nil
+	return mcpRequest{stateless: true, capabilities: caps, logLevel: level}, nil
 }
 
 func headerMismatch(format string, args ...any) *httpRefusal {
