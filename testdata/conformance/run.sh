@@ -49,7 +49,8 @@ SERVER_SCENARIOS=(
 	 resources-list resources-read-text prompts-list prompts-get-simple prompts-get-with-args"
 	"2026-07-28 server-stateless http-header-validation dns-rebinding-protection tools-list tools-call-simple-text
 	 tools-call-error resources-list resources-read-text sep-2164-resource-not-found prompts-list prompts-get-simple
-	 prompts-get-with-args server-sse-multiple-streams caching http-custom-header-server-validation"
+	 prompts-get-with-args server-sse-multiple-streams caching http-custom-header-server-validation
+	 input-required-result-unsupported-methods input-required-result-validate-input"
 )
 
 # The suite splits --command on spaces.
