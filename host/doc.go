@@ -5,7 +5,11 @@
 // It serves them on connections (WebSocket, stdio) and on the HTTP face
 // (HTTPHandler): the RFC 9728 metadata and POST to the resource's path
 // with a bearer token per request (RFC 6750 §2.1), answering the host's
-// methods and a minimal MCP server (initialize, tools/list, whoami).
+// methods and an MCP server (mcp.go, mcp_tools.go) for MCP 2026-07-28
+// (stateless: server/discover, per-request _meta and standard headers,
+// input requests) and 2025-11-25 back to 2025-03-26 (initialize), with
+// the tools whoami and echo, the conformance suite's fixture tools, a
+// resource and two prompts.
 //
 // Tokens are validated by one of three validators per scheme:
 //   - static: tokens listed in the config. A static token's expiresIn

@@ -5,33 +5,21 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 
 	"github.com/agentauth/agentauth/wire"
 )
 
-// MCPProtocolVersions are the MCP revisions the HTTP face negotiates,
-// newest first (MCP 2025-11-25 "Lifecycle", version negotiation).
-var MCPProtocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26"}
-
 // WellKnownResourceMetadata is the RFC 9728 §3 well-known path prefix.
 const WellKnownResourceMetadata = "/.well-known/oauth-protected-resource"
 
-// MCP method and tool names the HTTP face answers itself.
-const (
-	methodMCPInitialized = "notifications/initialized"
-	methodToolsList      = "tools/list"
-	methodToolsCall      = "tools/call"
-	toolWhoami           = "whoami"
-)
-
-// headerMCPProtocolVersion is sent by MCP clients after initialize
-// (MCP 2025-11-25 "Transports", Protocol Version Header).
+// headerMCPProtocolVersion names the request's MCP revision (MCP
+// 2025-11-25 "Transports", Protocol Version Header).
 const headerMCPProtocolVersion = "Mcp-Protocol-Version"
 
 // ResourceMetadataURL is where the host's RFC 9728 document is served: the
@@ -59,9 +47,12 @@ func (h *Host) ResourceMetadataURL() string {
 //     form for the resource (RFC 9728 §3.1): the RFC 9728 document;
 //   - POST on the resource's path (/mcp by default): one JSON-RPC message
 //     with a bearer token in the Authorization header (RFC 6750 §2.1),
-//     answered with application/json: the host's methods plus the minimal
-//     MCP server (initialize, notifications/initialized, ping, tools/list,
-//     tools/call whoami), so that an MCP client can connect, list and call.
+//     answered with application/json: an MCP server (see mcp.go) for
+//     MCP 2026-07-28 (stateless: server/discover, _meta and the standard
+//     headers on every request) and for 2025-11-25, 2025-06-18 and
+//     2025-03-26 (initialize, ping; no Mcp-Session-Id), with the tools
+//     whoami and echo, a resource and two prompts; before 2026-07-28
+//     also the agent host's own methods.
 //
 // Every other path is 404. The metadata is readable from any origin (CORS);
 // the resource's path allows by CORS only an origin a guard vetted (see
@@ -114,7 +105,7 @@ func (f *httpFace) serveMetadata(w http.ResponseWriter, r *http.Request) {
 func preflight(w http.ResponseWriter, method string) {
 	h := w.Header()
 	h.Set("Access-Control-Allow-Methods", method)
-	h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Mcp-Protocol-Version, Mcp-Session-Id")
+	h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Mcp-Protocol-Version, Mcp-Session-Id, Mcp-Method, Mcp-Name")
 	h.Set("Access-Control-Max-Age", "600")
 	w.WriteHeader(http.StatusNoContent)
 }
@@ -156,11 +147,6 @@ func (f *httpFace) serveMCP(w http.ResponseWriter, r *http.Request) {
 		f.refuse(w, wire.ID{}, ref)
 		return
 	}
-	if v := r.Header.Get(headerMCPProtocolVersion); v != "" && !slices.Contains(MCPProtocolVersions, v) {
-		f.refuse(w, wire.ID{}, &httpRefusal{status: http.StatusBadRequest,
-			err: wire.Errorf(wire.CodeInvalidRequest, "invalid request: unsupported %s %q (supported: %s)", headerMCPProtocolVersion, clip(v), strings.Join(MCPProtocolVersions, ", "))})
-		return
-	}
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, f.maxBody))
 	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
@@ -180,14 +166,24 @@ func (f *httpFace) serveMCP(w http.ResponseWriter, r *http.Request) {
 		f.refuse(w, id, &httpRefusal{status: http.StatusBadRequest, err: derr})
 		return
 	}
+	req, ref := mcpRequestOf(r, m)
+	if ref != nil {
+		f.refuse(w, m.ID, ref)
+		return
+	}
 	if !m.IsRequest() {
 		// A notification (notifications/initialized, …) or a response:
 		// accepted, no body (MCP "Transports", Sending Messages).
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	resp := f.answer(r.Context(), m, grant)
+	var resp *wire.Message
 	status := http.StatusOK
+	if req.stateless {
+		resp, status = f.answerStateless(r.Context(), m, grant, &req)
+	} else {
+		resp = f.answerLegacy(r.Context(), m, grant, &req)
+	}
 	if ch, ok := authChallenge(resp.Error); ok {
 		status = http.StatusUnauthorized
 		if ch.Error == wire.ErrInsufficientScope {
@@ -195,7 +191,28 @@ func (f *httpFace) serveMCP(w http.ResponseWriter, r *http.Request) {
 		}
 		w.Header().Set("WWW-Authenticate", f.formatChallenge(ch))
 	}
+	if len(req.logs) > 0 && resp.Error == nil {
+		writeEventStream(w, append(req.logs, resp))
+		return
+	}
 	writeHTTPJSON(w, status, resp)
+}
+
+// writeEventStream answers with the messages as server-sent events, the
+// response last (MCP "Transports", Sending Messages: notifications about
+// the request may precede its response on the request's own stream).
+func writeEventStream(w http.ResponseWriter, msgs []*wire.Message) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	for _, m := range msgs {
+		b, err := json.Marshal(m)
+		if err != nil {
+			continue
+		}
+		fmt.Fprintf(w, "event: message\ndata: %s\n\n", b)
+	}
 }
 
 // credentials reads the bearer token from the Authorization header only
@@ -333,92 +350,4 @@ func writeHTTPJSON(w http.ResponseWriter, status int, v any) {
 	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	w.Write(append(b, '\n'))
-}
-
-// answer runs one authenticated request: MCP's own methods here, the rest
-// through Dispatch with the request's grant.
-func (f *httpFace) answer(ctx context.Context, m *wire.Message, g *Grant) *wire.Message {
-	switch m.Method {
-	case wire.MethodInitialize:
-		if v, ok := mcpRequestedVersion(m.Params); ok {
-			return respond(m.ID, f.h.mcpInitialize(v), nil)
-		}
-	case methodToolsList:
-		return respond(m.ID, map[string][]mcpTool{"tools": {whoamiTool}}, nil)
-	case methodToolsCall:
-		return f.callTool(ctx, m, g)
-	}
-	return f.h.Dispatch(ctx, m, g)
-}
-
-// mcpRequestedVersion reads an MCP initialize's protocolVersion, a date
-// string; the agent host dialects send a number or protocolVersions.
-func mcpRequestedVersion(params json.RawMessage) (string, bool) {
-	var p struct {
-		ProtocolVersion json.RawMessage `json:"protocolVersion"`
-	}
-	if json.Unmarshal(params, &p) != nil || len(p.ProtocolVersion) == 0 || p.ProtocolVersion[0] != '"' {
-		return "", false
-	}
-	var v string
-	err := json.Unmarshal(p.ProtocolVersion, &v)
-	return v, err == nil
-}
-
-// mcpInitialize answers MCP initialize: the requested revision when
-// supported, else the newest (MCP "Lifecycle", version negotiation).
-func (h *Host) mcpInitialize(requested string) any {
-	version := MCPProtocolVersions[0]
-	if slices.Contains(MCPProtocolVersions, requested) {
-		version = requested
-	}
-	return map[string]any{
-		"protocolVersion": version,
-		"capabilities":    map[string]any{"tools": map[string]any{}},
-		"serverInfo":      map[string]string{"name": "agentauth", "title": "agentauth agent host", "version": h.version},
-		"instructions":    "agentauth's minimal agent host. Call the whoami tool to see what your access token establishes.",
-	}
-}
-
-// mcpTool is a tools/list entry (MCP 2025-11-25 "Tools").
-type mcpTool struct {
-	Name        string          `json:"name"`
-	Title       string          `json:"title"`
-	Description string          `json:"description"`
-	InputSchema json.RawMessage `json:"inputSchema"`
-	Annotations map[string]bool `json:"annotations"`
-}
-
-var whoamiTool = mcpTool{
-	Name:        toolWhoami,
-	Title:       "Who am I",
-	Description: "Reports what the request's access token establishes, per scheme: subject, client id, scopes and expiry (never the token).",
-	InputSchema: json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	Annotations: map[string]bool{"readOnlyHint": true, "openWorldHint": false},
-}
-
-// callTool runs tools/call. whoami goes through the host's gate, so a
-// missing scope is the same 403 as calling the method directly.
-func (f *httpFace) callTool(ctx context.Context, m *wire.Message, g *Grant) *wire.Message {
-	var p struct {
-		Name      string                     `json:"name"`
-		Arguments map[string]json.RawMessage `json:"arguments"`
-	}
-	if err := json.Unmarshal(m.Params, &p); err != nil {
-		return respond(m.ID, nil, wire.Errorf(wire.CodeInvalidParams, `invalid params: tools/call needs {"name": "…", "arguments": {…}}`))
-	}
-	if p.Name != toolWhoami {
-		return respond(m.ID, nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: unknown tool %s (this server has: %s)", clip(p.Name), toolWhoami))
-	}
-	if len(p.Arguments) > 0 {
-		return respond(m.ID, nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: %s takes no arguments", toolWhoami))
-	}
-	resp := f.h.Dispatch(ctx, &wire.Message{JSONRPC: wire.Version, ID: m.ID, Method: wire.MethodWhoami}, g)
-	if resp.Error != nil {
-		return resp
-	}
-	return respond(m.ID, map[string]any{
-		"content": []map[string]string{{"type": "text", "text": string(resp.Result)}},
-		"isError": false,
-	}, nil)
 }

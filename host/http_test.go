@@ -212,7 +212,7 @@ func TestHTTPRequestShape(t *testing.T) {
 		{"a batch", `[{"jsonrpc":"2.0","id":1,"method":"ping"}]`, bearer("t-alice"), 400, wire.CodeInvalidRequest},
 		{"text/plain", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, map[string][]string{"Content-Type": {"text/plain"}, "Authorization": {"Bearer t-alice"}}, 415, wire.CodeInvalidRequest},
 		{"a form without a token", `a=b`, map[string][]string{"Content-Type": {"application/x-www-form-urlencoded"}, "Authorization": {"Bearer t-alice"}}, 415, wire.CodeInvalidRequest},
-		{"unknown MCP-Protocol-Version", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, map[string][]string{"Authorization": {"Bearer t-alice"}, "Mcp-Protocol-Version": {"1999-01-01"}}, 400, wire.CodeInvalidRequest},
+		{"unknown MCP-Protocol-Version", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, map[string][]string{"Authorization": {"Bearer t-alice"}, "Mcp-Protocol-Version": {"1999-01-01"}}, 400, codeUnsupportedProtocolVersion},
 	} {
 		a := post(t, h, "/mcp", tc.body, tc.header)
 		if a.status != tc.status {
@@ -271,10 +271,12 @@ func TestHTTPMCPMethods(t *testing.T) {
 		t.Errorf("ping: %s", m.Result)
 	}
 	_, m := call("tools/list", `{}`)
-	want := `{"tools":[{"name":"whoami","title":"Who am I","description":"Reports what the request's access token establishes, per scheme: subject, client id, scopes and expiry (never the token).",` +
-		`"inputSchema":{"type":"object","properties":{},"additionalProperties":false},"annotations":{"openWorldHint":false,"readOnlyHint":true}}]}`
-	if string(m.Result) != want {
-		t.Errorf("tools/list:\n %s\nwant\n %s", m.Result, want)
+	var list struct{ Tools []mcpTool }
+	if err := json.Unmarshal(m.Result, &list); err != nil || len(list.Tools) != 4 || list.Tools[0].Name != toolWhoami || list.Tools[0].Annotations["readOnlyHint"] != true {
+		t.Errorf("tools/list: %s", m.Result)
+	}
+	if strings.Contains(string(m.Result), toolSampling) || strings.Contains(string(m.Result), "resultType") {
+		t.Errorf("tools/list before 2026-07-28 lists a tool needing input requests, or a 2026-07-28 field: %s", m.Result)
 	}
 	_, m = call("tools/call", `{"name":"whoami","arguments":{}}`)
 	var res struct {
@@ -296,8 +298,17 @@ func TestHTTPMCPMethods(t *testing.T) {
 	if _, m := call("authenticate", `{"schemeId":"dev","token":"t-bob"}`); m.Error == nil || m.Error.Code != wire.CodeMethodNotFound {
 		t.Errorf("authenticate: %+v", m.Error)
 	}
-	if _, m := call("resources/list", `{}`); m.Error == nil || m.Error.Code != wire.CodeMethodNotFound {
-		t.Errorf("resources/list: %+v", m.Error)
+	if _, m := call("resources/list", `{}`); !strings.Contains(string(m.Result), `"uri":"test://static-text"`) {
+		t.Errorf("resources/list: %s", m.Result)
+	}
+	if _, m := call("resources/read", `{"uri":"test://nothing"}`); m.Error == nil || m.Error.Code != codeResourceNotFoundLegacy {
+		t.Errorf("resources/read of an unknown URI: %+v", m.Error)
+	}
+	if _, m := call("prompts/get", `{"name":"test_prompt_with_arguments","arguments":{"arg1":"a","arg2":"b"}}`); !strings.Contains(string(m.Result), `arg1='a', arg2='b'`) {
+		t.Errorf("prompts/get: %s", m.Result)
+	}
+	if _, m := call("server/discover", `{}`); m.Error == nil || m.Error.Code != wire.CodeMethodNotFound {
+		t.Errorf("server/discover without MCP 2026-07-28: %+v", m.Error)
 	}
 }
 
@@ -364,7 +375,7 @@ func TestHTTPWithAnMCPClient(t *testing.T) {
 		t.Fatalf("initialize: %+v %v", res, err)
 	}
 	var tools struct{ Tools []struct{ Name string } }
-	if err := s.Call(ctx, "tools/list", nil, &tools); err != nil || len(tools.Tools) != 1 || tools.Tools[0].Name != "whoami" {
+	if err := s.Call(ctx, "tools/list", nil, &tools); err != nil || len(tools.Tools) != 4 || tools.Tools[0].Name != "whoami" {
 		t.Fatalf("tools/list: %+v %v", tools, err)
 	}
 	var out struct{ Content []struct{ Text string } }

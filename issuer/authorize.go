@@ -48,9 +48,11 @@ func (i *Issuer) serveAuthorize(w http.ResponseWriter, r *http.Request) {
 		i.errorPage(w, http.StatusBadRequest, fmt.Sprintf("The client_id or redirect_uri is too long (over %d or %d bytes).", maxParamBytes, maxURIBytes))
 		return
 	}
-	i.mu.Lock()
-	c := i.clients[clientID]
-	i.mu.Unlock()
+	c, err := i.lookupClient(r.Context(), clientID)
+	if err != nil {
+		i.errorPage(w, http.StatusBadRequest, err.Error()+".")
+		return
+	}
 	if c == nil {
 		i.errorPage(w, http.StatusBadRequest, "Unknown client "+clientID+".")
 		return

@@ -213,10 +213,10 @@ func (i *Issuer) authenticateClient(r *http.Request, form url.Values) (*client, 
 	if id == "" {
 		return nil, clientError("client authentication is required", false)
 	}
-	i.mu.Lock()
-	c := i.clients[id]
-	i.mu.Unlock()
+	c, err := i.lookupClient(r.Context(), id)
 	switch {
+	case err != nil:
+		return nil, clientError(err.Error(), basic)
 	case c == nil:
 		return nil, clientError("unknown client", basic)
 	case c.authMethod != method:

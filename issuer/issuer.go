@@ -144,6 +144,7 @@ type Issuer struct {
 	devices   map[string]*deviceAuth   // by sha256 of the device code
 	userCodes map[string]*deviceAuth   // by normalised user code
 	consents  map[string]*consent      // by sha256 of the page nonce
+	cimd      map[string]cimdEntry     // fetched client ID metadata documents, by URL
 	// registered counts the clients in clients that came from the
 	// registration endpoint.
 	registered int
@@ -238,6 +239,7 @@ func New(opts Options) (*Issuer, error) {
 		log:       opts.Logger,
 		now:       opts.Now,
 		clients:   map[string]*client{},
+		cimd:      map[string]cimdEntry{},
 		codes:     map[string]*authCode{},
 		usedCodes: map[string]*usedCode{},
 		refresh:   map[string]*refreshToken{},
@@ -287,6 +289,7 @@ func New(opts Options) (*Issuer, error) {
 		DeviceAuthorizationEndpoint:                origin + pathDeviceAuthorization,
 		CodeChallengeMethodsSupported:              []string{"S256"},
 		AuthorizationResponseIssParameterSupported: true,
+		ClientIDMetadataDocumentSupported:          true,
 	}
 	i.handler = i.routes()
 	return i, nil

@@ -107,10 +107,10 @@ func (i *Issuer) register(w http.ResponseWriter, r *http.Request) (*registration
 	return resp, nil
 }
 
-// checkRegistration applies the RFC 7591 §2 defaults (response_types
-// defaults to code only for the authorization_code grant) and checks: known
-// auth method, grant and response types, their §2.1 consistency, and
-// redirect URIs (checkRedirectURI).
+// checkRegistration applies the RFC 7591 §2 defaults, sets response_types
+// from the grant types (§2.1: code for the authorization_code grant only,
+// fixing up an inconsistent request) and checks: known auth method, grant
+// and response types, and redirect URIs (checkRedirectURI).
 func (i *Issuer) checkRegistration(m *registration) *oauthError {
 	if m.TokenEndpointAuthMethod == "" {
 		m.TokenEndpointAuthMethod = AuthClientSecretBasic
@@ -127,19 +127,19 @@ func (i *Issuer) checkRegistration(m *registration) *oauthError {
 		}
 	}
 	code := slices.Contains(m.GrantTypes, wire.GrantAuthorizationCode)
-	if m.ResponseTypes == nil {
-		m.ResponseTypes = []string{}
-		if code {
-			m.ResponseTypes = []string{"code"}
-		}
-	}
 	for _, rt := range m.ResponseTypes {
 		if rt != "code" {
 			return badRequest("invalid_client_metadata", fmt.Sprintf("response type %q is not supported", rt))
 		}
 	}
-	if code != slices.Contains(m.ResponseTypes, "code") {
-		return badRequest("invalid_client_metadata", "response type code and the authorization_code grant type go together (RFC 7591 §2.1)")
+	// response_types follows the grant types (RFC 7591 §2.1): code with
+	// the authorization_code grant, none without. An inconsistent request
+	// (say code with only the device grant) is fixed up rather than
+	// refused; §2 lets the server replace values, and the response shows
+	// what was registered.
+	m.ResponseTypes = []string{}
+	if code {
+		m.ResponseTypes = []string{"code"}
 	}
 	if utf8.RuneCountInString(m.ClientName) > maxClientName {
 		return badRequest("invalid_client_metadata", fmt.Sprintf("client_name is longer than %d characters", maxClientName))

@@ -79,6 +79,27 @@ func TestRegisterDeviceOnlyClient(t *testing.T) {
 	wantOK(t, s.post("/device_authorization", url.Values{"client_id": {id}}))
 }
 
+// mcp-remote registers its device-code client with response_types
+// ["code"] and only the device grant: the issuer registers it with the
+// response types its grants imply (RFC 7591 §2) instead of refusing.
+func TestRegisterFixesUpResponseTypes(t *testing.T) {
+	s := start(t, issuer.Options{})
+	r := s.postJSON("/register", `{"client_name":"mcp-remote","redirect_uris":["http://127.0.0.1:3334/oauth/callback"],"token_endpoint_auth_method":"none",
+		"grant_types":["urn:ietf:params:oauth:grant-type:device_code"],"response_types":["code"]}`)
+	if r.status != http.StatusCreated {
+		t.Fatalf("status %d, want 201; body %s", r.status, r.body)
+	}
+	if diff := cmp.Diff([]any{}, r.json(t)["response_types"]); diff != "" {
+		t.Errorf("response_types (-want +got):\n%s", diff)
+	}
+	wantOK(t, s.post("/device_authorization", url.Values{"client_id": {r.str(t, "client_id")}}))
+
+	r = s.postJSON("/register", `{"redirect_uris":["http://127.0.0.1/cb"],"token_endpoint_auth_method":"none","grant_types":["authorization_code"],"response_types":[]}`)
+	if diff := cmp.Diff([]any{"code"}, r.json(t)["response_types"]); r.status != http.StatusCreated || diff != "" {
+		t.Errorf("%d response_types (-want +got):\n%s", r.status, diff)
+	}
+}
+
 func TestRegisterRefusesBadMetadata(t *testing.T) {
 	s := start(t, issuer.Options{})
 	for _, tc := range []struct{ name, body, want string }{
@@ -93,7 +114,6 @@ func TestRegisterRefusesBadMetadata(t *testing.T) {
 		{"unknown auth method", `{"redirect_uris":["https://app.example/cb"],"token_endpoint_auth_method":"private_key_jwt"}`, "invalid_client_metadata"},
 		{"client credentials", `{"redirect_uris":["https://app.example/cb"],"grant_types":["client_credentials"]}`, "invalid_client_metadata"},
 		{"implicit", `{"redirect_uris":["https://app.example/cb"],"response_types":["token"]}`, "invalid_client_metadata"},
-		{"code response without its grant", `{"redirect_uris":["https://app.example/cb"],"grant_types":["refresh_token"],"response_types":["code"]}`, "invalid_client_metadata"},
 		{"redirect_uris not a list", `{"redirect_uris":"https://app.example/cb"}`, "invalid_client_metadata"},
 		{"malformed JSON", `{"redirect_uris":`, "invalid_client_metadata"},
 	} {

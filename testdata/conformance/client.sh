@@ -36,10 +36,12 @@ export AGENTAUTH_CONFIG_DIR AGENTAUTH_STORE=file
 trap 'rm -rf "$AGENTAUTH_CONFIG_DIR"' EXIT
 
 # call METHOD [PARAMS]: the client secret, if any, goes on stdin, never in
-# the arguments this script echoes.
+# the arguments this script echoes. A here-string, not a pipe: agentauth
+# reads stdin only with --client-secret-stdin, and a pipe's writer would
+# then die of SIGPIPE (exit 141 under pipefail).
 call() {
 	echo "+ agentauth call ${flags[*]} $url $*" >&2
-	printf '%s\n' "$client_secret" | "$AGENTAUTH_BIN" call "${flags[@]}" "$url" "$@"
+	"$AGENTAUTH_BIN" call "${flags[@]}" "$url" "$@" <<<"$client_secret"
 }
 
 call tools/list

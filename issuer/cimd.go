@@ -1,0 +1,139 @@
+package issuer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"time"
+)
+
+// Bounds on Client ID Metadata Documents (draft-ietf-oauth-client-id-
+// metadata-document; MCP 2025-11-25 "Authorization", Client ID Metadata
+// Documents).
+const (
+	// maxCIMDBytes bounds one fetched document.
+	maxCIMDBytes = 64 << 10
+	// cimdFetchTimeout bounds one fetch, body included.
+	cimdFetchTimeout = 10 * time.Second
+	// cimdCacheTTL is how long a fetched document is used before it is
+	// fetched again.
+	cimdCacheTTL = 5 * time.Minute
+	// maxCIMDClients bounds the cached documents; past it the expired
+	// ones go first, then any.
+	maxCIMDClients = 256
+)
+
+// cimdEntry is a cached document's client.
+type cimdEntry struct {
+	client  *client
+	expires time.Time
+}
+
+// isCIMDClientID reports whether a client_id is a Client ID Metadata
+// Document URL the issuer fetches: https with a path, or http on a
+// loopback host (tests); no fragment, no user info.
+func isCIMDClientID(id string) bool {
+	u, err := url.Parse(id)
+	if err != nil || u.Host == "" || u.User != nil || u.Fragment != "" || u.Path == "" || u.Path == "/" {
+		return false
+	}
+	return u.Scheme == "https" || u.Scheme == "http" && isLoopback(u.Hostname())
+}
+
+// lookupClient finds the client a request names: a registered client, or,
+// for a client_id that is a document URL (isCIMDClientID), the public
+// client its fetched document describes. The error says why a document
+// cannot be used.
+func (i *Issuer) lookupClient(ctx context.Context, id string) (*client, error) {
+	now := i.lock()
+	c := i.clients[id]
+	e, cached := i.cimd[id]
+	i.mu.Unlock()
+	switch {
+	case c != nil:
+		return c, nil
+	case !isCIMDClientID(id):
+		return nil, nil
+	case cached && now.Before(e.expires):
+		return e.client, nil
+	}
+	c, err := i.fetchCIMD(ctx, id)
+	if err != nil {
+		i.log.Warn("issuer: client ID metadata document refused", "client_id", id, "reason", err)
+		return nil, fmt.Errorf("cannot use the client ID metadata document %s: %w", id, err)
+	}
+	now = i.lock()
+	if len(i.cimd) >= maxCIMDClients {
+		for k, e := range i.cimd {
+			if !now.Before(e.expires) || len(i.cimd) >= maxCIMDClients {
+				delete(i.cimd, k)
+			}
+		}
+	}
+	i.cimd[id] = cimdEntry{client: c, expires: now.Add(cimdCacheTTL)}
+	i.mu.Unlock()
+	i.log.Info("issuer: client ID metadata document fetched", "client_id", id)
+	return c, nil
+}
+
+// fetchCIMD fetches and checks a document: 200 application/json within
+// maxCIMDBytes and cimdFetchTimeout, no redirect, client_id equal to the
+// URL, a public client (token_endpoint_auth_method none: the document
+// cannot carry a shared secret), and the registration checks of
+// checkRegistration (redirect URIs on loopback or an allowed origin).
+func (i *Issuer) fetchCIMD(ctx context.Context, id string) (*client, error) {
+	ctx, cancel := context.WithTimeout(ctx, cimdFetchTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, id, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := hc.Do(req)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return nil, fmt.Errorf("no answer within %s", cimdFetchTimeout)
+		}
+		return nil, errors.New("cannot fetch it")
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("it answered %s (want 200, no redirect)", resp.Status)
+	}
+	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct != "application/json" {
+		return nil, errors.New("it is not application/json")
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxCIMDBytes+1))
+	if err != nil {
+		return nil, errors.New("cannot read it")
+	}
+	if len(body) > maxCIMDBytes {
+		return nil, fmt.Errorf("it is larger than %d bytes", maxCIMDBytes)
+	}
+	var doc struct {
+		ClientID string `json:"client_id"`
+		registration
+	}
+	if err := json.Unmarshal(body, &doc); err != nil {
+		return nil, errors.New("it is not a JSON client metadata object")
+	}
+	if doc.ClientID != id {
+		return nil, fmt.Errorf("its client_id %q is not its URL", doc.ClientID)
+	}
+	if doc.TokenEndpointAuthMethod == "" {
+		doc.TokenEndpointAuthMethod = AuthNone
+	}
+	if doc.TokenEndpointAuthMethod != AuthNone {
+		return nil, fmt.Errorf("token_endpoint_auth_method %q is not supported for a client ID metadata document (want none)", doc.TokenEndpointAuthMethod)
+	}
+	if e := i.checkRegistration(&doc.registration); e != nil {
+		return nil, errors.New(e.body.Description)
+	}
+	return &client{id: id, name: doc.ClientName, authMethod: AuthNone, redirectURIs: doc.RedirectURIs, grantTypes: doc.GrantTypes}, nil
+}
