@@ -61,8 +61,8 @@ request: what was sent, never a secret's value.`
 
 type fakeGitHub struct {
 	mode, base, clientID, secret, user string
-	pending, interval               int
-	slowDown, deny                  bool
+	pending, interval                  int
+	slowDown, deny                     bool
 
 	mu      sync.Mutex
 	log     *os.File
