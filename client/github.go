@@ -62,7 +62,8 @@ func GitHubBase(flagHost string) string {
 // (cli/oauth, public client, no secret), or with Web the authorization
 // code grant over the loopback redirect, with PKCE S256 and the app's
 // secret (GitHub requires it at its token endpoint). The client is the
-// user's OAuth app: --client-id, else $AGENTAUTH_GITHUB_CLIENT_ID.
+// user's OAuth app: --client-id, else $AGENTAUTH_GITHUB_CLIENT_ID. A failed
+// grant is a loginError.
 func (cl *Client) gitHubGrant(ctx context.Context, req LoginRequest, gh *flows.GitHubHost, scopes []string) (*flows.Token, *store.ClientRegistration, error) {
 	clientID := cmp.Or(req.ClientID, req.GitHubClientID)
 	if clientID == "" {
@@ -81,17 +82,23 @@ func (cl *Client) gitHubGrant(ctx context.Context, req LoginRequest, gh *flows.G
 		tok, err := cl.waitDevice(ctx, open, timeout, func(ctx context.Context, show func(flows.DeviceCodePrompt)) (*flows.Token, error) {
 			return flows.GitHubDevice(ctx, cl.HTTPClient, gh, clientID, scopes, show)
 		})
-		return tok, reg, err
+		if err != nil {
+			return nil, nil, loginError(err, req.Target, req.Requirement.SchemeID)
+		}
+		return tok, reg, nil
 	}
 	if req.ClientSecret == "" {
-		return nil, nil, Usagef("GitHub's web flow needs the OAuth app's client secret: add --client-secret-stdin, or leave out --web to use the device flow")
+		return nil, nil, Usagef("cannot log in: GitHub's web flow needs the OAuth app's client secret: add --client-secret-stdin, or leave out --web to use the device flow")
 	}
 	reg.ClientSecret, reg.AuthMethod = req.ClientSecret, flows.AuthMethodClientSecretPost
 	web := req
 	web.Device = false
 	// No resource: GitHub ignores RFC 8707.
 	tok, err := cl.runGrant(ctx, web, gh.Metadata(req.Requirement.AuthorizationServers[0]), clientOf(*reg), scopes, "")
-	return tok, reg, err
+	if err != nil {
+		return nil, nil, loginError(err, req.Target, req.Requirement.SchemeID)
+	}
+	return tok, reg, nil
 }
 
 // gitHubAppHelp says how to get the client id login lacks.

@@ -204,7 +204,7 @@ func (cl *Client) Login(ctx context.Context, req LoginRequest) (*store.Credentia
 		tok, reg, err = cl.standardGrant(ctx, st, md, req, scopes, resource)
 	}
 	if err != nil {
-		return nil, loginError(err, req.Target, r.SchemeID)
+		return nil, err
 	}
 
 	c := &store.Credential{
@@ -245,7 +245,7 @@ func (cl *Client) Login(ctx context.Context, req LoginRequest) (*store.Credentia
 
 // standardGrant chooses the client (chooseClient) and runs the grant; a
 // stored registration the server rejects is dropped and the client chosen
-// again, once.
+// again, once. A failed grant is a loginError.
 func (cl *Client) standardGrant(ctx context.Context, st store.Store, md *wire.AuthServerMetadata, req LoginRequest, scopes []string, resource string) (*flows.Token, *store.ClientRegistration, error) {
 	reg, stored, err := cl.chooseClient(ctx, st, md, req)
 	if err != nil {
@@ -264,7 +264,10 @@ func (cl *Client) standardGrant(ctx context.Context, st store.Store, md *wire.Au
 		}
 		tok, err = cl.runGrant(ctx, req, md, clientOf(*reg), scopes, resource)
 	}
-	return tok, reg, err
+	if err != nil {
+		return nil, nil, loginError(err, req.Target, req.Requirement.SchemeID)
+	}
+	return tok, reg, nil
 }
 
 // ErrDeviceTimeout: the login's timeout passed before the device code was
