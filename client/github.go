@@ -33,10 +33,8 @@ func gitHubHostFor(r *RequirementInfo, flagHost string) (*flows.GitHubHost, erro
 	as := r.AuthorizationServers[0]
 	var base string
 	switch known, isKnown := flows.KnownGitHubHost(as); {
-	case flagHost != "":
-		if wire.SameOrigin(as, GitHubBase(flagHost)) {
-			base = GitHubBase(flagHost)
-		}
+	case flagHost != "" && wire.SameOrigin(as, GitHubBase(flagHost)):
+		base = GitHubBase(flagHost)
 	case isKnown:
 		base = known
 	case r.AuthServer == nil && flows.IsGitHubIssuerPath(as):
