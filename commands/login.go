@@ -121,7 +121,7 @@ not work, login stops and says to use --store file. If the final write fails
 anyway, the credential goes to the file store with a warning.
 
 On success one line goes to stderr; --json prints on stdout:
-{"target", "logins": [{"resource", "issuer", "schemeId", "subject", "scopes",
+{"target", "logins": [{"resource", "issuer", "schemeId", "subject", "provider", "scopes",
  "tokenType", "expiresAt", "refreshable", "client": {"clientId", "authMethod",
  "source"}, "store", "storeLocation"}]} (never a token or secret).`,
 		Flags: append(append([]cli.Flag{
@@ -286,6 +286,7 @@ type loginDetails struct {
 	Issuer        string    `json:"issuer"`
 	SchemeID      string    `json:"schemeId,omitempty"`
 	Subject       string    `json:"subject,omitempty"`
+	Provider      string    `json:"provider,omitempty"`
 	Scopes        []string  `json:"scopes"`
 	TokenType     string    `json:"tokenType"`
 	ExpiresAt     time.Time `json:"expiresAt,omitzero"`
@@ -303,7 +304,7 @@ type clientDoc struct {
 
 // detailsOf are c's non-secret details, stored in st.
 func detailsOf(c *store.Credential, st store.Store) loginDetails {
-	return loginDetails{Resource: c.Resource, Issuer: c.Issuer, SchemeID: c.SchemeID, Subject: c.Subject,
+	return loginDetails{Resource: c.Resource, Issuer: c.Issuer, SchemeID: c.SchemeID, Subject: c.Subject, Provider: c.Provider,
 		Scopes: nonNil(c.Scopes), TokenType: c.TokenType, ExpiresAt: c.Expiry.UTC(), Refreshable: c.RefreshToken != "",
 		Client: clientDoc{ClientID: c.Client.ClientID, AuthMethod: c.Client.AuthMethod, Source: c.Client.Source},
 		Store:  st.Kind(), StoreLocation: st.Location()}
