@@ -3,6 +3,7 @@ package client
 import (
 	"cmp"
 	"context"
+	"errors"
 	"strings"
 	"time"
 
@@ -24,7 +25,7 @@ const gitHubUserTimeout = 5 * time.Second
 // gitHubHostFor decides whether r's authorization server is a GitHub host,
 // which has its own flow: the one named by --github-host (a host name, or
 // an origin URL), else github.com or a *.ghe.com tenant recognised by URL,
-// else, when discovery found no metadata, a server whose URL is an
+// else, when discovery found no metadata document, a server whose URL is an
 // origin's /login/oauth (a GitHub Enterprise Server publishes none).
 func gitHubHostFor(r *RequirementInfo, flagHost string) (*flows.GitHubHost, error) {
 	if len(r.AuthorizationServers) == 0 {
@@ -37,7 +38,7 @@ func gitHubHostFor(r *RequirementInfo, flagHost string) (*flows.GitHubHost, erro
 		base = GitHubBase(flagHost)
 	case isKnown:
 		base = known
-	case r.AuthServer == nil && flows.IsGitHubIssuerPath(as):
+	case r.AuthServer == nil && errors.Is(r.Err, flows.ErrNoAuthServerMetadata) && flows.IsGitHubIssuerPath(as):
 		base = wire.Origin(as)
 	}
 	if base == "" {

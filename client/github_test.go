@@ -3,6 +3,7 @@ package client
 import (
 	"testing"
 
+	"github.com/agentauth/agentauth/flows"
 	"github.com/agentauth/agentauth/wire"
 )
 
@@ -30,6 +31,8 @@ func TestGitHubHostFor(t *testing.T) {
 			r := &RequirementInfo{Requirement: wire.Requirement{AuthorizationServers: []string{tt.as}}}
 			if tt.metadata {
 				r.AuthServer = md
+			} else {
+				r.Err = flows.ErrNoAuthServerMetadata
 			}
 			gh, err := gitHubHostFor(r, tt.flagHost)
 			if err != nil {

@@ -164,11 +164,13 @@ func (cl *Client) Login(ctx context.Context, req LoginRequest) (*store.Credentia
 	}
 	md := r.AuthServer
 	if gh == nil && req.Endpoints.Set() {
-		if md == nil {
+		// Only where discovery found no document: the flags never replace
+		// a document that failed its checks.
+		if md == nil && errors.Is(r.Err, flows.ErrNoAuthServerMetadata) {
 			var warning string
 			md, warning = legacyMetadata(r, req.Endpoints)
 			cl.UI.Warn(warning)
-		} else {
+		} else if md != nil {
 			cl.UI.Warn(md.Issuer + " publishes its metadata: the endpoints given on the command line are not used.")
 		}
 	}

@@ -105,8 +105,8 @@ func GitHubDevice(ctx context.Context, hc *http.Client, h *GitHubHost, clientID 
 	code, err := device.RequestCode(post, h.Endpoints.DeviceCodeURL, clientID, scopes)
 	switch {
 	case errors.Is(err, device.ErrUnsupported):
-		return nil, fmt.Errorf("cannot start the device login: %s refuses the device flow for client %s\n"+
-			"Enable Device Flow in the OAuth app's settings, or log in with --web.", h.Base, clientID)
+		return nil, fmt.Errorf("cannot start the device login: %s refuses the device flow for client %s (an unknown client id, or Device Flow not enabled)\n"+
+			"Check the client id, enable Device Flow in the OAuth app's settings, or log in with --web.", h.Base, clientID)
 	case err != nil:
 		return nil, fmt.Errorf("cannot start the device login: %w", gitHubError(err))
 	}
