@@ -54,7 +54,8 @@ github: github.com as its OAuth app documentation describes it.
   GET  /.well-known/oauth-authorization-server/login/oauth  metadata
 ghes: a GitHub Enterprise Server: the same, with no metadata and no PKCE.
 legacy: an OAuth 2.0 server like seed 004's: no metadata, GET /authorize,
-  POST /token (JSON) with a client secret (Basic or form), no PKCE.
+  POST /token (errors with 400) with a client secret (Basic or form), no
+  PKCE; POST /device (RFC 8628) and POST /revoke (RFC 7009) too.
 Every mode: POST /introspect (RFC 7662, Basic rs:"rs s3cret"), the test
 hosts' way to check the fake's tokens. The log has one line per OAuth
 request: what was sent, never a secret's value.`
@@ -122,6 +123,8 @@ func fakeGitHubMain() {
 	if g.mode == "legacy" {
 		mux.HandleFunc("GET /authorize", g.authorize)
 		mux.HandleFunc("POST /token", g.accessToken)
+		mux.HandleFunc("POST /device", g.deviceCode)
+		mux.HandleFunc("POST /revoke", g.revoke)
 	} else {
 		mux.HandleFunc("POST /login/device/code", g.deviceCode)
 		mux.HandleFunc("GET /login/oauth/authorize", g.authorize)
@@ -164,9 +167,10 @@ func wantsJSON(r *http.Request) bool {
 }
 
 // answer writes an OAuth answer as GitHub does: JSON when asked for,
-// else form-encoded; numbers stay numbers in JSON.
-func answer(w http.ResponseWriter, r *http.Request, status int, fields map[string]string) {
-	if wantsJSON(r) {
+// else form-encoded (the legacy server: always JSON, RFC 6749 §5.1);
+// numbers stay numbers in JSON.
+func (g *fakeGitHub) answer(w http.ResponseWriter, r *http.Request, status int, fields map[string]string) {
+	if wantsJSON(r) || g.mode == "legacy" {
 		doc := map[string]any{}
 		for k, v := range fields {
 			if n, err := strconv.Atoi(v); err == nil && (k == "interval" || k == "expires_in") {
@@ -210,15 +214,15 @@ func (g *fakeGitHub) metadata(w http.ResponseWriter, r *http.Request) {
 func (g *fakeGitHub) deviceCode(w http.ResponseWriter, r *http.Request) {
 	_ = r.ParseForm()
 	g.logRequest(r)
-	if r.PostForm.Get("client_id") != g.clientID {
-		answer(w, r, http.StatusNotFound, map[string]string{"error": "Not Found"})
+	if clientID(r) != g.clientID {
+		g.answer(w, r, http.StatusNotFound, map[string]string{"error": "Not Found"})
 		return
 	}
 	dc, uc := randomString("dc_"), fmt.Sprintf("%04X-%04X", randInt(0x10000), randInt(0x10000))
 	g.mu.Lock()
 	g.devices[dc] = &fakeDevice{scope: r.PostForm.Get("scope")}
 	g.mu.Unlock()
-	answer(w, r, http.StatusOK, map[string]string{"device_code": dc, "user_code": uc,
+	g.answer(w, r, http.StatusOK, map[string]string{"device_code": dc, "user_code": uc,
 		"verification_uri": g.base + "/login/device", "expires_in": "900", "interval": strconv.Itoa(g.interval)})
 }
 
@@ -264,19 +268,13 @@ func (g *fakeGitHub) accessToken(w http.ResponseWriter, r *http.Request) {
 		if g.mode == "legacy" {
 			status = http.StatusBadRequest
 		}
-		answer(w, r, status, map[string]string{"error": code, "error_description": desc})
+		g.answer(w, r, status, map[string]string{"error": code, "error_description": desc})
 	}
 	if r.PostForm.Get("grant_type") == "urn:ietf:params:oauth:grant-type:device_code" {
 		g.pollDevice(w, r, fail)
 		return
 	}
-	id, secret, basic := r.BasicAuth()
-	if basic {
-		id, _ = url.QueryUnescape(id)
-		secret, _ = url.QueryUnescape(secret)
-	} else {
-		id, secret = r.PostForm.Get("client_id"), r.PostForm.Get("client_secret")
-	}
+	id, secret := clientCredentials(r)
 	if id != g.clientID || secret != g.secret {
 		fail("incorrect_client_credentials", "The client_id and/or client_secret passed are incorrect.")
 		return
@@ -299,12 +297,41 @@ func (g *fakeGitHub) accessToken(w http.ResponseWriter, r *http.Request) {
 	g.issue(w, r, id, c.scope)
 }
 
+func clientID(r *http.Request) string {
+	id, _ := clientCredentials(r)
+	return id
+}
+
+// clientCredentials are the client id and secret of a request: HTTP Basic
+// (form-urlencoded, RFC 6749 §2.3.1) or the form.
+func clientCredentials(r *http.Request) (id, secret string) {
+	if id, secret, ok := r.BasicAuth(); ok {
+		id, _ = url.QueryUnescape(id)
+		secret, _ = url.QueryUnescape(secret)
+		return id, secret
+	}
+	return r.PostForm.Get("client_id"), r.PostForm.Get("client_secret")
+}
+
+// revoke is RFC 7009 on the legacy server, for its confidential client.
+func (g *fakeGitHub) revoke(w http.ResponseWriter, r *http.Request) {
+	_ = r.ParseForm()
+	g.logRequest(r)
+	if id, secret := clientCredentials(r); id != g.clientID || secret != g.secret {
+		g.answer(w, r, http.StatusUnauthorized, map[string]string{"error": "invalid_client"})
+		return
+	}
+	g.mu.Lock()
+	delete(g.tokens, r.PostForm.Get("token"))
+	g.mu.Unlock()
+}
+
 func (g *fakeGitHub) pollDevice(w http.ResponseWriter, r *http.Request, fail func(code, desc string)) {
 	g.mu.Lock()
 	d, ok := g.devices[r.PostForm.Get("device_code")]
 	var step string
 	switch {
-	case !ok || r.PostForm.Get("client_id") != g.clientID:
+	case !ok || clientID(r) != g.clientID:
 		step = "bad"
 	case d.polls < g.pending:
 		d.polls++
@@ -327,7 +354,7 @@ func (g *fakeGitHub) pollDevice(w http.ResponseWriter, r *http.Request, fail fun
 	case "slow":
 		// GitHub adds 5 s to the interval and says so; the fake keeps its
 		// own interval, so that the script stays short.
-		answer(w, r, http.StatusOK, map[string]string{"error": "slow_down", "error_description": "Too many requests have been made in the same timeframe.", "interval": strconv.Itoa(g.interval)})
+		g.answer(w, r, http.StatusOK, map[string]string{"error": "slow_down", "error_description": "Too many requests have been made in the same timeframe.", "interval": strconv.Itoa(g.interval)})
 	case "denied":
 		fail("access_denied", "The authorization request was denied.")
 	default:
@@ -346,7 +373,7 @@ func (g *fakeGitHub) issue(w http.ResponseWriter, r *http.Request, clientID, sco
 	if g.mode == "legacy" {
 		sep = " "
 	}
-	answer(w, r, http.StatusOK, map[string]string{"access_token": tok, "token_type": "bearer",
+	g.answer(w, r, http.StatusOK, map[string]string{"access_token": tok, "token_type": "bearer",
 		"scope": strings.Join(strings.Fields(scope), sep)})
 }
 
