@@ -155,7 +155,9 @@ type LoginRequest struct {
 // Login logs in to one requirement: it chooses the scopes (flows.ChooseScopes)
 // and the client (chooseClient), runs the authorization code grant with
 // PKCE (or the device grant), stores the credential and reports it to the
-// UI. It never shows a secret.
+// UI. It never shows a secret. A GitHub host gets GitHub's own flow
+// (gitHubGrant); an authorization server without metadata, the endpoints
+// the user gave (legacyMetadata), with a warning.
 func (cl *Client) Login(ctx context.Context, req LoginRequest) (*store.Credential, error) {
 	r := req.Requirement
 	gh, err := gitHubHostFor(r, req.GitHubHost)
