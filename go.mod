@@ -3,6 +3,7 @@ module github.com/agentauth/agentauth
 go 1.26.8
 
 require (
+	github.com/cli/oauth v1.2.2
 	github.com/coder/websocket v1.8.15
 	github.com/fatih/color v1.19.0
 	github.com/go-jose/go-jose/v4 v4.1.8
@@ -15,6 +16,8 @@ require (
 )
 
 require (
+	github.com/cli/browser v1.0.0 // indirect
+	github.com/cli/safeexec v1.0.0 // indirect
 	github.com/cpuguy83/go-md2man/v2 v2.0.7 // indirect
 	github.com/danieljoos/wincred v1.2.3 // indirect
 	github.com/godbus/dbus/v5 v5.2.2 // indirect

@@ -4,7 +4,9 @@
 //   - login (login.go): scope choice, client choice (pre-registered, stored
 //     registration, client ID metadata document, dynamic registration,
 //     once per issuer under the store lock), the grant (PKCE loopback or
-//     device), the credential saved;
+//     device), the credential saved; GitHub hosts with GitHub's own flow
+//     (github.go) and servers without metadata with the endpoints the user
+//     gives (legacy.go);
 //   - credentials (credentials.go): selection for a target with the origin
 //     binding (mayReceive), refresh under the store's inter-process lock,
 //     rotation, rejected registrations marked;

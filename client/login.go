@@ -40,6 +40,17 @@ type Choices struct {
 	// AllowResources lets the target receive tokens for these resources on
 	// other origins (login --allow-resource); see mayReceive.
 	AllowResources []string
+	// Web asks a GitHub host for its web flow rather than its device flow.
+	Web bool
+	// GitHubHost names a GitHub host (login --github-host): a host name, or
+	// a URL (http only to loopback, for a test's fake GitHub).
+	GitHubHost string
+	// GitHubClientID is the client id for a GitHub host when ClientID is
+	// empty ($AGENTAUTH_GITHUB_CLIENT_ID).
+	GitHubClientID string
+	// Endpoints stand in for the metadata of an authorization server that
+	// publishes none (login --authorization-endpoint …).
+	Endpoints Endpoints
 }
 
 // TargetLogin is a login to every requirement of a target (or SchemeID's).
@@ -144,11 +155,28 @@ type LoginRequest struct {
 // Login logs in to one requirement: it chooses the scopes (flows.ChooseScopes)
 // and the client (chooseClient), runs the authorization code grant with
 // PKCE (or the device grant), stores the credential and reports it to the
-// UI. It never shows a secret.
+// UI. It never shows a secret. A GitHub host gets GitHub's own flow
+// (gitHubGrant); an authorization server without metadata, the endpoints
+// the user gave (legacyMetadata), with a warning.
 func (cl *Client) Login(ctx context.Context, req LoginRequest) (*store.Credential, error) {
 	r := req.Requirement
+	gh, err := gitHubHostFor(r, req.GitHubHost)
+	if err != nil {
+		return nil, fmt.Errorf("cannot log in to %s: %w", r.Name(), err)
+	}
 	md := r.AuthServer
-	if md == nil {
+	if gh == nil && req.Endpoints.Set() {
+		// Only where discovery found no document: the flags never replace
+		// a document that failed its checks.
+		if md == nil && errors.Is(r.Err, flows.ErrNoAuthServerMetadata) {
+			var warning string
+			md, warning = legacyMetadata(r, req.Endpoints)
+			cl.UI.Warn(warning)
+		} else if md != nil {
+			cl.UI.Warn(md.Issuer + " publishes its metadata: the endpoints given on the command line are not used.")
+		}
+	}
+	if md == nil && gh == nil {
 		err := r.Err
 		if err == nil {
 			err = errors.New("no authorization server metadata")
@@ -171,25 +199,16 @@ func (cl *Client) Login(ctx context.Context, req LoginRequest) (*store.Credentia
 		resource = ""
 	}
 
-	reg, stored, err := cl.chooseClient(ctx, st, md, req)
+	var tok *flows.Token
+	var reg *store.ClientRegistration
+	if gh != nil {
+		tok, reg, err = cl.gitHubGrant(ctx, req, gh, scopes)
+		md = gh.Metadata(r.AuthorizationServers[0])
+	} else {
+		tok, reg, err = cl.standardGrant(ctx, st, md, req, scopes, resource)
+	}
 	if err != nil {
 		return nil, err
-	}
-	tok, err := cl.runGrant(ctx, req, md, clientOf(*reg), scopes, resource)
-	if stored && errors.Is(err, flows.ErrInvalidClient) {
-		// The stored registration is stale (the server forgot it): mark it
-		// so that no login offers it again, and choose again, once.
-		cl.UI.Warn(fmt.Sprintf("%s no longer accepts the stored client %s; choosing the client again.", md.Issuer, reg.ClientID))
-		if err := store.MarkRejected(ctx, st, md.Issuer, reg.ClientID); err != nil {
-			return nil, fmt.Errorf("cannot record the rejected client: %w", err)
-		}
-		if reg, _, err = cl.chooseClient(ctx, st, md, req); err != nil {
-			return nil, err
-		}
-		tok, err = cl.runGrant(ctx, req, md, clientOf(*reg), scopes, resource)
-	}
-	if err != nil {
-		return nil, loginError(err, req.Target, r.SchemeID)
 	}
 
 	c := &store.Credential{
@@ -204,6 +223,9 @@ func (cl *Client) Login(ctx context.Context, req LoginRequest) (*store.Credentia
 		Client:             *reg,
 		TokenEndpoint:      md.TokenEndpoint,
 		RevocationEndpoint: md.RevocationEndpoint,
+	}
+	if gh != nil {
+		c.Provider, c.Subject = ProviderGitHub, cl.gitHubSubject(ctx, gh, tok.AccessToken)
 	}
 	if req.Target != r.Resource {
 		c.Target = req.Target
@@ -223,6 +245,33 @@ func (cl *Client) Login(ctx context.Context, req LoginRequest) (*store.Credentia
 	}
 	cl.UI.LoggedIn(c)
 	return c, nil
+}
+
+// standardGrant chooses the client (chooseClient) and runs the grant; a
+// stored registration the server rejects is dropped and the client chosen
+// again, once. A failed grant is a loginError.
+func (cl *Client) standardGrant(ctx context.Context, st store.Store, md *wire.AuthServerMetadata, req LoginRequest, scopes []string, resource string) (*flows.Token, *store.ClientRegistration, error) {
+	reg, stored, err := cl.chooseClient(ctx, st, md, req)
+	if err != nil {
+		return nil, nil, err
+	}
+	tok, err := cl.runGrant(ctx, req, md, clientOf(*reg), scopes, resource)
+	if stored && errors.Is(err, flows.ErrInvalidClient) {
+		// The stored registration is stale (the server forgot it): mark it
+		// so that no login offers it again, and choose again, once.
+		cl.UI.Warn(fmt.Sprintf("%s no longer accepts the stored client %s; choosing the client again.", md.Issuer, reg.ClientID))
+		if err := store.MarkRejected(ctx, st, md.Issuer, reg.ClientID); err != nil {
+			return nil, nil, fmt.Errorf("cannot record the rejected client: %w", err)
+		}
+		if reg, _, err = cl.chooseClient(ctx, st, md, req); err != nil {
+			return nil, nil, err
+		}
+		tok, err = cl.runGrant(ctx, req, md, clientOf(*reg), scopes, resource)
+	}
+	if err != nil {
+		return nil, nil, loginError(err, req.Target, req.Requirement.SchemeID)
+	}
+	return tok, reg, nil
 }
 
 // ErrDeviceTimeout: the login's timeout passed before the device code was
@@ -329,7 +378,9 @@ func (cl *Client) runGrant(ctx context.Context, req LoginRequest, md *wire.AuthS
 		open = cl.Browser
 	}
 	if req.Device {
-		return cl.deviceGrant(ctx, md, client, scopes, resource, open, timeout)
+		return cl.waitDevice(ctx, open, timeout, func(ctx context.Context, show func(flows.DeviceCodePrompt)) (*flows.Token, error) {
+			return flows.DeviceCode(ctx, cl.HTTPClient, flows.DeviceRequest{Metadata: md, Client: client, Scopes: scopes, Resource: resource, ShowCode: show})
+		})
 	}
 	return flows.AuthorizationCode(ctx, cl.HTTPClient, flows.AuthCodeRequest{
 		Metadata: md, Client: client, Scopes: scopes, Resource: resource,
@@ -347,33 +398,30 @@ func (cl *Client) runGrant(ctx context.Context, req LoginRequest, md *wire.AuthS
 	})
 }
 
-// deviceGrant runs the device authorization grant (RFC 8628): the code
-// shown, the verification URL opened like the login URL, then a wait
-// display with the remaining time.
-func (cl *Client) deviceGrant(ctx context.Context, md *wire.AuthServerMetadata, client flows.Client, scopes []string, resource string, open func(string) error, timeout time.Duration) (*flows.Token, error) {
+// waitDevice runs a device authorization grant (RFC 8628; run is flows'
+// or GitHub's) within timeout: the code shown, the verification URL opened
+// like the login URL, then a wait display with the remaining time.
+func (cl *Client) waitDevice(ctx context.Context, open func(string) error, timeout time.Duration, run func(context.Context, func(flows.DeviceCodePrompt)) (*flows.Token, error)) (*flows.Token, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	stop := func() {}
 	defer func() { stop() }()
-	tok, err := flows.DeviceCode(ctx, cl.HTTPClient, flows.DeviceRequest{
-		Metadata: md, Client: client, Scopes: scopes, Resource: resource,
-		ShowCode: func(p flows.DeviceCodePrompt) {
-			cl.UI.DeviceCode(p)
-			if open != nil {
-				u := p.VerificationURIComplete
-				if u == "" {
-					u = p.VerificationURI
-				}
-				if err := open(u); err != nil {
-					cl.UI.Warn(err.Error())
-				}
+	tok, err := run(ctx, func(p flows.DeviceCodePrompt) {
+		cl.UI.DeviceCode(p)
+		if open != nil {
+			u := p.VerificationURIComplete
+			if u == "" {
+				u = p.VerificationURI
 			}
-			expiry := p.Expiry
-			if deadline, _ := ctx.Deadline(); expiry.IsZero() || deadline.Before(expiry) {
-				expiry = deadline
+			if err := open(u); err != nil {
+				cl.UI.Warn(err.Error())
 			}
-			stop = cl.UI.Wait("Waiting for approval", expiry)
-		},
+		}
+		expiry := p.Expiry
+		if deadline, _ := ctx.Deadline(); expiry.IsZero() || deadline.Before(expiry) {
+			expiry = deadline
+		}
+		stop = cl.UI.Wait("Waiting for approval", expiry)
 	})
 	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && !errors.Is(err, flows.ErrDeviceCodeExpired) {
 		return nil, fmt.Errorf("%w (%s)", ErrDeviceTimeout, RoughDuration(timeout))

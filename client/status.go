@@ -22,17 +22,21 @@ const (
 
 // CredentialStatus is one stored credential as status shows it.
 type CredentialStatus struct {
-	Resource    string     `json:"resource"`
-	Issuer      string     `json:"issuer"`
-	SchemeID    string     `json:"schemeId,omitempty"`
-	Target      string     `json:"target,omitempty"`
-	Subject     string     `json:"subject,omitempty"`
-	Scopes      []string   `json:"scopes"`
-	ExpiresAt   *time.Time `json:"expiresAt,omitempty"`
-	State       string     `json:"state"`
-	Refreshable bool       `json:"refreshable"`
-	ClientID    string     `json:"clientId,omitempty"`
-	Token       string     `json:"token"`
+	Resource string `json:"resource"`
+	Issuer   string `json:"issuer"`
+	SchemeID string `json:"schemeId,omitempty"`
+	Target   string `json:"target,omitempty"`
+	Subject  string `json:"subject,omitempty"`
+	// Provider is "github" for a GitHub login; SubjectChecked says GitHub's
+	// /user gave Subject just now (else it is the login stored at login).
+	Provider       string     `json:"provider,omitempty"`
+	SubjectChecked bool       `json:"subjectChecked,omitempty"`
+	Scopes         []string   `json:"scopes"`
+	ExpiresAt      *time.Time `json:"expiresAt,omitempty"`
+	State          string     `json:"state"`
+	Refreshable    bool       `json:"refreshable"`
+	ClientID       string     `json:"clientId,omitempty"`
+	Token          string     `json:"token"`
 
 	// Expiry says for people when the access token expires.
 	Expiry string `json:"-"`
@@ -161,6 +165,7 @@ func (cl *Client) hostStatus(ctx context.Context, target string, showToken bool)
 		st := TargetSchemeStatus{SchemeResult: res, Authenticated: res.Accepted}
 		if c := res.Credential(); c != nil {
 			d := DescribeCredential(c, cl.Now(), showToken)
+			cl.gitHubStatus(ctx, c, &d)
 			st.Credential = &d
 		}
 		doc.Schemes = append(doc.Schemes, st)
@@ -262,7 +267,8 @@ type StoreDoc struct {
 }
 
 // StoreStatus classifies every stored credential, from the store alone
-// (no network).
+// (no network) except for GitHub credentials, whose login GitHub's /user
+// gives when reachable (gitHubStatus).
 func (cl *Client) StoreStatus(ctx context.Context, showToken bool) (*StoreStatusDoc, error) {
 	st, err := cl.Store()
 	if err != nil {
@@ -276,6 +282,7 @@ func (cl *Client) StoreStatus(ctx context.Context, showToken bool) (*StoreStatus
 	doc := &StoreStatusDoc{Store: StoreDoc{Kind: st.Kind(), Location: st.Location()}, Usable: len(creds) > 0, Credentials: []CredentialStatus{}}
 	for _, c := range creds {
 		cs := DescribeCredential(c, now, showToken)
+		cl.gitHubStatus(ctx, c, &cs)
 		doc.Usable = doc.Usable && cs.Usable()
 		doc.Credentials = append(doc.Credentials, cs)
 	}

@@ -34,6 +34,12 @@ type LoginOptions struct {
 	NoResource     bool
 	Timeout        time.Duration
 	JSON           bool
+	// Web, GitHubHost and GitHubClientID ($AGENTAUTH_GITHUB_CLIENT_ID)
+	// choose GitHub's flow; Endpoints stand in for missing metadata.
+	Web            bool
+	GitHubHost     string
+	GitHubClientID string
+	Endpoints      client.Endpoints
 }
 
 // LoginChoices are how the user wants to log in: the flags that login and
@@ -84,6 +90,19 @@ scheme).
 Scopes: the challenge's scope, else the resource's scopes_supported, else none;
 --scope adds to them. No openid/profile default.
 
+GitHub: when the authorization server is https://github.com/login/oauth, a
+*.ghe.com tenant, a GitHub Enterprise Server (an origin's /login/oauth that
+publishes no metadata) or the host named by --github-host, login runs
+GitHub's device flow (github.com/cli/oauth; no client secret is sent), or
+with --web its web flow over the loopback redirect with PKCE S256 (which
+needs --client-secret-stdin). The client is your GitHub OAuth app:
+--client-id, else $AGENTAUTH_GITHUB_CLIENT_ID.
+
+No metadata: --authorization-endpoint, --token-endpoint (and
+--device-authorization-endpoint, --revocation-endpoint) are used only when
+discovery finds no RFC 8414 or OpenID Connect metadata, with a warning that
+nothing could be verified; PKCE S256 is still sent.
+
 Client: --client-id (a pre-registered client; --client-secret-stdin for a
 confidential one), else a registration stored for this issuer, else a
 client ID metadata document (--client-metadata-url, when the server
@@ -102,7 +121,7 @@ not work, login stops and says to use --store file. If the final write fails
 anyway, the credential goes to the file store with a warning.
 
 On success one line goes to stderr; --json prints on stdout:
-{"target", "logins": [{"resource", "issuer", "schemeId", "subject", "scopes",
+{"target", "logins": [{"resource", "issuer", "schemeId", "subject", "provider", "scopes",
  "tokenType", "expiresAt", "refreshable", "client": {"clientId", "authMethod",
  "source"}, "store", "storeLocation"}]} (never a token or secret).`,
 		Flags: append(append([]cli.Flag{
@@ -112,6 +131,12 @@ On success one line goes to stderr; --json prints on stdout:
 			&cli.BoolFlag{Name: "no-resource", Usage: "do not send the RFC 8707 resource parameter", Destination: &opts.NoResource},
 			&cli.DurationFlag{Name: "timeout", Value: flows.DefaultLoginTimeout, Usage: "give up after `DURATION` without an approval", Destination: &opts.Timeout},
 			&cli.BoolFlag{Name: "json", Usage: "print the login details as JSON on stdout", Destination: &opts.JSON},
+			&cli.BoolFlag{Name: "web", Usage: "GitHub hosts: use the web flow (loopback redirect) instead of the device flow", Destination: &opts.Web},
+			&cli.StringFlag{Name: "github-host", Usage: "treat `HOST` as a GitHub Enterprise Server (a host name, or an http://127.0.0.1:PORT URL for a test's fake GitHub)", Destination: &opts.GitHubHost},
+			&cli.StringFlag{Name: "authorization-endpoint", Usage: "without metadata: the authorization endpoint `URL`", Destination: &opts.Endpoints.Authorization},
+			&cli.StringFlag{Name: "token-endpoint", Usage: "without metadata: the token endpoint `URL`", Destination: &opts.Endpoints.Token},
+			&cli.StringFlag{Name: "device-authorization-endpoint", Usage: "without metadata: the device authorization endpoint `URL`", Destination: &opts.Endpoints.DeviceAuthorization},
+			&cli.StringFlag{Name: "revocation-endpoint", Usage: "without metadata: the revocation endpoint `URL`", Destination: &opts.Endpoints.Revocation},
 		),
 		Action: func(c *cli.Context) error {
 			var err error
@@ -127,6 +152,7 @@ On success one line goes to stderr; --json prints on stdout:
 					return usageErrorf("--allow-resource must be an http(s) URL, not %q", r)
 				}
 			}
+			opts.GitHubClientID = os.Getenv(client.EnvGitHubClientID)
 			opts.IO, opts.Factory = f.IO, f
 			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -140,7 +166,37 @@ func (opts *LoginOptions) check(clientIDSet bool) error {
 	if opts.Timeout <= 0 {
 		return usageErrorf("--timeout must be positive")
 	}
+	e := opts.Endpoints
+	for _, f := range []struct{ name, url string }{{"authorization-endpoint", e.Authorization}, {"token-endpoint", e.Token},
+		{"device-authorization-endpoint", e.DeviceAuthorization}, {"revocation-endpoint", e.Revocation}} {
+		if f.url != "" && flows.CheckURL(f.url) != nil {
+			return usageErrorf("--%s must be an https URL (http only to a loopback address), not %q", f.name, f.url)
+		}
+	}
+	switch {
+	case e.Set() && e.Token == "":
+		return usageErrorf("--%s needs --token-endpoint", firstEndpointFlag(e))
+	case opts.Web && opts.Device:
+		return usageErrorf("--web and --device exclude each other")
+	case opts.GitHubHost != "" && e.Set():
+		return usageErrorf("--github-host and --%s exclude each other: a GitHub host's endpoints are GitHub's", firstEndpointFlag(e))
+	case opts.GitHubHost != "" && strings.Contains(opts.GitHubHost, "://") && (flows.CheckURL(opts.GitHubHost) != nil || client.GitHubBase(opts.GitHubHost) == ""):
+		return usageErrorf("--github-host must be a host name, or an https URL (http only to a loopback address), not %q", opts.GitHubHost)
+	}
 	return opts.LoginChoices.check(clientIDSet)
+}
+
+// firstEndpointFlag names the first endpoint flag given, for messages.
+func firstEndpointFlag(e client.Endpoints) string {
+	switch {
+	case e.Authorization != "":
+		return "authorization-endpoint"
+	case e.Token != "":
+		return "token-endpoint"
+	case e.DeviceAuthorization != "":
+		return "device-authorization-endpoint"
+	}
+	return "revocation-endpoint"
 }
 
 // check rejects login choices that cannot work; clientIDSet says whether
@@ -198,6 +254,7 @@ func runLogin(ctx context.Context, opts *LoginOptions) error {
 	}
 	ch := opts.choices(secret)
 	ch.NoResource, ch.Timeout, ch.AllowResources = opts.NoResource, opts.Timeout, opts.AllowResources
+	ch.Web, ch.GitHubHost, ch.GitHubClientID, ch.Endpoints = opts.Web, opts.GitHubHost, opts.GitHubClientID, opts.Endpoints
 	creds, st, err := opts.Factory.Client().LoginTarget(ctx, client.TargetLogin{Target: opts.Target, SchemeID: opts.SchemeID, Choices: ch})
 	if err != nil {
 		return err
@@ -229,6 +286,7 @@ type loginDetails struct {
 	Issuer        string    `json:"issuer"`
 	SchemeID      string    `json:"schemeId,omitempty"`
 	Subject       string    `json:"subject,omitempty"`
+	Provider      string    `json:"provider,omitempty"`
 	Scopes        []string  `json:"scopes"`
 	TokenType     string    `json:"tokenType"`
 	ExpiresAt     time.Time `json:"expiresAt,omitzero"`
@@ -246,7 +304,7 @@ type clientDoc struct {
 
 // detailsOf are c's non-secret details, stored in st.
 func detailsOf(c *store.Credential, st store.Store) loginDetails {
-	return loginDetails{Resource: c.Resource, Issuer: c.Issuer, SchemeID: c.SchemeID, Subject: c.Subject,
+	return loginDetails{Resource: c.Resource, Issuer: c.Issuer, SchemeID: c.SchemeID, Subject: c.Subject, Provider: c.Provider,
 		Scopes: nonNil(c.Scopes), TokenType: c.TokenType, ExpiresAt: c.Expiry.UTC(), Refreshable: c.RefreshToken != "",
 		Client: clientDoc{ClientID: c.Client.ClientID, AuthMethod: c.Client.AuthMethod, Source: c.Client.Source},
 		Store:  st.Kind(), StoreLocation: st.Location()}

@@ -15,6 +15,11 @@
 // poll). The code exchange, refresh, registration and revocation are short
 // POSTs here, each saying why.
 //
+// github.com/cli/oauth runs GitHub's own device flow (github.go): GitHub's
+// device endpoints, its form-encoded answers and its errors in 200
+// answers. Its web flow has no PKCE, so GitHub's web flow is the
+// authorization code grant here, on the endpoints cli/oauth names.
+//
 // flows never touches the terminal: URLs, user codes and prompts go through
 // callbacks that the caller supplies. It imports wire and no other agentauth
 // package (never commands, client or store). Every URL it fetches or hands out must be

@@ -59,8 +59,11 @@ type Credential struct {
 	// Expiry is when the access token expires; zero means unknown.
 	Expiry time.Time `json:"expiry,omitzero"`
 	Scopes []string  `json:"scopes,omitempty"`
-	// Subject is the token's subject when known.
-	Subject            string             `json:"subject,omitempty"`
+	// Subject is the token's subject when known (for GitHub, the login).
+	Subject string `json:"subject,omitempty"`
+	// Provider labels a token of a known provider's own flow: "github" for
+	// GitHub's (no RFC 8414 metadata, its own endpoints and REST API).
+	Provider           string             `json:"provider,omitempty"`
 	Client             ClientRegistration `json:"client"`
 	TokenEndpoint      string             `json:"token_endpoint,omitempty"`
 	RevocationEndpoint string             `json:"revocation_endpoint,omitempty"`
