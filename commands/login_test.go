@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/agentauth/agentauth/client"
 	"net"
 	"os"
 	"path/filepath"
@@ -22,6 +23,7 @@ import (
 )
 
 func TestLoginFlags(t *testing.T) {
+	t.Setenv(client.EnvGitHubClientID, "") // the developer's own must not change the defaults
 	checkFlags(t, []flagCase[LoginOptions]{
 		{name: "defaults", args: []string{"ws://h"},
 			want: LoginOptions{Target: "ws://h", LoginChoices: LoginChoices{CallbackHost: "127.0.0.1"}, Timeout: 5 * time.Minute}},
