@@ -130,7 +130,7 @@ type Options struct {
 	// Default 30 days.
 	KeyRotation time.Duration
 	Logger      *slog.Logger
-	Now     func() time.Time
+	Now         func() time.Time
 }
 
 // Issuer is the embedded authorization server. Its methods are safe for
