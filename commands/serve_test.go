@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -19,8 +20,16 @@ import (
 )
 
 func TestServeFlags(t *testing.T) {
+	stateHome := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", stateHome)
 	defaults := ServeOptions{Listen: "127.0.0.1:7777", AuthScope: "connection", DevUser: issuer.DefaultSubject, LogLevel: slog.LevelInfo,
-		TokenTTL: issuer.DefaultTokenTTL, RefreshTTL: issuer.DefaultRefreshTTL, CodeTTL: issuer.DefaultCodeTTL, DeviceInterval: issuer.DefaultDeviceInterval}
+		TokenTTL: issuer.DefaultTokenTTL, RefreshTTL: issuer.DefaultRefreshTTL, CodeTTL: issuer.DefaultCodeTTL, DeviceInterval: issuer.DefaultDeviceInterval,
+		KeyRotation: issuer.DefaultKeyRotation}
+	if runtime.GOOS == "linux" {
+		defaults.DataDir = filepath.Join(stateHome, "agentauth", "serve")
+	} else {
+		defaults.DataDir, _ = defaultDataDir()
+	}
 	with := func(change func(*ServeOptions)) ServeOptions {
 		o := defaults
 		change(&o)
@@ -60,6 +69,21 @@ func TestServeFlags(t *testing.T) {
 		{args: []string{"--issuer", "http://as.example"}, wantCode: ExitUsage},
 		{args: []string{"--issuer", "https://as.example", "--config", "c.json"}, wantCode: ExitUsage},
 		{args: []string{"--issuer", "https://as.example", "--auto-approve"}, wantCode: ExitUsage},
+		{args: []string{"--ephemeral"}, want: with(func(o *ServeOptions) { o.DataDir, o.IssuerFlags = "", []string{"--ephemeral"} })},
+		{args: []string{"--data-dir", ""}, want: with(func(o *ServeOptions) { o.DataDir, o.IssuerFlags = "", []string{"--data-dir"} })},
+		{args: []string{"--data-dir", "st", "--state-key-file", "k", "--key-rotation", "24h"}, want: with(func(o *ServeOptions) {
+			o.DataDir, o.StateKeyFile, o.KeyRotation = "st", "k", 24*time.Hour
+			o.IssuerFlags = []string{"--data-dir", "--state-key-file", "--key-rotation"}
+		})},
+		{args: []string{"--database", "postgres://db.example/agentauth"}, want: with(func(o *ServeOptions) {
+			o.DataDir, o.Database, o.IssuerFlags = "", "postgres://db.example/agentauth", []string{"--database"}
+		})},
+		{args: []string{"--database", "mysql://db.example/agentauth"}, wantCode: ExitUsage},
+		{args: []string{"--data-dir", "st", "--ephemeral"}, wantCode: ExitUsage},
+		{args: []string{"--data-dir", "st", "--database", "postgres://db.example/a"}, wantCode: ExitUsage},
+		{args: []string{"--state-key-file", ""}, wantCode: ExitUsage},
+		{args: []string{"--key-rotation", "1s"}, wantCode: ExitUsage},
+		{args: []string{"--issuer", "https://as.example", "--data-dir", "st"}, wantCode: ExitUsage},
 	}, serveCommand, func(f *Factory, o *ServeOptions) bool {
 		ok := o.IO == f.IO && o.HTTPClient == f.HTTPClient && o.Now != nil
 		o.IO, o.HTTPClient, o.Now = nil, nil, nil
@@ -78,6 +102,7 @@ const serveConfigJSON = `{"schemes": [{"id": "dev", "authorizationServers": ["em
 // on stderr without the token) and the refusals of bad configurations.
 func TestServe(t *testing.T) {
 	dir := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
 	write := func(name, content string) string {
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {

@@ -114,7 +114,7 @@ func (i *Issuer) register(w http.ResponseWriter, r *http.Request) (*registration
 	if full {
 		i.log.Warn("issuer: registration refused, too many registered clients", "max", maxRegistrations)
 		return nil, &oauthError{status: http.StatusServiceUnavailable, body: wire.OAuthError{Code: "temporarily_unavailable", Description: fmt.Sprintf(
-			"the issuer already holds %d registered clients; clients never issued a token are dropped %s after their last request. Reuse a registered client, or restart serve", maxRegistrations, unusedClientTTL)}}
+			"the issuer already holds %d registered clients; clients never issued a token are dropped %s after their last request. Reuse a registered client, or wait for unused ones to expire", maxRegistrations, unusedClientTTL)}}
 	}
 	resp.ClientIDIssuedAt = now.Unix()
 	i.log.Info("issuer: client registered", "client_id", c.id, "auth_method", c.authMethod)
