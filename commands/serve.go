@@ -3,8 +3,8 @@ package commands
 import (
 	"bytes"
 	"cmp"
-	"crypto/sha256"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"

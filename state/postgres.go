@@ -170,4 +170,3 @@ func (p *Postgres) Close() error {
 	<-p.done
 	return p.db.Close()
 }
-
