@@ -42,6 +42,9 @@ type client struct {
 // Store. It returns nil for an unknown id. Every client_id the issuer is
 // sent is resolved here (through clientTx).
 func (i *Issuer) lookupClient(ctx context.Context, id string) (*client, error) {
+	if c := i.static[id]; c != nil {
+		return c, nil
+	}
 	var c *client
 	err := i.store.View(ctx, func(tx state.Tx) error {
 		var err error

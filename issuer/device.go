@@ -280,8 +280,7 @@ func (i *Issuer) redeemDeviceTx(is *issuing, c *client, form url.Values) (*token
 		return nil, nil, nil, err
 	}
 	g := &grantRecord{ClientID: c.id, Subject: d.Subject, Scope: d.Scope, Resource: d.Resource}
-	resp, e, err := i.issueTx(is, c, randomID(), g, g.Scope)
-	return resp, nil, e, err
+	return i.issueTx(is, c, randomID(), g, g.Scope)
 }
 
 // serveDevicePage is the verification URI (RFC 8628 §3.3): a form to

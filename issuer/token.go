@@ -109,32 +109,14 @@ func (i *Issuer) redeemCodeTx(is *issuing, c *client, form url.Values) (*tokenRe
 		return nil, nil, badRequest("invalid_request", "code_verifier is required (PKCE)"), nil
 	}
 	tx, now, key := is.tx, is.now, hash(code)
-	used, err := getRecord[usedCodeRecord](tx, kindUsedCode, key)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	if used != nil {
-		if used.ClientID != c.id {
-			return nil, nil, badRequest("invalid_grant", "the authorization code was issued to another client"), nil
-		}
-		var jtis []string
-		g, err := getRecord[grantRecord](tx, kindGrant, used.GrantID)
-		if err == nil && g != nil {
-			jtis, err = i.revokeGrantTx(tx, now, used.GrantID, g)
-		}
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		i.log.Warn("issuer: authorization code replayed, its tokens are revoked", "client_id", c.id, "revoked", len(jtis))
-		return nil, jtis, badRequest("invalid_grant", "the authorization code was already used; every token issued from it is revoked"), nil
-	}
 	ac, err := getRecord[codeRecord](tx, kindCode, key)
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	if ac == nil {
+		return i.replayedCodeTx(is, c, key)
+	}
 	switch {
-	case ac == nil:
-		return nil, nil, badRequest("invalid_grant", "unknown authorization code"), nil
 	case ac.ClientID != c.id:
 		return nil, nil, badRequest("invalid_grant", "the authorization code was issued to another client"), nil
 	case now.After(ac.Expires):
@@ -156,8 +138,34 @@ func (i *Issuer) redeemCodeTx(is *issuing, c *client, form url.Values) (*tokenRe
 		return nil, nil, nil, err
 	}
 	g := &grantRecord{ClientID: c.id, Subject: ac.Subject, Scope: ac.Scope, Resource: ac.Resource}
-	resp, e, err := i.issueTx(is, c, id, g, g.Scope)
-	return resp, nil, e, err
+	return i.issueTx(is, c, id, g, g.Scope)
+}
+
+// replayedCodeTx answers a code that is not pending: unknown, or
+// redeemed already, in which case every token issued from it is revoked
+// (RFC 6749 §4.1.2).
+func (i *Issuer) replayedCodeTx(is *issuing, c *client, key string) (*tokenResponse, []string, *oauthError, error) {
+	tx, now := is.tx, is.now
+	used, err := getRecord[usedCodeRecord](tx, kindUsedCode, key)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if used != nil {
+		if used.ClientID != c.id {
+			return nil, nil, badRequest("invalid_grant", "the authorization code was issued to another client"), nil
+		}
+		var jtis []string
+		g, err := getRecord[grantRecord](tx, kindGrant, used.GrantID)
+		if err == nil && g != nil {
+			jtis, err = i.revokeGrantTx(tx, now, used.GrantID, g)
+		}
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		i.log.Warn("issuer: authorization code replayed, its tokens are revoked", "client_id", c.id, "revoked", len(jtis))
+		return nil, jtis, badRequest("invalid_grant", "the authorization code was already used; every token issued from it is revoked"), nil
+	}
+	return nil, nil, badRequest("invalid_grant", "unknown authorization code"), nil
 }
 
 // verifierMatches checks an RFC 7636 §4.1 verifier (43 to 128 unreserved
@@ -224,13 +232,17 @@ func (i *Issuer) redeemRefreshTx(is *issuing, c *client, form url.Values) (*toke
 	if err := putRecord(tx, kindRefresh, key, rt, rt.Expires); err != nil {
 		return nil, nil, nil, err
 	}
-	resp, e, err := i.issueTx(is, c, rt.GrantID, g, scope)
-	return resp, nil, e, err
+	return i.issueTx(is, c, rt.GrantID, g, scope)
 }
 
+// maxFamilyAccess bounds the live access tokens of one family (one
+// login, through its refreshes): a refresh beyond it revokes the oldest.
+const maxFamilyAccess = 50
+
 // issueTx signs an access token for the family g (id) and, when the client
-// may refresh, a new refresh token of the same family.
-func (i *Issuer) issueTx(is *issuing, c *client, id string, g *grantRecord, scope string) (*tokenResponse, *oauthError, error) {
+// may refresh, a new refresh token of the same family. It returns the
+// jtis it revoked to keep within maxFamilyAccess.
+func (i *Issuer) issueTx(is *issuing, c *client, id string, g *grantRecord, scope string) (*tokenResponse, []string, *oauthError, error) {
 	tx, now := is.tx, is.now
 	jti := randomID()
 	expires := now.Add(i.opts.TokenTTL)
@@ -246,28 +258,40 @@ func (i *Issuer) issueTx(is *issuing, c *client, id string, g *grantRecord, scop
 	}).Serialize()
 	if err != nil {
 		i.log.Error("issuer: cannot sign access token", "err", err)
-		return nil, &oauthError{status: http.StatusInternalServerError, body: wire.OAuthError{Code: "server_error", Description: "cannot sign the access token"}}, nil
+		return nil, nil, &oauthError{status: http.StatusInternalServerError, body: wire.OAuthError{Code: "server_error", Description: "cannot sign the access token"}}, nil
 	}
 	if err := putRecord(tx, kindAccess, jti, accessRecord{GrantID: id, ClientID: c.id, Expires: expires}, expires); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	// The family remembers its live access tokens, to revoke them.
+	// The family remembers its live access tokens, to revoke them, at
+	// most maxFamilyAccess: beyond, the oldest is revoked.
 	g.Access = slices.DeleteFunc(g.Access, func(a issuedAccess) bool { return !a.Expires.After(now) })
+	var revoked []string
+	for len(g.Access) >= maxFamilyAccess {
+		live, err := i.revokeAccessTx(tx, g.Access[0].JTI)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if live {
+			revoked = append(revoked, g.Access[0].JTI)
+		}
+		g.Access = g.Access[1:]
+	}
 	g.Access = append(g.Access, issuedAccess{JTI: jti, Expires: expires})
 	if err := putRecord(tx, kindGrant, id, g, i.grantExpiry(now)); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if err := i.issuedClientTx(tx, c.id); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	resp := &tokenResponse{AccessToken: at, TokenType: "Bearer", ExpiresIn: int64(i.opts.TokenTTL / time.Second), Scope: scope}
 	if c.allows(wire.GrantRefreshToken) {
 		resp.RefreshToken = randomToken()
 		rt := refreshRecord{GrantID: id, Expires: now.Add(i.opts.RefreshTTL)}
 		if err := putRecord(tx, kindRefresh, hash(resp.RefreshToken), rt, rt.Expires); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
 	i.log.Info("issuer: access token issued", "client_id", c.id, "sub", g.Subject, "aud", g.Resource, "scope", scope, "jti", jti)
-	return resp, nil, nil
+	return resp, revoked, nil, nil
 }

@@ -70,9 +70,14 @@ func OpenPostgres(ctx context.Context, url string) (*Postgres, error) {
 		db.Close()
 		return nil, err
 	}
+	s, err := newSQLStore(ctx, db, d)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
 	b := make([]byte, 12)
 	rand.Read(b)
-	p := &Postgres{sqlStore: newSQLStore(db, d), id: base64.RawURLEncoding.EncodeToString(b), done: make(chan struct{}),
+	p := &Postgres{sqlStore: s, id: base64.RawURLEncoding.EncodeToString(b), done: make(chan struct{}),
 		target: net.JoinHostPort(cfg.Host, fmt.Sprint(cfg.Port)) + "/" + cfg.Database}
 	conn, err := p.listen(ctx, cfg)
 	if err != nil {

@@ -18,11 +18,12 @@ const (
 
 // migrations build the schema; migration n (from 1) brings a database to
 // version n. Append, never edit: a database records the last one applied.
-// {{blob}} is the dialect's byte string type.
+// {{blob}} is the dialect's byte string type, {{without_rowid}} SQLite's
+// clustered primary key (one b-tree to write rather than two).
 var migrations = [][]string{
 	{
 		`CREATE TABLE ` + table + ` (kind TEXT NOT NULL, key TEXT NOT NULL, value {{blob}} NOT NULL,
-			expires BIGINT NOT NULL, PRIMARY KEY (kind, key))`,
+			expires BIGINT NOT NULL, PRIMARY KEY (kind, key)){{without_rowid}}`,
 		`CREATE INDEX ` + table + `_expires ON ` + table + ` (expires) WHERE expires > 0`,
 	},
 }
@@ -39,8 +40,10 @@ func (e *NewerSchemaError) Error() string {
 
 // dialect is what differs between SQLite and PostgreSQL.
 type dialect struct {
-	blob      string
-	forUpdate string // appended to a SELECT of Update's Get
+	blob string
+	// withoutRowID ends CREATE TABLE for a table clustered on its key.
+	withoutRowID string
+	forUpdate    string // appended to a SELECT of Update's Get
 	// lock, when set, is run first in the migration transaction so that
 	// replicas starting together migrate one at a time.
 	lock    string
@@ -51,31 +54,43 @@ type dialect struct {
 type sqlStore struct {
 	db *sql.DB
 	d  dialect
-	// queries, rebound for the dialect
-	get, getLocked, put, del, count, delExpired, delFirst, list, sweep string
+	// prepared statements, for the dialect
+	get, getLocked, put, del, count, delExpired, delFirst, list, sweep *sql.Stmt
 }
 
-func newSQLStore(db *sql.DB, d dialect) *sqlStore {
+// newSQLStore prepares the statements of a migrated database.
+func newSQLStore(ctx context.Context, db *sql.DB, d dialect) (*sqlStore, error) {
 	s := &sqlStore{db: db, d: d}
-	s.get = s.rebind(`SELECT value FROM ` + table + ` WHERE kind = ? AND key = ?`)
-	s.getLocked = s.get + d.forUpdate
-	s.put = s.rebind(`INSERT INTO ` + table + ` (kind, key, value, expires) VALUES (?, ?, ?, ?)
-		ON CONFLICT (kind, key) DO UPDATE SET value = excluded.value, expires = excluded.expires`)
-	s.del = s.rebind(`DELETE FROM ` + table + ` WHERE kind = ? AND key = ?`)
-	s.count = s.rebind(`SELECT count(*) FROM ` + table + ` WHERE kind = ?`)
-	s.delExpired = s.rebind(`DELETE FROM ` + table + ` WHERE kind = ? AND key IN
-		(SELECT key FROM ` + table + ` WHERE kind = ? AND expires > 0 AND expires < ? LIMIT ?)`)
-	s.delFirst = s.rebind(`DELETE FROM ` + table + ` WHERE kind = ? AND key IN
-		(SELECT key FROM ` + table + ` WHERE kind = ? AND expires > 0 ORDER BY expires LIMIT 1)`)
-	s.list = s.rebind(`SELECT key, value, expires FROM ` + table + ` WHERE kind = ? ORDER BY key`)
-	s.sweep = s.rebind(`DELETE FROM ` + table + ` WHERE (kind, key) IN
-		(SELECT kind, key FROM ` + table + ` WHERE expires > 0 AND expires < ? LIMIT ?)`)
-	return s
+	get := `SELECT value FROM ` + table + ` WHERE kind = ? AND key = ?`
+	for _, q := range []struct {
+		stmt **sql.Stmt
+		sql  string
+	}{
+		{&s.get, get},
+		{&s.getLocked, get + d.forUpdate},
+		{&s.put, `INSERT INTO ` + table + ` (kind, key, value, expires) VALUES (?, ?, ?, ?)
+			ON CONFLICT (kind, key) DO UPDATE SET value = excluded.value, expires = excluded.expires`},
+		{&s.del, `DELETE FROM ` + table + ` WHERE kind = ? AND key = ?`},
+		{&s.count, `SELECT count(*) FROM ` + table + ` WHERE kind = ?`},
+		{&s.delExpired, `DELETE FROM ` + table + ` WHERE kind = ? AND key IN
+			(SELECT key FROM ` + table + ` WHERE kind = ? AND expires > 0 AND expires < ? LIMIT ?)`},
+		{&s.delFirst, `DELETE FROM ` + table + ` WHERE kind = ? AND key IN
+			(SELECT key FROM ` + table + ` WHERE kind = ? AND expires > 0 ORDER BY expires LIMIT 1)`},
+		{&s.list, `SELECT key, value, expires FROM ` + table + ` WHERE kind = ? ORDER BY key`},
+		{&s.sweep, `DELETE FROM ` + table + ` WHERE (kind, key) IN
+			(SELECT kind, key FROM ` + table + ` WHERE expires > 0 AND expires < ? LIMIT ?)`},
+	} {
+		var err error
+		if *q.stmt, err = db.PrepareContext(ctx, rebind(q.sql, d.dollars)); err != nil {
+			return nil, fmt.Errorf("cannot prepare the state queries: %w", err)
+		}
+	}
+	return s, nil
 }
 
 // rebind turns ? placeholders into $n for PostgreSQL.
-func (s *sqlStore) rebind(q string) string {
-	if !s.d.dollars {
+func rebind(q string, dollars bool) string {
+	if !dollars {
 		return q
 	}
 	var b strings.Builder
@@ -121,7 +136,8 @@ func migrate(ctx context.Context, db *sql.DB, d dialect, ms [][]string) error {
 	}
 	for n := version; n < len(ms); n++ {
 		for _, stmt := range ms[n] {
-			if _, err := tx.ExecContext(ctx, strings.ReplaceAll(stmt, "{{blob}}", d.blob)); err != nil {
+			stmt = strings.NewReplacer("{{blob}}", d.blob, "{{without_rowid}}", d.withoutRowID).Replace(stmt)
+			if _, err := tx.ExecContext(ctx, stmt); err != nil {
 				return fmt.Errorf("cannot migrate the state database to version %d: %w", n+1, err)
 			}
 		}
@@ -156,7 +172,7 @@ func (s *sqlStore) run(ctx context.Context, readOnly bool, fn func(Tx) error) er
 }
 
 func (s *sqlStore) Sweep(ctx context.Context, now time.Time, limit int) (int, error) {
-	res, err := s.db.ExecContext(ctx, s.sweep, millis(now), limit)
+	res, err := s.sweep.ExecContext(ctx, millis(now), limit)
 	if err != nil {
 		return 0, fmt.Errorf("cannot sweep the state database: %w", err)
 	}
@@ -171,13 +187,16 @@ type sqlTx struct {
 	readOnly bool
 }
 
+// stmt binds a prepared statement to the transaction.
+func (t *sqlTx) stmt(s *sql.Stmt) *sql.Stmt { return t.tx.StmtContext(t.ctx, s) }
+
 func (t *sqlTx) Get(kind Kind, key string) ([]byte, error) {
 	q := t.s.getLocked
 	if t.readOnly {
 		q = t.s.get
 	}
 	var v []byte
-	err := t.tx.QueryRowContext(t.ctx, q, string(kind), key).Scan(&v)
+	err := t.stmt(q).QueryRowContext(t.ctx, string(kind), key).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}
@@ -188,14 +207,14 @@ func (t *sqlTx) Get(kind Kind, key string) ([]byte, error) {
 }
 
 func (t *sqlTx) Put(kind Kind, key string, value []byte, expires time.Time) error {
-	if _, err := t.tx.ExecContext(t.ctx, t.s.put, string(kind), key, value, millis(expires)); err != nil {
+	if _, err := t.stmt(t.s.put).ExecContext(t.ctx, string(kind), key, value, millis(expires)); err != nil {
 		return fmt.Errorf("cannot write %s: %w", kind, err)
 	}
 	return nil
 }
 
 func (t *sqlTx) Delete(kind Kind, key string) error {
-	if _, err := t.tx.ExecContext(t.ctx, t.s.del, string(kind), key); err != nil {
+	if _, err := t.stmt(t.s.del).ExecContext(t.ctx, string(kind), key); err != nil {
 		return fmt.Errorf("cannot delete %s: %w", kind, err)
 	}
 	return nil
@@ -203,14 +222,14 @@ func (t *sqlTx) Delete(kind Kind, key string) error {
 
 func (t *sqlTx) Count(kind Kind) (int, error) {
 	var n int
-	if err := t.tx.QueryRowContext(t.ctx, t.s.count, string(kind)).Scan(&n); err != nil {
+	if err := t.stmt(t.s.count).QueryRowContext(t.ctx, string(kind)).Scan(&n); err != nil {
 		return 0, fmt.Errorf("cannot count %s: %w", kind, err)
 	}
 	return n, nil
 }
 
 func (t *sqlTx) DeleteExpired(kind Kind, before time.Time, limit int) (int, error) {
-	res, err := t.tx.ExecContext(t.ctx, t.s.delExpired, string(kind), string(kind), millis(before), limit)
+	res, err := t.stmt(t.s.delExpired).ExecContext(t.ctx, string(kind), string(kind), millis(before), limit)
 	if err != nil {
 		return 0, fmt.Errorf("cannot delete expired %s: %w", kind, err)
 	}
@@ -219,14 +238,14 @@ func (t *sqlTx) DeleteExpired(kind Kind, before time.Time, limit int) (int, erro
 }
 
 func (t *sqlTx) DeleteFirstExpiring(kind Kind) error {
-	if _, err := t.tx.ExecContext(t.ctx, t.s.delFirst, string(kind), string(kind)); err != nil {
+	if _, err := t.stmt(t.s.delFirst).ExecContext(t.ctx, string(kind), string(kind)); err != nil {
 		return fmt.Errorf("cannot evict %s: %w", kind, err)
 	}
 	return nil
 }
 
 func (t *sqlTx) List(kind Kind) ([]Record, error) {
-	rows, err := t.tx.QueryContext(t.ctx, t.s.list, string(kind))
+	rows, err := t.stmt(t.s.list).QueryContext(t.ctx, string(kind))
 	if err != nil {
 		return nil, fmt.Errorf("cannot list %s: %w", kind, err)
 	}

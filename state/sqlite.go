@@ -17,7 +17,9 @@ const SQLiteFile = "state.db"
 // lock before failing.
 const sqliteBusyTimeoutMillis = 5000
 
-// SQLite is a Store in one SQLite file, for one `serve` process.
+// SQLite is a Store in one SQLite file. Several processes on one machine
+// may share the file (SQLite locks it), but they do not tell each other of
+// revocations: replicas use PostgreSQL.
 type SQLite struct {
 	*sqlStore
 	path string
@@ -54,11 +56,17 @@ func openSQLite(ctx context.Context, dir string, ms [][]string) (*SQLite, error)
 	// One connection: SQLite has one writer anyway, and transactions then
 	// never wait on each other's locks within the process.
 	db.SetMaxOpenConns(1)
-	if err := migrate(ctx, db, dialect{blob: "BLOB"}, ms); err != nil {
+	d := dialect{blob: "BLOB", withoutRowID: " WITHOUT ROWID"}
+	if err := migrate(ctx, db, d, ms); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return &SQLite{sqlStore: newSQLStore(db, dialect{blob: "BLOB"}), path: path}, nil
+	s, err := newSQLStore(ctx, db, d)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &SQLite{sqlStore: s, path: path}, nil
 }
 
 // Path is the database file.
