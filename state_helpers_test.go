@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -9,9 +10,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httputil"
 	"net/url"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -26,6 +30,7 @@ import (
 
 func init() {
 	scriptPrograms["loginburst"] = loginBurst
+	scriptPrograms["lbproxy"] = lbProxy
 	scriptCmds["filemode"] = fileMode
 	scriptCmds["nosecretsin"] = noSecretsIn
 	scriptCmds["waitlines"] = waitLines
@@ -241,4 +246,44 @@ func grantsValid(ts *testscript.TestScript, neg bool, args []string) {
 		}
 	}
 	fmt.Fprintf(ts.Stdout(), "%d grants valid\n", len(lines))
+}
+
+// lbProxy is a load balancer in front of serve replicas, on 127.0.0.1:0:
+// it forwards each HTTP request, and each WebSocket connection for its
+// whole life, to the replica whose address (HOST:PORT) is in
+// -backend-file when it arrives, keeping the Host header. It writes its
+// address to -addr-file and runs until SIGINT.
+// Usage: lbproxy -addr-file FILE -backend-file FILE
+func lbProxy() {
+	fs := flag.NewFlagSet("lbproxy", flag.ExitOnError)
+	addrFile := fs.String("addr-file", "", "write the address to `FILE`")
+	backendFile := fs.String("backend-file", "", "read the replica's address from `FILE`")
+	fs.Parse(os.Args[1:])
+	if *addrFile == "" || *backendFile == "" {
+		fmt.Fprintln(os.Stderr, "usage: lbproxy -addr-file FILE -backend-file FILE")
+		os.Exit(2)
+	}
+	rp := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		b, err := os.ReadFile(*backendFile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "lbproxy:", err)
+		}
+		r.SetURL(&url.URL{Scheme: "http", Host: strings.TrimSpace(string(b))})
+		r.Out.Host = r.In.Host
+	}}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "lbproxy:", err)
+		os.Exit(1)
+	}
+	if err := os.WriteFile(*addrFile, []byte(ln.Addr().String()+"\n"), 0o600); err != nil {
+		fmt.Fprintln(os.Stderr, "lbproxy:", err)
+		os.Exit(1)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	srv := &http.Server{Handler: rp}
+	go srv.Serve(ln)
+	<-ctx.Done()
+	srv.Close()
 }

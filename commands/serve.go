@@ -373,7 +373,15 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 			return fmt.Errorf("cannot run the embedded issuer on %s: it signs anyone in without a password, so it listens on loopback only\nUse --listen 127.0.0.1:PORT, or trust an external authorization server with --issuer", opts.Listen)
 		}
 	}
-	cfg.Resolve(origin)
+	// The embedded issuer is published on the resource's origin: the
+	// listener's by default, or the one a reverse proxy or load balancer
+	// serves the resource at (--resource), so that replicas behind it share
+	// one issuer identifier.
+	issuerOrigin := origin
+	if u, err := url.Parse(cfg.Resource); err == nil && cfg.Resource != "" {
+		issuerOrigin = u.Scheme + "://" + u.Host
+	}
+	cfg.Resolve(issuerOrigin)
 	var iss *issuer.Issuer
 	stateDesc := ""
 	if embedded {
@@ -388,7 +396,7 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 		defer st.Close()
 		stateDesc = desc
 		iss, err = issuer.New(issuer.Options{
-			Issuer: origin, DefaultResource: cfg.Resource,
+			Issuer: issuerOrigin, DefaultResource: cfg.Resource,
 			TokenTTL: opts.TokenTTL, RefreshTTL: opts.RefreshTTL, CodeTTL: opts.CodeTTL, DeviceInterval: opts.DeviceInterval,
 			AutoApprove: opts.AutoApprove, Subject: opts.DevUser, ScopesSupported: scopes, Clients: clients,
 			AllowedRedirectOrigins: opts.AllowRedirectOrigins, Logger: logger, Now: opts.Now,
@@ -437,7 +445,7 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 		go func() { served <- srv.Serve(ln) }()
 		attrs := []any{"addr", ln.Addr().String(), "resource", h.Resource(), "resource_metadata", h.ResourceMetadataURL(), "auth_scope", opts.AuthScope}
 		if iss != nil {
-			attrs = append(attrs, "issuer", origin, "auto_approve", opts.AutoApprove, "dev_user", opts.DevUser, "state", stateDesc)
+			attrs = append(attrs, "issuer", issuerOrigin, "auto_approve", opts.AutoApprove, "dev_user", opts.DevUser, "state", stateDesc)
 		}
 		logger.Info("agent host listening", attrs...)
 		if opts.AddrFile != "" {

@@ -246,3 +246,25 @@ func TestSweep(t *testing.T) {
 		t.Errorf("%d signing keys after a sweep, want the live one", n)
 	}
 }
+
+// TestFamilyAccessBound: a family keeps at most MaxFamilyAccess live
+// access tokens; a refresh beyond revokes the oldest, which is pushed.
+func TestFamilyAccessBound(t *testing.T) {
+	s := start(t, issuer.Options{AutoApprove: true, Clients: []issuer.Client{rs}})
+	tok := s.tokens(nil)
+	first, rt := tok["access_token"].(string), tok["refresh_token"].(string)
+	for range issuer.MaxFamilyAccess - 1 {
+		rt = wantOK(t, s.refresh(issuer.CLIClientID, rt))["refresh_token"].(string)
+	}
+	if in := s.introspect(first); in["active"] != true {
+		t.Fatalf("the first of %d access tokens is inactive: %v", issuer.MaxFamilyAccess, in)
+	}
+	s.takeRevoked()
+	wantOK(t, s.refresh(issuer.CLIClientID, rt))
+	if in := s.introspect(first); in["active"] != false {
+		t.Errorf("access token %d of a family left the first active: %v", issuer.MaxFamilyAccess+1, in)
+	}
+	if got := s.takeRevoked(); len(got) != 1 {
+		t.Errorf("OnRevoke got %v, want the oldest access token's jti", got)
+	}
+}
