@@ -18,8 +18,7 @@ import (
 const (
 	kindClient   state.Kind = "client"    // registered clients, by client_id
 	kindCode     state.Kind = "code"      // unredeemed authorization codes
-	kindUsedCode state.Kind = "used_code" // redeemed codes, to detect a replay
-	kindGrant    state.Kind = "grant"     // token families, by random id
+	kindGrant    state.Kind = "grant"     // token families: by the code's hash, or random
 	kindRefresh  state.Kind = "refresh"   // refresh tokens, used ones included
 	kindAccess   state.Kind = "access"    // issued access tokens, by jti
 	kindRevoked  state.Kind = "revoked"   // revoked access tokens, by jti
@@ -45,15 +44,10 @@ type codeRecord struct {
 	Expires       time.Time `json:"expires"`
 }
 
-// usedCodeRecord is a redeemed code, kept while its tokens may live to
-// detect a replay (RFC 6749 §4.1.2).
-type usedCodeRecord struct {
-	ClientID string `json:"client_id"`
-	GrantID  string `json:"grant_id"`
-}
-
 // grantRecord is one authorization: the family of every token issued from
-// one code or device approval, through all refresh rotations.
+// one code or device approval, through all refresh rotations. A family
+// from a code is keyed by the code's hash, so that a replayed code finds
+// it (RFC 6749 §4.1.2) for as long as its tokens may live.
 type grantRecord struct {
 	ClientID string `json:"client_id"`
 	Subject  string `json:"sub"`

@@ -130,35 +130,29 @@ func (i *Issuer) redeemCodeTx(is *issuing, c *client, form url.Values) (*tokenRe
 	if e := sameResource(form, ac.Resource); e != nil {
 		return nil, nil, e, nil
 	}
+	// The family is named by the code's hash: a replay finds it.
 	if err := tx.Delete(kindCode, key); err != nil {
 		return nil, nil, nil, err
 	}
-	id := randomID()
-	if err := putRecord(tx, kindUsedCode, key, usedCodeRecord{ClientID: c.id, GrantID: id}, i.grantExpiry(now)); err != nil {
-		return nil, nil, nil, err
-	}
 	g := &grantRecord{ClientID: c.id, Subject: ac.Subject, Scope: ac.Scope, Resource: ac.Resource}
-	return i.issueTx(is, c, id, g, g.Scope)
+	return i.issueTx(is, c, key, g, g.Scope)
 }
 
 // replayedCodeTx answers a code that is not pending: unknown, or
-// redeemed already, in which case every token issued from it is revoked
+// redeemed already (its family, named by its hash, exists while its
+// tokens may live), in which case every token issued from it is revoked
 // (RFC 6749 §4.1.2).
 func (i *Issuer) replayedCodeTx(is *issuing, c *client, key string) (*tokenResponse, []string, *oauthError, error) {
 	tx, now := is.tx, is.now
-	used, err := getRecord[usedCodeRecord](tx, kindUsedCode, key)
+	g, err := getRecord[grantRecord](tx, kindGrant, key)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if used != nil {
-		if used.ClientID != c.id {
+	if g != nil {
+		if g.ClientID != c.id {
 			return nil, nil, badRequest("invalid_grant", "the authorization code was issued to another client"), nil
 		}
-		var jtis []string
-		g, err := getRecord[grantRecord](tx, kindGrant, used.GrantID)
-		if err == nil && g != nil {
-			jtis, err = i.revokeGrantTx(tx, now, used.GrantID, g)
-		}
+		jtis, err := i.revokeGrantTx(tx, now, key, g)
 		if err != nil {
 			return nil, nil, nil, err
 		}
