@@ -72,10 +72,11 @@ type ServeOptions struct {
 	// line: an error when the embedded issuer does not run.
 	IssuerFlags []string
 
-	// The embedded issuer's state (see stateStore). DataDir is --data-dir:
-	// the directory of its SQLite file; empty (--ephemeral, or
-	// --data-dir '') keeps the state in memory. Database is --database: a
-	// PostgreSQL URL, for replicas sharing one state.
+	// Where serve keeps its state (the embedded issuer's, the agent
+	// sessions; see openState). DataDir is --data-dir: the directory of
+	// its SQLite file; empty (--ephemeral, or --data-dir '') keeps the
+	// state in memory. Database is --database: a PostgreSQL URL, for
+	// replicas sharing one state.
 	DataDir  string
 	Database string
 	// StateKeyFile is --state-key-file: a secret that encrypts the
@@ -94,7 +95,7 @@ const (
 
 // embeddedIssuerFlags configure the embedded issuer.
 var embeddedIssuerFlags = []string{"auto-approve", "dev-user", "token-ttl", "refresh-ttl", "code-ttl", "device-interval", "allow-redirect-origin",
-	"data-dir", "ephemeral", "database", "state-key-file", "key-rotation"}
+	"state-key-file", "key-rotation"}
 
 // minStateKeyBytes is the least a --state-key-file holds.
 const minStateKeyBytes = 32
@@ -127,9 +128,9 @@ from the embedded issuer (or from --issuer), audience http://HOST:PORT/mcp,
 scope agent:use. The embedded issuer signs everyone in as --dev-user without
 a password: keep it on loopback.
 
-The embedded issuer's state (registered clients, codes, grants, refresh
-tokens, revocations, signing keys) survives a restart: it lives in an SQLite
-file in --data-dir (default $XDG_STATE_HOME/agentauth/serve, else
+serve's state (the embedded issuer's registered clients, codes, grants,
+refresh tokens, revocations and signing keys; the agent sessions) survives a
+restart: it lives in an SQLite file in --data-dir (default $XDG_STATE_HOME/agentauth/serve, else
 ~/.local/state/agentauth/serve; on macOS and Windows under the user's config
 directory). --ephemeral keeps it in memory instead, to die with the process.
 --database postgres://… keeps it in PostgreSQL, shared by several serve
@@ -167,9 +168,9 @@ Logs go to stderr (or --log-file), never tokens.`,
 			&cli.DurationFlag{Name: "code-ttl", Value: issuer.DefaultCodeTTL, Usage: "embedded issuer: authorization code lifetime `DURATION`", Destination: &opts.CodeTTL},
 			&cli.DurationFlag{Name: "device-interval", Value: issuer.DefaultDeviceInterval, Usage: "embedded issuer: the device flow's polling interval `DURATION` (faster polls get slow_down)", Destination: &opts.DeviceInterval},
 			&cli.StringSliceFlag{Name: "allow-redirect-origin", Usage: "embedded issuer: also accept client redirect URIs on the https `ORIGIN` (repeatable; loopback http is always accepted)"},
-			&cli.StringFlag{Name: "data-dir", Usage: "embedded issuer: keep its state in an SQLite file in `DIR` (default $XDG_STATE_HOME/agentauth/serve; '' is --ephemeral)"},
-			&cli.BoolFlag{Name: "ephemeral", Usage: "embedded issuer: keep its state in memory; it dies with the process"},
-			&cli.StringFlag{Name: "database", Usage: "embedded issuer: keep its state in the PostgreSQL database `URL` (postgres://…), shared by serve replicas", Destination: &opts.Database},
+			&cli.StringFlag{Name: "data-dir", Usage: "keep the state (issuer, agent sessions) in an SQLite file in `DIR` (default $XDG_STATE_HOME/agentauth/serve; '' is --ephemeral)"},
+			&cli.BoolFlag{Name: "ephemeral", Usage: "keep the state in memory: it dies with the process"},
+			&cli.StringFlag{Name: "database", Usage: "keep the state in the PostgreSQL database `URL` (postgres://…), shared by serve replicas", Destination: &opts.Database},
 			&cli.StringFlag{Name: "state-key-file", Usage: "embedded issuer: encrypt the signing keys at rest with the secret in `FILE` (at least 32 random bytes, mode 0600)", Destination: &opts.StateKeyFile},
 			&cli.DurationFlag{Name: "key-rotation", Value: issuer.DefaultKeyRotation, Usage: "embedded issuer: a signing key signs for `DURATION`, then the next takes over", Destination: &opts.KeyRotation},
 		},
@@ -382,19 +383,17 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 		issuerOrigin = u.Scheme + "://" + u.Host
 	}
 	cfg.Resolve(issuerOrigin)
+	st, stateDesc, err := openState(ctx, opts)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
 	var iss *issuer.Issuer
-	stateDesc := ""
 	if embedded {
 		key, err := readStateKey(opts.StateKeyFile)
 		if err != nil {
 			return err
 		}
-		st, desc, err := openState(ctx, opts)
-		if err != nil {
-			return err
-		}
-		defer st.Close()
-		stateDesc = desc
 		iss, err = issuer.New(issuer.Options{
 			Issuer: issuerOrigin, DefaultResource: cfg.Resource,
 			TokenTTL: opts.TokenTTL, RefreshTTL: opts.RefreshTTL, CodeTTL: opts.CodeTTL, DeviceInterval: opts.DeviceInterval,
@@ -407,7 +406,7 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 		}
 	}
 	h, err := host.New(host.Options{Config: cfg, AuthScope: opts.AuthScope, Logger: logger, HTTPClient: opts.HTTPClient,
-		Now: opts.Now, MaxMessageSize: wire.DefaultMaxMessageSize, Version: Version})
+		Now: opts.Now, MaxMessageSize: wire.DefaultMaxMessageSize, Version: Version, Store: st})
 	if err != nil {
 		return err
 	}
@@ -445,8 +444,9 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 		go func() { served <- srv.Serve(ln) }()
 		attrs := []any{"addr", ln.Addr().String(), "resource", h.Resource(), "resource_metadata", h.ResourceMetadataURL(), "auth_scope", opts.AuthScope}
 		if iss != nil {
-			attrs = append(attrs, "issuer", issuerOrigin, "auto_approve", opts.AutoApprove, "dev_user", opts.DevUser, "state", stateDesc)
+			attrs = append(attrs, "issuer", issuerOrigin, "auto_approve", opts.AutoApprove, "dev_user", opts.DevUser)
 		}
+		attrs = append(attrs, "state", stateDesc)
 		logger.Info("agent host listening", attrs...)
 		if opts.AddrFile != "" {
 			if err := writeFileAtomic(opts.AddrFile, []byte(ln.Addr().String()+"\n")); err != nil {
@@ -478,7 +478,7 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 	return nil
 }
 
-// openState opens the embedded issuer's state store: PostgreSQL with
+// openState opens serve's state store: PostgreSQL with
 // --database, SQLite in --data-dir, else memory. The description names it
 // for the log, without credentials.
 func openState(ctx context.Context, opts *ServeOptions) (state.Store, string, error) {

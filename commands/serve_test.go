@@ -69,21 +69,22 @@ func TestServeFlags(t *testing.T) {
 		{args: []string{"--issuer", "http://as.example"}, wantCode: ExitUsage},
 		{args: []string{"--issuer", "https://as.example", "--config", "c.json"}, wantCode: ExitUsage},
 		{args: []string{"--issuer", "https://as.example", "--auto-approve"}, wantCode: ExitUsage},
-		{args: []string{"--ephemeral"}, want: with(func(o *ServeOptions) { o.DataDir, o.IssuerFlags = "", []string{"--ephemeral"} })},
-		{args: []string{"--data-dir", ""}, want: with(func(o *ServeOptions) { o.DataDir, o.IssuerFlags = "", []string{"--data-dir"} })},
+		{args: []string{"--ephemeral"}, want: with(func(o *ServeOptions) { o.DataDir = "" })},
+		{args: []string{"--data-dir", ""}, want: with(func(o *ServeOptions) { o.DataDir = "" })},
 		{args: []string{"--data-dir", "st", "--state-key-file", "k", "--key-rotation", "24h"}, want: with(func(o *ServeOptions) {
 			o.DataDir, o.StateKeyFile, o.KeyRotation = "st", "k", 24*time.Hour
-			o.IssuerFlags = []string{"--data-dir", "--state-key-file", "--key-rotation"}
+			o.IssuerFlags = []string{"--state-key-file", "--key-rotation"}
 		})},
 		{args: []string{"--database", "postgres://db.example/agentauth"}, want: with(func(o *ServeOptions) {
-			o.DataDir, o.Database, o.IssuerFlags = "", "postgres://db.example/agentauth", []string{"--database"}
+			o.DataDir, o.Database = "", "postgres://db.example/agentauth"
 		})},
+		{args: []string{"--issuer", "https://as.example", "--data-dir", "st"}, want: with(func(o *ServeOptions) { o.Issuer, o.DataDir = "https://as.example", "st" })},
 		{args: []string{"--database", "mysql://db.example/agentauth"}, wantCode: ExitUsage},
 		{args: []string{"--data-dir", "st", "--ephemeral"}, wantCode: ExitUsage},
 		{args: []string{"--data-dir", "st", "--database", "postgres://db.example/a"}, wantCode: ExitUsage},
 		{args: []string{"--state-key-file", ""}, wantCode: ExitUsage},
 		{args: []string{"--key-rotation", "1s"}, wantCode: ExitUsage},
-		{args: []string{"--issuer", "https://as.example", "--data-dir", "st"}, wantCode: ExitUsage},
+		{args: []string{"--issuer", "https://as.example", "--state-key-file", "k"}, wantCode: ExitUsage},
 	}, serveCommand, func(f *Factory, o *ServeOptions) bool {
 		ok := o.IO == f.IO && o.HTTPClient == f.HTTPClient && o.Now != nil
 		o.IO, o.HTTPClient, o.Now = nil, nil, nil
