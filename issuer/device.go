@@ -89,18 +89,21 @@ func (g *userCodeGuard) fail(now time.Time) {
 // hash of its device code. It is kept DeviceCodeTTL past its expiry so
 // that a late poll still learns expired_token (§3.5).
 type deviceRecord struct {
-	ClientID string        `json:"client_id"`
-	UserCode string        `json:"user_code"` // normalised: 8 letters, no dash
-	Scope    string        `json:"scope"`
-	Resource string        `json:"resource"`
-	Expires  time.Time     `json:"expires"`
-	Interval time.Duration `json:"interval"`
-	LastPoll time.Time     `json:"last_poll"`
-	State    deviceState   `json:"state"`
-	Subject  string        `json:"sub,omitempty"`
+	ClientID string `json:"client_id"`
+	// UserCodeHash is the SHA-256 of the normalised user code (8 letters,
+	// no dash), the key of its userCodeRecord.
+	UserCodeHash string        `json:"user_code_sha256"`
+	Scope        string        `json:"scope"`
+	Resource     string        `json:"resource"`
+	Expires      time.Time     `json:"expires"`
+	Interval     time.Duration `json:"interval"`
+	LastPoll     time.Time     `json:"last_poll"`
+	State        deviceState   `json:"state"`
+	Subject      string        `json:"sub,omitempty"`
 }
 
-// userCodeRecord finds a device authorization by its user code.
+// userCodeRecord finds a device authorization by the hash of its user
+// code.
 type userCodeRecord struct {
 	DeviceKey string `json:"device_key"`
 }
@@ -111,13 +114,13 @@ func (i *Issuer) putDeviceTx(tx state.Tx, key string, d *deviceRecord) error {
 	if err := putRecord(tx, kindDevice, key, d, keep); err != nil {
 		return err
 	}
-	return putRecord(tx, kindUserCode, d.UserCode, userCodeRecord{DeviceKey: key}, keep)
+	return putRecord(tx, kindUserCode, d.UserCodeHash, userCodeRecord{DeviceKey: key}, keep)
 }
 
 // deviceByUserCodeTx finds the device authorization of a normalised user
 // code, and its key.
 func deviceByUserCodeTx(tx state.Tx, userCode string) (string, *deviceRecord, error) {
-	u, err := getRecord[userCodeRecord](tx, kindUserCode, userCode)
+	u, err := getRecord[userCodeRecord](tx, kindUserCode, hash(userCode))
 	if err != nil || u == nil {
 		return "", nil, err
 	}
@@ -196,12 +199,12 @@ func (i *Issuer) deviceAuthorization(w http.ResponseWriter, r *http.Request) (*d
 			userCode = newUserCode()
 		}
 		return i.putDeviceTx(tx, hash(deviceCode), &deviceRecord{
-			ClientID: c.id,
-			UserCode: userCode,
-			Scope:    scope,
-			Resource: resource,
-			Expires:  now.Add(i.opts.DeviceCodeTTL),
-			Interval: i.opts.DeviceInterval,
+			ClientID:     c.id,
+			UserCodeHash: hash(userCode),
+			Scope:        scope,
+			Resource:     resource,
+			Expires:      now.Add(i.opts.DeviceCodeTTL),
+			Interval:     i.opts.DeviceInterval,
 		})
 	})
 	if err != nil {
@@ -276,7 +279,7 @@ func (i *Issuer) redeemDeviceTx(is *issuing, c *client, form url.Values) (*token
 	if err := tx.Delete(kindDevice, key); err != nil {
 		return nil, nil, nil, err
 	}
-	if err := tx.Delete(kindUserCode, d.UserCode); err != nil {
+	if err := tx.Delete(kindUserCode, d.UserCodeHash); err != nil {
 		return nil, nil, nil, err
 	}
 	g := &grantRecord{ClientID: c.id, Subject: d.Subject, Scope: d.Scope, Resource: d.Resource}
@@ -345,7 +348,7 @@ func (i *Issuer) serveDevicePage(w http.ResponseWriter, r *http.Request) {
 		i.render(w, http.StatusOK, "message.html", messagePage{Title: "Device approved", Message: "Signed in as " + i.opts.Subject + ". Return to your device."})
 	default:
 		i.render(w, http.StatusOK, "device.html", devicePage{
-			UserCode:   formatUserCode(d.UserCode),
+			UserCode:   formatUserCode(normaliseUserCode(typed)),
 			ClientName: cl.displayName(),
 			ClientID:   cl.id,
 			Scopes:     strings.Fields(d.Scope),

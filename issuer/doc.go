@@ -11,18 +11,19 @@
 // registration (RFC 7591) and JWT access tokens (RFC 9068) signed with ES256.
 //
 // Its state (registered clients, codes, device codes, grants, refresh and
-// access tokens, revocations, pending consent pages and signing keys) lives
-// in a state.Store: in memory by default, or in SQLite or PostgreSQL, where
-// it survives a restart and several issuers may share it. Codes, refresh
-// tokens, device codes and page nonces are stored as their SHA-256, client
-// secrets too; signing keys are sealed with Options.StateKey when one is
+// access tokens, revocations, pending consent pages and signing keys)
+// lives in a state.Store: in memory by default, or in SQLite or
+// PostgreSQL, where it survives a restart and several issuers may share
+// it. Codes, refresh tokens, device and user codes and page nonces are
+// stored as their SHA-256, client secrets too, and access tokens only by
+// their jti; signing keys are sealed with Options.StateKey when one is
 // given. Signing keys rotate every Options.KeyRotation (kid = RFC 7638
 // thumbprint); a rotated key stays in the JWKS until every token it signed
 // has expired. Expired records are swept at most every sweepEvery (30s),
-// at most maxSweep (1000) per pass. The user code guessing count below and
-// the OnRevoke callbacks are per process. Every approval signs in as a dev user
-// (Options.Subject) without a password: never expose this server to a network
-// you do not trust.
+// at most maxSweep (1000) per pass. The user code guessing count below
+// and the OnRevoke callbacks are per process. Every approval signs in as a
+// dev user (Options.Subject) without a password: never expose this server
+// to a network you do not trust.
 //
 // Because it signs anyone in, the issuer hands codes only to loopback
 // redirect URIs (http://127.0.0.1, http://[::1], http://localhost, any
@@ -53,10 +54,13 @@
 //     userCodeLockout (5 minutes). The count is issuer-wide.
 //
 // Issued grants (used codes, refresh and access tokens) are kept until
-// their tokens expire. With a shared Store the bounds count every
-// process's records, and are approximate under concurrent requests.
+// their tokens expire; one grant (a login and its refreshes) keeps at most
+// maxFamilyAccess (50) live access tokens, a refresh beyond revoking the
+// oldest. With a shared Store the bounds count every process's records,
+// and are approximate under concurrent requests.
 //
 // issuer owns the HTTP endpoints above and their HTML pages. It imports wire
 // for the metadata and error types, state for its Store, and must not
-// import commands, flows, store or the agent host: a host learns about revocations through OnRevoke.
+// import commands, flows, store or the agent host: a host learns about
+// revocations through OnRevoke.
 package issuer
