@@ -268,3 +268,50 @@ func TestFamilyAccessBound(t *testing.T) {
 		t.Errorf("OnRevoke got %v, want the oldest access token's jti", got)
 	}
 }
+
+// TestNoSecretsAtRest: no code, refresh token, access token, device or
+// user code, page nonce or client secret is stored in the clear; the
+// signing key is stored sealed when a state key is given.
+func TestNoSecretsAtRest(t *testing.T) {
+	st := state.NewMemory()
+	key := make([]byte, issuer.StateKeySize)
+	s := start(t, issuer.Options{Store: st, StateKey: key})
+	var secrets []string
+	// A code, and the tokens it brings, through the consent page.
+	a := newAuthz(issuer.CLIClientID, cliRedirect)
+	page := s.authorize(a)
+	nonce := pageNonce(t, page)
+	q := s.callback(s.post("/consent", url.Values{"nonce": {nonce}, "decision": {"approve"}, "subject": {"alice"}}), a)
+	tok := wantOK(t, s.exchange(a, q.Get("code")))
+	secrets = append(secrets, nonce, q.Get("code"), tok["access_token"].(string), tok["refresh_token"].(string))
+	// A pending device authorization and its page.
+	d := wantOK(t, s.post("/device_authorization", url.Values{"client_id": {issuer.CLIClientID}}))
+	devicePage := s.get("/device?user_code=" + url.QueryEscape(d["user_code"].(string)))
+	secrets = append(secrets, d["device_code"].(string), strings.ReplaceAll(d["user_code"].(string), "-", ""), pageNonce(t, devicePage))
+	// A confidential client.
+	reg := s.postJSON("/register", `{"redirect_uris":["http://127.0.0.1/cb"]}`)
+	secrets = append(secrets, reg.str(t, "client_secret"))
+
+	kinds := []state.Kind{"client", "code", "grant", "refresh", "access", "revoked", "device", "user_code", "consent", "key"}
+	seen := 0
+	st.View(context.Background(), func(tx state.Tx) error {
+		for _, k := range kinds {
+			recs, _ := tx.List(k)
+			for _, r := range recs {
+				seen++
+				for _, sec := range secrets {
+					if strings.Contains(r.Key, sec) || strings.Contains(string(r.Value), sec) {
+						t.Errorf("record %s/%s holds a secret in the clear", k, r.Key)
+					}
+				}
+				if k == "key" && (strings.Contains(string(r.Value), "pkcs8") || !strings.Contains(string(r.Value), "sealed")) {
+					t.Errorf("signing key %s is not sealed", r.Key)
+				}
+			}
+		}
+		return nil
+	})
+	if seen < 8 {
+		t.Errorf("only %d records found: the test does not see the issuer's kinds", seen)
+	}
+}
