@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/base64"
 	"encoding/json"
 	"flag"
@@ -25,6 +26,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/agentauth/agentauth/state"
 	"github.com/agentauth/agentauth/state/statetest"
 )
 
@@ -36,6 +38,7 @@ func init() {
 	scriptCmds["waitlines"] = waitLines
 	scriptCmds["pgstart"] = pgStart
 	scriptCmds["grantsvalid"] = grantsValid
+	scriptCmds["schemaversion"] = schemaVersion
 }
 
 // fileMode checks a file's permission bits. Usage: filemode FILE MODE
@@ -286,4 +289,20 @@ func lbProxy() {
 	go srv.Serve(ln)
 	<-ctx.Done()
 	srv.Close()
+}
+
+// schemaVersion sets the schema version recorded in the SQLite state
+// database in DIR, as a newer agentauth would leave it.
+// Usage: schemaversion DIR N
+func schemaVersion(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: schemaversion DIR N")
+	}
+	n, err := strconv.Atoi(args[1])
+	ts.Check(err)
+	db, err := sql.Open("sqlite", filepath.Join(ts.MkAbs(args[0]), state.SQLiteFile))
+	ts.Check(err)
+	defer db.Close()
+	_, err = db.Exec(`UPDATE agentauth_schema SET version = ?`, n)
+	ts.Check(err)
 }

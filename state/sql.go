@@ -35,7 +35,7 @@ type NewerSchemaError struct {
 }
 
 func (e *NewerSchemaError) Error() string {
-	return fmt.Sprintf("the state database has schema version %d, newer than this agentauth knows (%d): it was written by a newer agentauth; run that version, or start serve on another --data-dir or --database", e.Have, e.Know)
+	return fmt.Sprintf("the state database has schema version %d, newer than this agentauth knows (%d): a newer agentauth wrote it; run that version", e.Have, e.Know)
 }
 
 // dialect is what differs between SQLite and PostgreSQL.
