@@ -65,6 +65,10 @@ func OpenPostgres(ctx context.Context, url string) (*Postgres, error) {
 	}
 	db := stdlib.OpenDB(*cfg)
 	db.SetMaxOpenConns(maxPostgresConns)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("cannot connect to the database: %w", err)
+	}
 	d := dialect{blob: "BYTEA", forUpdate: " FOR UPDATE", lock: fmt.Sprintf("SELECT pg_advisory_xact_lock(%d)", migrationLock), dollars: true}
 	if err := migrate(ctx, db, d, migrations); err != nil {
 		db.Close()
