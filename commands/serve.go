@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,6 +24,7 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
+	"github.com/zalando/go-keyring"
 
 	"github.com/agentauth/agentauth/host"
 	"github.com/agentauth/agentauth/issuer"
@@ -80,8 +83,10 @@ type ServeOptions struct {
 	DataDir  string
 	Database string
 	// StateKeyFile is --state-key-file: a secret that encrypts the
-	// signing keys at rest.
-	StateKeyFile string
+	// signing keys at rest. StateKeyKeyring is --state-key-keyring: the
+	// same secret kept in the OS keyring instead, created on first use.
+	StateKeyFile    string
+	StateKeyKeyring bool
 	// KeyRotation is --key-rotation: how long one signing key signs.
 	KeyRotation time.Duration
 }
@@ -95,10 +100,18 @@ const (
 
 // embeddedIssuerFlags configure the embedded issuer.
 var embeddedIssuerFlags = []string{"auto-approve", "dev-user", "token-ttl", "refresh-ttl", "code-ttl", "device-interval", "allow-redirect-origin",
-	"state-key-file", "key-rotation"}
+	"state-key-file", "state-key-keyring", "key-rotation"}
 
 // minStateKeyBytes is the least a --state-key-file holds.
 const minStateKeyBytes = 32
+
+// The state key in the OS keyring (--state-key-keyring): one entry per
+// state location, each call bounded by stateKeyringTimeout (a locked or
+// absent keyring must not hang serve).
+const (
+	stateKeyringService = "agentauth-serve"
+	stateKeyringTimeout = 3 * time.Second
+)
 
 func newServeCommand(f *Factory) *cli.Command {
 	return serveCommand(f, runServe)
@@ -136,7 +149,8 @@ directory). --ephemeral keeps it in memory instead, to die with the process.
 --database postgres://… keeps it in PostgreSQL, shared by several serve
 replicas, which push each other's revocations (LISTEN/NOTIFY). Codes,
 refresh tokens and client secrets are stored as SHA-256 hashes; the signing
-keys are encrypted with --state-key-file when given, stored in the clear
+keys are encrypted with --state-key-file (or --state-key-keyring) when
+given, stored in the clear
 (file mode 0600) otherwise. A signing key signs for --key-rotation, then
 stays published in the JWKS until its tokens have expired.
 
@@ -172,6 +186,7 @@ Logs go to stderr (or --log-file), never tokens.`,
 			&cli.BoolFlag{Name: "ephemeral", Usage: "keep the state in memory: it dies with the process"},
 			&cli.StringFlag{Name: "database", Usage: "keep the state in the PostgreSQL database `URL` (postgres://…), shared by serve replicas", Destination: &opts.Database},
 			&cli.StringFlag{Name: "state-key-file", Usage: "embedded issuer: encrypt the signing keys at rest with the secret in `FILE` (at least 32 random bytes, mode 0600)", Destination: &opts.StateKeyFile},
+			&cli.BoolFlag{Name: "state-key-keyring", Usage: "embedded issuer: encrypt the signing keys at rest with a secret kept in the OS keyring (created on first use)", Destination: &opts.StateKeyKeyring},
 			&cli.DurationFlag{Name: "key-rotation", Value: issuer.DefaultKeyRotation, Usage: "embedded issuer: a signing key signs for `DURATION`, then the next takes over", Destination: &opts.KeyRotation},
 		},
 		Action: func(c *cli.Context) error {
@@ -256,6 +271,9 @@ func stateFlags(c *cli.Context, opts *ServeOptions) error {
 		if u, err := url.Parse(opts.Database); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
 			return usageErrorf("--database must be a postgres:// URL")
 		}
+	}
+	if opts.StateKeyFile != "" && opts.StateKeyKeyring {
+		return usageErrorf("--state-key-file and --state-key-keyring each give the state key: give one")
 	}
 	if c.Duration("key-rotation") < time.Minute {
 		return usageErrorf("--key-rotation must be at least 1m, not %s", c.Duration("key-rotation"))
@@ -390,7 +408,12 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 	defer st.Close()
 	var iss *issuer.Issuer
 	if embedded {
-		key, err := readStateKey(opts.StateKeyFile)
+		var key []byte
+		if opts.StateKeyKeyring {
+			key, err = keyringStateKey(stateDesc, stateKeyringTimeout)
+		} else {
+			key, err = readStateKey(opts.StateKeyFile)
+		}
 		if err != nil {
 			return err
 		}
@@ -522,6 +545,39 @@ func readStateKey(path string) ([]byte, error) {
 		return nil, fmt.Errorf("cannot use --state-key-file %s: it holds fewer than %d bytes\nTo make one, run: head -c 32 /dev/urandom | base64 > %s; chmod 600 %s", path, minStateKeyBytes, path, path)
 	}
 	sum := sha256.Sum256(bytes.TrimSpace(b))
+	return sum[:], nil
+}
+
+// keyringStateKey derives the state key from the OS keyring's entry for
+// the state location (as openState describes it), creating the entry with
+// 32 random bytes on first use.
+func keyringStateKey(location string, timeout time.Duration) ([]byte, error) {
+	type result struct {
+		secret string
+		err    error
+	}
+	done := make(chan result, 1)
+	go func() {
+		user := "state-key " + location
+		secret, err := keyring.Get(stateKeyringService, user)
+		if errors.Is(err, keyring.ErrNotFound) {
+			b := make([]byte, 32)
+			rand.Read(b)
+			secret = base64.RawStdEncoding.EncodeToString(b)
+			err = keyring.Set(stateKeyringService, user, secret)
+		}
+		done <- result{secret, err}
+	}()
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(timeout):
+		r.err = fmt.Errorf("the keyring did not answer within %s", timeout)
+	}
+	if r.err != nil {
+		return nil, fmt.Errorf("cannot get the state key from the OS keyring: %w\nUse --state-key-file FILE instead", r.err)
+	}
+	sum := sha256.Sum256([]byte(r.secret))
 	return sum[:], nil
 }
 

@@ -3,6 +3,7 @@ package commands
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/zalando/go-keyring"
 
 	"github.com/agentauth/agentauth/issuer"
 )
@@ -84,6 +86,8 @@ func TestServeFlags(t *testing.T) {
 		{args: []string{"--data-dir", "st", "--database", "postgres://db.example/a"}, wantCode: ExitUsage},
 		{args: []string{"--state-key-file", ""}, wantCode: ExitUsage},
 		{args: []string{"--key-rotation", "1s"}, wantCode: ExitUsage},
+		{args: []string{"--state-key-keyring"}, want: with(func(o *ServeOptions) { o.StateKeyKeyring, o.IssuerFlags = true, []string{"--state-key-keyring"} })},
+		{args: []string{"--state-key-keyring", "--state-key-file", "k"}, wantCode: ExitUsage},
 		{args: []string{"--issuer", "https://as.example", "--state-key-file", "k"}, wantCode: ExitUsage},
 	}, serveCommand, func(f *Factory, o *ServeOptions) bool {
 		ok := o.IO == f.IO && o.HTTPClient == f.HTTPClient && o.Now != nil
@@ -278,5 +282,30 @@ func TestServeHTTPServerIsBounded(t *testing.T) {
 	srv := newHTTPServer(http.NotFoundHandler(), slog.New(slog.DiscardHandler))
 	if srv.ReadHeaderTimeout <= 0 || srv.ReadTimeout <= 0 || srv.WriteTimeout <= 0 || srv.IdleTimeout <= 0 || srv.MaxHeaderBytes <= 0 {
 		t.Errorf("unbounded server: %+v", srv)
+	}
+}
+
+// TestKeyringStateKey: the state key in the OS keyring is created on first
+// use, the same on the next, one per state location; a keyring that fails
+// is reported with the flag that avoids it.
+func TestKeyringStateKey(t *testing.T) {
+	keyring.MockInit()
+	t.Cleanup(keyring.MockInit)
+	first, err := keyringStateKey("sqlite /a/state.db", time.Second)
+	if err != nil || len(first) != issuer.StateKeySize {
+		t.Fatalf("first use: %x, %v", first, err)
+	}
+	again, err := keyringStateKey("sqlite /a/state.db", time.Second)
+	if err != nil || string(again) != string(first) {
+		t.Errorf("second use: %x, %v; want the first key", again, err)
+	}
+	other, err := keyringStateKey("sqlite /b/state.db", time.Second)
+	if err != nil || string(other) == string(first) {
+		t.Errorf("another location: %x, %v; want another key", other, err)
+	}
+	keyring.MockInitWithError(errors.New("no secret service"))
+	if _, err := keyringStateKey("sqlite /c/state.db", time.Second); err == nil || !strings.Contains(err.Error(), "no secret service") ||
+		!strings.Contains(err.Error(), "--state-key-file") {
+		t.Errorf("failing keyring: %v", err)
 	}
 }

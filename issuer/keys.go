@@ -228,11 +228,11 @@ func (i *Issuer) openKey(r state.Record) (*keyRecord, *ecdsa.PrivateKey, error) 
 	der := kr.PKCS8
 	if kr.Sealed != nil {
 		if i.opts.StateKey == nil {
-			return nil, nil, fmt.Errorf("cannot read signing key %s: it is encrypted\nStart serve with the --state-key-file that encrypted it", r.Key)
+			return nil, nil, fmt.Errorf("cannot read signing key %s: it is encrypted\nStart serve with the state key that encrypted it (--state-key-file or --state-key-keyring)", r.Key)
 		}
 		var err error
 		if der, err = unseal(i.opts.StateKey, kr.Sealed, r.Key); err != nil {
-			return nil, nil, fmt.Errorf("cannot decrypt signing key %s: %w\nStart serve with the --state-key-file that encrypted it", r.Key, err)
+			return nil, nil, fmt.Errorf("cannot decrypt signing key %s: %w\nStart serve with the state key that encrypted it (--state-key-file or --state-key-keyring)", r.Key, err)
 		}
 	}
 	parsed, err := x509.ParsePKCS8PrivateKey(der)

@@ -35,6 +35,10 @@ func OpenSQLite(ctx context.Context, dir string) (*SQLite, error) {
 }
 
 func openSQLite(ctx context.Context, dir string, ms [][]string) (*SQLite, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("cannot find the data directory: %w", err)
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("cannot create the data directory: %w", err)
 	}
@@ -69,7 +73,7 @@ func openSQLite(ctx context.Context, dir string, ms [][]string) (*SQLite, error)
 	return &SQLite{sqlStore: s, path: path}, nil
 }
 
-// Path is the database file.
+// Path is the database file's absolute path.
 func (s *SQLite) Path() string { return s.path }
 
 // PublishRevoked does nothing: one process uses the file.
