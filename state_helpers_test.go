@@ -39,6 +39,8 @@ func init() {
 	scriptCmds["pgstart"] = pgStart
 	scriptCmds["grantsvalid"] = grantsValid
 	scriptCmds["schemaversion"] = schemaVersion
+	scriptCmds["samekid"] = sameKid
+	scriptCmds["jwkskids"] = jwksKids
 }
 
 // fileMode checks a file's permission bits. Usage: filemode FILE MODE
@@ -305,4 +307,51 @@ func schemaVersion(ts *testscript.TestScript, neg bool, args []string) {
 	defer db.Close()
 	_, err = db.Exec(`UPDATE agentauth_schema SET version = ?`, n)
 	ts.Check(err)
+}
+
+// sameKid checks that two JWTs (in files) name the same kid; negated, that
+// they name different ones. Usage: samekid FILE FILE
+func sameKid(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: samekid FILE FILE")
+	}
+	kid := func(file string) string {
+		header, _, _ := strings.Cut(strings.TrimSpace(ts.ReadFile(file)), ".")
+		b, err := base64.RawURLEncoding.DecodeString(header)
+		ts.Check(err)
+		var h struct {
+			Kid string `json:"kid"`
+		}
+		ts.Check(json.Unmarshal(b, &h))
+		if h.Kid == "" {
+			ts.Fatalf("%s names no kid", file)
+		}
+		return h.Kid
+	}
+	a, b := kid(args[0]), kid(args[1])
+	if (a == b) == neg {
+		ts.Fatalf("%s names kid %s, %s names %s", args[0], a, args[1], b)
+	}
+}
+
+// jwksKids checks that the JWKS at URL publishes N keys.
+// Usage: jwkskids N URL
+func jwksKids(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: jwkskids N URL")
+	}
+	n, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	resp, err := http.Get(args[1])
+	ts.Check(err)
+	defer resp.Body.Close()
+	var set struct {
+		Keys []struct {
+			Kid string `json:"kid"`
+		} `json:"keys"`
+	}
+	ts.Check(json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&set))
+	if len(set.Keys) != n {
+		ts.Fatalf("the JWKS publishes %d keys, want %d", len(set.Keys), n)
+	}
 }

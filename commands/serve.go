@@ -88,7 +88,9 @@ type ServeOptions struct {
 	StateKeyFile    string
 	StateKeyKeyring bool
 	// KeyRotation is --key-rotation: how long one signing key signs.
+	// RotateKey is --rotate-key: retire the current key at start.
 	KeyRotation time.Duration
+	RotateKey   bool
 }
 
 // The built-in configuration's scheme (PROTOCOL.md "Auth requirements").
@@ -100,7 +102,7 @@ const (
 
 // embeddedIssuerFlags configure the embedded issuer.
 var embeddedIssuerFlags = []string{"auto-approve", "dev-user", "token-ttl", "refresh-ttl", "code-ttl", "device-interval", "allow-redirect-origin",
-	"state-key-file", "state-key-keyring", "key-rotation"}
+	"state-key-file", "state-key-keyring", "key-rotation", "rotate-key"}
 
 // minStateKeyBytes is the least a --state-key-file holds.
 const minStateKeyBytes = 32
@@ -142,17 +144,19 @@ scope agent:use. The embedded issuer signs everyone in as --dev-user without
 a password: keep it on loopback.
 
 serve's state (the embedded issuer's registered clients, codes, grants,
-refresh tokens, revocations and signing keys; the agent sessions) survives a
-restart: it lives in an SQLite file in --data-dir (default $XDG_STATE_HOME/agentauth/serve, else
-~/.local/state/agentauth/serve; on macOS and Windows under the user's config
-directory). --ephemeral keeps it in memory instead, to die with the process.
---database postgres://… keeps it in PostgreSQL, shared by several serve
-replicas, which push each other's revocations (LISTEN/NOTIFY). Codes,
-refresh tokens and client secrets are stored as SHA-256 hashes; the signing
-keys are encrypted with --state-key-file (or --state-key-keyring) when
-given, stored in the clear
-(file mode 0600) otherwise. A signing key signs for --key-rotation, then
-stays published in the JWKS until its tokens have expired.
+refresh tokens, revocations and signing keys; the agent sessions) survives
+a restart: it lives in an SQLite file in --data-dir (default
+$XDG_STATE_HOME/agentauth/serve, else ~/.local/state/agentauth/serve; on
+macOS and Windows under the user's config directory). --ephemeral keeps it
+in memory instead, to die with the process. --database postgres://… keeps
+it in PostgreSQL, shared by several serve replicas, which push each other's
+revocations (LISTEN/NOTIFY): give each the load balancer's --resource, as
+the embedded issuer is published on the resource's origin. Codes, refresh tokens and client
+secrets are stored as SHA-256 hashes; the signing keys are encrypted with
+--state-key-file or --state-key-keyring when given, stored in the clear
+(file mode 0600) otherwise. A signing key signs for --key-rotation (or until
+a start with --rotate-key), then stays published in the JWKS until its
+tokens have expired.
 
 Every request must name this server in its Host header: the listener's
 address (for a loopback listener also localhost or any loopback address, on
@@ -188,6 +192,7 @@ Logs go to stderr (or --log-file), never tokens.`,
 			&cli.StringFlag{Name: "state-key-file", Usage: "embedded issuer: encrypt the signing keys at rest with the secret in `FILE` (at least 32 random bytes, mode 0600)", Destination: &opts.StateKeyFile},
 			&cli.BoolFlag{Name: "state-key-keyring", Usage: "embedded issuer: encrypt the signing keys at rest with a secret kept in the OS keyring (created on first use)", Destination: &opts.StateKeyKeyring},
 			&cli.DurationFlag{Name: "key-rotation", Value: issuer.DefaultKeyRotation, Usage: "embedded issuer: a signing key signs for `DURATION`, then the next takes over", Destination: &opts.KeyRotation},
+			&cli.BoolFlag{Name: "rotate-key", Usage: "embedded issuer: retire the current signing key now (it stays published until its tokens expire)", Destination: &opts.RotateKey},
 		},
 		Action: func(c *cli.Context) error {
 			if c.Args().Len() > 0 {
@@ -422,7 +427,7 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 			TokenTTL: opts.TokenTTL, RefreshTTL: opts.RefreshTTL, CodeTTL: opts.CodeTTL, DeviceInterval: opts.DeviceInterval,
 			AutoApprove: opts.AutoApprove, Subject: opts.DevUser, ScopesSupported: scopes, Clients: clients,
 			AllowedRedirectOrigins: opts.AllowRedirectOrigins, Logger: logger, Now: opts.Now,
-			Store: st, StateKey: key, KeyRotation: opts.KeyRotation,
+			Store: st, StateKey: key, KeyRotation: opts.KeyRotation, RotateKey: opts.RotateKey,
 		})
 		if err != nil {
 			return fmt.Errorf("cannot start the embedded issuer: %w", err)

@@ -129,8 +129,11 @@ type Options struct {
 	// over; the old one stays in the JWKS until its tokens have expired.
 	// Default 30 days.
 	KeyRotation time.Duration
-	Logger      *slog.Logger
-	Now         func() time.Time
+	// RotateKey retires the current signing key at New, out of schedule
+	// (a key that may have leaked): a new one signs from then on.
+	RotateKey bool
+	Logger    *slog.Logger
+	Now       func() time.Time
 }
 
 // Issuer is the embedded authorization server. Its methods are safe for
@@ -221,6 +224,11 @@ func New(opts Options) (*Issuer, error) {
 			return nil, fmt.Errorf("cannot register client %q twice", rc.id)
 		}
 		i.static[rc.id] = rc
+	}
+	if opts.RotateKey {
+		if err := i.retireKeys(context.Background(), i.now()); err != nil {
+			return nil, err
+		}
 	}
 	if _, err := i.signer(context.Background(), i.now()); err != nil {
 		return nil, err

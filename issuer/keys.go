@@ -177,6 +177,37 @@ func (i *Issuer) loadKeysLocked(ctx context.Context, now time.Time, create bool)
 	return nil
 }
 
+// retireKeys ends the signing life of every current key now (a rotation
+// out of schedule); each stays published until its tokens have expired.
+func (i *Issuer) retireKeys(ctx context.Context, now time.Time) error {
+	err := i.store.Update(ctx, func(tx state.Tx) error {
+		recs, err := tx.List(kindKey)
+		if err != nil {
+			return err
+		}
+		for _, r := range recs {
+			var kr keyRecord
+			if err := json.Unmarshal(r.Value, &kr); err != nil || !now.Before(kr.RetireAt) {
+				continue
+			}
+			kr.RetireAt = now
+			b, err := json.Marshal(kr)
+			if err != nil {
+				return err
+			}
+			if err := tx.Put(kindKey, r.Key, b, now.Add(i.opts.TokenTTL+keyReload)); err != nil {
+				return err
+			}
+			i.log.Info("issuer: signing key retired", "kid", r.Key)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("cannot retire the signing keys: %w", err)
+	}
+	return nil
+}
+
 // keyCurrent reports whether the stored key r may sign now.
 func (i *Issuer) keyCurrent(r state.Record, now time.Time) bool {
 	var kr keyRecord
