@@ -108,10 +108,13 @@ type userCodeRecord struct {
 	DeviceKey string `json:"device_key"`
 }
 
-// putDeviceTx stores d under key and its user code.
-func (i *Issuer) putDeviceTx(tx state.Tx, key string, d *deviceRecord) error {
+// putDeviceTx stores d under key, and with withUserCode (a new
+// authorization) its user code's record. (Updates leave the user code's record alone: a poll then locks
+// only the device record, and cannot deadlock with the device page on
+// PostgreSQL.)
+func (i *Issuer) putDeviceTx(tx state.Tx, key string, d *deviceRecord, withUserCode bool) error {
 	keep := d.Expires.Add(i.opts.DeviceCodeTTL)
-	if err := putRecord(tx, kindDevice, key, d, keep); err != nil {
+	if err := putRecord(tx, kindDevice, key, d, keep); err != nil || !withUserCode {
 		return err
 	}
 	return putRecord(tx, kindUserCode, d.UserCodeHash, userCodeRecord{DeviceKey: key}, keep)
@@ -205,7 +208,7 @@ func (i *Issuer) deviceAuthorization(w http.ResponseWriter, r *http.Request) (*d
 			Resource:     resource,
 			Expires:      now.Add(i.opts.DeviceCodeTTL),
 			Interval:     i.opts.DeviceInterval,
-		})
+		}, true)
 	})
 	if err != nil {
 		return nil, i.storeFailed(err)
@@ -264,17 +267,17 @@ func (i *Issuer) redeemDeviceTx(is *issuing, c *client, form url.Values) (*token
 	case !d.LastPoll.IsZero() && now.Sub(d.LastPoll) < d.Interval:
 		d.Interval += slowDownStep
 		d.LastPoll = now
-		return nil, nil, badRequest("slow_down", "polling too fast; wait at least the interval, now increased by 5 seconds"), i.putDeviceTx(tx, key, d)
+		return nil, nil, badRequest("slow_down", "polling too fast; wait at least the interval, now increased by 5 seconds"), i.putDeviceTx(tx, key, d, false)
 	}
 	d.LastPoll = now
 	switch d.State {
 	case devicePending:
-		return nil, nil, badRequest("authorization_pending", "the user has not answered yet"), i.putDeviceTx(tx, key, d)
+		return nil, nil, badRequest("authorization_pending", "the user has not answered yet"), i.putDeviceTx(tx, key, d, false)
 	case deviceDenied:
-		return nil, nil, badRequest("access_denied", "the user denied the request"), i.putDeviceTx(tx, key, d)
+		return nil, nil, badRequest("access_denied", "the user denied the request"), i.putDeviceTx(tx, key, d, false)
 	}
 	if e := sameResource(form, d.Resource); e != nil {
-		return nil, nil, e, i.putDeviceTx(tx, key, d)
+		return nil, nil, e, i.putDeviceTx(tx, key, d, false)
 	}
 	if err := tx.Delete(kindDevice, key); err != nil {
 		return nil, nil, nil, err
@@ -315,7 +318,7 @@ func (i *Issuer) serveDevicePage(w http.ResponseWriter, r *http.Request) {
 			d = rec
 			if i.opts.AutoApprove {
 				d.State, d.Subject = deviceApproved, i.opts.Subject
-				return i.putDeviceTx(tx, key, d)
+				return i.putDeviceTx(tx, key, d, false)
 			}
 			nonce = randomToken()
 			return addConsentTx(tx, nonce, &consentRecord{Expires: now.Add(consentTTL), DeviceKey: key})
@@ -390,7 +393,7 @@ func (i *Issuer) serveDeviceDecision(w http.ResponseWriter, r *http.Request) {
 		} else {
 			d.State = deviceDenied
 		}
-		return i.putDeviceTx(tx, c.DeviceKey, d)
+		return i.putDeviceTx(tx, c.DeviceKey, d, false)
 	})
 	if err != nil {
 		i.storePage(w, err)
