@@ -54,8 +54,11 @@ type grantRecord struct {
 	Scope    string `json:"scope"`
 	Resource string `json:"resource"`
 	// Access lists the access tokens of the family that may still live.
-	Access  []issuedAccess `json:"access,omitempty"`
-	Revoked bool           `json:"revoked,omitempty"`
+	Access []issuedAccess `json:"access,omitempty"`
+	// Refresh is the hash of the family's current refresh token: any
+	// other of its refresh tokens was rotated, and presenting it is reuse.
+	Refresh string `json:"refresh,omitempty"`
+	Revoked bool   `json:"revoked,omitempty"`
 }
 
 type issuedAccess struct {
@@ -63,10 +66,11 @@ type issuedAccess struct {
 	Expires time.Time `json:"exp"`
 }
 
+// refreshRecord is a refresh token, current or rotated (see
+// grantRecord.Refresh); it is written once.
 type refreshRecord struct {
 	GrantID string    `json:"grant_id"`
 	Expires time.Time `json:"expires"`
-	Used    bool      `json:"used,omitempty"` // rotated: presenting it again is reuse
 }
 
 type accessRecord struct {

@@ -179,9 +179,10 @@ func verifierMatches(verifier, challenge string) bool {
 
 // redeemRefreshTx is the refresh grant (RFC 6749 §6). Every use rotates
 // the refresh token; presenting a rotated one again revokes the whole
-// family (OAuth 2.0 Security BCP, RFC 9700 §4.14.2). The token's record is
-// read and marked used in one transaction, so that of two concurrent uses
-// (on two replicas, say) one rotates and the other is reuse.
+// family (OAuth 2.0 Security BCP, RFC 9700 §4.14.2). The family's record
+// names its current refresh token and is read and rewritten in one
+// transaction, so that of two concurrent uses (on two replicas, say) one
+// rotates and the other is reuse.
 func (i *Issuer) redeemRefreshTx(is *issuing, c *client, form url.Values) (*tokenResponse, []string, *oauthError, error) {
 	token := form.Get("refresh_token")
 	if token == "" {
@@ -205,7 +206,7 @@ func (i *Issuer) redeemRefreshTx(is *issuing, c *client, form url.Values) (*toke
 		return nil, nil, badRequest("invalid_grant", "the refresh token was issued to another client"), nil
 	case g.Revoked:
 		return nil, nil, badRequest("invalid_grant", "the refresh token was revoked"), nil
-	case rt.Used:
+	case g.Refresh != key:
 		jtis, err := i.revokeGrantTx(tx, now, rt.GrantID, g)
 		if err != nil {
 			return nil, nil, nil, err
@@ -221,10 +222,6 @@ func (i *Issuer) redeemRefreshTx(is *issuing, c *client, form url.Values) (*toke
 	}
 	if e := sameResource(form, g.Resource); e != nil {
 		return nil, nil, e, nil
-	}
-	rt.Used = true
-	if err := putRecord(tx, kindRefresh, key, rt, rt.Expires); err != nil {
-		return nil, nil, nil, err
 	}
 	return i.issueTx(is, c, rt.GrantID, g, scope)
 }
@@ -272,19 +269,20 @@ func (i *Issuer) issueTx(is *issuing, c *client, id string, g *grantRecord, scop
 		g.Access = g.Access[1:]
 	}
 	g.Access = append(g.Access, issuedAccess{JTI: jti, Expires: expires})
+	resp := &tokenResponse{AccessToken: at, TokenType: "Bearer", ExpiresIn: int64(i.opts.TokenTTL / time.Second), Scope: scope}
+	if c.allows(wire.GrantRefreshToken) {
+		resp.RefreshToken = randomToken()
+		g.Refresh = hash(resp.RefreshToken)
+		rt := refreshRecord{GrantID: id, Expires: now.Add(i.opts.RefreshTTL)}
+		if err := putRecord(tx, kindRefresh, g.Refresh, rt, rt.Expires); err != nil {
+			return nil, nil, nil, err
+		}
+	}
 	if err := putRecord(tx, kindGrant, id, g, i.grantExpiry(now)); err != nil {
 		return nil, nil, nil, err
 	}
 	if err := i.issuedClientTx(tx, c.id); err != nil {
 		return nil, nil, nil, err
-	}
-	resp := &tokenResponse{AccessToken: at, TokenType: "Bearer", ExpiresIn: int64(i.opts.TokenTTL / time.Second), Scope: scope}
-	if c.allows(wire.GrantRefreshToken) {
-		resp.RefreshToken = randomToken()
-		rt := refreshRecord{GrantID: id, Expires: now.Add(i.opts.RefreshTTL)}
-		if err := putRecord(tx, kindRefresh, hash(resp.RefreshToken), rt, rt.Expires); err != nil {
-			return nil, nil, nil, err
-		}
 	}
 	i.log.Info("issuer: access token issued", "client_id", c.id, "sub", g.Subject, "aud", g.Resource, "scope", scope, "jti", jti)
 	return resp, revoked, nil, nil
