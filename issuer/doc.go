@@ -10,20 +10,21 @@
 // revocation (RFC 7009), introspection (RFC 7662), open dynamic client
 // registration (RFC 7591) and JWT access tokens (RFC 9068) signed with ES256.
 //
-// Its state (registered clients, codes, device codes, grants, refresh and
-// access tokens, revocations, pending consent pages and signing keys)
-// lives in a state.Store: in memory by default, or in SQLite or
-// PostgreSQL, where it survives a restart and several issuers may share
-// it. Codes, refresh tokens, device and user codes and page nonces are
-// stored as their SHA-256, client secrets too, and access tokens only by
-// their jti; signing keys are sealed with Options.StateKey when one is
-// given. Signing keys rotate every Options.KeyRotation (kid = RFC 7638
-// thumbprint); a rotated key stays in the JWKS until every token it signed
-// has expired. Expired records are swept at most every sweepEvery (30s),
-// at most maxSweep (1000) per pass. The user code guessing count below
-// and the OnRevoke callbacks are per process. Every approval signs in as a
-// dev user (Options.Subject) without a password: never expose this server
-// to a network you do not trust.
+// Its state (registered clients, codes, device codes, grants, refresh
+// tokens, revocations, pending consent pages and signing keys) lives in a
+// state.Store: in memory by default, or in SQLite or PostgreSQL, where it
+// survives a restart and several issuers may share it. Codes, refresh
+// tokens, device and user codes and page nonces are stored as their
+// SHA-256, client secrets too; access tokens are not stored (the signature
+// vouches for them), only their jtis, in their grant and, once revoked,
+// until they expire; signing keys are sealed with Options.StateKey when
+// one is given. Signing keys rotate every Options.KeyRotation (kid = RFC
+// 7638 thumbprint); a rotated key stays in the JWKS until every token it
+// signed has expired. Expired records are swept at most every sweepEvery
+// (30s), at most maxSweep (1000) per pass. The user code guessing count
+// below and the OnRevoke callbacks are per process. Every approval signs
+// in as a dev user (Options.Subject) without a password: never expose
+// this server to a network you do not trust.
 //
 // Because it signs anyone in, the issuer hands codes only to loopback
 // redirect URIs (http://127.0.0.1, http://[::1], http://localhost, any

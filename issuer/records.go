@@ -20,8 +20,7 @@ const (
 	kindCode     state.Kind = "code"      // unredeemed authorization codes
 	kindGrant    state.Kind = "grant"     // token families: by the code's hash, or random
 	kindRefresh  state.Kind = "refresh"   // refresh tokens, used ones included
-	kindAccess   state.Kind = "access"    // issued access tokens, by jti
-	kindRevoked  state.Kind = "revoked"   // revoked access tokens, by jti
+	kindRevoked  state.Kind = "revoked"   // revoked access tokens, by jti, until they expire
 	kindDevice   state.Kind = "device"    // device authorizations
 	kindUserCode state.Kind = "user_code" // normalised user code → device key
 	kindConsent  state.Kind = "consent"   // pending consent and device pages
@@ -71,13 +70,6 @@ type issuedAccess struct {
 type refreshRecord struct {
 	GrantID string    `json:"grant_id"`
 	Expires time.Time `json:"expires"`
-}
-
-type accessRecord struct {
-	GrantID  string    `json:"grant_id"`
-	ClientID string    `json:"client_id"`
-	Expires  time.Time `json:"expires"`
-	Revoked  bool      `json:"revoked,omitempty"`
 }
 
 // clientRecord is a client registered at the registration endpoint.
@@ -160,7 +152,7 @@ func (i *Issuer) revokeGrantTx(tx state.Tx, now time.Time, id string, g *grantRe
 		if !a.Expires.After(now) {
 			continue
 		}
-		revoked, err := i.revokeAccessTx(tx, a.JTI)
+		revoked, err := i.revokeAccessTx(tx, a.JTI, a.Expires)
 		if err != nil {
 			return nil, err
 		}
@@ -171,18 +163,19 @@ func (i *Issuer) revokeGrantTx(tx state.Tx, now time.Time, id string, g *grantRe
 	return jtis, putRecord(tx, kindGrant, id, g, i.grantExpiry(now))
 }
 
-// revokeAccessTx marks one access token revoked, and reports whether it
-// was live.
-func (i *Issuer) revokeAccessTx(tx state.Tx, jti string) (bool, error) {
-	a, err := getRecord[accessRecord](tx, kindAccess, jti)
-	if err != nil || a == nil || a.Revoked {
+// revokeAccessTx records that the access token jti, which expires at
+// expires, is revoked, and reports whether it was live. An access token is
+// not stored: the issuer's signature vouches for it, and the revoked ones
+// are listed until they expire.
+func (i *Issuer) revokeAccessTx(tx state.Tx, jti string, expires time.Time) (bool, error) {
+	if !expires.After(i.now()) {
+		return false, nil
+	}
+	_, err := tx.Get(kindRevoked, jti)
+	if err == nil || !errors.Is(err, state.ErrNotFound) {
 		return false, err
 	}
-	a.Revoked = true
-	if err := putRecord(tx, kindAccess, jti, a, a.Expires); err != nil {
-		return false, err
-	}
-	return true, tx.Put(kindRevoked, jti, []byte("{}"), a.Expires)
+	return true, tx.Put(kindRevoked, jti, []byte("{}"), expires)
 }
 
 // grantExpiry is how long a family issued or rotated now is kept: until

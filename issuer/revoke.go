@@ -1,7 +1,9 @@
 package issuer
 
 import (
+	"errors"
 	"net/http"
+	"time"
 
 	"github.com/agentauth/agentauth/state"
 )
@@ -49,12 +51,8 @@ func (i *Issuer) serveRevoke(w http.ResponseWriter, r *http.Request) {
 		if claims == nil {
 			return nil
 		}
-		a, err := getRecord[accessRecord](tx, kindAccess, claims.ID)
-		if err != nil || a == nil {
-			return err
-		}
-		if owner = a.ClientID; owner == c.id {
-			revoked, err := i.revokeAccessTx(tx, claims.ID)
+		if owner = claims.ClientID; owner == c.id {
+			revoked, err := i.revokeAccessTx(tx, claims.ID, time.Unix(claims.Expiry, 0))
 			if revoked {
 				jtis = []string{claims.ID}
 			}
@@ -120,11 +118,13 @@ func (i *Issuer) serveIntrospect(w http.ResponseWriter, r *http.Request) {
 	claims := i.parseAccessToken(ctx, token)
 	resp := introspection{}
 	now := i.clock(ctx)
-	var a *accessRecord
-	if claims != nil {
+	revoked := false
+	if claims != nil && now.Unix() < claims.Expiry {
 		err := i.store.View(ctx, func(tx state.Tx) error {
-			var err error
-			a, err = getRecord[accessRecord](tx, kindAccess, claims.ID)
+			_, err := tx.Get(kindRevoked, claims.ID)
+			if revoked = err == nil; errors.Is(err, state.ErrNotFound) {
+				return nil
+			}
 			return err
 		})
 		if err != nil {
@@ -132,7 +132,7 @@ func (i *Issuer) serveIntrospect(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if a != nil && !a.Revoked && now.Unix() < claims.Expiry {
+	if claims != nil && !revoked && now.Unix() < claims.Expiry {
 		resp = introspection{
 			Active:    true,
 			Scope:     claims.Scope,

@@ -251,15 +251,12 @@ func (i *Issuer) issueTx(is *issuing, c *client, id string, g *grantRecord, scop
 		i.log.Error("issuer: cannot sign access token", "err", err)
 		return nil, nil, &oauthError{status: http.StatusInternalServerError, body: wire.OAuthError{Code: "server_error", Description: "cannot sign the access token"}}, nil
 	}
-	if err := putRecord(tx, kindAccess, jti, accessRecord{GrantID: id, ClientID: c.id, Expires: expires}, expires); err != nil {
-		return nil, nil, nil, err
-	}
 	// The family remembers its live access tokens, to revoke them, at
 	// most maxFamilyAccess: beyond, the oldest is revoked.
 	g.Access = slices.DeleteFunc(g.Access, func(a issuedAccess) bool { return !a.Expires.After(now) })
 	var revoked []string
 	for len(g.Access) >= maxFamilyAccess {
-		live, err := i.revokeAccessTx(tx, g.Access[0].JTI)
+		live, err := i.revokeAccessTx(tx, g.Access[0].JTI, g.Access[0].Expires)
 		if err != nil {
 			return nil, nil, nil, err
 		}
