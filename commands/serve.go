@@ -1,8 +1,12 @@
 package commands
 
 import (
+	"bytes"
 	"cmp"
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,15 +17,18 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
+	"github.com/zalando/go-keyring"
 
 	"github.com/agentauth/agentauth/host"
 	"github.com/agentauth/agentauth/issuer"
+	"github.com/agentauth/agentauth/state"
 	"github.com/agentauth/agentauth/wire"
 )
 
@@ -67,6 +74,23 @@ type ServeOptions struct {
 	// IssuerFlags lists the embedded issuer's flags given on the command
 	// line: an error when the embedded issuer does not run.
 	IssuerFlags []string
+
+	// Where serve keeps its state (the embedded issuer's, the agent
+	// sessions; see openState). DataDir is --data-dir: the directory of
+	// its SQLite file; empty (--ephemeral, or --data-dir '') keeps the
+	// state in memory. Database is --database: a PostgreSQL URL, for
+	// replicas sharing one state.
+	DataDir  string
+	Database string
+	// StateKeyFile is --state-key-file: a secret that encrypts the
+	// signing keys at rest. StateKeyKeyring is --state-key-keyring: the
+	// same secret kept in the OS keyring instead, created on first use.
+	StateKeyFile    string
+	StateKeyKeyring bool
+	// KeyRotation is --key-rotation: how long one signing key signs.
+	// RotateKey is --rotate-key: retire the current key at start.
+	KeyRotation time.Duration
+	RotateKey   bool
 }
 
 // The built-in configuration's scheme (PROTOCOL.md "Auth requirements").
@@ -77,7 +101,19 @@ const (
 )
 
 // embeddedIssuerFlags configure the embedded issuer.
-var embeddedIssuerFlags = []string{"auto-approve", "dev-user", "token-ttl", "refresh-ttl", "code-ttl", "device-interval", "allow-redirect-origin"}
+var embeddedIssuerFlags = []string{"auto-approve", "dev-user", "token-ttl", "refresh-ttl", "code-ttl", "device-interval", "allow-redirect-origin",
+	"state-key-file", "state-key-keyring", "key-rotation", "rotate-key"}
+
+// minStateKeyBytes is the least a --state-key-file holds.
+const minStateKeyBytes = 32
+
+// The state key in the OS keyring (--state-key-keyring): one entry per
+// state location, each call bounded by stateKeyringTimeout (a locked or
+// absent keyring must not hang serve).
+const (
+	stateKeyringService = "agentauth-serve"
+	stateKeyringTimeout = 3 * time.Second
+)
 
 func newServeCommand(f *Factory) *cli.Command {
 	return serveCommand(f, runServe)
@@ -104,9 +140,23 @@ On one listener (default 127.0.0.1:7777):
 
 Without --config, serve declares one required scheme "dev": JWT access tokens
 from the embedded issuer (or from --issuer), audience http://HOST:PORT/mcp,
-scope agent:use. The embedded issuer keeps everything in memory: clients,
-codes and tokens die with the process. It signs everyone in as --dev-user
-without a password: keep it on loopback.
+scope agent:use. The embedded issuer signs everyone in as --dev-user without
+a password: keep it on loopback.
+
+serve's state (the embedded issuer's registered clients, codes, grants,
+refresh tokens, revocations and signing keys; the agent sessions) survives
+a restart: it lives in an SQLite file in --data-dir (default
+$XDG_STATE_HOME/agentauth/serve, else ~/.local/state/agentauth/serve; on
+macOS and Windows under the user's config directory). --ephemeral keeps it
+in memory instead, to die with the process. --database postgres://… keeps
+it in PostgreSQL, shared by several serve replicas, which push each other's
+revocations (LISTEN/NOTIFY): give each the load balancer's --resource, as
+the embedded issuer is published on the resource's origin. Codes, refresh tokens and client
+secrets are stored as SHA-256 hashes; the signing keys are encrypted with
+--state-key-file or --state-key-keyring when given, stored in the clear
+(file mode 0600) otherwise. A signing key signs for --key-rotation (or until
+a start with --rotate-key), then stays published in the JWKS until its
+tokens have expired.
 
 Every request must name this server in its Host header: the listener's
 address (for a loopback listener also localhost or any loopback address, on
@@ -136,6 +186,13 @@ Logs go to stderr (or --log-file), never tokens.`,
 			&cli.DurationFlag{Name: "code-ttl", Value: issuer.DefaultCodeTTL, Usage: "embedded issuer: authorization code lifetime `DURATION`", Destination: &opts.CodeTTL},
 			&cli.DurationFlag{Name: "device-interval", Value: issuer.DefaultDeviceInterval, Usage: "embedded issuer: the device flow's polling interval `DURATION` (faster polls get slow_down)", Destination: &opts.DeviceInterval},
 			&cli.StringSliceFlag{Name: "allow-redirect-origin", Usage: "embedded issuer: also accept client redirect URIs on the https `ORIGIN` (repeatable; loopback http is always accepted)"},
+			&cli.StringFlag{Name: "data-dir", Usage: "keep the state (issuer, agent sessions) in an SQLite file in `DIR` (default $XDG_STATE_HOME/agentauth/serve; '' is --ephemeral)"},
+			&cli.BoolFlag{Name: "ephemeral", Usage: "keep the state in memory: it dies with the process"},
+			&cli.StringFlag{Name: "database", Usage: "keep the state in the PostgreSQL database `URL` (postgres://…), shared by serve replicas", Destination: &opts.Database},
+			&cli.StringFlag{Name: "state-key-file", Usage: "embedded issuer: encrypt the signing keys at rest with the secret in `FILE` (at least 32 random bytes, mode 0600)", Destination: &opts.StateKeyFile},
+			&cli.BoolFlag{Name: "state-key-keyring", Usage: "embedded issuer: encrypt the signing keys at rest with a secret kept in the OS keyring (created on first use)", Destination: &opts.StateKeyKeyring},
+			&cli.DurationFlag{Name: "key-rotation", Value: issuer.DefaultKeyRotation, Usage: "embedded issuer: a signing key signs for `DURATION`, then the next takes over", Destination: &opts.KeyRotation},
+			&cli.BoolFlag{Name: "rotate-key", Usage: "embedded issuer: retire the current signing key now (it stays published until its tokens expire)", Destination: &opts.RotateKey},
 		},
 		Action: func(c *cli.Context) error {
 			if c.Args().Len() > 0 {
@@ -144,7 +201,7 @@ Logs go to stderr (or --log-file), never tokens.`,
 			if opts.AuthScope != host.AuthScopeConnection && opts.AuthScope != host.AuthScopeHost {
 				return usageErrorf("--auth-scope must be connection or host, not %q", opts.AuthScope)
 			}
-			for _, name := range []string{"listen", "config", "resource", "issuer", "connection-token", "dev-user", "log-file", "addr-file"} {
+			for _, name := range []string{"listen", "config", "resource", "issuer", "connection-token", "dev-user", "log-file", "addr-file", "database", "state-key-file"} {
 				if c.IsSet(name) && c.String(name) == "" {
 					return usageErrorf("--%s must not be empty", name)
 				}
@@ -171,6 +228,9 @@ Logs go to stderr (or --log-file), never tokens.`,
 				}
 			}
 			opts.AllowRedirectOrigins = c.StringSlice("allow-redirect-origin")
+			if err := stateFlags(c, opts); err != nil {
+				return err
+			}
 			for _, name := range embeddedIssuerFlags {
 				if c.IsSet(name) {
 					opts.IssuerFlags = append(opts.IssuerFlags, "--"+name)
@@ -199,6 +259,58 @@ Logs go to stderr (or --log-file), never tokens.`,
 			return run(ctx, opts)
 		},
 	}
+}
+
+// stateFlags sets DataDir and checks the state flags' combinations.
+func stateFlags(c *cli.Context, opts *ServeOptions) error {
+	given := 0
+	for _, name := range []string{"data-dir", "ephemeral", "database"} {
+		if c.IsSet(name) {
+			given++
+		}
+	}
+	if given > 1 {
+		return usageErrorf("--data-dir, --ephemeral and --database each choose where the state lives: give one")
+	}
+	if opts.Database != "" {
+		if u, err := url.Parse(opts.Database); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+			return usageErrorf("--database must be a postgres:// URL")
+		}
+	}
+	if opts.StateKeyFile != "" && opts.StateKeyKeyring {
+		return usageErrorf("--state-key-file and --state-key-keyring each give the state key: give one")
+	}
+	if c.Duration("key-rotation") < time.Minute {
+		return usageErrorf("--key-rotation must be at least 1m, not %s", c.Duration("key-rotation"))
+	}
+	switch {
+	case c.IsSet("data-dir"):
+		opts.DataDir = c.String("data-dir")
+	case c.Bool("ephemeral"), opts.Database != "":
+	default:
+		dir, err := defaultDataDir()
+		if err != nil {
+			return fmt.Errorf("cannot find a data directory: %w\nName one with --data-dir DIR, or keep the state in memory with --ephemeral", err)
+		}
+		opts.DataDir = dir
+	}
+	return nil
+}
+
+// defaultDataDir is $XDG_STATE_HOME/agentauth/serve, else
+// ~/.local/state/agentauth/serve (XDG Base Directory); on macOS and
+// Windows, which have no state directory, os.UserConfigDir()/agentauth/serve.
+func defaultDataDir() (string, error) {
+	switch runtime.GOOS {
+	case "darwin", "ios", "windows", "plan9":
+		d, err := os.UserConfigDir()
+		return filepath.Join(d, "agentauth", "serve"), err
+	}
+	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "agentauth", "serve"), nil
+	}
+	home, err := os.UserHomeDir()
+	return filepath.Join(home, ".local", "state", "agentauth", "serve"), err
 }
 
 // checkResourceFlag accepts an absolute http(s) URL without a fragment
@@ -285,21 +397,44 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 			return fmt.Errorf("cannot run the embedded issuer on %s: it signs anyone in without a password, so it listens on loopback only\nUse --listen 127.0.0.1:PORT, or trust an external authorization server with --issuer", opts.Listen)
 		}
 	}
-	cfg.Resolve(origin)
+	// The embedded issuer is published on the resource's origin: the
+	// listener's by default, or the one a reverse proxy or load balancer
+	// serves the resource at (--resource), so that replicas behind it share
+	// one issuer identifier.
+	issuerOrigin := origin
+	if u, err := url.Parse(cfg.Resource); err == nil && cfg.Resource != "" {
+		issuerOrigin = u.Scheme + "://" + u.Host
+	}
+	cfg.Resolve(issuerOrigin)
+	st, stateDesc, err := openState(ctx, opts)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
 	var iss *issuer.Issuer
 	if embedded {
+		var key []byte
+		if opts.StateKeyKeyring {
+			key, err = keyringStateKey(stateDesc, stateKeyringTimeout)
+		} else {
+			key, err = readStateKey(opts.StateKeyFile)
+		}
+		if err != nil {
+			return err
+		}
 		iss, err = issuer.New(issuer.Options{
-			Issuer: origin, DefaultResource: cfg.Resource,
+			Issuer: issuerOrigin, DefaultResource: cfg.Resource,
 			TokenTTL: opts.TokenTTL, RefreshTTL: opts.RefreshTTL, CodeTTL: opts.CodeTTL, DeviceInterval: opts.DeviceInterval,
 			AutoApprove: opts.AutoApprove, Subject: opts.DevUser, ScopesSupported: scopes, Clients: clients,
 			AllowedRedirectOrigins: opts.AllowRedirectOrigins, Logger: logger, Now: opts.Now,
+			Store: st, StateKey: key, KeyRotation: opts.KeyRotation, RotateKey: opts.RotateKey,
 		})
 		if err != nil {
 			return fmt.Errorf("cannot start the embedded issuer: %w", err)
 		}
 	}
 	h, err := host.New(host.Options{Config: cfg, AuthScope: opts.AuthScope, Logger: logger, HTTPClient: opts.HTTPClient,
-		Now: opts.Now, MaxMessageSize: wire.DefaultMaxMessageSize, Version: Version})
+		Now: opts.Now, MaxMessageSize: wire.DefaultMaxMessageSize, Version: Version, Store: st})
 	if err != nil {
 		return err
 	}
@@ -312,6 +447,14 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 			now = time.Now
 		}
 		iss.OnRevoke(func(jtis []string) { h.NotifyRevoked(now().Add(opts.TokenTTL), jtis...) })
+		// Tokens revoked before a restart stay refused.
+		revoked, err := iss.Revoked(ctx)
+		if err != nil {
+			return err
+		}
+		for jti, until := range revoked {
+			h.NotifyRevoked(until, jti)
+		}
 	}
 
 	var srv *http.Server
@@ -329,8 +472,9 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 		go func() { served <- srv.Serve(ln) }()
 		attrs := []any{"addr", ln.Addr().String(), "resource", h.Resource(), "resource_metadata", h.ResourceMetadataURL(), "auth_scope", opts.AuthScope}
 		if iss != nil {
-			attrs = append(attrs, "issuer", origin, "auto_approve", opts.AutoApprove, "dev_user", opts.DevUser)
+			attrs = append(attrs, "issuer", issuerOrigin, "auto_approve", opts.AutoApprove, "dev_user", opts.DevUser)
 		}
+		attrs = append(attrs, "state", stateDesc)
 		logger.Info("agent host listening", attrs...)
 		if opts.AddrFile != "" {
 			if err := writeFileAtomic(opts.AddrFile, []byte(ln.Addr().String()+"\n")); err != nil {
@@ -360,6 +504,86 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 		return fmt.Errorf("cannot shut down: %w", err)
 	}
 	return nil
+}
+
+// openState opens serve's state store: PostgreSQL with
+// --database, SQLite in --data-dir, else memory. The description names it
+// for the log, without credentials.
+func openState(ctx context.Context, opts *ServeOptions) (state.Store, string, error) {
+	switch {
+	case opts.Database != "":
+		st, err := state.OpenPostgres(ctx, opts.Database)
+		if err != nil {
+			return nil, "", fmt.Errorf("cannot open the state database: %w\nCheck --database, or keep the state on this machine with --data-dir DIR", err)
+		}
+		return st, "postgres " + st.Target(), nil
+	case opts.DataDir != "":
+		st, err := state.OpenSQLite(ctx, opts.DataDir)
+		if err != nil {
+			return nil, "", fmt.Errorf("cannot open the state in %s: %w\nName another --data-dir, or keep the state in memory with --ephemeral", opts.DataDir, err)
+		}
+		return st, "sqlite " + st.Path(), nil
+	default:
+		return state.NewMemory(), "memory", nil
+	}
+}
+
+// readStateKey derives the state key from --state-key-file: the SHA-256
+// of its content, which must be at least minStateKeyBytes and readable by
+// its owner only. No file, no key.
+func readStateKey(path string) ([]byte, error) {
+	if path == "" {
+		return nil, nil
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read --state-key-file: %w", err)
+	}
+	if runtime.GOOS != "windows" && fi.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("cannot use --state-key-file %s: others may read it (mode %v)\nTo restrict it, run: chmod 600 %s", path, fi.Mode().Perm(), path)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read --state-key-file: %w", err)
+	}
+	if len(bytes.TrimSpace(b)) < minStateKeyBytes {
+		return nil, fmt.Errorf("cannot use --state-key-file %s: it holds fewer than %d bytes\nTo make one, run: head -c 32 /dev/urandom | base64 > %s; chmod 600 %s", path, minStateKeyBytes, path, path)
+	}
+	sum := sha256.Sum256(bytes.TrimSpace(b))
+	return sum[:], nil
+}
+
+// keyringStateKey derives the state key from the OS keyring's entry for
+// the state location (as openState describes it), creating the entry with
+// 32 random bytes on first use.
+func keyringStateKey(location string, timeout time.Duration) ([]byte, error) {
+	type result struct {
+		secret string
+		err    error
+	}
+	done := make(chan result, 1)
+	go func() {
+		user := "state-key " + location
+		secret, err := keyring.Get(stateKeyringService, user)
+		if errors.Is(err, keyring.ErrNotFound) {
+			b := make([]byte, 32)
+			rand.Read(b)
+			secret = base64.RawStdEncoding.EncodeToString(b)
+			err = keyring.Set(stateKeyringService, user, secret)
+		}
+		done <- result{secret, err}
+	}()
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(timeout):
+		r.err = fmt.Errorf("the keyring did not answer within %s", timeout)
+	}
+	if r.err != nil {
+		return nil, fmt.Errorf("cannot get the state key from the OS keyring: %w\nUse --state-key-file FILE instead", r.err)
+	}
+	sum := sha256.Sum256([]byte(r.secret))
+	return sum[:], nil
 }
 
 // newHTTPServer bounds every HTTP exchange of the listener: header, body,

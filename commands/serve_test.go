@@ -3,24 +3,35 @@ package commands
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/zalando/go-keyring"
 
 	"github.com/agentauth/agentauth/issuer"
 )
 
 func TestServeFlags(t *testing.T) {
+	stateHome := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", stateHome)
 	defaults := ServeOptions{Listen: "127.0.0.1:7777", AuthScope: "connection", DevUser: issuer.DefaultSubject, LogLevel: slog.LevelInfo,
-		TokenTTL: issuer.DefaultTokenTTL, RefreshTTL: issuer.DefaultRefreshTTL, CodeTTL: issuer.DefaultCodeTTL, DeviceInterval: issuer.DefaultDeviceInterval}
+		TokenTTL: issuer.DefaultTokenTTL, RefreshTTL: issuer.DefaultRefreshTTL, CodeTTL: issuer.DefaultCodeTTL, DeviceInterval: issuer.DefaultDeviceInterval,
+		KeyRotation: issuer.DefaultKeyRotation}
+	if runtime.GOOS == "linux" {
+		defaults.DataDir = filepath.Join(stateHome, "agentauth", "serve")
+	} else {
+		defaults.DataDir, _ = defaultDataDir()
+	}
 	with := func(change func(*ServeOptions)) ServeOptions {
 		o := defaults
 		change(&o)
@@ -60,6 +71,24 @@ func TestServeFlags(t *testing.T) {
 		{args: []string{"--issuer", "http://as.example"}, wantCode: ExitUsage},
 		{args: []string{"--issuer", "https://as.example", "--config", "c.json"}, wantCode: ExitUsage},
 		{args: []string{"--issuer", "https://as.example", "--auto-approve"}, wantCode: ExitUsage},
+		{args: []string{"--ephemeral"}, want: with(func(o *ServeOptions) { o.DataDir = "" })},
+		{args: []string{"--data-dir", ""}, want: with(func(o *ServeOptions) { o.DataDir = "" })},
+		{args: []string{"--data-dir", "st", "--state-key-file", "k", "--key-rotation", "24h"}, want: with(func(o *ServeOptions) {
+			o.DataDir, o.StateKeyFile, o.KeyRotation = "st", "k", 24*time.Hour
+			o.IssuerFlags = []string{"--state-key-file", "--key-rotation"}
+		})},
+		{args: []string{"--database", "postgres://db.example/agentauth"}, want: with(func(o *ServeOptions) {
+			o.DataDir, o.Database = "", "postgres://db.example/agentauth"
+		})},
+		{args: []string{"--issuer", "https://as.example", "--data-dir", "st"}, want: with(func(o *ServeOptions) { o.Issuer, o.DataDir = "https://as.example", "st" })},
+		{args: []string{"--database", "mysql://db.example/agentauth"}, wantCode: ExitUsage},
+		{args: []string{"--data-dir", "st", "--ephemeral"}, wantCode: ExitUsage},
+		{args: []string{"--data-dir", "st", "--database", "postgres://db.example/a"}, wantCode: ExitUsage},
+		{args: []string{"--state-key-file", ""}, wantCode: ExitUsage},
+		{args: []string{"--key-rotation", "1s"}, wantCode: ExitUsage},
+		{args: []string{"--state-key-keyring"}, want: with(func(o *ServeOptions) { o.StateKeyKeyring, o.IssuerFlags = true, []string{"--state-key-keyring"} })},
+		{args: []string{"--state-key-keyring", "--state-key-file", "k"}, wantCode: ExitUsage},
+		{args: []string{"--issuer", "https://as.example", "--state-key-file", "k"}, wantCode: ExitUsage},
 	}, serveCommand, func(f *Factory, o *ServeOptions) bool {
 		ok := o.IO == f.IO && o.HTTPClient == f.HTTPClient && o.Now != nil
 		o.IO, o.HTTPClient, o.Now = nil, nil, nil
@@ -78,6 +107,7 @@ const serveConfigJSON = `{"schemes": [{"id": "dev", "authorizationServers": ["em
 // on stderr without the token) and the refusals of bad configurations.
 func TestServe(t *testing.T) {
 	dir := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
 	write := func(name, content string) string {
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
@@ -252,5 +282,30 @@ func TestServeHTTPServerIsBounded(t *testing.T) {
 	srv := newHTTPServer(http.NotFoundHandler(), slog.New(slog.DiscardHandler))
 	if srv.ReadHeaderTimeout <= 0 || srv.ReadTimeout <= 0 || srv.WriteTimeout <= 0 || srv.IdleTimeout <= 0 || srv.MaxHeaderBytes <= 0 {
 		t.Errorf("unbounded server: %+v", srv)
+	}
+}
+
+// TestKeyringStateKey: the state key in the OS keyring is created on first
+// use, the same on the next, one per state location; a keyring that fails
+// is reported with the flag that avoids it.
+func TestKeyringStateKey(t *testing.T) {
+	keyring.MockInit()
+	t.Cleanup(keyring.MockInit)
+	first, err := keyringStateKey("sqlite /a/state.db", time.Second)
+	if err != nil || len(first) != issuer.StateKeySize {
+		t.Fatalf("first use: %x, %v", first, err)
+	}
+	again, err := keyringStateKey("sqlite /a/state.db", time.Second)
+	if err != nil || string(again) != string(first) {
+		t.Errorf("second use: %x, %v; want the first key", again, err)
+	}
+	other, err := keyringStateKey("sqlite /b/state.db", time.Second)
+	if err != nil || string(other) == string(first) {
+		t.Errorf("another location: %x, %v; want another key", other, err)
+	}
+	keyring.MockInitWithError(errors.New("no secret service"))
+	if _, err := keyringStateKey("sqlite /c/state.db", time.Second); err == nil || !strings.Contains(err.Error(), "no secret service") ||
+		!strings.Contains(err.Error(), "--state-key-file") {
+		t.Errorf("failing keyring: %v", err)
 	}
 }

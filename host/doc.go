@@ -33,7 +33,8 @@
 // Every message to a connection goes through its bounded send queue
 // (sendQueueSize), so a peer that stops reading is closed rather than
 // allowed to stall the pushes to others; one owner holds at most
-// maxSessionsPerOwner agent sessions. NewGuard wraps a listener's handler
+// maxSessionsPerOwner agent sessions, kept in Options.Store (memory by
+// default) so that they survive a restart and replicas share them. NewGuard wraps a listener's handler
 // so that it answers only requests whose Host names it (DNS rebinding) and
 // refuses foreign Origins on the MCP endpoint and WebSocket upgrades.
 //
@@ -41,6 +42,7 @@
 // itself is kept only in memory while a connection (or the host) holds it,
 // and never appears in logs, errors or results.
 //
-// host imports wire and no other agentauth package; it knows nothing of
-// flags, colour or exit codes (that is commands).
+// host imports wire and state (for its Store) and no other agentauth
+// package; it knows nothing of flags, colour or exit codes (that is
+// commands).
 package host

@@ -15,6 +15,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/agentauth/agentauth/state"
 	"github.com/agentauth/agentauth/wire"
 )
 
@@ -51,6 +52,9 @@ type Options struct {
 	// Version is the server version MCP clients see in serverInfo
 	// (default "dev").
 	Version string
+	// Store keeps the agent sessions (createSession); default a new
+	// state.Memory, which dies with the host.
+	Store state.Store
 }
 
 // Host serves the protocol on any number of connections.
@@ -94,7 +98,7 @@ func New(opts Options) (*Host, error) {
 		return nil, fmt.Errorf("cannot start the host: %w", err)
 	}
 	h := &Host{cfg: opts.Config, log: opts.Logger, now: opts.Now, maxMsg: opts.MaxMessageSize, version: cmp.Or(opts.Version, "dev"),
-		byID: map[string]*scheme{}, sessions: &agentSessions{}, conns: map[*session]struct{}{}, revoked: map[string]time.Time{}}
+		byID: map[string]*scheme{}, sessions: &agentSessions{store: opts.Store}, conns: map[*session]struct{}{}, revoked: map[string]time.Time{}}
 	switch opts.AuthScope {
 	case "", AuthScopeConnection:
 	case AuthScopeHost:
@@ -104,6 +108,9 @@ func New(opts Options) (*Host, error) {
 	}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
+	}
+	if h.sessions.store == nil {
+		h.sessions.store = state.NewMemory()
 	}
 	if h.now == nil {
 		h.now = time.Now

@@ -794,7 +794,7 @@ func TestCreateSessionCap(t *testing.T) {
 	if err := bob.Call(ctx, wire.MethodCreateSession, nil, nil); err != nil {
 		t.Fatalf("bob: %v", err)
 	}
-	h.sessions.dispose("alice", first.SessionID)
+	h.sessions.dispose(ctx, "alice", first.SessionID)
 	if err := alice.Call(ctx, wire.MethodCreateSession, nil, nil); err != nil {
 		t.Fatalf("after a dispose: %v", err)
 	}

@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/agentauth/agentauth/state"
 	"github.com/agentauth/agentauth/wire"
 )
 
@@ -272,14 +274,23 @@ func (h *Host) call(ctx context.Context, method string, params json.RawMessage, 
 		}
 		return params, nil
 	case wire.MethodCreateSession:
-		s, rerr := h.sessions.create(owner, h.now())
+		s, rerr, err := h.sessions.create(ctx, owner, h.now())
+		if err != nil {
+			h.log.Error("createSession failed", append(who, "err", err)...)
+			return nil, rerr
+		}
 		if rerr != nil {
 			h.log.Warn("createSession refused", append(who, "subject", owner, "reason", "session limit")...)
 			return nil, rerr
 		}
 		return s, nil
 	case wire.MethodListSessions:
-		return map[string]any{"sessions": h.sessions.list(owner)}, nil
+		all, err := h.sessions.list(ctx, owner)
+		if err != nil {
+			h.log.Error("listSessions failed", append(who, "err", err)...)
+			return nil, errSessionStore
+		}
+		return map[string]any{"sessions": all}, nil
 	default: // disposeSession
 		var p struct {
 			SessionID string `json:"sessionId"`
@@ -287,7 +298,12 @@ func (h *Host) call(ctx context.Context, method string, params json.RawMessage, 
 		if err := json.Unmarshal(params, &p); err != nil || p.SessionID == "" {
 			return nil, wire.Errorf(wire.CodeInvalidParams, `invalid params: disposeSession needs {"sessionId": "…"}`)
 		}
-		if !h.sessions.dispose(owner, p.SessionID) {
+		found, err := h.sessions.dispose(ctx, owner, p.SessionID)
+		if err != nil {
+			h.log.Error("disposeSession failed", append(who, "err", err)...)
+			return nil, errSessionStore
+		}
+		if !found {
 			return nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: no session %q", p.SessionID)
 		}
 		return map[string]bool{"disposed": true}, nil
@@ -523,12 +539,23 @@ const maxSessionsPerOwner = 100
 // server error of the implementation-defined range (JSON-RPC 2.0 §5.1).
 const codeSessionLimit = -32000
 
-// agentSessions are the minimal agent host's in-memory sessions, each
-// visible to its owner only.
+// The records of agent sessions in the host's state.Store.
+const (
+	// kindAgentSessions holds, by owner, that owner's sessions in
+	// creation order (at most maxSessionsPerOwner, so one record each).
+	kindAgentSessions state.Kind = "agent_sessions"
+	// kindAgentSessionSeq holds under agentSessionSeqKey the last session
+	// number handed out, so that ids stay unique across restarts and
+	// replicas.
+	kindAgentSessionSeq state.Kind = "agent_session_seq"
+	agentSessionSeqKey             = "last"
+)
+
+// agentSessions are the minimal agent host's sessions, each visible to its
+// owner only, kept in the host's Store: they survive a restart of serve
+// (with --data-dir or --database) and every replica sees them.
 type agentSessions struct {
-	mu      sync.Mutex
-	next    int
-	byOwner map[string][]agentSession // in creation order
+	store state.Store
 }
 
 type agentSession struct {
@@ -537,42 +564,97 @@ type agentSession struct {
 	CreatedAt string `json:"createdAt"`
 }
 
+// errSessionStore answers a session method when the store fails.
+var errSessionStore = wire.Errorf(wire.CodeInternalError, "internal error: the host cannot reach its state store; try again, and see the host's log")
+
+func listTx(tx state.Tx, owner string) ([]agentSession, error) {
+	b, err := tx.Get(kindAgentSessions, owner)
+	if errors.Is(err, state.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var all []agentSession
+	if err := json.Unmarshal(b, &all); err != nil {
+		return nil, fmt.Errorf("cannot decode the sessions of %q: %w", owner, err)
+	}
+	return all, nil
+}
+
+func putTx(tx state.Tx, owner string, all []agentSession) error {
+	if len(all) == 0 {
+		return tx.Delete(kindAgentSessions, owner)
+	}
+	b, err := json.Marshal(all)
+	if err != nil {
+		return err
+	}
+	return tx.Put(kindAgentSessions, owner, b, time.Time{})
+}
+
 // create adds a session for owner, or fails once owner holds
 // maxSessionsPerOwner.
-func (a *agentSessions) create(owner string, now time.Time) (agentSession, *wire.Error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if len(a.byOwner[owner]) >= maxSessionsPerOwner {
+func (a *agentSessions) create(ctx context.Context, owner string, now time.Time) (agentSession, *wire.Error, error) {
+	var s agentSession
+	full := false
+	err := a.store.Update(ctx, func(tx state.Tx) error {
+		all, err := listTx(tx, owner)
+		if err != nil {
+			return err
+		}
+		if full = len(all) >= maxSessionsPerOwner; full {
+			return nil
+		}
+		n := 0
+		if b, err := tx.Get(kindAgentSessionSeq, agentSessionSeqKey); err == nil {
+			n, _ = strconv.Atoi(string(b))
+		} else if !errors.Is(err, state.ErrNotFound) {
+			return err
+		}
+		n++
+		if err := tx.Put(kindAgentSessionSeq, agentSessionSeqKey, []byte(strconv.Itoa(n)), time.Time{}); err != nil {
+			return err
+		}
+		s = agentSession{ID: fmt.Sprintf("s%d", n), Owner: owner, CreatedAt: now.UTC().Format(time.RFC3339)}
+		return putTx(tx, owner, append(all, s))
+	})
+	switch {
+	case err != nil:
+		return agentSession{}, errSessionStore, err
+	case full:
 		return agentSession{}, wire.Errorf(codeSessionLimit, "cannot create a session: %q already has %d live sessions, the most one user may hold; dispose of one first with disposeSession (listSessions lists them)",
-			owner, maxSessionsPerOwner)
+			owner, maxSessionsPerOwner), nil
 	}
-	if a.byOwner == nil {
-		a.byOwner = map[string][]agentSession{}
-	}
-	a.next++
-	s := agentSession{ID: fmt.Sprintf("s%d", a.next), Owner: owner, CreatedAt: now.UTC().Format(time.RFC3339)}
-	a.byOwner[owner] = append(a.byOwner[owner], s)
-	return s, nil
+	return s, nil, nil
 }
 
-func (a *agentSessions) list(owner string) []agentSession {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return append([]agentSession{}, a.byOwner[owner]...)
+func (a *agentSessions) list(ctx context.Context, owner string) ([]agentSession, error) {
+	var all []agentSession
+	err := a.store.View(ctx, func(tx state.Tx) error {
+		var err error
+		all, err = listTx(tx, owner)
+		return err
+	})
+	if all == nil {
+		all = []agentSession{}
+	}
+	return all, err
 }
 
-func (a *agentSessions) dispose(owner, id string) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	all := a.byOwner[owner]
-	i := slices.IndexFunc(all, func(s agentSession) bool { return s.ID == id })
-	if i < 0 {
-		return false
-	}
-	if len(all) == 1 {
-		delete(a.byOwner, owner)
-	} else {
-		a.byOwner[owner] = slices.Delete(all, i, i+1)
-	}
-	return true
+// dispose removes owner's session id and reports whether it existed.
+func (a *agentSessions) dispose(ctx context.Context, owner, id string) (bool, error) {
+	found := false
+	err := a.store.Update(ctx, func(tx state.Tx) error {
+		all, err := listTx(tx, owner)
+		if err != nil {
+			return err
+		}
+		i := slices.IndexFunc(all, func(s agentSession) bool { return s.ID == id })
+		if found = i >= 0; !found {
+			return nil
+		}
+		return putTx(tx, owner, slices.Delete(all, i, i+1))
+	})
+	return found, err
 }

@@ -2,12 +2,14 @@ package issuer
 
 import (
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
+	"github.com/agentauth/agentauth/state"
 	"github.com/agentauth/agentauth/wire"
 )
 
@@ -22,12 +24,33 @@ type authRequest struct {
 	challenge     string
 }
 
-// consent is a rendered consent or device page awaiting its answer, keyed
-// by the hash of the page's single-use nonce.
-type consent struct {
-	expires time.Time
-	auth    *authRequest // from /authorize
-	device  *deviceAuth  // from /device
+// consentRecord is a rendered consent or device page awaiting its answer,
+// keyed by the hash of the page's single-use nonce.
+type consentRecord struct {
+	Expires   time.Time   `json:"expires"`
+	Auth      *authRecord `json:"auth,omitempty"`       // from /authorize
+	DeviceKey string      `json:"device_key,omitempty"` // from /device
+}
+
+// authRecord is an authRequest as a consent page keeps it.
+type authRecord struct {
+	ClientID      string `json:"client_id"`
+	RedirectURI   string `json:"redirect_uri"`
+	RedirectGiven bool   `json:"redirect_given"`
+	State         string `json:"state,omitempty"`
+	Scope         string `json:"scope"`
+	Resource      string `json:"resource"`
+	Challenge     string `json:"challenge"`
+}
+
+func (r *authRequest) record() *authRecord {
+	return &authRecord{ClientID: r.client.id, RedirectURI: r.redirectURI, RedirectGiven: r.redirectGiven, State: r.state,
+		Scope: r.scope, Resource: r.resource, Challenge: r.challenge}
+}
+
+func (r *authRecord) request(c *client) *authRequest {
+	return &authRequest{client: c, redirectURI: r.RedirectURI, redirectGiven: r.RedirectGiven, state: r.State,
+		scope: r.Scope, resource: r.Resource, challenge: r.Challenge}
 }
 
 // serveAuthorize is the authorization endpoint (RFC 6749 §4.1.1). Errors
@@ -50,7 +73,11 @@ func (i *Issuer) serveAuthorize(w http.ResponseWriter, r *http.Request) {
 	}
 	c, err := i.lookupClient(r.Context(), clientID)
 	if err != nil {
-		i.errorPage(w, http.StatusBadRequest, err.Error()+".")
+		if errors.As(err, new(*cimdError)) {
+			i.errorPage(w, http.StatusBadRequest, err.Error()+".")
+		} else {
+			i.storePage(w, err)
+		}
 		return
 	}
 	if c == nil {
@@ -80,10 +107,17 @@ func (i *Issuer) serveAuthorize(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	nonce := randomToken()
-	now := i.lock()
-	c.lastActive = now
-	i.addConsentLocked(nonce, &consent{expires: now.Add(consentTTL), auth: req})
-	i.mu.Unlock()
+	now := i.clock(r.Context())
+	err = i.store.Update(r.Context(), func(tx state.Tx) error {
+		if err := i.touchClientTx(tx, c.id, now); err != nil {
+			return err
+		}
+		return addConsentTx(tx, nonce, &consentRecord{Expires: now.Add(consentTTL), Auth: req.record()})
+	})
+	if err != nil {
+		i.storePage(w, err)
+		return
+	}
 	i.render(w, http.StatusOK, "consent.html", consentPage{
 		ClientName:  c.displayName(),
 		ClientID:    c.id,
@@ -134,11 +168,24 @@ func (i *Issuer) checkAuthRequest(q url.Values, req *authRequest) *oauthError {
 	return nil
 }
 
-// addConsentLocked keeps a rendered page's answer under the hash of its
-// nonce, evicting the oldest pending page when maxPendingConsents are kept.
-func (i *Issuer) addConsentLocked(nonce string, c *consent) {
-	evictOldest(i.consents, maxPendingConsents, func(c *consent) time.Time { return c.expires })
-	i.consents[hash(nonce)] = c
+// addConsentTx keeps a rendered page's answer under the hash of its
+// nonce, evicting the page that expires first when maxPendingConsents are
+// kept.
+func addConsentTx(tx state.Tx, nonce string, c *consentRecord) error {
+	if err := evictFirst(tx, kindConsent, maxPendingConsents); err != nil {
+		return err
+	}
+	return putRecord(tx, kindConsent, hash(nonce), c, c.Expires)
+}
+
+// evictFirst makes room for one more record of kind, which may hold max:
+// when it is full, the record that expires first is dropped.
+func evictFirst(tx state.Tx, kind state.Kind, max int) error {
+	n, err := tx.Count(kind)
+	if err != nil || n < max {
+		return err
+	}
+	return tx.DeleteFirstExpiring(kind)
 }
 
 // serveConsent takes the Approve/Deny answer of a consent page.
@@ -152,42 +199,65 @@ func (i *Issuer) serveConsent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	key := hash(form.Get("nonce"))
-	now := i.lock()
-	c := i.consents[key]
-	if c != nil && c.auth != nil {
-		delete(i.consents, key)
+	now := i.clock(r.Context())
+	var req *authRequest
+	err := i.store.Update(r.Context(), func(tx state.Tx) error {
+		c, err := getRecord[consentRecord](tx, kindConsent, key)
+		if err != nil || c == nil || c.Auth == nil {
+			return err
+		}
+		if err := tx.Delete(kindConsent, key); err != nil {
+			return err
+		}
+		cl, err := i.clientTx(tx, c.Auth.ClientID)
+		if err == nil && cl != nil && !now.After(c.Expires) {
+			req = c.Auth.request(cl)
+		}
+		return err
+	})
+	if err != nil {
+		i.storePage(w, err)
+		return
 	}
-	i.mu.Unlock()
-	if c == nil || c.auth == nil || now.After(c.expires) {
+	if req == nil {
 		i.errorPage(w, http.StatusBadRequest, "This consent page expired or was already answered. Start again from your application.")
 		return
 	}
 	if !approve {
-		i.log.Info("issuer: authorization denied", "client_id", c.auth.client.id)
-		i.redirectBack(w, r, c.auth, url.Values{"error": {"access_denied"}, "error_description": {"the user denied the request"}})
+		i.log.Info("issuer: authorization denied", "client_id", req.client.id)
+		i.redirectBack(w, r, req, url.Values{"error": {"access_denied"}, "error_description": {"the user denied the request"}})
 		return
 	}
-	i.approveCode(w, r, c.auth, subject)
+	i.approveCode(w, r, req, subject)
 }
 
 // approveCode issues a single-use code and sends it to the client.
 func (i *Issuer) approveCode(w http.ResponseWriter, r *http.Request, req *authRequest, subject string) {
 	code := randomToken()
-	now := i.lock()
-	expires := now.Add(i.opts.CodeTTL)
-	req.client.lastActive = now
-	evictOldest(i.codes, maxPendingCodes, func(c *authCode) time.Time { return c.expires })
-	i.codes[hash(code)] = &authCode{
-		client:        req.client,
-		redirectURI:   req.redirectURI,
-		redirectGiven: req.redirectGiven,
-		challenge:     req.challenge,
-		subject:       subject,
-		scope:         req.scope,
-		resource:      req.resource,
-		expires:       expires,
+	now := i.clock(r.Context())
+	rec := &codeRecord{
+		ClientID:      req.client.id,
+		RedirectURI:   req.redirectURI,
+		RedirectGiven: req.redirectGiven,
+		Challenge:     req.challenge,
+		Subject:       subject,
+		Scope:         req.scope,
+		Resource:      req.resource,
+		Expires:       now.Add(i.opts.CodeTTL),
 	}
-	i.mu.Unlock()
+	err := i.store.Update(r.Context(), func(tx state.Tx) error {
+		if err := i.touchClientTx(tx, req.client.id, now); err != nil {
+			return err
+		}
+		if err := evictFirst(tx, kindCode, maxPendingCodes); err != nil {
+			return err
+		}
+		return putRecord(tx, kindCode, hash(code), rec, rec.Expires)
+	})
+	if err != nil {
+		i.storePage(w, err)
+		return
+	}
 	i.log.Info("issuer: authorization code issued", "client_id", req.client.id, "sub", subject, "aud", req.resource)
 	i.redirectBack(w, r, req, url.Values{"code": {code}})
 }

@@ -173,7 +173,7 @@ func TestRegistrationsAreBounded(t *testing.T) {
 	}
 	r := register()
 	wantError(t, r, http.StatusServiceUnavailable, "temporarily_unavailable")
-	if desc := r.str(t, "error_description"); !strings.Contains(desc, "Reuse a registered client, or restart serve") {
+	if desc := r.str(t, "error_description"); !strings.Contains(desc, "Reuse a registered client, or wait for unused ones to expire") {
 		t.Errorf("description %q does not name the fix", desc)
 	}
 

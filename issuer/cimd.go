@@ -45,29 +45,26 @@ func isCIMDClientID(id string) bool {
 	return u.Scheme == "https" || u.Scheme == "http" && isLoopback(u.Hostname())
 }
 
-// lookupClient finds the client a request names: a registered client, or,
-// for a client_id that is a document URL (isCIMDClientID), the public
-// client its fetched document describes. The error says why a document
-// cannot be used.
-func (i *Issuer) lookupClient(ctx context.Context, id string) (*client, error) {
-	now := i.lock()
-	c := i.clients[id]
-	e, cached := i.cimd[id]
-	i.mu.Unlock()
-	switch {
-	case c != nil:
+// cimdError says why a client ID metadata document cannot be used: the
+// client's fault (400), unlike a failing state store.
+type cimdError struct{ msg string }
+
+func (e *cimdError) Error() string { return e.msg }
+
+// cimdClient is lookupClient for a client_id that is a document URL
+// (isCIMDClientID) and no registered client: the public client its
+// document describes, fetched, or from the cache while it is fresh.
+func (i *Issuer) cimdClient(ctx context.Context, id string) (*client, error) {
+	if c := i.cachedCIMD(id); c != nil {
 		return c, nil
-	case !isCIMDClientID(id):
-		return nil, nil
-	case cached && now.Before(e.expires):
-		return e.client, nil
 	}
 	c, err := i.fetchCIMD(ctx, id)
 	if err != nil {
 		i.log.Warn("issuer: client ID metadata document refused", "client_id", id, "reason", err)
-		return nil, fmt.Errorf("cannot use the client ID metadata document %s: %w", id, err)
+		return nil, &cimdError{msg: fmt.Sprintf("cannot use the client ID metadata document %s: %v", id, err)}
 	}
-	now = i.lock()
+	now := i.now()
+	i.mu.Lock()
 	if len(i.cimd) >= maxCIMDClients {
 		for k, e := range i.cimd {
 			if !now.Before(e.expires) || len(i.cimd) >= maxCIMDClients {
@@ -79,6 +76,17 @@ func (i *Issuer) lookupClient(ctx context.Context, id string) (*client, error) {
 	i.mu.Unlock()
 	i.log.Info("issuer: client ID metadata document fetched", "client_id", id)
 	return c, nil
+}
+
+// cachedCIMD is the client of a fresh cached document, or nil.
+func (i *Issuer) cachedCIMD(id string) *client {
+	now := i.now()
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if e, ok := i.cimd[id]; ok && now.Before(e.expires) {
+		return e.client
+	}
+	return nil
 }
 
 // fetchCIMD fetches and checks a document: 200 application/json within

@@ -1,6 +1,7 @@
 package issuer
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
@@ -12,13 +13,15 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/agentauth/agentauth/state"
 )
 
 // maxClientName bounds a client_name, in characters.
 const maxClientName = 200
 
-// client is a registered client. Its metadata never changes after
-// registration; the fields below it are guarded by Issuer.mu.
+// client is a registered client, as read at the start of a request. Its
+// metadata never changes after registration.
 type client struct {
 	id           string
 	name         string
@@ -27,25 +30,87 @@ type client struct {
 	redirectURIs []string
 	grantTypes   []string
 
-	// registered marks a client from the registration endpoint: it
-	// counts against maxRegistrations and, while issued is false, is
-	// pruned unusedClientTTL after lastActive.
+	// registered marks a client from the registration endpoint, kept in
+	// the Store: it counts against maxRegistrations and, while issued is
+	// false, expires unusedClientTTL after lastActive.
 	registered bool
 	issued     bool
 	lastActive time.Time
 }
 
-// pruneClientsLocked drops the registered clients that were never issued a
-// token and made no request for unusedClientTTL, or longer when a consent
-// page and its code may still be pending.
-func (i *Issuer) pruneClientsLocked(now time.Time) {
-	idle := max(unusedClientTTL, consentTTL+i.opts.CodeTTL)
-	for id, c := range i.clients {
-		if c.registered && !c.issued && now.Sub(c.lastActive) > idle {
-			delete(i.clients, id)
-			i.registered--
-		}
+// lookupClient finds the client id: pre-registered, or registered in the
+// Store. It returns nil for an unknown id. Every client_id the issuer is
+// sent is resolved here (through clientTx).
+func (i *Issuer) lookupClient(ctx context.Context, id string) (*client, error) {
+	if c := i.static[id]; c != nil {
+		return c, nil
 	}
+	var c *client
+	err := i.store.View(ctx, func(tx state.Tx) error {
+		var err error
+		c, err = i.clientTx(tx, id)
+		return err
+	})
+	if err != nil || c != nil || !isCIMDClientID(id) {
+		return c, err
+	}
+	return i.cimdClient(ctx, id)
+}
+
+// clientTx is lookupClient inside a transaction.
+func (i *Issuer) clientTx(tx state.Tx, id string) (*client, error) {
+	if c := i.static[id]; c != nil {
+		return c, nil
+	}
+	r, err := getRecord[clientRecord](tx, kindClient, id)
+	if err != nil {
+		return nil, err
+	}
+	if r == nil {
+		return i.cachedCIMD(id), nil
+	}
+	c := &client{id: r.ID, name: r.Name, authMethod: r.AuthMethod, redirectURIs: r.RedirectURIs, grantTypes: r.GrantTypes,
+		registered: true, issued: r.Issued, lastActive: r.LastActive}
+	copy(c.secretHash[:], r.SecretHash)
+	return c, nil
+}
+
+// putClientTx stores a registered client. Until it is issued a token it
+// expires when idle for unusedClientTTL, or longer when a consent page and
+// its code may still be pending.
+func (i *Issuer) putClientTx(tx state.Tx, c *client) error {
+	r := clientRecord{ID: c.id, Name: c.name, AuthMethod: c.authMethod, RedirectURIs: c.redirectURIs, GrantTypes: c.grantTypes,
+		Issued: c.issued, LastActive: c.lastActive}
+	if !c.public() {
+		r.SecretHash = c.secretHash[:]
+	}
+	var expires time.Time
+	if !c.issued {
+		expires = c.lastActive.Add(max(unusedClientTTL, consentTTL+i.opts.CodeTTL))
+	}
+	return putRecord(tx, kindClient, c.id, r, expires)
+}
+
+// touchClientTx records a request of a registered client never issued a
+// token, which keeps it from expiring.
+func (i *Issuer) touchClientTx(tx state.Tx, id string, now time.Time) error {
+	c, err := i.clientTx(tx, id)
+	if err != nil || c == nil || !c.registered || c.issued {
+		return err
+	}
+	c.lastActive = now
+	return i.putClientTx(tx, c)
+}
+
+// issuedClientTx records that a registered client was issued a token: it
+// no longer expires.
+func (i *Issuer) issuedClientTx(tx state.Tx, id string) error {
+	c, err := i.clientTx(tx, id)
+	if err != nil || c == nil || !c.registered || c.issued {
+		return err
+	}
+	c.issued = true
+	return i.putClientTx(tx, c)
 }
 
 func (c *client) public() bool { return c.authMethod == AuthNone }
@@ -213,10 +278,18 @@ func (i *Issuer) authenticateClient(r *http.Request, form url.Values) (*client, 
 	if id == "" {
 		return nil, clientError("client authentication is required", false)
 	}
+	if len(id) > maxParamBytes {
+		return nil, clientError("unknown client", basic)
+	}
 	c, err := i.lookupClient(r.Context(), id)
+	var refused *cimdError
 	switch {
+	case errors.As(err, &refused):
+		return nil, clientError(refused.Error(), basic)
 	case err != nil:
-		return nil, clientError(err.Error(), basic)
+		return nil, i.storeFailed(err)
+	}
+	switch {
 	case c == nil:
 		return nil, clientError("unknown client", basic)
 	case c.authMethod != method:
@@ -224,9 +297,11 @@ func (i *Issuer) authenticateClient(r *http.Request, form url.Values) (*client, 
 	case method != AuthNone && subtle.ConstantTimeCompare(c.secretHash[:], hashBytes(secret)) != 1:
 		return nil, clientError("wrong client secret", basic)
 	}
-	i.mu.Lock()
-	c.lastActive = i.now()
-	i.mu.Unlock()
+	if c.registered && !c.issued {
+		if err := i.store.Update(r.Context(), func(tx state.Tx) error { return i.touchClientTx(tx, c.id, i.now()) }); err != nil {
+			return nil, i.storeFailed(err)
+		}
+	}
 	return c, nil
 }
 

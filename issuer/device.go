@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentauth/agentauth/state"
 	"github.com/agentauth/agentauth/wire"
 )
 
@@ -84,17 +85,50 @@ func (g *userCodeGuard) fail(now time.Time) {
 	}
 }
 
-// deviceAuth is one device authorization (RFC 8628 §3.2).
-type deviceAuth struct {
-	client   *client
-	userCode string // normalised: 8 letters, no dash
-	scope    string
-	resource string
-	expires  time.Time
-	interval time.Duration
-	lastPoll time.Time
-	state    deviceState
-	subject  string
+// deviceRecord is one device authorization (RFC 8628 §3.2), keyed by the
+// hash of its device code. It is kept DeviceCodeTTL past its expiry so
+// that a late poll still learns expired_token (§3.5).
+type deviceRecord struct {
+	ClientID string `json:"client_id"`
+	// UserCodeHash is the SHA-256 of the normalised user code (8 letters,
+	// no dash), the key of its userCodeRecord.
+	UserCodeHash string        `json:"user_code_sha256"`
+	Scope        string        `json:"scope"`
+	Resource     string        `json:"resource"`
+	Expires      time.Time     `json:"expires"`
+	Interval     time.Duration `json:"interval"`
+	LastPoll     time.Time     `json:"last_poll"`
+	State        deviceState   `json:"state"`
+	Subject      string        `json:"sub,omitempty"`
+}
+
+// userCodeRecord finds a device authorization by the hash of its user
+// code.
+type userCodeRecord struct {
+	DeviceKey string `json:"device_key"`
+}
+
+// putDeviceTx stores d under key, and with withUserCode (a new
+// authorization) its user code's record. (Updates leave the user code's record alone: a poll then locks
+// only the device record, and cannot deadlock with the device page on
+// PostgreSQL.)
+func (i *Issuer) putDeviceTx(tx state.Tx, key string, d *deviceRecord, withUserCode bool) error {
+	keep := d.Expires.Add(i.opts.DeviceCodeTTL)
+	if err := putRecord(tx, kindDevice, key, d, keep); err != nil || !withUserCode {
+		return err
+	}
+	return putRecord(tx, kindUserCode, d.UserCodeHash, userCodeRecord{DeviceKey: key}, keep)
+}
+
+// deviceByUserCodeTx finds the device authorization of a normalised user
+// code, and its key.
+func deviceByUserCodeTx(tx state.Tx, userCode string) (string, *deviceRecord, error) {
+	u, err := getRecord[userCodeRecord](tx, kindUserCode, hash(userCode))
+	if err != nil || u == nil {
+		return "", nil, err
+	}
+	d, err := getRecord[deviceRecord](tx, kindDevice, u.DeviceKey)
+	return u.DeviceKey, d, err
 }
 
 // deviceAuthResponse is the RFC 8628 §3.2 response.
@@ -139,31 +173,51 @@ func (i *Issuer) deviceAuthorization(w http.ResponseWriter, r *http.Request) (*d
 		return nil, e
 	}
 	deviceCode := randomToken()
-	now := i.lock()
-	if len(i.devices) >= maxDeviceAuthorizations {
-		i.pruneDevicesLocked(now, 0)
+	now := i.clock(r.Context())
+	full, userCode := false, ""
+	err := i.store.Update(r.Context(), func(tx state.Tx) error {
+		n, err := tx.Count(kindDevice)
+		if err == nil && n >= maxDeviceAuthorizations {
+			// Expired ones are kept for late polls; drop them now.
+			_, err = tx.DeleteExpired(kindDevice, now.Add(i.opts.DeviceCodeTTL), maxDeviceAuthorizations)
+			if err == nil {
+				n, err = tx.Count(kindDevice)
+			}
+		}
+		if err != nil {
+			return err
+		}
+		if full = n >= maxDeviceAuthorizations; full {
+			return nil
+		}
+		userCode = newUserCode()
+		for {
+			_, d, err := deviceByUserCodeTx(tx, userCode)
+			if err != nil {
+				return err
+			}
+			if d == nil {
+				break
+			}
+			userCode = newUserCode()
+		}
+		return i.putDeviceTx(tx, hash(deviceCode), &deviceRecord{
+			ClientID:     c.id,
+			UserCodeHash: hash(userCode),
+			Scope:        scope,
+			Resource:     resource,
+			Expires:      now.Add(i.opts.DeviceCodeTTL),
+			Interval:     i.opts.DeviceInterval,
+		}, true)
+	})
+	if err != nil {
+		return nil, i.storeFailed(err)
 	}
-	if len(i.devices) >= maxDeviceAuthorizations {
-		i.mu.Unlock()
+	if full {
 		i.log.Warn("issuer: device authorization refused, too many pending", "max", maxDeviceAuthorizations)
 		return nil, &oauthError{status: http.StatusServiceUnavailable, body: wire.OAuthError{Code: "temporarily_unavailable", Description: fmt.Sprintf(
 			"the issuer already holds %d pending device authorizations; try again when some are answered or expired (%s)", maxDeviceAuthorizations, i.opts.DeviceCodeTTL)}}
 	}
-	userCode := newUserCode()
-	for i.userCodes[userCode] != nil {
-		userCode = newUserCode()
-	}
-	d := &deviceAuth{
-		client:   c,
-		userCode: userCode,
-		scope:    scope,
-		resource: resource,
-		expires:  now.Add(i.opts.DeviceCodeTTL),
-		interval: i.opts.DeviceInterval,
-	}
-	i.devices[hash(deviceCode)] = d
-	i.userCodes[userCode] = d
-	i.mu.Unlock()
 	i.log.Info("issuer: device authorization started", "client_id", c.id, "aud", resource)
 	shown := formatUserCode(userCode)
 	return &deviceAuthResponse{
@@ -174,17 +228,6 @@ func (i *Issuer) deviceAuthorization(w http.ResponseWriter, r *http.Request) (*d
 		ExpiresIn:               int64(i.opts.DeviceCodeTTL / time.Second),
 		Interval:                int64(i.opts.DeviceInterval / time.Second),
 	}, nil
-}
-
-// pruneDevicesLocked drops the device authorizations expired for longer
-// than keep.
-func (i *Issuer) pruneDevicesLocked(now time.Time, keep time.Duration) {
-	for k, d := range i.devices {
-		if now.After(d.expires.Add(keep)) {
-			delete(i.devices, k)
-			delete(i.userCodes, d.userCode)
-		}
-	}
 }
 
 func newUserCode() string {
@@ -203,41 +246,47 @@ func normaliseUserCode(s string) string {
 	return strings.NewReplacer("-", "", " ", "").Replace(strings.ToUpper(s))
 }
 
-// redeemDeviceLocked is the device code grant (RFC 8628 §3.4, §3.5).
-func (i *Issuer) redeemDeviceLocked(now time.Time, c *client, form url.Values) (*tokenResponse, []string, *oauthError) {
+// redeemDeviceTx is the device code grant (RFC 8628 §3.4, §3.5).
+func (i *Issuer) redeemDeviceTx(is *issuing, c *client, form url.Values) (*tokenResponse, []string, *oauthError, error) {
 	code := form.Get("device_code")
 	if code == "" {
-		return nil, nil, badRequest("invalid_request", "device_code is required")
+		return nil, nil, badRequest("invalid_request", "device_code is required"), nil
 	}
-	key := hash(code)
-	d := i.devices[key]
+	tx, now, key := is.tx, is.now, hash(code)
+	d, err := getRecord[deviceRecord](tx, kindDevice, key)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	switch {
 	case d == nil:
-		return nil, nil, badRequest("invalid_grant", "unknown device code")
-	case d.client != c:
-		return nil, nil, badRequest("invalid_grant", "the device code was issued to another client")
-	case now.After(d.expires):
-		return nil, nil, badRequest("expired_token", "the device code expired; start a new device authorization")
-	case !d.lastPoll.IsZero() && now.Sub(d.lastPoll) < d.interval:
-		d.interval += slowDownStep
-		d.lastPoll = now
-		return nil, nil, badRequest("slow_down", "polling too fast; wait at least the interval, now increased by 5 seconds")
+		return nil, nil, badRequest("invalid_grant", "unknown device code"), nil
+	case d.ClientID != c.id:
+		return nil, nil, badRequest("invalid_grant", "the device code was issued to another client"), nil
+	case now.After(d.Expires):
+		return nil, nil, badRequest("expired_token", "the device code expired; start a new device authorization"), nil
+	case !d.LastPoll.IsZero() && now.Sub(d.LastPoll) < d.Interval:
+		d.Interval += slowDownStep
+		d.LastPoll = now
+		return nil, nil, badRequest("slow_down", "polling too fast; wait at least the interval, now increased by 5 seconds"), i.putDeviceTx(tx, key, d, false)
 	}
-	d.lastPoll = now
-	switch d.state {
+	d.LastPoll = now
+	switch d.State {
 	case devicePending:
-		return nil, nil, badRequest("authorization_pending", "the user has not answered yet")
+		return nil, nil, badRequest("authorization_pending", "the user has not answered yet"), i.putDeviceTx(tx, key, d, false)
 	case deviceDenied:
-		return nil, nil, badRequest("access_denied", "the user denied the request")
+		return nil, nil, badRequest("access_denied", "the user denied the request"), i.putDeviceTx(tx, key, d, false)
 	}
-	if e := sameResource(form, d.resource); e != nil {
-		return nil, nil, e
+	if e := sameResource(form, d.Resource); e != nil {
+		return nil, nil, e, i.putDeviceTx(tx, key, d, false)
 	}
-	delete(i.devices, key)
-	delete(i.userCodes, d.userCode)
-	g := &grant{client: c, subject: d.subject, scope: d.scope, resource: d.resource}
-	resp, e := i.issueLocked(now, g, g.scope)
-	return resp, nil, e
+	if err := tx.Delete(kindDevice, key); err != nil {
+		return nil, nil, nil, err
+	}
+	if err := tx.Delete(kindUserCode, d.UserCodeHash); err != nil {
+		return nil, nil, nil, err
+	}
+	g := &grantRecord{ClientID: c.id, Subject: d.Subject, Scope: d.Scope, Resource: d.Resource}
+	return i.issueTx(is, c, randomID(), g, g.Scope)
 }
 
 // serveDevicePage is the verification URI (RFC 8628 §3.3): a form to
@@ -249,26 +298,39 @@ func (i *Issuer) serveDevicePage(w http.ResponseWriter, r *http.Request) {
 		i.render(w, http.StatusOK, "device.html", devicePage{})
 		return
 	}
-	var nonce string
-	now := i.lock()
+	now := i.clock(r.Context())
+	i.mu.Lock()
 	wasLocked := now.Before(i.guesses.lockedUntil)
 	refused, wait := i.guesses.refuse(now)
-	var d *deviceAuth
+	i.mu.Unlock()
+	var nonce string
+	var d *deviceRecord
+	var cl *client
 	if refused == "" && len(typed) <= maxParamBytes {
-		d = i.userCodes[normaliseUserCode(typed)]
+		err := i.store.Update(r.Context(), func(tx state.Tx) error {
+			key, rec, err := deviceByUserCodeTx(tx, normaliseUserCode(typed))
+			if err != nil || rec == nil || now.After(rec.Expires) || rec.State != devicePending {
+				return err
+			}
+			if cl, err = i.clientTx(tx, rec.ClientID); err != nil || cl == nil {
+				return err
+			}
+			d = rec
+			if i.opts.AutoApprove {
+				d.State, d.Subject = deviceApproved, i.opts.Subject
+				return i.putDeviceTx(tx, key, d, false)
+			}
+			nonce = randomToken()
+			return addConsentTx(tx, nonce, &consentRecord{Expires: now.Add(consentTTL), DeviceKey: key})
+		})
+		if err != nil {
+			i.storePage(w, err)
+			return
+		}
 	}
-	if d != nil && (now.After(d.expires) || d.state != devicePending) {
-		d = nil
-	}
-	switch {
-	case refused != "":
-	case d == nil:
+	i.mu.Lock()
+	if refused == "" && d == nil {
 		i.guesses.fail(now)
-	case i.opts.AutoApprove:
-		d.state, d.subject = deviceApproved, i.opts.Subject
-	default:
-		nonce = randomToken()
-		i.addConsentLocked(nonce, &consent{expires: now.Add(consentTTL), device: d})
 	}
 	locked := !wasLocked && now.Before(i.guesses.lockedUntil)
 	i.mu.Unlock()
@@ -285,15 +347,15 @@ func (i *Issuer) serveDevicePage(w http.ResponseWriter, r *http.Request) {
 	case d == nil:
 		i.render(w, http.StatusBadRequest, "device.html", devicePage{UserCode: typed, Error: "The code " + typed + " is unknown, expired or already used. Check it against your device."})
 	case i.opts.AutoApprove:
-		i.log.Info("issuer: device approved", "client_id", d.client.id, "sub", i.opts.Subject)
+		i.log.Info("issuer: device approved", "client_id", cl.id, "sub", i.opts.Subject)
 		i.render(w, http.StatusOK, "message.html", messagePage{Title: "Device approved", Message: "Signed in as " + i.opts.Subject + ". Return to your device."})
 	default:
 		i.render(w, http.StatusOK, "device.html", devicePage{
-			UserCode:   formatUserCode(d.userCode),
-			ClientName: d.client.displayName(),
-			ClientID:   d.client.id,
-			Scopes:     strings.Fields(d.scope),
-			Resource:   d.resource,
+			UserCode:   formatUserCode(normaliseUserCode(typed)),
+			ClientName: cl.displayName(),
+			ClientID:   cl.id,
+			Scopes:     strings.Fields(d.Scope),
+			Resource:   d.Resource,
 			Subject:    i.opts.Subject,
 			Nonce:      nonce,
 		})
@@ -311,29 +373,40 @@ func (i *Issuer) serveDeviceDecision(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	key := hash(form.Get("nonce"))
-	now := i.lock()
-	c := i.consents[key]
-	var d *deviceAuth
-	if c != nil && c.device != nil {
-		delete(i.consents, key)
-		if !now.After(c.expires) && !now.After(c.device.expires) && c.device.state == devicePending {
-			d = c.device
+	now := i.clock(r.Context())
+	var d *deviceRecord
+	err := i.store.Update(r.Context(), func(tx state.Tx) error {
+		c, err := getRecord[consentRecord](tx, kindConsent, key)
+		if err != nil || c == nil || c.DeviceKey == "" {
+			return err
 		}
+		if err := tx.Delete(kindConsent, key); err != nil {
+			return err
+		}
+		rec, err := getRecord[deviceRecord](tx, kindDevice, c.DeviceKey)
+		if err != nil || rec == nil || now.After(c.Expires) || now.After(rec.Expires) || rec.State != devicePending {
+			return err
+		}
+		d = rec
+		if approve {
+			d.State, d.Subject = deviceApproved, subject
+		} else {
+			d.State = deviceDenied
+		}
+		return i.putDeviceTx(tx, c.DeviceKey, d, false)
+	})
+	if err != nil {
+		i.storePage(w, err)
+		return
 	}
-	if d != nil && approve {
-		d.state, d.subject = deviceApproved, subject
-	} else if d != nil {
-		d.state = deviceDenied
-	}
-	i.mu.Unlock()
 	switch {
 	case d == nil:
 		i.errorPage(w, http.StatusBadRequest, "This device page expired or was already answered. Start again on your device.")
 	case approve:
-		i.log.Info("issuer: device approved", "client_id", d.client.id, "sub", subject)
+		i.log.Info("issuer: device approved", "client_id", d.ClientID, "sub", subject)
 		i.render(w, http.StatusOK, "message.html", messagePage{Title: "Device approved", Message: "Signed in as " + subject + ". Return to your device."})
 	default:
-		i.log.Info("issuer: device denied", "client_id", d.client.id)
+		i.log.Info("issuer: device denied", "client_id", d.ClientID)
 		i.render(w, http.StatusOK, "message.html", messagePage{Title: "Device denied", Message: "The device gets no access. You can close this page."})
 	}
 }

@@ -1,5 +1,5 @@
 // Package issuer is agentauth's embedded development authorization server: a
-// strict, in-memory OAuth 2.0 server that `serve` mounts on its own listener so
+// strict OAuth 2.0 server that `serve` mounts on its own listener so
 // that `login` works without an external identity provider.
 //
 // It implements RFC 8414 metadata (also served as openid-configuration), the
@@ -10,10 +10,21 @@
 // revocation (RFC 7009), introspection (RFC 7662), open dynamic client
 // registration (RFC 7591) and JWT access tokens (RFC 9068) signed with ES256.
 //
-// State (clients, codes, tokens) lives in memory and dies with the process;
-// the signing key is generated at New. Every approval signs in as a dev user
-// (Options.Subject) without a password: never expose this server to a network
-// you do not trust.
+// Its state (registered clients, codes, device codes, grants, refresh
+// tokens, revocations, pending consent pages and signing keys) lives in a
+// state.Store: in memory by default, or in SQLite or PostgreSQL, where it
+// survives a restart and several issuers may share it. Codes, refresh
+// tokens, device and user codes and page nonces are stored as their
+// SHA-256, client secrets too; access tokens are not stored (the signature
+// vouches for them), only their jtis, in their grant and, once revoked,
+// until they expire; signing keys are sealed with Options.StateKey when
+// one is given. Signing keys rotate every Options.KeyRotation (kid = RFC
+// 7638 thumbprint); a rotated key stays in the JWKS until every token it
+// signed has expired. Expired records are swept at most every sweepEvery
+// (30s), at most maxSweep (1000) per pass. The user code guessing count
+// below and the OnRevoke callbacks are per process. Every approval signs
+// in as a dev user (Options.Subject) without a password: never expose
+// this server to a network you do not trust.
 //
 // Because it signs anyone in, the issuer hands codes only to loopback
 // redirect URIs (http://127.0.0.1, http://[::1], http://localhost, any
@@ -44,9 +55,13 @@
 //     userCodeLockout (5 minutes). The count is issuer-wide.
 //
 // Issued grants (used codes, refresh and access tokens) are kept until
-// their tokens expire.
+// their tokens expire; one grant (a login and its refreshes) keeps at most
+// maxFamilyAccess (50) live access tokens, a refresh beyond revoking the
+// oldest. With a shared Store the bounds count every process's records,
+// and are approximate under concurrent requests.
 //
 // issuer owns the HTTP endpoints above and their HTML pages. It imports wire
-// for the metadata and error types and must not import commands, flows, store
-// or the agent host: a host learns about revocations through OnRevoke.
+// for the metadata and error types, state for its Store, and must not
+// import commands, flows, store or the agent host: a host learns about
+// revocations through OnRevoke.
 package issuer

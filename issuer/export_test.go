@@ -16,4 +16,5 @@ const (
 	UserCodeRetryInterval   = userCodeRetryInterval
 	UserCodeMaxFailures     = userCodeMaxFailures
 	UserCodeLockout         = userCodeLockout
+	MaxFamilyAccess         = maxFamilyAccess
 )

@@ -40,6 +40,12 @@ func (c *fakeClock) Now() time.Time {
 	return c.now
 }
 
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
 // testServer is an Issuer mounted, path by path, on a shared mux behind a
 // real loopback HTTP server.
 type testServer struct {
@@ -80,11 +86,7 @@ func start(t *testing.T, opts issuer.Options) *testServer {
 	return s
 }
 
-func (s *testServer) advance(d time.Duration) {
-	s.clock.mu.Lock()
-	defer s.clock.mu.Unlock()
-	s.clock.now = s.clock.now.Add(d)
-}
+func (s *testServer) advance(d time.Duration) { s.clock.advance(d) }
 
 // takeRevoked returns and clears the jtis OnRevoke reported so far.
 func (s *testServer) takeRevoked() []string {

@@ -87,8 +87,15 @@ func (i *Issuer) serveMetadata(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, i.Metadata())
 }
 
+// serveJWKS publishes every signing key whose tokens may still live: the
+// current one and those rotated out less than a token lifetime ago.
 func (i *Issuer) serveJWKS(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, i.jwks)
+	keys, err := i.publicKeys(r.Context())
+	if err != nil {
+		writeError(w, i.storeFailed(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, keys)
 }
 
 // oauthError is an RFC 6749 §5.2 error response with its HTTP status.

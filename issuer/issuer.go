@@ -1,7 +1,7 @@
 package issuer
 
 import (
-	"crypto/ecdsa"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -15,8 +15,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-jose/go-jose/v4"
-
+	"github.com/agentauth/agentauth/state"
 	"github.com/agentauth/agentauth/wire"
 )
 
@@ -69,8 +68,8 @@ const (
 	unusedClientTTL = 15 * time.Minute
 )
 
-// pruneEvery bounds how often expired entries are swept.
-const pruneEvery = 30 * time.Second
+// sweepEvery bounds how often expired records are swept.
+const sweepEvery = 30 * time.Second
 
 // Client is a registered OAuth client (RFC 7591 §2 metadata subset).
 type Client struct {
@@ -116,82 +115,47 @@ type Options struct {
 	// have redirect URIs besides loopback http (RFC 8252 §7.3), which is
 	// always allowed. Registration and Clients are checked against them.
 	AllowedRedirectOrigins []string
-	// Clients are pre-registered in addition to agentauth-cli.
+	// Clients are pre-registered in addition to agentauth-cli. They live
+	// in the process, not in Store.
 	Clients []Client
-	Logger  *slog.Logger
-	Now     func() time.Time
+	// Store keeps the issuer's state: registered clients, codes, device
+	// codes, grants, refresh and access tokens, revocations and signing
+	// keys. Default: a new state.Memory, which dies with the process.
+	Store state.Store
+	// StateKey, StateKeySize bytes, encrypts the signing keys in Store
+	// (AES-256-GCM); without it they are stored in the clear.
+	StateKey []byte
+	// KeyRotation is how long a signing key signs before a new one takes
+	// over; the old one stays in the JWKS until its tokens have expired.
+	// Default 30 days.
+	KeyRotation time.Duration
+	// RotateKey retires the current signing key at New, out of schedule
+	// (a key that may have leaked): a new one signs from then on.
+	RotateKey bool
+	Logger    *slog.Logger
+	Now       func() time.Time
 }
 
 // Issuer is the embedded authorization server. Its methods are safe for
-// concurrent use.
+// concurrent use; several Issuers (in several processes) may share one
+// Store.
 type Issuer struct {
 	opts    Options
 	meta    wire.AuthServerMetadata
-	key     *ecdsa.PrivateKey
-	signer  jose.Signer
-	jwks    jose.JSONWebKeySet
 	pages   *template.Template
 	handler http.Handler
 	log     *slog.Logger
 	now     func() time.Time
+	store   state.Store
+	// static are the pre-registered clients, by id.
+	static map[string]*client
+	keys   keyRing
 
 	mu        sync.Mutex
-	clients   map[string]*client
-	codes     map[string]*authCode     // not yet redeemed, by sha256 of the code
-	usedCodes map[string]*usedCode     // redeemed, by sha256 of the code
-	refresh   map[string]*refreshToken // by sha256 of the token
-	access    map[string]*accessToken  // by jti
-	devices   map[string]*deviceAuth   // by sha256 of the device code
-	userCodes map[string]*deviceAuth   // by normalised user code
-	consents  map[string]*consent      // by sha256 of the page nonce
-	cimd      map[string]cimdEntry     // fetched client ID metadata documents, by URL
-	// registered counts the clients in clients that came from the
-	// registration endpoint.
-	registered int
-	guesses    userCodeGuard
-	nextPrune  time.Time
-	onRevoke   []func(jtis []string)
-}
-
-// grant is one authorization: the family of every token issued from one
-// code or device approval, through all refresh rotations.
-type grant struct {
-	client   *client
-	subject  string
-	scope    string
-	resource string
-	jtis     []string // access tokens issued in this family
-	revoked  bool
-}
-
-type authCode struct {
-	client        *client
-	redirectURI   string // effective redirect URI
-	redirectGiven bool   // redirect_uri was sent (RFC 6749 §4.1.3)
-	challenge     string
-	subject       string
-	scope         string
-	resource      string
-	expires       time.Time
-}
-
-// usedCode is a redeemed code, kept while its tokens may live to detect a
-// replay (RFC 6749 §4.1.2).
-type usedCode struct {
-	grant     *grant
-	keepUntil time.Time
-}
-
-type refreshToken struct {
-	grant   *grant
-	expires time.Time
-	used    bool // rotated: presenting it again is reuse
-}
-
-type accessToken struct {
-	grant   *grant
-	expires time.Time
-	revoked bool
+	cimd      map[string]cimdEntry // fetched client ID metadata documents, by URL
+	guesses   userCodeGuard
+	nextSweep time.Time
+	onRevoke  []func(jtis []string)
 }
 
 // New validates opts, applies defaults and generates the signing key.
@@ -212,6 +176,13 @@ func New(opts Options) (*Issuer, error) {
 	setDefault(&opts.CodeTTL, DefaultCodeTTL)
 	setDefault(&opts.DeviceCodeTTL, DefaultDeviceCodeTTL)
 	setDefault(&opts.DeviceInterval, DefaultDeviceInterval)
+	setDefault(&opts.KeyRotation, DefaultKeyRotation)
+	if opts.StateKey != nil && len(opts.StateKey) != StateKeySize {
+		return nil, fmt.Errorf("cannot use a state key of %d bytes: want %d", len(opts.StateKey), StateKeySize)
+	}
+	if opts.Store == nil {
+		opts.Store = state.NewMemory()
+	}
 	if opts.TokenTTL < time.Second || opts.DeviceInterval < time.Second {
 		return nil, errors.New("cannot use a token ttl or device interval under one second")
 	}
@@ -234,20 +205,7 @@ func New(opts Options) (*Issuer, error) {
 		opts.Now = time.Now
 	}
 
-	i := &Issuer{
-		opts:      opts,
-		log:       opts.Logger,
-		now:       opts.Now,
-		clients:   map[string]*client{},
-		cimd:      map[string]cimdEntry{},
-		codes:     map[string]*authCode{},
-		usedCodes: map[string]*usedCode{},
-		refresh:   map[string]*refreshToken{},
-		access:    map[string]*accessToken{},
-		devices:   map[string]*deviceAuth{},
-		userCodes: map[string]*deviceAuth{},
-		consents:  map[string]*consent{},
-	}
+	i := &Issuer{opts: opts, log: opts.Logger, now: opts.Now, store: opts.Store, static: map[string]*client{}, cimd: map[string]cimdEntry{}}
 	cli := Client{
 		ID:           CLIClientID,
 		Name:         "agentauth CLI",
@@ -263,14 +221,20 @@ func New(opts Options) (*Issuer, error) {
 		if err != nil {
 			return nil, err
 		}
-		if i.clients[rc.id] != nil {
+		if i.static[rc.id] != nil {
 			return nil, fmt.Errorf("cannot register client %q twice", rc.id)
 		}
-		i.clients[rc.id] = rc
+		i.static[rc.id] = rc
 	}
-	if err := i.initKey(); err != nil {
+	if opts.RotateKey {
+		if err := i.retireKeys(context.Background(), i.now()); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := i.signer(context.Background(), i.now()); err != nil {
 		return nil, err
 	}
+	i.store.OnRevoked(i.callOnRevoke)
 	if i.pages, err = parsePages(); err != nil {
 		return nil, err
 	}
@@ -332,97 +296,36 @@ func (i *Issuer) Metadata() wire.AuthServerMetadata {
 	return m
 }
 
-// OnRevoke registers fn to be called, synchronously and without the
-// issuer's lock held, with the jti of every live access token the issuer
-// revokes: at the revocation endpoint (RFC 7009), on refresh token reuse and
-// on authorization code replay (RFC 6749 §4.1.2).
+// OnRevoke registers fn to be called, synchronously, with the jti of every
+// live access token the issuer revokes: at the revocation endpoint
+// (RFC 7009), on refresh token reuse and on authorization code replay
+// (RFC 6749 §4.1.2); and those that other issuers sharing the Store
+// revoke, as the Store reports them.
 func (i *Issuer) OnRevoke(fn func(jtis []string)) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	i.onRevoke = append(i.onRevoke, fn)
 }
 
-// notifyRevoked calls the OnRevoke callbacks; the lock must not be held.
-func (i *Issuer) notifyRevoked(jtis []string) {
+// notifyRevoked tells the OnRevoke callbacks and the other processes
+// sharing the Store.
+func (i *Issuer) notifyRevoked(ctx context.Context, jtis []string) {
 	if len(jtis) == 0 {
 		return
 	}
+	if err := i.store.PublishRevoked(ctx, jtis); err != nil {
+		i.log.Warn("issuer: cannot tell the other replicas of a revocation; they refuse the tokens once their caches expire", "err", err)
+	}
+	i.callOnRevoke(jtis)
+}
+
+func (i *Issuer) callOnRevoke(jtis []string) {
 	i.mu.Lock()
 	fns := slices.Clone(i.onRevoke)
 	i.mu.Unlock()
 	for _, fn := range fns {
 		fn(slices.Clone(jtis))
 	}
-}
-
-// revokeGrantLocked revokes every token of g and returns the jtis of the
-// access tokens that were still live.
-func (i *Issuer) revokeGrantLocked(g *grant) []string {
-	g.revoked = true
-	var jtis []string
-	for _, jti := range g.jtis {
-		if a := i.access[jti]; a != nil && !a.revoked {
-			a.revoked = true
-			jtis = append(jtis, jti)
-		}
-	}
-	return jtis
-}
-
-// lock takes the state lock and sweeps expired entries now and then.
-func (i *Issuer) lock() time.Time {
-	i.mu.Lock()
-	now := i.now()
-	if now.Before(i.nextPrune) {
-		return now
-	}
-	i.nextPrune = now.Add(pruneEvery)
-	for k, c := range i.codes {
-		if now.After(c.expires) {
-			delete(i.codes, k)
-		}
-	}
-	for k, c := range i.usedCodes {
-		if now.After(c.keepUntil) {
-			delete(i.usedCodes, k)
-		}
-	}
-	for k, r := range i.refresh {
-		if now.After(r.expires) {
-			delete(i.refresh, k)
-		}
-	}
-	for k, a := range i.access {
-		if now.After(a.expires) {
-			delete(i.access, k)
-		}
-	}
-	// Kept a while past expiry so that a late poll still learns
-	// expired_token (RFC 8628 §3.5).
-	i.pruneDevicesLocked(now, i.opts.DeviceCodeTTL)
-	for k, c := range i.consents {
-		if now.After(c.expires) {
-			delete(i.consents, k)
-		}
-	}
-	i.pruneClientsLocked(now)
-	return now
-}
-
-// evictOldest makes room for one more entry in m, which may hold max: when
-// it is full, the entry that expires first is dropped.
-func evictOldest[V any](m map[string]V, max int, expires func(V) time.Time) {
-	if len(m) < max {
-		return
-	}
-	var oldest string
-	var first time.Time
-	for k, v := range m {
-		if e := expires(v); oldest == "" || e.Before(first) {
-			oldest, first = k, e
-		}
-	}
-	delete(m, oldest)
 }
 
 // hash is the only form in which codes, refresh tokens, device codes and

@@ -1,12 +1,7 @@
 package issuer
 
 import (
-	"crypto"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"encoding/base64"
-	"fmt"
+	"context"
 
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
@@ -24,42 +19,20 @@ type accessClaims struct {
 	Scope    string `json:"scope,omitempty"`
 }
 
-// initKey generates the ES256 signing key; its kid is the RFC 7638
-// thumbprint. Tokens carry typ "at+jwt" (RFC 9068 §2.1).
-func (i *Issuer) initKey() error {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return fmt.Errorf("cannot generate signing key: %w", err)
-	}
-	jwk := jose.JSONWebKey{Key: key, Algorithm: string(jose.ES256), Use: "sig"}
-	thumb, err := jwk.Thumbprint(crypto.SHA256)
-	if err != nil {
-		return fmt.Errorf("cannot compute key id: %w", err)
-	}
-	jwk.KeyID = base64.RawURLEncoding.EncodeToString(thumb)
-	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: jwk}, (&jose.SignerOptions{}).WithType("at+jwt"))
-	if err != nil {
-		return fmt.Errorf("cannot create signer: %w", err)
-	}
-	i.key = key
-	i.signer = signer
-	i.jwks = jose.JSONWebKeySet{Keys: []jose.JSONWebKey{jwk.Public()}}
-	return nil
-}
-
-func (i *Issuer) sign(c accessClaims) (string, error) {
-	return jwt.Signed(i.signer).Claims(c).Serialize()
-}
-
 // parseAccessToken returns the claims of an access token this issuer
-// signed, whether or not it expired or was revoked, or nil.
-func (i *Issuer) parseAccessToken(s string) *accessClaims {
+// signed, with any of its published keys, whether or not it expired or was
+// revoked, or nil.
+func (i *Issuer) parseAccessToken(ctx context.Context, s string) *accessClaims {
 	t, err := jwt.ParseSigned(s, []jose.SignatureAlgorithm{jose.ES256})
-	if err != nil {
+	if err != nil || len(t.Headers) != 1 {
+		return nil
+	}
+	pub := i.verifier(ctx, t.Headers[0].KeyID)
+	if pub == nil {
 		return nil
 	}
 	var c accessClaims
-	if err := t.Claims(&i.key.PublicKey, &c); err != nil || c.Issuer != i.opts.Issuer || c.ID == "" {
+	if err := t.Claims(pub, &c); err != nil || c.Issuer != i.opts.Issuer || c.ID == "" {
 		return nil
 	}
 	return &c

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"unicode/utf8"
 
+	"github.com/agentauth/agentauth/state"
 	"github.com/agentauth/agentauth/wire"
 )
 
@@ -88,20 +89,33 @@ func (i *Issuer) register(w http.ResponseWriter, r *http.Request) (*registration
 		c.secretHash = sha256.Sum256([]byte(resp.ClientSecret))
 		resp.ClientSecretExpiresAt = new(int64)
 	}
-	now := i.lock()
-	if i.registered >= maxRegistrations {
-		i.pruneClientsLocked(now)
+	now := i.clock(r.Context())
+	c.registered, c.lastActive = true, now
+	full := false
+	err = i.store.Update(r.Context(), func(tx state.Tx) error {
+		n, err := tx.Count(kindClient)
+		if err == nil && n >= maxRegistrations {
+			_, err = tx.DeleteExpired(kindClient, now, maxRegistrations)
+			if err == nil {
+				n, err = tx.Count(kindClient)
+			}
+		}
+		if err != nil {
+			return err
+		}
+		if full = n >= maxRegistrations; full {
+			return nil
+		}
+		return i.putClientTx(tx, c)
+	})
+	if err != nil {
+		return nil, i.storeFailed(err)
 	}
-	if i.registered >= maxRegistrations {
-		i.mu.Unlock()
+	if full {
 		i.log.Warn("issuer: registration refused, too many registered clients", "max", maxRegistrations)
 		return nil, &oauthError{status: http.StatusServiceUnavailable, body: wire.OAuthError{Code: "temporarily_unavailable", Description: fmt.Sprintf(
-			"the issuer already holds %d registered clients; clients never issued a token are dropped %s after their last request. Reuse a registered client, or restart serve", maxRegistrations, unusedClientTTL)}}
+			"the issuer already holds %d registered clients; clients never issued a token are dropped %s after their last request. Reuse a registered client, or wait for unused ones to expire", maxRegistrations, unusedClientTTL)}}
 	}
-	c.registered, c.lastActive = true, now
-	i.clients[c.id] = c
-	i.registered++
-	i.mu.Unlock()
 	resp.ClientIDIssuedAt = now.Unix()
 	i.log.Info("issuer: client registered", "client_id", c.id, "auth_method", c.authMethod)
 	return resp, nil

@@ -1,7 +1,11 @@
 package issuer
 
 import (
+	"errors"
 	"net/http"
+	"time"
+
+	"github.com/agentauth/agentauth/state"
 )
 
 // serveRevoke is the revocation endpoint (RFC 7009 §2). Both token kinds
@@ -24,42 +28,52 @@ func (i *Issuer) serveRevoke(w http.ResponseWriter, r *http.Request) {
 		writeError(w, badRequest("invalid_request", "token is required"))
 		return
 	}
-	claims := i.parseAccessToken(token)
-	var owner *grant
+	ctx := r.Context()
+	claims := i.parseAccessToken(ctx, token)
+	now := i.clock(ctx)
+	var owner string // the client the token was issued to
 	var jtis []string
-	i.lock()
-	if rt := i.refresh[hash(token)]; rt != nil {
-		owner = rt.grant
-		if owner.client == c {
-			jtis = i.revokeGrantLocked(owner)
+	err := i.store.Update(ctx, func(tx state.Tx) error {
+		rt, err := getRecord[refreshRecord](tx, kindRefresh, hash(token))
+		if err != nil {
+			return err
 		}
-	} else if a := i.accessRecord(claims); a != nil {
-		owner = a.grant
-		if owner.client == c && !a.revoked {
-			a.revoked = true
-			jtis = []string{claims.ID}
+		if rt != nil {
+			g, err := getRecord[grantRecord](tx, kindGrant, rt.GrantID)
+			if err != nil || g == nil {
+				return err
+			}
+			if owner = g.ClientID; owner == c.id {
+				jtis, err = i.revokeGrantTx(tx, now, rt.GrantID, g)
+			}
+			return err
 		}
+		if claims == nil {
+			return nil
+		}
+		if owner = claims.ClientID; owner == c.id {
+			revoked, err := i.revokeAccessTx(tx, claims.ID, time.Unix(claims.Expiry, 0))
+			if revoked {
+				jtis = []string{claims.ID}
+			}
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		writeError(w, i.storeFailed(err))
+		return
 	}
-	i.mu.Unlock()
-	if owner != nil && owner.client != c {
+	if owner != "" && owner != c.id {
 		writeError(w, badRequest("unauthorized_client", "the token was issued to another client"))
 		return
 	}
-	i.notifyRevoked(jtis)
-	if owner != nil {
+	i.notifyRevoked(ctx, jtis)
+	if owner != "" {
 		i.log.Info("issuer: tokens revoked", "client_id", c.id, "access_tokens", len(jtis))
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
-}
-
-// accessRecord finds the state of a parsed access token; the lock must be
-// held.
-func (i *Issuer) accessRecord(c *accessClaims) *accessToken {
-	if c == nil {
-		return nil
-	}
-	return i.access[c.ID]
 }
 
 // introspection is the RFC 7662 §2.2 response.
@@ -100,10 +114,25 @@ func (i *Issuer) serveIntrospect(w http.ResponseWriter, r *http.Request) {
 		writeError(w, badRequest("invalid_request", "token is required"))
 		return
 	}
-	claims := i.parseAccessToken(token)
+	ctx := r.Context()
+	claims := i.parseAccessToken(ctx, token)
 	resp := introspection{}
-	now := i.lock()
-	if a := i.accessRecord(claims); a != nil && !a.revoked && now.Unix() < claims.Expiry {
+	now := i.clock(ctx)
+	revoked := false
+	if claims != nil && now.Unix() < claims.Expiry {
+		err := i.store.View(ctx, func(tx state.Tx) error {
+			_, err := tx.Get(kindRevoked, claims.ID)
+			if revoked = err == nil; errors.Is(err, state.ErrNotFound) {
+				return nil
+			}
+			return err
+		})
+		if err != nil {
+			writeError(w, i.storeFailed(err))
+			return
+		}
+	}
+	if claims != nil && !revoked && now.Unix() < claims.Expiry {
 		resp = introspection{
 			Active:    true,
 			Scope:     claims.Scope,
@@ -117,6 +146,5 @@ func (i *Issuer) serveIntrospect(w http.ResponseWriter, r *http.Request) {
 			TokenType: "Bearer",
 		}
 	}
-	i.mu.Unlock()
 	writeJSON(w, http.StatusOK, resp)
 }

@@ -9,6 +9,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/go-jose/go-jose/v4/jwt"
+
+	"github.com/agentauth/agentauth/state"
 	"github.com/agentauth/agentauth/wire"
 )
 
@@ -51,66 +54,112 @@ func (i *Issuer) token(w http.ResponseWriter, r *http.Request) (*tokenResponse, 
 	if !c.allows(grantType) {
 		return nil, badRequest("unauthorized_client", "the client may not use grant_type "+grantType)
 	}
-	var redeem func(time.Time, *client, url.Values) (*tokenResponse, []string, *oauthError)
+	var redeem redeemFunc
 	switch grantType {
 	case wire.GrantAuthorizationCode:
-		redeem = i.redeemCodeLocked
+		redeem = i.redeemCodeTx
 	case wire.GrantRefreshToken:
-		redeem = i.redeemRefreshLocked
+		redeem = i.redeemRefreshTx
 	case wire.GrantDeviceCode:
-		redeem = i.redeemDeviceLocked
+		redeem = i.redeemDeviceTx
 	}
-	now := i.lock()
-	resp, revoked, e := redeem(now, c, form)
-	i.mu.Unlock()
-	i.notifyRevoked(revoked)
+	ctx := r.Context()
+	now := i.clock(ctx)
+	key, err := i.signer(ctx, now)
+	if err != nil {
+		return nil, i.storeFailed(err)
+	}
+	var resp *tokenResponse
+	var revoked []string
+	err = i.store.Update(ctx, func(tx state.Tx) error {
+		var err error
+		resp, revoked, e, err = redeem(&issuing{tx: tx, now: now, key: key}, c, form)
+		return err
+	})
+	if err != nil {
+		return nil, i.storeFailed(err)
+	}
+	i.notifyRevoked(ctx, revoked)
 	return resp, e
 }
 
-// redeemCodeLocked is the authorization code grant (RFC 6749 §4.1.3) with
+// issuing is what a grant needs to issue tokens: the transaction, the
+// time and the signing key (read before the transaction began).
+type issuing struct {
+	tx  state.Tx
+	now time.Time
+	key *signingKey
+}
+
+// redeemFunc redeems one grant type inside a transaction: the response or
+// its OAuth error, the jtis it revoked, and a state store failure, which
+// undoes the transaction. An OAuth error commits what was written (a
+// voided code, a revoked family, a slowed-down poll).
+type redeemFunc func(is *issuing, c *client, form url.Values) (*tokenResponse, []string, *oauthError, error)
+
+// redeemCodeTx is the authorization code grant (RFC 6749 §4.1.3) with
 // the PKCE check (RFC 7636 §4.6). A code is single-use: a replay revokes
 // every token issued from it (§4.1.2), and a wrong verifier voids it.
-func (i *Issuer) redeemCodeLocked(now time.Time, c *client, form url.Values) (*tokenResponse, []string, *oauthError) {
+func (i *Issuer) redeemCodeTx(is *issuing, c *client, form url.Values) (*tokenResponse, []string, *oauthError, error) {
 	code, verifier := form.Get("code"), form.Get("code_verifier")
 	if code == "" {
-		return nil, nil, badRequest("invalid_request", "code is required")
+		return nil, nil, badRequest("invalid_request", "code is required"), nil
 	}
 	if verifier == "" {
-		return nil, nil, badRequest("invalid_request", "code_verifier is required (PKCE)")
+		return nil, nil, badRequest("invalid_request", "code_verifier is required (PKCE)"), nil
 	}
-	key := hash(code)
-	if used := i.usedCodes[key]; used != nil {
-		if used.grant.client != c {
-			return nil, nil, badRequest("invalid_grant", "the authorization code was issued to another client")
-		}
-		jtis := i.revokeGrantLocked(used.grant)
-		i.log.Warn("issuer: authorization code replayed, its tokens are revoked", "client_id", c.id, "revoked", len(jtis))
-		return nil, jtis, badRequest("invalid_grant", "the authorization code was already used; every token issued from it is revoked")
+	tx, now, key := is.tx, is.now, hash(code)
+	ac, err := getRecord[codeRecord](tx, kindCode, key)
+	if err != nil {
+		return nil, nil, nil, err
 	}
-	ac := i.codes[key]
+	if ac == nil {
+		return i.replayedCodeTx(is, c, key)
+	}
 	switch {
-	case ac == nil:
-		return nil, nil, badRequest("invalid_grant", "unknown authorization code")
-	case ac.client != c:
-		return nil, nil, badRequest("invalid_grant", "the authorization code was issued to another client")
-	case now.After(ac.expires):
-		delete(i.codes, key)
-		return nil, nil, badRequest("invalid_grant", "the authorization code expired")
-	case (ac.redirectGiven || form.Has("redirect_uri")) && form.Get("redirect_uri") != ac.redirectURI:
-		return nil, nil, badRequest("invalid_grant", "redirect_uri differs from the authorization request")
-	case !verifierMatches(verifier, ac.challenge):
-		delete(i.codes, key)
+	case ac.ClientID != c.id:
+		return nil, nil, badRequest("invalid_grant", "the authorization code was issued to another client"), nil
+	case now.After(ac.Expires):
+		return nil, nil, badRequest("invalid_grant", "the authorization code expired"), tx.Delete(kindCode, key)
+	case (ac.RedirectGiven || form.Has("redirect_uri")) && form.Get("redirect_uri") != ac.RedirectURI:
+		return nil, nil, badRequest("invalid_grant", "redirect_uri differs from the authorization request"), nil
+	case !verifierMatches(verifier, ac.Challenge):
 		i.log.Warn("issuer: wrong code_verifier, code voided", "client_id", c.id)
-		return nil, nil, badRequest("invalid_grant", "code_verifier does not match the code_challenge; the code is void")
+		return nil, nil, badRequest("invalid_grant", "code_verifier does not match the code_challenge; the code is void"), tx.Delete(kindCode, key)
 	}
-	if e := sameResource(form, ac.resource); e != nil {
-		return nil, nil, e
+	if e := sameResource(form, ac.Resource); e != nil {
+		return nil, nil, e, nil
 	}
-	g := &grant{client: c, subject: ac.subject, scope: ac.scope, resource: ac.resource}
-	delete(i.codes, key)
-	i.usedCodes[key] = &usedCode{grant: g, keepUntil: now.Add(max(i.opts.TokenTTL, i.opts.RefreshTTL))}
-	resp, e := i.issueLocked(now, g, g.scope)
-	return resp, nil, e
+	// The family is named by the code's hash: a replay finds it.
+	if err := tx.Delete(kindCode, key); err != nil {
+		return nil, nil, nil, err
+	}
+	g := &grantRecord{ClientID: c.id, Subject: ac.Subject, Scope: ac.Scope, Resource: ac.Resource}
+	return i.issueTx(is, c, key, g, g.Scope)
+}
+
+// replayedCodeTx answers a code that is not pending: unknown, or
+// redeemed already (its family, named by its hash, exists while its
+// tokens may live), in which case every token issued from it is revoked
+// (RFC 6749 §4.1.2).
+func (i *Issuer) replayedCodeTx(is *issuing, c *client, key string) (*tokenResponse, []string, *oauthError, error) {
+	tx, now := is.tx, is.now
+	g, err := getRecord[grantRecord](tx, kindGrant, key)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if g != nil {
+		if g.ClientID != c.id {
+			return nil, nil, badRequest("invalid_grant", "the authorization code was issued to another client"), nil
+		}
+		jtis, err := i.revokeGrantTx(tx, now, key, g)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		i.log.Warn("issuer: authorization code replayed, its tokens are revoked", "client_id", c.id, "revoked", len(jtis))
+		return nil, jtis, badRequest("invalid_grant", "the authorization code was already used; every token issued from it is revoked"), nil
+	}
+	return nil, nil, badRequest("invalid_grant", "unknown authorization code"), nil
 }
 
 // verifierMatches checks an RFC 7636 §4.1 verifier (43 to 128 unreserved
@@ -128,68 +177,110 @@ func verifierMatches(verifier, challenge string) bool {
 	return subtle.ConstantTimeCompare([]byte(base64.RawURLEncoding.EncodeToString(sum[:])), []byte(challenge)) == 1
 }
 
-// redeemRefreshLocked is the refresh grant (RFC 6749 §6). Every use
-// rotates the refresh token; presenting a rotated one again revokes the
-// whole family (OAuth 2.0 Security BCP, RFC 9700 §4.14.2).
-func (i *Issuer) redeemRefreshLocked(now time.Time, c *client, form url.Values) (*tokenResponse, []string, *oauthError) {
+// redeemRefreshTx is the refresh grant (RFC 6749 §6). Every use rotates
+// the refresh token; presenting a rotated one again revokes the whole
+// family (OAuth 2.0 Security BCP, RFC 9700 §4.14.2). The family's record
+// names its current refresh token and is read and rewritten in one
+// transaction, so that of two concurrent uses (on two replicas, say) one
+// rotates and the other is reuse.
+func (i *Issuer) redeemRefreshTx(is *issuing, c *client, form url.Values) (*tokenResponse, []string, *oauthError, error) {
 	token := form.Get("refresh_token")
 	if token == "" {
-		return nil, nil, badRequest("invalid_request", "refresh_token is required")
+		return nil, nil, badRequest("invalid_request", "refresh_token is required"), nil
 	}
-	rt := i.refresh[hash(token)]
+	tx, now, key := is.tx, is.now, hash(token)
+	rt, err := getRecord[refreshRecord](tx, kindRefresh, key)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var g *grantRecord
+	if rt != nil {
+		if g, err = getRecord[grantRecord](tx, kindGrant, rt.GrantID); err != nil {
+			return nil, nil, nil, err
+		}
+	}
 	switch {
-	case rt == nil:
-		return nil, nil, badRequest("invalid_grant", "unknown refresh token")
-	case rt.grant.client != c:
-		return nil, nil, badRequest("invalid_grant", "the refresh token was issued to another client")
-	case rt.grant.revoked:
-		return nil, nil, badRequest("invalid_grant", "the refresh token was revoked")
-	case rt.used:
-		jtis := i.revokeGrantLocked(rt.grant)
+	case rt == nil || g == nil:
+		return nil, nil, badRequest("invalid_grant", "unknown refresh token"), nil
+	case g.ClientID != c.id:
+		return nil, nil, badRequest("invalid_grant", "the refresh token was issued to another client"), nil
+	case g.Revoked:
+		return nil, nil, badRequest("invalid_grant", "the refresh token was revoked"), nil
+	case g.Refresh != key:
+		jtis, err := i.revokeGrantTx(tx, now, rt.GrantID, g)
+		if err != nil {
+			return nil, nil, nil, err
+		}
 		i.log.Warn("issuer: rotated refresh token reused, its family is revoked", "client_id", c.id, "revoked", len(jtis))
-		return nil, jtis, badRequest("invalid_grant", "the refresh token was already used; its token family is revoked")
-	case now.After(rt.expires):
-		return nil, nil, badRequest("invalid_grant", "the refresh token expired")
+		return nil, jtis, badRequest("invalid_grant", "the refresh token was already used; its token family is revoked"), nil
+	case now.After(rt.Expires):
+		return nil, nil, badRequest("invalid_grant", "the refresh token expired"), nil
 	}
-	scope, e := narrowScope(form, rt.grant.scope)
+	scope, e := narrowScope(form, g.Scope)
 	if e != nil {
-		return nil, nil, e
+		return nil, nil, e, nil
 	}
-	if e := sameResource(form, rt.grant.resource); e != nil {
-		return nil, nil, e
+	if e := sameResource(form, g.Resource); e != nil {
+		return nil, nil, e, nil
 	}
-	rt.used = true
-	resp, e := i.issueLocked(now, rt.grant, scope)
-	return resp, nil, e
+	return i.issueTx(is, c, rt.GrantID, g, scope)
 }
 
-// issueLocked signs an access token for g and, when the client may
-// refresh, a new refresh token of the same family.
-func (i *Issuer) issueLocked(now time.Time, g *grant, scope string) (*tokenResponse, *oauthError) {
+// maxFamilyAccess bounds the live access tokens of one family (one
+// login, through its refreshes): a refresh beyond it revokes the oldest.
+const maxFamilyAccess = 50
+
+// issueTx signs an access token for the family g (id) and, when the client
+// may refresh, a new refresh token of the same family. It returns the
+// jtis it revoked to keep within maxFamilyAccess.
+func (i *Issuer) issueTx(is *issuing, c *client, id string, g *grantRecord, scope string) (*tokenResponse, []string, *oauthError, error) {
+	tx, now := is.tx, is.now
 	jti := randomID()
 	expires := now.Add(i.opts.TokenTTL)
-	at, err := i.sign(accessClaims{
+	at, err := jwt.Signed(is.key.signer).Claims(accessClaims{
 		Issuer:   i.opts.Issuer,
-		Subject:  g.subject,
-		Audience: g.resource,
+		Subject:  g.Subject,
+		Audience: g.Resource,
 		Expiry:   expires.Unix(),
 		IssuedAt: now.Unix(),
 		ID:       jti,
-		ClientID: g.client.id,
+		ClientID: c.id,
 		Scope:    scope,
-	})
+	}).Serialize()
 	if err != nil {
 		i.log.Error("issuer: cannot sign access token", "err", err)
-		return nil, &oauthError{status: http.StatusInternalServerError, body: wire.OAuthError{Code: "server_error", Description: "cannot sign the access token"}}
+		return nil, nil, &oauthError{status: http.StatusInternalServerError, body: wire.OAuthError{Code: "server_error", Description: "cannot sign the access token"}}, nil
 	}
-	i.access[jti] = &accessToken{grant: g, expires: expires}
-	g.client.issued = true
-	g.jtis = append(g.jtis, jti)
+	// The family remembers its live access tokens, to revoke them, at
+	// most maxFamilyAccess: beyond, the oldest is revoked.
+	g.Access = slices.DeleteFunc(g.Access, func(a issuedAccess) bool { return !a.Expires.After(now) })
+	var revoked []string
+	for len(g.Access) >= maxFamilyAccess {
+		live, err := i.revokeAccessTx(tx, g.Access[0].JTI, g.Access[0].Expires)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if live {
+			revoked = append(revoked, g.Access[0].JTI)
+		}
+		g.Access = g.Access[1:]
+	}
+	g.Access = append(g.Access, issuedAccess{JTI: jti, Expires: expires})
 	resp := &tokenResponse{AccessToken: at, TokenType: "Bearer", ExpiresIn: int64(i.opts.TokenTTL / time.Second), Scope: scope}
-	if g.client.allows(wire.GrantRefreshToken) {
+	if c.allows(wire.GrantRefreshToken) {
 		resp.RefreshToken = randomToken()
-		i.refresh[hash(resp.RefreshToken)] = &refreshToken{grant: g, expires: now.Add(i.opts.RefreshTTL)}
+		g.Refresh = hash(resp.RefreshToken)
+		rt := refreshRecord{GrantID: id, Expires: now.Add(i.opts.RefreshTTL)}
+		if err := putRecord(tx, kindRefresh, g.Refresh, rt, rt.Expires); err != nil {
+			return nil, nil, nil, err
+		}
 	}
-	i.log.Info("issuer: access token issued", "client_id", g.client.id, "sub", g.subject, "aud", g.resource, "scope", scope, "jti", jti)
-	return resp, nil
+	if err := putRecord(tx, kindGrant, id, g, i.grantExpiry(now)); err != nil {
+		return nil, nil, nil, err
+	}
+	if err := i.issuedClientTx(tx, c.id); err != nil {
+		return nil, nil, nil, err
+	}
+	i.log.Info("issuer: access token issued", "client_id", c.id, "sub", g.Subject, "aud", g.Resource, "scope", scope, "jti", jti)
+	return resp, revoked, nil, nil
 }

@@ -1,0 +1,118 @@
+package issuer_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentauth/agentauth/issuer"
+	"github.com/agentauth/agentauth/state"
+	"github.com/agentauth/agentauth/state/statetest"
+)
+
+// BenchmarkTokenEndpoint measures the token endpoint on each state store,
+// through the issuer's handler (no network): authorization_code is one
+// code exchange (the auto-approved /authorize that issues the code runs
+// outside the timer), refresh one refresh token rotation. cpu-ns/op is the
+// process's CPU time per operation, which other load on the machine
+// disturbs less than wall time. Each operation moves a fake clock one second on, and
+// access tokens live one second, so that, as in a real deployment, a
+// family holds few live tokens and sweeps run now and then (every 30
+// operations). Run with:
+//
+//	go test -run '^$' -bench TokenEndpoint ./issuer/
+func BenchmarkTokenEndpoint(b *testing.B) {
+	stores := map[string]func(b *testing.B) state.Store{
+		"memory": func(*testing.B) state.Store { return state.NewMemory() },
+		"sqlite": func(b *testing.B) state.Store {
+			st, err := state.OpenSQLite(context.Background(), b.TempDir())
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { st.Close() })
+			return st
+		},
+		"postgres": func(b *testing.B) state.Store {
+			st, err := state.OpenPostgres(context.Background(), statetest.Postgres(b))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { st.Close() })
+			return st
+		},
+	}
+	for _, name := range []string{"memory", "sqlite", "postgres"} {
+		b.Run(name, func(b *testing.B) {
+			clock := &fakeClock{now: epoch}
+			iss, err := issuer.New(issuer.Options{Issuer: "http://127.0.0.1:1", AutoApprove: true, Store: stores[name](b),
+				TokenTTL: time.Second, Now: clock.Now})
+			if err != nil {
+				b.Fatal(err)
+			}
+			h := iss.Handler()
+			b.Run("authorization_code", func(b *testing.B) {
+				var cpu time.Duration
+				for b.Loop() {
+					b.StopTimer()
+					clock.advance(time.Second)
+					form := benchCode(b, h)
+					b.StartTimer()
+					start := cpuTime()
+					benchToken(b, h, form)
+					cpu += cpuTime() - start
+				}
+				reportCPU(b, cpu)
+			})
+			b.Run("refresh", func(b *testing.B) {
+				rt := benchToken(b, h, benchCode(b, h))
+				start := cpuTime()
+				for b.Loop() {
+					clock.advance(time.Second)
+					rt = benchToken(b, h, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rt}, "client_id": {issuer.CLIClientID}})
+				}
+				reportCPU(b, cpuTime()-start)
+			})
+		})
+	}
+}
+
+// reportCPU reports CPU time used per operation, where it can be
+// measured.
+func reportCPU(b *testing.B, used time.Duration) {
+	if used > 0 {
+		b.ReportMetric(float64(used.Nanoseconds())/float64(b.N), "cpu-ns/op")
+	}
+}
+
+// benchCode runs an auto-approved authorization request and returns the
+// form that redeems its code.
+func benchCode(b *testing.B, h http.Handler) url.Values {
+	a := newAuthz(issuer.CLIClientID, cliRedirect)
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/authorize?"+a.query.Encode(), nil))
+	loc, err := url.Parse(w.Header().Get("Location"))
+	if err != nil || loc.Query().Get("code") == "" {
+		b.Fatalf("authorize: %d %s", w.Code, w.Body)
+	}
+	return url.Values{"grant_type": {"authorization_code"}, "code": {loc.Query().Get("code")},
+		"redirect_uri": {cliRedirect}, "code_verifier": {a.verifier}, "client_id": {issuer.CLIClientID}}
+}
+
+func benchToken(b *testing.B, h http.Handler, form url.Values) string {
+	w := httptest.NewRecorder()
+	r := httptest.NewRequest(http.MethodPost, "/token", strings.NewReader(form.Encode()))
+	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	h.ServeHTTP(w, r)
+	var tok struct {
+		RefreshToken string `json:"refresh_token"`
+	}
+	if w.Code != http.StatusOK || json.Unmarshal(w.Body.Bytes(), &tok) != nil || tok.RefreshToken == "" {
+		b.Fatalf("token: %d %s", w.Code, w.Body)
+	}
+	return tok.RefreshToken
+}

@@ -1,0 +1,267 @@
+package state
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// table holds every record; schemaTable its schema version.
+const (
+	table       = "agentauth_state"
+	schemaTable = "agentauth_schema"
+)
+
+// migrations build the schema; migration n (from 1) brings a database to
+// version n. Append, never edit: a database records the last one applied.
+// {{blob}} is the dialect's byte string type, {{without_rowid}} SQLite's
+// clustered primary key (one b-tree to write rather than two).
+var migrations = [][]string{
+	{
+		`CREATE TABLE ` + table + ` (kind TEXT NOT NULL, key TEXT NOT NULL, value {{blob}} NOT NULL,
+			expires BIGINT NOT NULL, PRIMARY KEY (kind, key)){{without_rowid}}`,
+		`CREATE INDEX ` + table + `_expires ON ` + table + ` (expires) WHERE expires > 0`,
+	},
+}
+
+// NewerSchemaError is returned when a database was written by a newer
+// agentauth than this one.
+type NewerSchemaError struct {
+	Have, Know int
+}
+
+func (e *NewerSchemaError) Error() string {
+	return fmt.Sprintf("the state database has schema version %d, newer than this agentauth knows (%d): a newer agentauth wrote it; run that version", e.Have, e.Know)
+}
+
+// dialect is what differs between SQLite and PostgreSQL.
+type dialect struct {
+	blob string
+	// withoutRowID ends CREATE TABLE for a table clustered on its key.
+	withoutRowID string
+	forUpdate    string // appended to a SELECT of Update's Get
+	// lock, when set, is run first in the migration transaction so that
+	// replicas starting together migrate one at a time.
+	lock    string
+	dollars bool // placeholders are $1, $2… rather than ?
+}
+
+// sqlStore is a Store on database/sql.
+type sqlStore struct {
+	db *sql.DB
+	d  dialect
+	// prepared statements, for the dialect
+	get, getLocked, put, del, count, delExpired, delFirst, list, sweep *sql.Stmt
+}
+
+// newSQLStore prepares the statements of a migrated database.
+func newSQLStore(ctx context.Context, db *sql.DB, d dialect) (*sqlStore, error) {
+	s := &sqlStore{db: db, d: d}
+	get := `SELECT value FROM ` + table + ` WHERE kind = ? AND key = ?`
+	for _, q := range []struct {
+		stmt **sql.Stmt
+		sql  string
+	}{
+		{&s.get, get},
+		{&s.getLocked, get + d.forUpdate},
+		{&s.put, `INSERT INTO ` + table + ` (kind, key, value, expires) VALUES (?, ?, ?, ?)
+			ON CONFLICT (kind, key) DO UPDATE SET value = excluded.value, expires = excluded.expires`},
+		{&s.del, `DELETE FROM ` + table + ` WHERE kind = ? AND key = ?`},
+		{&s.count, `SELECT count(*) FROM ` + table + ` WHERE kind = ?`},
+		{&s.delExpired, `DELETE FROM ` + table + ` WHERE kind = ? AND key IN
+			(SELECT key FROM ` + table + ` WHERE kind = ? AND expires > 0 AND expires < ? LIMIT ?)`},
+		{&s.delFirst, `DELETE FROM ` + table + ` WHERE kind = ? AND key IN
+			(SELECT key FROM ` + table + ` WHERE kind = ? AND expires > 0 ORDER BY expires LIMIT 1)`},
+		{&s.list, `SELECT key, value, expires FROM ` + table + ` WHERE kind = ? ORDER BY key`},
+		{&s.sweep, `DELETE FROM ` + table + ` WHERE (kind, key) IN
+			(SELECT kind, key FROM ` + table + ` WHERE expires > 0 AND expires < ? LIMIT ?)`},
+	} {
+		var err error
+		if *q.stmt, err = db.PrepareContext(ctx, rebind(q.sql, d.dollars)); err != nil {
+			return nil, fmt.Errorf("cannot prepare the state queries: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// rebind turns ? placeholders into $n for PostgreSQL.
+func rebind(q string, dollars bool) string {
+	if !dollars {
+		return q
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range q {
+		if r == '?' {
+			n++
+			b.WriteString("$" + strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// migrate brings the database to the newest schema of ms, or refuses a
+// newer one.
+func migrate(ctx context.Context, db *sql.DB, d dialect, ms [][]string) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("cannot migrate the state database: %w", err)
+	}
+	defer tx.Rollback()
+	if d.lock != "" {
+		if _, err := tx.ExecContext(ctx, d.lock); err != nil {
+			return fmt.Errorf("cannot migrate the state database: %w", err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+schemaTable+` (version INTEGER NOT NULL)`); err != nil {
+		return fmt.Errorf("cannot migrate the state database: %w", err)
+	}
+	var version int
+	switch err := tx.QueryRowContext(ctx, `SELECT version FROM `+schemaTable).Scan(&version); {
+	case errors.Is(err, sql.ErrNoRows):
+		if _, err := tx.ExecContext(ctx, `INSERT INTO `+schemaTable+` (version) VALUES (0)`); err != nil {
+			return fmt.Errorf("cannot migrate the state database: %w", err)
+		}
+	case err != nil:
+		return fmt.Errorf("cannot read the state database's schema version: %w", err)
+	}
+	if version > len(ms) {
+		return &NewerSchemaError{Have: version, Know: len(ms)}
+	}
+	for n := version; n < len(ms); n++ {
+		for _, stmt := range ms[n] {
+			stmt = strings.NewReplacer("{{blob}}", d.blob, "{{without_rowid}}", d.withoutRowID).Replace(stmt)
+			if _, err := tx.ExecContext(ctx, stmt); err != nil {
+				return fmt.Errorf("cannot migrate the state database to version %d: %w", n+1, err)
+			}
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE `+schemaTable+` SET version = `+strconv.Itoa(len(ms))); err != nil {
+		return fmt.Errorf("cannot migrate the state database: %w", err)
+	}
+	return tx.Commit()
+}
+
+func (s *sqlStore) Update(ctx context.Context, fn func(Tx) error) error {
+	return s.run(ctx, false, fn)
+}
+
+func (s *sqlStore) View(ctx context.Context, fn func(Tx) error) error {
+	return s.run(ctx, true, fn)
+}
+
+func (s *sqlStore) run(ctx context.Context, readOnly bool, fn func(Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("cannot begin a state transaction: %w", err)
+	}
+	if err := fn(&sqlTx{s: s, tx: tx, ctx: ctx, readOnly: readOnly}); err != nil {
+		tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("cannot commit a state transaction: %w", err)
+	}
+	return nil
+}
+
+func (s *sqlStore) Sweep(ctx context.Context, now time.Time, limit int) (int, error) {
+	res, err := s.sweep.ExecContext(ctx, millis(now), limit)
+	if err != nil {
+		return 0, fmt.Errorf("cannot sweep the state database: %w", err)
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
+type sqlTx struct {
+	s        *sqlStore
+	tx       *sql.Tx
+	ctx      context.Context
+	readOnly bool
+}
+
+// stmt binds a prepared statement to the transaction.
+func (t *sqlTx) stmt(s *sql.Stmt) *sql.Stmt { return t.tx.StmtContext(t.ctx, s) }
+
+func (t *sqlTx) Get(kind Kind, key string) ([]byte, error) {
+	q := t.s.getLocked
+	if t.readOnly {
+		q = t.s.get
+	}
+	var v []byte
+	err := t.stmt(q).QueryRowContext(t.ctx, string(kind), key).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot read %s: %w", kind, err)
+	}
+	return v, nil
+}
+
+func (t *sqlTx) Put(kind Kind, key string, value []byte, expires time.Time) error {
+	if _, err := t.stmt(t.s.put).ExecContext(t.ctx, string(kind), key, value, millis(expires)); err != nil {
+		return fmt.Errorf("cannot write %s: %w", kind, err)
+	}
+	return nil
+}
+
+func (t *sqlTx) Delete(kind Kind, key string) error {
+	if _, err := t.stmt(t.s.del).ExecContext(t.ctx, string(kind), key); err != nil {
+		return fmt.Errorf("cannot delete %s: %w", kind, err)
+	}
+	return nil
+}
+
+func (t *sqlTx) Count(kind Kind) (int, error) {
+	var n int
+	if err := t.stmt(t.s.count).QueryRowContext(t.ctx, string(kind)).Scan(&n); err != nil {
+		return 0, fmt.Errorf("cannot count %s: %w", kind, err)
+	}
+	return n, nil
+}
+
+func (t *sqlTx) DeleteExpired(kind Kind, before time.Time, limit int) (int, error) {
+	res, err := t.stmt(t.s.delExpired).ExecContext(t.ctx, string(kind), string(kind), millis(before), limit)
+	if err != nil {
+		return 0, fmt.Errorf("cannot delete expired %s: %w", kind, err)
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
+func (t *sqlTx) DeleteFirstExpiring(kind Kind) error {
+	if _, err := t.stmt(t.s.delFirst).ExecContext(t.ctx, string(kind), string(kind)); err != nil {
+		return fmt.Errorf("cannot evict %s: %w", kind, err)
+	}
+	return nil
+}
+
+func (t *sqlTx) List(kind Kind) ([]Record, error) {
+	rows, err := t.stmt(t.s.list).QueryContext(t.ctx, string(kind))
+	if err != nil {
+		return nil, fmt.Errorf("cannot list %s: %w", kind, err)
+	}
+	defer rows.Close()
+	var out []Record
+	for rows.Next() {
+		var r Record
+		var ms int64
+		if err := rows.Scan(&r.Key, &r.Value, &ms); err != nil {
+			return nil, fmt.Errorf("cannot list %s: %w", kind, err)
+		}
+		r.Expires = fromMillis(ms)
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("cannot list %s: %w", kind, err)
+	}
+	return out, nil
+}

@@ -1,0 +1,86 @@
+package state
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	_ "modernc.org/sqlite" // the "sqlite" database/sql driver, pure Go
+)
+
+// SQLiteFile is the database's name inside a data directory.
+const SQLiteFile = "state.db"
+
+// sqliteBusyTimeoutMillis is how long a write waits for another process's
+// lock before failing.
+const sqliteBusyTimeoutMillis = 5000
+
+// SQLite is a Store in one SQLite file. Several processes on one machine
+// may share the file (SQLite locks it), but they do not tell each other of
+// revocations: replicas use PostgreSQL.
+type SQLite struct {
+	*sqlStore
+	path string
+}
+
+// OpenSQLite opens (creating them) the directory dir, mode 0700, and its
+// database file SQLiteFile, mode 0600, and migrates it. The database runs
+// in WAL mode with synchronous=NORMAL: a committed transaction survives
+// the process being killed; a power loss may lose the last ones but never
+// corrupts the file.
+func OpenSQLite(ctx context.Context, dir string) (*SQLite, error) {
+	return openSQLite(ctx, dir, migrations)
+}
+
+func openSQLite(ctx context.Context, dir string, ms [][]string) (*SQLite, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("cannot find the data directory: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("cannot create the data directory: %w", err)
+	}
+	path := filepath.Join(dir, SQLiteFile)
+	// SQLite gives its -wal and -shm files the database file's mode.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("cannot open the state database: %w", err)
+	}
+	f.Close()
+	if err := os.Chmod(path, 0o600); err != nil {
+		return nil, fmt.Errorf("cannot restrict the state database to its owner: %w", err)
+	}
+	dsn := fmt.Sprintf("%s?_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate", path, sqliteBusyTimeoutMillis)
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("cannot open the state database: %w", err)
+	}
+	// One connection: SQLite has one writer anyway, and transactions then
+	// never wait on each other's locks within the process.
+	db.SetMaxOpenConns(1)
+	d := dialect{blob: "BLOB", withoutRowID: " WITHOUT ROWID"}
+	if err := migrate(ctx, db, d, ms); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	s, err := newSQLStore(ctx, db, d)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &SQLite{sqlStore: s, path: path}, nil
+}
+
+// Path is the database file's absolute path.
+func (s *SQLite) Path() string { return s.path }
+
+// PublishRevoked does nothing: one process uses the file.
+func (s *SQLite) PublishRevoked(context.Context, []string) error { return nil }
+
+// OnRevoked does nothing: one process uses the file.
+func (s *SQLite) OnRevoked(func([]string)) {}
+
+// Close closes the database.
+func (s *SQLite) Close() error { return s.db.Close() }
