@@ -72,6 +72,7 @@ status and git status); errors and the login hint go to stderr.`,
 				if err := checkTarget(opts.Target); err != nil {
 					return err
 				}
+				opts.Target = client.NormalizeTarget(opts.Target)
 			}
 			opts.IO, opts.Client = f.IO, f.Client()
 			if opts.Target == "" {
