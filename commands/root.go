@@ -53,6 +53,9 @@ func RunContext(ctx context.Context, f *Factory, args []string) int {
 	app := NewApp(f)
 	args, cmdName := reorderArgs(app, expandHelp(args))
 	err := app.RunContext(ctx, args)
+	if f.ui != nil {
+		f.ui.stopWaiting()
+	}
 	if err != nil && ctx.Err() != nil {
 		err = errInterrupted
 	}
