@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -14,10 +15,47 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+
+	"github.com/agentauth/agentauth/store"
 )
 
 func init() {
 	scriptPrograms["ptyrun"] = ptyRunMain
+	scriptPrograms["cred-set"] = credSetMain
+}
+
+// credSetMain changes every credential of the file store in
+// $AGENTAUTH_CONFIG_DIR, as time or a server would:
+//
+//	cred-set [-expire-in DURATION] [-refresh-token TOKEN]
+//
+// -expire-in sets each access token's expiry that far ahead (negative: in
+// the past); -refresh-token replaces each refresh token (one the server
+// never issued gets invalid_grant).
+func credSetMain() {
+	fs := flag.NewFlagSet("cred-set", flag.ExitOnError)
+	in := fs.Duration("expire-in", 0, "set each access token's expiry this far ahead")
+	refresh := fs.String("refresh-token", "", "replace each refresh token")
+	fs.Parse(os.Args[1:])
+	dir, err := store.ConfigDir()
+	check(err)
+	st, err := store.Open(store.KindFile, dir)
+	check(err)
+	ctx := context.Background()
+	creds, err := st.List(ctx)
+	check(err)
+	if len(creds) == 0 {
+		check(fmt.Errorf("no credentials in %s", st.Location()))
+	}
+	for _, c := range creds {
+		if *in != 0 {
+			c.Expiry = time.Now().Add(*in)
+		}
+		if *refresh != "" {
+			c.RefreshToken = *refresh
+		}
+		check(st.Put(ctx, c))
+	}
 }
 
 // ptyRunMain runs a command on a pseudo-terminal (its stdin, stdout and

@@ -141,7 +141,7 @@ type spinner struct {
 	label string
 	until time.Time
 	done  chan struct{}
-	quit chan struct{}
+	quit  chan struct{}
 }
 
 func (s *spinner) start(label string, until time.Time) {
