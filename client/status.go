@@ -78,7 +78,9 @@ func DescribeCredential(c *store.Credential, now time.Time, showToken bool) Cred
 	return cs
 }
 
-func (cs *CredentialStatus) Usable() bool { return cs.State != StateExpired && cs.State != StateRejected }
+func (cs *CredentialStatus) Usable() bool {
+	return cs.State != StateExpired && cs.State != StateRejected
+}
 
 // rejection is the OAuth error with which the server refused c, "" when
 // none: its refresh token (Credential.Rejected) or its client.
