@@ -66,7 +66,7 @@ var commandHelps = map[string]commandHelp{
 			"agentauth login https://mcp.example.com/mcp --scope files:read",
 			"agentauth login ws://127.0.0.1:7777 --force --json    # replace a valid login, no question",
 		},
-		exits: []string{"1  failure (network, store, timeout)", "2  bad flags or arguments; a relogin declined", "4  the authorization was refused"},
+		exits: []string{"1  failure (network, store, timeout)", "2  bad flags or arguments", "4  the authorization was refused"},
 	},
 	"token": {
 		examples: []string{

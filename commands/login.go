@@ -34,6 +34,8 @@ type LoginOptions struct {
 	NoResource     bool
 	Timeout        time.Duration
 	JSON           bool
+	// Force logs in again without asking when already logged in.
+	Force bool
 }
 
 // LoginChoices are how the user wants to log in: the flags that login and
@@ -101,6 +103,10 @@ The keyring (the default store) is checked before anything starts; if it does
 not work, login stops and says to use --store file. If the final write fails
 anyway, the credential goes to the file store with a warning.
 
+Already logged in to TARGET (a valid or refreshable credential): on a
+terminal login asks before replacing it (no keeps it, exit 0); without one
+it says so and logs in again; --force skips both.
+
 On success one line goes to stderr; --json prints on stdout:
 {"target", "logins": [{"resource", "issuer", "schemeId", "subject", "scopes",
  "tokenType", "expiresAt", "refreshable", "client": {"clientId", "authMethod",
@@ -112,6 +118,7 @@ On success one line goes to stderr; --json prints on stdout:
 			&cli.BoolFlag{Name: "no-resource", Usage: "do not send the RFC 8707 resource parameter", Destination: &opts.NoResource},
 			&cli.DurationFlag{Name: "timeout", Value: flows.DefaultLoginTimeout, Usage: "give up after `DURATION` without an approval", Destination: &opts.Timeout},
 			&cli.BoolFlag{Name: "json", Usage: "print the login details as JSON on stdout", Destination: &opts.JSON},
+			&cli.BoolFlag{Name: "force", Usage: "log in again without asking when TARGET already has a valid login", Destination: &opts.Force},
 		),
 		Action: func(c *cli.Context) error {
 			var err error
@@ -189,6 +196,9 @@ func (ch *LoginChoices) choices(secret string) client.Choices {
 }
 
 func runLogin(ctx context.Context, opts *LoginOptions) error {
+	if goOn, err := checkRelogin(ctx, opts); err != nil || !goOn {
+		return err
+	}
 	var secret string
 	if opts.ClientSecretStdin {
 		var err error
