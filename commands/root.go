@@ -127,9 +127,17 @@ func NewApp(f *Factory) *cli.App {
 			&cli.BoolFlag{Name: "verbose", Usage: "trace every HTTP request and response line and JSON-RPC method on stderr (secrets masked); also AGENTAUTH_DEBUG=api", Destination: &f.Verbose},
 			&cli.StringFlag{Name: "store", Usage: "credential store: `keyring` or file (default: $AGENTAUTH_STORE, else the last choice, else keyring); remembered once chosen", Destination: &f.StoreKind},
 		},
-		Before: func(*cli.Context) error {
+		Before: func(c *cli.Context) error {
 			if f.StoreKind != "" && f.StoreKind != store.KindKeyring && f.StoreKind != store.KindFile {
 				return usageErrorf("--store must be keyring or file, not %q", f.StoreKind)
+			}
+			if debugWanted() {
+				f.Verbose = true
+			}
+			if f.Verbose {
+				t := &tracer{w: f.IO.ErrOut}
+				f.HTTPClient = t.traceHTTP(f.HTTPClient)
+				c.Context = wire.WithTrace(c.Context, t.traceRPC)
 			}
 			return nil
 		},
