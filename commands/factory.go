@@ -90,7 +90,17 @@ func openStore(flagValue string) (store.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return store.Open(kind, dir)
+	st, err := store.Open(kind, dir)
+	if err != nil || kind != store.KindKeyring {
+		return st, err
+	}
+	fs, err := store.Open(store.KindFile, dir)
+	if err != nil {
+		return nil, err
+	}
+	// The copies the keyring refused (fallbackStore) are found by every
+	// command.
+	return store.WithFallback(st, fs), nil
 }
 
 // fallbackStore is the file store in the config directory: where a

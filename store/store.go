@@ -135,7 +135,7 @@ func ConfigDir() (string, error) {
 func Open(kind, configDir string) (Store, error) {
 	switch kind {
 	case KindKeyring:
-		return newKeyring(configDir, osRing{}, keyringTimeout), nil
+		return newKeyring(configDir, sessionRing{osRing{}}, keyringTimeout), nil
 	case KindFile:
 		return newFile(configDir), nil
 	case KindMemory:
