@@ -257,7 +257,7 @@ type clientDoc struct {
 // detailsOf are c's non-secret details, stored in st.
 func detailsOf(c *store.Credential, st store.Store) loginDetails {
 	return loginDetails{Resource: c.Resource, Issuer: c.Issuer, SchemeID: c.SchemeID, Subject: c.Subject,
-		Scopes: nonNil(c.Scopes), TokenType: c.TokenType, ExpiresAt: c.Expiry.UTC(), Refreshable: c.RefreshToken != "",
+		Scopes: nonNil(c.Scopes), TokenType: c.TokenType, ExpiresAt: c.Expiry.UTC().Truncate(time.Second), Refreshable: c.RefreshToken != "",
 		Client: clientDoc{ClientID: c.Client.ClientID, AuthMethod: c.Client.AuthMethod, Source: c.Client.Source},
 		Store:  st.Kind(), StoreLocation: st.Location()}
 }
