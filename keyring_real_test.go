@@ -29,6 +29,39 @@ const keyringTestMarker = "AGENTAUTH_KEYRING_TEST"
 // gnome-keyring-daemon it is skipped, visibly, unless
 // AGENTAUTH_REQUIRE_KEYRING=1 (set by .ci/run once it installed them).
 func TestRealKeyring(t *testing.T) {
+	kr := startRealKeyring(t)
+	testscript.Run(t, testscript.Params{
+		Dir:                 filepath.Join("testdata", "keyring"),
+		RequireExplicitExec: true,
+		Setup: func(e *testscript.Env) error {
+			for _, kv := range kr.vars {
+				k, v, _ := strings.Cut(kv, "=")
+				e.Setenv(k, v)
+			}
+			e.Setenv("AGENTAUTH_CONFIG_DIR", filepath.Join(e.WorkDir, "config"))
+			e.Setenv("AGENTAUTH_STORE", "keyring")
+			e.Setenv("NO_COLOR", "1")
+			return nil
+		},
+		Cmds: cmdsWith(map[string]func(*testscript.TestScript, bool, []string){"keyring-lock": keyringLock}),
+	})
+	kr.checkNothingLeft(t)
+}
+
+// realKeyring is a private D-Bus session bus with an unlocked
+// gnome-keyring on it, for tests.
+type realKeyring struct {
+	// vars are the environment variables that lead to it (and mark the
+	// processes that inherit them).
+	vars   []string
+	marker string
+	ours   map[int]bool
+}
+
+// startRealKeyring starts dbus-daemon and gnome-keyring-daemon, stopped
+// when t ends; it skips t, visibly, when they are not installed, unless
+// AGENTAUTH_REQUIRE_KEYRING=1.
+func startRealKeyring(t *testing.T) *realKeyring {
 	for _, prog := range []string{"dbus-daemon", "gnome-keyring-daemon"} {
 		if _, err := exec.LookPath(prog); err != nil {
 			if os.Getenv("AGENTAUTH_REQUIRE_KEYRING") == "1" {
@@ -45,7 +78,8 @@ func TestRealKeyring(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	env := append(os.Environ(), keyringTestMarker+"="+marker, "HOME="+home, "XDG_RUNTIME_DIR="+run, "DISPLAY=", "WAYLAND_DISPLAY=")
+	vars := []string{keyringTestMarker + "=" + marker, "HOME=" + home, "XDG_RUNTIME_DIR=" + run, "DISPLAY=", "WAYLAND_DISPLAY="}
+	env := append(os.Environ(), vars...)
 
 	bus := exec.Command("dbus-daemon", "--session", "--nofork", "--nopidfile", "--print-address=1")
 	bus.Env = env
@@ -62,7 +96,8 @@ func TestRealKeyring(t *testing.T) {
 		t.Fatalf("dbus-daemon gave no address: %v", err)
 	}
 	addr = strings.TrimSpace(addr)
-	env = append(env, "DBUS_SESSION_BUS_ADDRESS="+addr)
+	vars = append(vars, "DBUS_SESSION_BUS_ADDRESS="+addr)
+	env = append(env, vars[len(vars)-1])
 
 	gk := exec.Command("gnome-keyring-daemon", "--foreground", "--unlock", "--components=secrets")
 	gk.Env = env
@@ -73,30 +108,19 @@ func TestRealKeyring(t *testing.T) {
 	t.Cleanup(func() { gk.Process.Kill(); gk.Wait() })
 	waitSecretService(t, addr)
 
-	ours := map[int]bool{bus.Process.Pid: true, gk.Process.Pid: true}
-	testscript.Run(t, testscript.Params{
-		Dir:                 filepath.Join("testdata", "keyring"),
-		RequireExplicitExec: true,
-		Setup: func(e *testscript.Env) error {
-			e.Setenv("HOME", home)
-			e.Setenv("XDG_RUNTIME_DIR", run)
-			e.Setenv("DBUS_SESSION_BUS_ADDRESS", addr)
-			e.Setenv(keyringTestMarker, marker)
-			e.Setenv("AGENTAUTH_CONFIG_DIR", filepath.Join(e.WorkDir, "config"))
-			e.Setenv("AGENTAUTH_STORE", "keyring")
-			e.Setenv("NO_COLOR", "1")
-			return nil
-		},
-		Cmds: cmdsWith(map[string]func(*testscript.TestScript, bool, []string){"keyring-lock": keyringLock}),
-	})
-	// Nothing agentauth started is left: only the bus and the keyring the
-	// test started carry the marker (a prompter that gnome-keyring had
-	// the bus start, and that exits on its own, is waited for).
+	return &realKeyring{vars: vars, marker: marker, ours: map[int]bool{bus.Process.Pid: true, gk.Process.Pid: true}}
+}
+
+// checkNothingLeft fails t when a process other than the bus and the
+// keyring carries the marker: one that agentauth started and left (a
+// prompter that gnome-keyring had the bus start, and that exits on its
+// own, is waited for).
+func (kr *realKeyring) checkNothingLeft(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		left := markedProcesses(t, marker, ours)
+		left := markedProcesses(t, kr.marker, kr.ours)
 		if len(left) == 0 {
-			break
+			return
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("processes left behind: %s", strings.Join(left, "; "))
