@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"strings"
 	"syscall"
 
@@ -62,11 +63,22 @@ func exitCode(err error) int {
 		return ExitUsage
 	case errors.As(err, &auth):
 		return ExitAuth
+	case badListenAddress(err):
+		return ExitUsage
 	case errors.As(err, &rpc) && rpc.Code == wire.CodeAuthRequired:
 		return ExitAuth
 	default:
 		return ExitError
 	}
+}
+
+// badListenAddress says whether err is a listen address the user wrote
+// that cannot be parsed (serve --listen 7788: no host, or no port), a
+// usage error.
+func badListenAddress(err error) bool {
+	var op *net.OpError
+	var addr *net.AddrError
+	return errors.As(err, &op) && op.Op == "listen" && errors.As(err, &addr)
 }
 
 // printError writes err to w the way every command reports failure:
@@ -110,6 +122,8 @@ func errorParts(err error, cmd string) (msg, hint string) {
 		hints = append(hints, "Run '"+help+"' for usage.")
 	case errors.Is(err, syscall.ECONNREFUSED):
 		hints = append(hints, "Nothing listens there: is the server running? (start one with: agentauth serve)")
+	case badListenAddress(err):
+		hints = append(hints, "Write the address as HOST:PORT, for example --listen 127.0.0.1:7788 (port 0 picks a free one).")
 	case errors.Is(err, syscall.EADDRINUSE):
 		hints = append(hints, "Another program uses that address: stop it, choose another one, or let the system pick a free port with --listen 127.0.0.1:0.")
 	}
