@@ -389,7 +389,7 @@ func (cs *Credentials) Pick(ctx context.Context, target, schemeID string) (store
 		}
 		if other := otherLoopbackName(target); other != "" {
 			if alt, _ := cs.ForTarget(ctx, other, schemeID); len(alt) > 0 {
-				return store.Key{}, &AuthError{Err: fmt.Errorf("no stored credential for %s, but there is one for %s: localhost and 127.0.0.1 are different origins, so use the target you logged in to", wire.RedactTarget(what), wire.RedactTarget(other)),
+				return store.Key{}, &AuthError{Err: fmt.Errorf("no stored credential for %s, but there is one for %s: localhost and 127.0.0.1 are different origins: use the target you logged in to, or --loopback-ip to write localhost as 127.0.0.1", wire.RedactTarget(what), wire.RedactTarget(other)),
 					Hint: LoginCommand(target, schemeID)}
 			}
 		}

@@ -103,3 +103,19 @@ func NormalizeTarget(target string) string {
 }
 
 var defaultPorts = map[string]string{"ws": "80", "http": "80", "wss": "443", "https": "443"}
+
+// LoopbackIP is target with the host localhost written 127.0.0.1 (the
+// user's opt-in, --loopback-ip: the same machine, and from then on the
+// same credentials); other targets are returned unchanged.
+func LoopbackIP(target string) string {
+	u, err := url.Parse(target)
+	if err != nil || !strings.EqualFold(u.Hostname(), "localhost") || CheckTarget(target) != nil || strings.HasPrefix(strings.ToLower(target), "stdio:") {
+		return target
+	}
+	host := "127.0.0.1"
+	if p := u.Port(); p != "" {
+		host += ":" + p
+	}
+	u.Host = host
+	return u.String()
+}

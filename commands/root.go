@@ -125,6 +125,7 @@ func NewApp(f *Factory) *cli.App {
 		CustomAppHelpTemplate:  cli.AppHelpTemplate + appHelpExtra,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "verbose", Usage: "trace every HTTP request and response line and JSON-RPC method on stderr (secrets masked); also AGENTAUTH_DEBUG=api", Destination: &f.Verbose},
+			&cli.BoolFlag{Name: "loopback-ip", Usage: "treat a TARGET on localhost as 127.0.0.1 (the same machine, and the credentials of 127.0.0.1); without it the two are distinct origins"},
 			&cli.StringFlag{Name: "store", Usage: "credential store: `keyring` or file (default: $AGENTAUTH_STORE, else the last choice, else keyring); remembered once chosen", Destination: &f.StoreKind},
 		},
 		Before: func(c *cli.Context) error {
@@ -197,9 +198,18 @@ func targetArg(c *cli.Context) (string, error) {
 		}
 		return "", usageErrorf("%s expects TARGET (one argument), not %d: %s", c.Command.Name, c.Args().Len(), strings.Join(redactAll(c.Args().Slice()), " "))
 	}
-	target := c.Args().First()
+	return normalTarget(c, c.Args().First())
+}
+
+// normalTarget checks target (checkTarget) and returns its one spelling
+// (client.NormalizeTarget), localhost written 127.0.0.1 when the user
+// opted in with --loopback-ip.
+func normalTarget(c *cli.Context, target string) (string, error) {
 	if err := checkTarget(target); err != nil {
 		return "", err
+	}
+	if c.Bool("loopback-ip") {
+		target = client.LoopbackIP(target)
 	}
 	return client.NormalizeTarget(target), nil
 }

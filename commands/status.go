@@ -70,12 +70,11 @@ status and git status); errors and the login hint go to stderr.`,
 			if c.Args().Len() > 1 {
 				return usageErrorf("status expects at most one TARGET")
 			}
-			opts.Target = c.Args().First()
-			if opts.Target != "" {
-				if err := checkTarget(opts.Target); err != nil {
+			if t := c.Args().First(); t != "" {
+				var err error
+				if opts.Target, err = normalTarget(c, t); err != nil {
 					return err
 				}
-				opts.Target = client.NormalizeTarget(opts.Target)
 			}
 			opts.IO, opts.Client = f.IO, f.Client()
 			if opts.Target == "" {
