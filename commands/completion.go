@@ -2,6 +2,8 @@ package commands
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -39,18 +41,19 @@ zsh uses the bash script through bashcompinit.`,
 	}
 }
 
-// longFlags lists the --names of flags, sorted.
+// longFlags lists the --names of flags and --help, sorted, once each.
 func longFlags(flags []cli.Flag) []string {
-	var out []string
+	seen := map[string]bool{"--help": true}
 	for _, fl := range flags {
 		for _, n := range fl.Names() {
 			if len(n) > 1 {
-				out = append(out, "--"+n)
+				seen["--"+n] = true
 			}
 		}
 	}
+	out := slices.Collect(maps.Keys(seen))
 	sort.Strings(out)
-	return append(out, "--help")
+	return out
 }
 
 func bashCompletion(app *cli.App) string {
@@ -66,7 +69,7 @@ func bashCompletion(app *cli.App) string {
 	for _, c := range app.Commands {
 		names = append(names, c.Name)
 	}
-	fmt.Fprintf(&b, "  '') COMPREPLY=($(compgen -W '%s help --verbose --store --version --help' -- \"$cur\")) ;;\n", strings.Join(names, " "))
+	fmt.Fprintf(&b, "  '') COMPREPLY=($(compgen -W '%s help %s' -- \"$cur\")) ;;\n", strings.Join(names, " "), strings.Join(longFlags(app.Flags), " "))
 	fmt.Fprintf(&b, "  help) COMPREPLY=($(compgen -W '%s' -- \"$cur\")) ;;\n", strings.Join(names, " "))
 	for _, c := range app.Commands {
 		fmt.Fprintf(&b, "  %s) [[ $cur == -* ]] && COMPREPLY=($(compgen -W '%s' -- \"$cur\")) ;;\n", c.Name, strings.Join(longFlags(c.Flags), " "))
@@ -80,8 +83,13 @@ func fishCompletion(app *cli.App) string {
 	var b strings.Builder
 	b.WriteString("# fish completion for agentauth: agentauth completion fish | source\n")
 	b.WriteString("complete -c agentauth -f\n")
-	b.WriteString("complete -c agentauth -l verbose -d 'trace requests on stderr'\n")
-	b.WriteString("complete -c agentauth -l store -x -a 'keyring file' -d 'credential store'\n")
+	for _, fl := range app.Flags {
+		usage := ""
+		if d, ok := fl.(cli.DocGenerationFlag); ok {
+			usage = d.GetUsage()
+		}
+		fmt.Fprintf(&b, "complete -c agentauth -n __fish_use_subcommand -l %s -d %s\n", fl.Names()[0], fishQuote(usage))
+	}
 	for _, c := range app.Commands {
 		fmt.Fprintf(&b, "complete -c agentauth -n __fish_use_subcommand -a %s -d %s\n", c.Name, fishQuote(c.Usage))
 		for _, fl := range c.Flags {
