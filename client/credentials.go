@@ -56,20 +56,49 @@ func (cs *Credentials) ForTargetOrHost(ctx context.Context, target, schemeID str
 }
 
 // ForTarget lists the stored credentials for target: those logged in
-// through it (Credential.Target) or whose resource it is, filtered by
-// schemeID when not empty. It makes no network request.
+// through it (Credential.Target) or whose resource it is, both compared
+// after NormalizeTarget, filtered by schemeID when not empty. For an agent
+// host (ws://, wss://) with none of its own, the credentials of its HTTP
+// face, the resource on its own origin (login http://H/mcp serves
+// ws://H), are found too. It makes no network request.
 func (cs *Credentials) ForTarget(ctx context.Context, target, schemeID string) ([]*store.Credential, error) {
 	all, err := cs.Store.List(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the credential store: %w", err)
 	}
-	var out []*store.Credential
+	norm := NormalizeTarget(target)
+	var out, sameOrigin []*store.Credential
 	for _, c := range all {
-		if (c.Target == target || c.Resource == target) && (schemeID == "" || c.SchemeID == schemeID) {
+		if schemeID != "" && c.SchemeID != schemeID {
+			continue
+		}
+		switch {
+		case NormalizeTarget(c.Target) == norm || NormalizeTarget(c.Resource) == norm:
 			out = append(out, c)
+		case !IsHTTPTarget(target) && wire.Origin(target) != "" && wire.SameOrigin(target, c.Resource):
+			sameOrigin = append(sameOrigin, c)
 		}
 	}
+	if len(out) == 0 {
+		out = sameOrigin
+	}
 	return out, nil
+}
+
+// otherLoopbackName is target with localhost written 127.0.0.1 or the
+// other way round ("" when its host is neither): the same server, but
+// another origin, so a credential of one is not used for the other
+// unasked; a lookup that found nothing names it.
+func otherLoopbackName(target string) string {
+	for _, pair := range [][2]string{{"//localhost", "//127.0.0.1"}, {"//127.0.0.1", "//localhost"}} {
+		if i := strings.Index(target, pair[0]); i >= 0 {
+			rest := target[i+len(pair[0]):]
+			if rest == "" || rest[0] == ':' || rest[0] == '/' {
+				return target[:i] + pair[1] + rest
+			}
+		}
+	}
+	return ""
 }
 
 // Usable returns the credential for key with an access token valid for at
@@ -92,7 +121,16 @@ func (cs *Credentials) Usable(ctx context.Context, key store.Key, target string)
 	if c, err = cs.get(ctx, key, target); err != nil || cs.fresh(c) {
 		return c, err
 	}
-	return cs.refresh(ctx, c, target)
+	next, err := cs.refresh(ctx, c, target)
+	if err != nil && c.Rejected == "" && c.AccessToken != "" && c.Expiry.After(cs.Now()) {
+		// The issuer is down, or refused the refresh; the token still
+		// works for a while: use it, and say so.
+		if cs.UI != nil {
+			cs.UI.Warn(fmt.Sprintf("%s; using the current access token, valid for %s more", err, RoughDuration(c.Expiry.Sub(cs.Now()))))
+		}
+		return c, nil
+	}
+	return next, err
 }
 
 // Refresh forces one refresh of a credential whose access token a server
@@ -128,6 +166,10 @@ func (cs *Credentials) get(ctx context.Context, key store.Key, target string) (*
 	}
 	if !mayReceive(c, target) {
 		return nil, newCrossOriginError(target, c.Resource, key.SchemeID)
+	}
+	if c.Rejected != "" {
+		return nil, &AuthError{Err: fmt.Errorf("the authorization server rejected the credential for %s (%s): log in again", DescribeKey(key), c.Rejected),
+			Hint: LoginCommand(target, key.SchemeID)}
 	}
 	return c, nil
 }
@@ -219,6 +261,7 @@ func (cs *Credentials) refresh(ctx context.Context, c *store.Credential, target 
 		// a deleted registration): the next login must not reuse it.
 		rejected := *c
 		rejected.Client.Rejected = true
+		rejected.Rejected = "invalid_client"
 		if perr := cs.Store.Put(ctx, &rejected); perr != nil {
 			cs.Logger.Debug("cannot mark the rejected client", "issuer", c.Issuer, "err", perr)
 		}
@@ -227,6 +270,16 @@ func (cs *Credentials) refresh(ctx context.Context, c *store.Credential, target 
 		}
 		return nil, &AuthError{Err: fmt.Errorf("cannot refresh the token for %s: %w", DescribeKey(c.Key), err), Hint: hint}
 	case errors.Is(err, flows.ErrInvalidGrant), errors.As(err, &oe):
+		// The refresh token is dead (RFC 6749 §5.2): mark the credential,
+		// so that status shows it and no command offers its token again.
+		rejected := *c
+		rejected.Rejected = "invalid_grant"
+		if oe != nil && oe.Code != "" {
+			rejected.Rejected = oe.Code
+		}
+		if perr := cs.Store.Put(ctx, &rejected); perr != nil {
+			cs.Logger.Debug("cannot mark the rejected credential", "resource", c.Resource, "err", perr)
+		}
 		return nil, &AuthError{Err: fmt.Errorf("cannot refresh the token for %s: %w", DescribeKey(c.Key), err), Hint: hint}
 	default:
 		return nil, fmt.Errorf("cannot refresh the token for %s: %w", DescribeKey(c.Key), err)
@@ -333,6 +386,12 @@ func (cs *Credentials) Pick(ctx context.Context, target, schemeID string) (store
 		what := target
 		if schemeID != "" {
 			what += " (scheme " + schemeID + ")"
+		}
+		if other := otherLoopbackName(target); other != "" {
+			if alt, _ := cs.ForTarget(ctx, other, schemeID); len(alt) > 0 {
+				return store.Key{}, &AuthError{Err: fmt.Errorf("no stored credential for %s, but there is one for %s: localhost and 127.0.0.1 are different origins: use the target you logged in to, or --loopback-ip to write localhost as 127.0.0.1", wire.RedactTarget(what), wire.RedactTarget(other)),
+					Hint: LoginCommand(target, schemeID)}
+			}
 		}
 		return store.Key{}, &AuthError{Err: fmt.Errorf("no stored credential for %s", wire.RedactTarget(what)), Hint: LoginCommand(target, schemeID)}
 	}

@@ -18,6 +18,9 @@ const (
 	StateRefreshable = "refreshable"
 	// StateExpired: expired with no refresh token: log in again.
 	StateExpired = "expired"
+	// StateRejected: the authorization server refused the refresh token
+	// or the client (store.Credential.Rejected): log in again.
+	StateRejected = "rejected"
 )
 
 // CredentialStatus is one stored credential as status shows it.
@@ -62,6 +65,10 @@ func DescribeCredential(c *store.Credential, now time.Time, showToken bool) Cred
 	case known && left < RefreshLeeway && cs.Refreshable:
 		cs.State = StateRefreshable
 	}
+	if rej := rejection(c); rej != "" {
+		cs.State, cs.Expiry = StateRejected, "rejected by the authorization server ("+rej+"), log in again"
+		return cs
+	}
 	switch {
 	case !known:
 		cs.Expiry = "no expiry known"
@@ -75,7 +82,21 @@ func DescribeCredential(c *store.Credential, now time.Time, showToken bool) Cred
 	return cs
 }
 
-func (cs *CredentialStatus) Usable() bool { return cs.State != StateExpired }
+func (cs *CredentialStatus) Usable() bool {
+	return cs.State != StateExpired && cs.State != StateRejected
+}
+
+// rejection is the OAuth error with which the server refused c, "" when
+// none: its refresh token (Credential.Rejected) or its client.
+func rejection(c *store.Credential) string {
+	switch {
+	case c.Rejected != "":
+		return c.Rejected
+	case c.Client.Rejected:
+		return "invalid_client"
+	}
+	return ""
+}
 
 // LoginCommand logs in again to what the credential was obtained for.
 func (cs *CredentialStatus) LoginCommand() string {

@@ -248,7 +248,7 @@ func (opts *AuthenticateOptions) event(e watchEvent) error {
 	if !opts.JSON {
 		return nil
 	}
-	e.Time = opts.Now().UTC()
+	e.Time = opts.Now().UTC().Truncate(time.Second) // RFC 3339 seconds, as every time agentauth prints
 	return writeJSONLine(opts.IO.Out, e)
 }
 

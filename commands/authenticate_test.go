@@ -330,7 +330,7 @@ func TestAuthenticate(t *testing.T) {
 		name:   "unknown scheme",
 		args:   []string{"authenticate", "--scheme", "nope", "{TARGET}"},
 		code:   ExitUsage,
-		stderr: "agentauth: the host declares no scheme \"nope\" (declared: dev, docs)\nRun 'agentauth --help' for usage.\n",
+		stderr: "agentauth: the host declares no scheme \"nope\" (declared: dev, docs)\nRun 'agentauth authenticate --help' for usage.\n",
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,10 +1,13 @@
 package commands
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"strings"
+	"syscall"
 
 	"github.com/agentauth/agentauth/client"
 	"github.com/agentauth/agentauth/wire"
@@ -18,7 +21,13 @@ const (
 	// ExitAuth means authentication is needed: no token, a token that was
 	// rejected or could not be refreshed, a 401/403/-32007.
 	ExitAuth = 4
+	// ExitInterrupted is the shell's code for a command ended by SIGINT
+	// (128+2): the command was interrupted before it finished.
+	ExitInterrupted = 130
 )
+
+// errInterrupted is what a command that SIGINT or SIGTERM ended returns.
+var errInterrupted = errors.New("interrupted")
 
 // UsageError is a bad command line: wrong flags, missing arguments, or a
 // request the client core refuses as given (exit 2).
@@ -46,12 +55,16 @@ func exitCode(err error) int {
 	var auth *AuthError
 	var rpc *wire.Error
 	switch {
+	case errors.Is(err, errInterrupted):
+		return ExitInterrupted
 	case errors.As(err, &silent):
 		return silent.Code
 	case errors.As(err, &usage):
 		return ExitUsage
 	case errors.As(err, &auth):
 		return ExitAuth
+	case badListenAddress(err):
+		return ExitUsage
 	case errors.As(err, &rpc) && rpc.Code == wire.CodeAuthRequired:
 		return ExitAuth
 	default:
@@ -59,25 +72,85 @@ func exitCode(err error) int {
 	}
 }
 
+// badListenAddress says whether err is a listen address the user wrote
+// that cannot be parsed (serve --listen 7788: no host, or no port), a
+// usage error.
+func badListenAddress(err error) bool {
+	var op *net.OpError
+	var addr *net.AddrError
+	return errors.As(err, &op) && op.Op == "listen" && errors.As(err, &addr)
+}
+
 // printError writes err to w the way every command reports failure:
-// lowercase message, then the fix on its own line.
-func printError(w io.Writer, err error) {
+// lowercase message, then the fix on its own line. cmd names the command
+// whose help a usage error points to ("" for the root).
+func printError(w io.Writer, err error, cmd string) {
 	var silent *SilentError
 	if errors.As(err, &silent) {
 		return
 	}
-	// Errors quote peers (error descriptions, declared resources).
-	msg := safeLines(err.Error())
+	msg, hint := errorParts(err, cmd)
 	if !strings.HasPrefix(msg, "agentauth:") {
 		msg = "agentauth: " + msg
 	}
 	fmt.Fprintln(w, msg)
+	if hint != "" {
+		fmt.Fprintln(w, hint)
+	}
+}
+
+// errorParts splits err into its message (peers' text made safe) and the
+// next step to take, the hint: the login command of an *AuthError, the
+// help of a usage error, what a refused connection or a taken address
+// usually means, or the lines after the first that the error carries.
+func errorParts(err error, cmd string) (msg, hint string) {
+	msg = safeLines(err.Error())
+	var hints []string
+	if first, rest, ok := strings.Cut(msg, "\n"); ok && !strings.HasPrefix(rest, "\n") {
+		msg, hints = first, append(hints, rest)
+	}
 	var auth *AuthError
-	if errors.As(err, &auth) && auth.Hint != "" {
-		fmt.Fprintf(w, "To log in, run: %s\n", safeText(auth.Hint))
-	}
 	var usage *UsageError
-	if errors.As(err, &usage) {
-		fmt.Fprintln(w, "Run 'agentauth --help' for usage.")
+	switch {
+	case errors.As(err, &auth) && auth.Hint != "":
+		hints = append(hints, "To log in, run: "+safeText(auth.Hint))
+	case errors.As(err, &usage):
+		help := "agentauth --help"
+		if cmd != "" {
+			help = "agentauth " + cmd + " --help"
+		}
+		hints = append(hints, "Run '"+help+"' for usage.")
+	case errors.Is(err, syscall.ECONNREFUSED):
+		hints = append(hints, "Nothing listens there: is the server running? (start one with: agentauth serve)")
+	case badListenAddress(err):
+		hints = append(hints, "Write the address as HOST:PORT, for example --listen 127.0.0.1:7788 (port 0 picks a free one).")
+	case errors.Is(err, syscall.EADDRINUSE):
+		hints = append(hints, "Another program uses that address: stop it, choose another one, or let the system pick a free port with --listen 127.0.0.1:0.")
 	}
+	return msg, strings.Join(hints, "\n")
+}
+
+// jsonError is the document a --json command prints on stdout when it
+// fails before printing its own: {"error": {"code", "message", "hint"}}.
+type jsonError struct {
+	Error jsonErrorBody `json:"error"`
+}
+
+type jsonErrorBody struct {
+	// Code is "usage", "auth_required", "interrupted" or "failure", as
+	// the exit code says (2, 4, 130, 1).
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Hint    string `json:"hint,omitempty"`
+}
+
+// printJSONError writes err of command cmd as a jsonError document to w.
+func printJSONError(w io.Writer, err error, cmd string) {
+	code := map[int]string{ExitUsage: "usage", ExitAuth: "auth_required", ExitInterrupted: "interrupted"}[exitCode(err)]
+	if code == "" {
+		code = "failure"
+	}
+	msg, hint := errorParts(err, cmd)
+	b, _ := json.MarshalIndent(jsonError{Error: jsonErrorBody{Code: code, Message: msg, Hint: hint}}, "", "  ")
+	fmt.Fprintln(w, string(b))
 }

@@ -41,6 +41,7 @@ type Factory struct {
 	store     store.Store
 	storeErr  error
 	client    *client.Client
+	ui        *termUI
 }
 
 // NewFactory returns the production dependencies.
@@ -89,7 +90,17 @@ func openStore(flagValue string) (store.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return store.Open(kind, dir)
+	st, err := store.Open(kind, dir)
+	if err != nil || kind != store.KindKeyring {
+		return st, err
+	}
+	fs, err := store.Open(store.KindFile, dir)
+	if err != nil {
+		return nil, err
+	}
+	// The copies the keyring refused (fallbackStore) are found by every
+	// command.
+	return store.WithFallback(st, fs), nil
 }
 
 // fallbackStore is the file store in the config directory: where a
@@ -106,10 +117,11 @@ func fallbackStore() (store.Store, error) {
 // remembers that the keyring was checked).
 func (f *Factory) Client() *client.Client {
 	if f.client == nil {
+		f.ui = &termUI{io: f.IO, now: f.Now}
 		f.client = &client.Client{
 			HTTPClient: f.HTTPClient, Now: f.Now, Logger: f.Logger(),
 			Store: f.Store, Fallback: fallbackStore, ProbeKeyring: f.ProbeKeyring,
-			Browser: f.Browser(), UI: &termUI{io: f.IO, now: f.Now}, Stderr: f.IO.ErrOut, Version: Version,
+			Browser: f.Browser(), UI: f.ui, Stderr: f.IO.ErrOut, Version: Version,
 		}
 	}
 	return f.client

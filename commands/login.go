@@ -40,6 +40,8 @@ type LoginOptions struct {
 	GitHubHost     string
 	GitHubClientID string
 	Endpoints      client.Endpoints
+	// Force logs in again without asking when already logged in.
+	Force bool
 }
 
 // LoginChoices are how the user wants to log in: the flags that login and
@@ -120,6 +122,10 @@ The keyring (the default store) is checked before anything starts; if it does
 not work, login stops and says to use --store file. If the final write fails
 anyway, the credential goes to the file store with a warning.
 
+Already logged in to TARGET (a valid or refreshable credential): on a
+terminal login asks before replacing it (no keeps it, exit 0); without one
+it says so and logs in again; --force skips both.
+
 On success one line goes to stderr; --json prints on stdout:
 {"target", "logins": [{"resource", "issuer", "schemeId", "subject", "provider", "scopes",
  "tokenType", "expiresAt", "refreshable", "client": {"clientId", "authMethod",
@@ -137,6 +143,7 @@ On success one line goes to stderr; --json prints on stdout:
 			&cli.StringFlag{Name: "token-endpoint", Usage: "without metadata: the token endpoint `URL`", Destination: &opts.Endpoints.Token},
 			&cli.StringFlag{Name: "device-authorization-endpoint", Usage: "without metadata: the device authorization endpoint `URL`", Destination: &opts.Endpoints.DeviceAuthorization},
 			&cli.StringFlag{Name: "revocation-endpoint", Usage: "without metadata: the revocation endpoint `URL`", Destination: &opts.Endpoints.Revocation},
+			&cli.BoolFlag{Name: "force", Usage: "log in again without asking when TARGET already has a valid login", Destination: &opts.Force},
 		),
 		Action: func(c *cli.Context) error {
 			var err error
@@ -245,6 +252,9 @@ func (ch *LoginChoices) choices(secret string) client.Choices {
 }
 
 func runLogin(ctx context.Context, opts *LoginOptions) error {
+	if goOn, err := checkRelogin(ctx, opts); err != nil || !goOn {
+		return err
+	}
 	var secret string
 	if opts.ClientSecretStdin {
 		var err error
@@ -305,7 +315,7 @@ type clientDoc struct {
 // detailsOf are c's non-secret details, stored in st.
 func detailsOf(c *store.Credential, st store.Store) loginDetails {
 	return loginDetails{Resource: c.Resource, Issuer: c.Issuer, SchemeID: c.SchemeID, Subject: c.Subject, Provider: c.Provider,
-		Scopes: nonNil(c.Scopes), TokenType: c.TokenType, ExpiresAt: c.Expiry.UTC(), Refreshable: c.RefreshToken != "",
+		Scopes: nonNil(c.Scopes), TokenType: c.TokenType, ExpiresAt: c.Expiry.UTC().Truncate(time.Second), Refreshable: c.RefreshToken != "",
 		Client: clientDoc{ClientID: c.Client.ClientID, AuthMethod: c.Client.AuthMethod, Source: c.Client.Source},
 		Store:  st.Kind(), StoreLocation: st.Location()}
 }

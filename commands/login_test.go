@@ -271,7 +271,7 @@ func TestLogin(t *testing.T) {
 			setup: func(t *testing.T, as *oauthFake, tf *testFactory) {
 				tf.IO.StderrTTY = true
 			},
-			wantErr: []string{`\r\x1b\[K. Waiting for approval \((4|5)m left\)`, `✓ Logged in`},
+			wantErr: []string{`\r\x1b\[K. Waiting for approval \((4|5)m left, Ctrl-C to cancel\)`, `✓ Logged in`},
 		},
 		{
 			name:     "authorization refused in the browser",
@@ -320,7 +320,7 @@ func TestLogin(t *testing.T) {
 				tf.st = failingStore{store.NewMemory()}
 				tf.ProbeKeyring = func(context.Context) error { return nil }
 			},
-			wantErr: []string{`^WARNING: cannot store the credential in the OS keyring: keyring locked$`, `^WARNING: to use it, run agentauth with --store file`, `✓ Logged in`},
+			wantErr: []string{`^WARNING: cannot store the credential in the OS keyring: keyring locked$`, `^WARNING: every command finds it there; to keep using the file store, run agentauth with --store file`, `✓ Logged in`},
 			check: func(t *testing.T, as *oauthFake, tf *testFactory) {
 				st, _ := fallbackStore()
 				if c, err := st.Get(context.Background(), store.Key{Resource: as.resource(), Issuer: as.srv.URL}); err != nil || c.RefreshToken == "" {

@@ -9,8 +9,12 @@
 package commands
 
 import (
+	"context"
+	"io"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/urfave/cli/v2"
 
@@ -20,28 +24,91 @@ import (
 )
 
 // Version is the agentauth version, set at build time with
-// -ldflags "-X github.com/agentauth/agentauth/commands.Version=…".
+// -ldflags "-X github.com/agentauth/agentauth/commands.Version=…";
+// --version adds the commit and its date from the build information.
 var Version = "0.1.0-dev"
 
-const exitCodesHelp = `EXIT CODES:
-   0  success
-   1  failure
-   2  usage error (bad flags or arguments)
-   4  authentication needed (no token, a rejected or unrefreshable token, a 401/403/-32007)`
-
-// Main runs agentauth with the process's arguments and returns the exit code.
+// Main runs agentauth with the process's arguments and returns the exit
+// code. The first SIGINT or SIGTERM cancels the command's context (the
+// command ends cleanly, exit 130 when it had not finished); a second one
+// kills the process the default way.
 func Main() int {
-	return Run(NewFactory(), os.Args)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
+	defer stop()
+	return RunContext(ctx, NewFactory(), os.Args)
 }
 
 // Run runs the CLI with args (args[0] is the program name).
-func Run(f *Factory, args []string) int {
+func Run(f *Factory, args []string) int { return RunContext(context.Background(), f, args) }
+
+// RunContext runs the CLI with args until ctx ends; an error after ctx
+// ended (an interrupt) exits 130.
+func RunContext(ctx context.Context, f *Factory, args []string) int {
+	out := &countingWriter{w: f.IO.Out}
+	f.IO.Out = out
 	app := NewApp(f)
-	err := app.Run(args)
+	args, cmdName := reorderArgs(app, expandHelp(args))
+	err := app.RunContext(ctx, args)
+	if f.ui != nil {
+		f.ui.stopWaiting()
+	}
+	if err != nil && ctx.Err() != nil {
+		err = errInterrupted
+	}
 	if err != nil {
-		printError(f.IO.ErrOut, err)
+		if wantsJSON(app, cmdName, args) && out.n == 0 {
+			printJSONError(out, err, cmdName)
+		}
+		printError(f.IO.ErrOut, err, cmdName)
 	}
 	return exitCode(err)
+}
+
+// countingWriter counts what a command wrote to stdout, so that an error
+// of a --json command becomes a JSON document only when no document was
+// written yet.
+type countingWriter struct {
+	w io.Writer
+	n int
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += n
+	return n, err
+}
+
+// expandHelp turns `help [CMD]` into `[CMD] --help`, like git and gh.
+func expandHelp(args []string) []string {
+	if len(args) < 2 || args[1] != "help" {
+		return args
+	}
+	out := []string{args[0]}
+	if len(args) > 2 {
+		out = append(out, args[2])
+	}
+	return append(out, "--help")
+}
+
+// wantsJSON says whether the command line asked command name for --json.
+func wantsJSON(app *cli.App, name string, args []string) bool {
+	cmd := app.Command(name)
+	if cmd == nil || !flagNames(cmd.Flags)["json"] {
+		return false
+	}
+	for _, a := range args[1:] {
+		if a == "--" {
+			return false
+		}
+		if isFlag(a) && flagName(a) == "json" && !strings.HasSuffix(a, "=false") {
+			return true
+		}
+	}
+	return false
 }
 
 // NewApp builds the urfave/cli application.
@@ -49,43 +116,61 @@ func NewApp(f *Factory) *cli.App {
 	app := &cli.App{
 		Name:                   "agentauth",
 		Usage:                  "standards-based authentication for agent protocols (agent hosts, ACP agents, MCP servers)",
-		Version:                Version,
+		Version:                versionString(),
 		Reader:                 f.IO.In,
 		Writer:                 f.IO.Out,
 		ErrWriter:              f.IO.ErrOut,
 		HideHelpCommand:        true,
 		UseShortOptionHandling: false,
-		CustomAppHelpTemplate:  cli.AppHelpTemplate + "\n" + exitCodesHelp + "\n",
+		CustomAppHelpTemplate:  cli.AppHelpTemplate + appHelpExtra,
 		Flags: []cli.Flag{
-			&cli.BoolFlag{Name: "verbose", Usage: "print diagnostic detail on stderr (never secrets)", Destination: &f.Verbose},
+			&cli.BoolFlag{Name: "verbose", Usage: "trace every HTTP request and response line and JSON-RPC method on stderr (secrets masked); also AGENTAUTH_DEBUG=api", Destination: &f.Verbose},
+			&cli.BoolFlag{Name: "loopback-ip", Usage: "treat a TARGET on localhost as 127.0.0.1 (the same machine, and the credentials of 127.0.0.1); without it the two are distinct origins"},
 			&cli.StringFlag{Name: "store", Usage: "credential store: `keyring` or file (default: $AGENTAUTH_STORE, else the last choice, else keyring); remembered once chosen", Destination: &f.StoreKind},
 		},
-		Before: func(*cli.Context) error {
+		Before: func(c *cli.Context) error {
 			if f.StoreKind != "" && f.StoreKind != store.KindKeyring && f.StoreKind != store.KindFile {
 				return usageErrorf("--store must be keyring or file, not %q", f.StoreKind)
 			}
+			if debugWanted() {
+				f.Verbose = true
+			}
+			if f.Verbose {
+				t := &tracer{w: f.IO.ErrOut}
+				f.HTTPClient = t.traceHTTP(f.HTTPClient)
+				c.Context = wire.WithTrace(c.Context, t.traceRPC)
+			}
 			return nil
 		},
-		ExitErrHandler: func(*cli.Context, error) {},
-		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
-			return &UsageError{Err: err}
-		},
+		ExitErrHandler:  func(*cli.Context, error) {},
+		OnUsageError:    onUsageError,
 		CommandNotFound: func(c *cli.Context, name string) {},
 		Commands:        commandList(f),
 	}
 	app.Action = func(c *cli.Context) error {
 		if c.Args().Len() > 0 {
-			return usageErrorf("unknown command %q", c.Args().First())
+			return unknownCommand(app, c.Args().First())
 		}
 		return cli.ShowAppHelp(c)
 	}
 	for _, cmd := range app.Commands {
 		cmd.OnUsageError = app.OnUsageError
 		if cmd.CustomHelpTemplate == "" {
-			cmd.CustomHelpTemplate = cli.CommandHelpTemplate + "\n" + exitCodesHelp + "\n"
+			cmd.CustomHelpTemplate = cli.CommandHelpTemplate + commandHelpExtra(cmd.Name)
 		}
 	}
 	return app
+}
+
+// onUsageError words urfave's flag errors the way agentauth words usage
+// errors: "flag provided but not defined: -bogus" becomes "unknown flag
+// --bogus".
+func onUsageError(_ *cli.Context, err error, _ bool) error {
+	const undefined = "flag provided but not defined: "
+	if msg := err.Error(); strings.HasPrefix(msg, undefined) {
+		return usageErrorf("unknown flag -%s", strings.TrimPrefix(msg, undefined))
+	}
+	return &UsageError{Err: err}
 }
 
 // commandList is every working command, in help order.
@@ -99,6 +184,8 @@ func commandList(f *Factory) []*cli.Command {
 		newAuthenticateCommand(f),
 		newStatusCommand(f),
 		newRevokeCommand(f),
+		newLogoutCommand(f),
+		newCompletionCommand(),
 	}
 }
 
@@ -106,23 +193,38 @@ func commandList(f *Factory) []*cli.Command {
 // by checkTarget.
 func targetArg(c *cli.Context) (string, error) {
 	if c.Args().Len() != 1 {
-		return "", usageErrorf("%s expects TARGET", c.Command.Name)
+		if c.Args().Len() == 0 {
+			return "", usageErrorf("%s expects TARGET", c.Command.Name)
+		}
+		return "", usageErrorf("%s expects TARGET (one argument), not %d: %s", c.Command.Name, c.Args().Len(), strings.Join(redactAll(c.Args().Slice()), " "))
 	}
-	target := c.Args().First()
-	return target, checkTarget(target)
+	return normalTarget(c, c.Args().First())
+}
+
+// normalTarget checks target (checkTarget) and returns its one spelling
+// (client.NormalizeTarget), localhost written 127.0.0.1 when the user
+// opted in with --loopback-ip.
+func normalTarget(c *cli.Context, target string) (string, error) {
+	if err := checkTarget(target); err != nil {
+		return "", err
+	}
+	if c.Bool("loopback-ip") {
+		target = client.LoopbackIP(target)
+	}
+	return client.NormalizeTarget(target), nil
+}
+
+func redactAll(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = wire.RedactTarget(a)
+	}
+	return out
 }
 
 // checkTarget refuses a TARGET of no supported kind: an agent host
 // (ws://, wss://, stdio:) or an MCP server / protected resource
 // (http(s)://; whether plain http is allowed is checked where it is used).
 func checkTarget(target string) error {
-	for _, prefix := range []string{"ws://", "wss://", "stdio:"} {
-		if strings.HasPrefix(target, prefix) {
-			return nil
-		}
-	}
-	if client.IsHTTPTarget(target) {
-		return nil
-	}
-	return usageErrorf("unsupported target %q: use ws://HOST:PORT, wss://HOST:PORT, stdio:COMMAND LINE or an MCP server's https:// URL", wire.RedactTarget(target))
+	return client.CheckTarget(target)
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
@@ -45,7 +46,9 @@ unless --show-token. Exits 0 when every credential is usable (valid or
 refreshable), 4 when one is not or when nothing is stored, 1 on errors.
 --json: {"store": {"kind", "location"}, "usable", "credentials": [{"resource",
 "issuer", "schemeId", "target", "subject", "scopes", "expiresAt", "state"
-("valid"|"refreshable"|"expired"), "refreshable", "clientId", "token"}]}.
+("valid"|"refreshable"|"expired"|"rejected"), "refreshable", "clientId", "token"}]}.
+A credential whose refresh token or client the server refused (invalid_grant,
+invalid_client) is X "login rejected by the server" until you log in again.
 
 With TARGET: connect and initialize; ask the host what it already holds
 (getAuthState or auth/status, when advertised); authenticate with the stored
@@ -67,9 +70,9 @@ status and git status); errors and the login hint go to stderr.`,
 			if c.Args().Len() > 1 {
 				return usageErrorf("status expects at most one TARGET")
 			}
-			opts.Target = c.Args().First()
-			if opts.Target != "" {
-				if err := checkTarget(opts.Target); err != nil {
+			if t := c.Args().First(); t != "" {
+				var err error
+				if opts.Target, err = normalTarget(c, t); err != nil {
 					return err
 				}
 			}
@@ -116,7 +119,11 @@ func loggedInText(cs *client.CredentialStatus) string {
 
 // print writes the credential's lines of a status block, indented.
 func printCredential(cs *client.CredentialStatus, w io.Writer, p Painter) {
-	fmt.Fprintf(w, "  %s %s\n", credentialMark(cs, p), safeText(loggedInText(cs)))
+	text := loggedInText(cs)
+	if cs.State == client.StateRejected {
+		text = strings.Replace(text, "ogged in", "ogin rejected by the server", 1)
+	}
+	fmt.Fprintf(w, "  %s %s\n", credentialMark(cs, p), safeText(text))
 	fmt.Fprintf(w, "  - Issuer: %s\n", safeText(cs.Issuer))
 	if cs.Target != "" && cs.Target != cs.Resource {
 		fmt.Fprintf(w, "  - Target: %s\n", safeText(cs.Target))
@@ -166,11 +173,14 @@ func runStoreStatus(ctx context.Context, opts *StatusOptions) error {
 				unusable = append(unusable, cs)
 			}
 		}
-		if len(unusable) == 1 {
+		switch {
+		case len(unusable) == 1 && unusable[0].State == client.StateRejected:
+			fmt.Fprintf(opts.IO.ErrOut, "agentauth: the authorization server rejected the credential for %s\n", unusable[0].Describe())
+		case len(unusable) == 1:
 			fmt.Fprintf(opts.IO.ErrOut, "agentauth: the credential for %s has expired and cannot be refreshed\n",
 				unusable[0].Describe())
-		} else {
-			fmt.Fprintf(opts.IO.ErrOut, "agentauth: %d stored credentials have expired and cannot be refreshed\n", len(unusable))
+		default:
+			fmt.Fprintf(opts.IO.ErrOut, "agentauth: %d stored credentials have expired (or were rejected) and cannot be refreshed\n", len(unusable))
 		}
 		for _, cs := range unusable {
 			fmt.Fprintf(opts.IO.ErrOut, "To log in, run: %s\n", cs.LoginCommand())

@@ -112,7 +112,7 @@ func TestStatusStore(t *testing.T) {
   - To log in again, run: agentauth login https://fourth.example/mcp
 
 ` + expiredBlock + storeLine,
-		stderr: "agentauth: 2 stored credentials have expired and cannot be refreshed\n" +
+		stderr: "agentauth: 2 stored credentials have expired (or were rejected) and cannot be refreshed\n" +
 			"To log in, run: agentauth login https://fourth.example/mcp\nTo log in, run: agentauth login --scheme x ws://third.example\n",
 	}, {
 		name:   "show token",

@@ -15,7 +15,7 @@ func TestTokenFlags(t *testing.T) {
 		{args: []string{"--scheme", "gh", "https://mcp.example/mcp"}, want: TokenOptions{Target: "https://mcp.example/mcp", SchemeID: "gh"}},
 		{args: nil, wantCode: ExitUsage, wantErr: "token expects TARGET"},
 		{args: []string{"ws://h", "extra"}, wantCode: ExitUsage, wantErr: "token expects TARGET"},
-		{args: []string{"127.0.0.1:7777"}, wantCode: ExitUsage, wantErr: `unsupported target "127.0.0.1:7777"`},
+		{args: []string{"127.0.0.1:7777"}, wantCode: ExitUsage, wantErr: `target "127.0.0.1:7777" has no scheme: did you mean ws://127.0.0.1:7777`},
 	}, tokenCommand, func(f *Factory, o *TokenOptions) bool {
 		ok := o.IO == f.IO && o.Client == f.Client()
 		o.IO, o.Client = nil, nil

@@ -2,9 +2,11 @@ package commands
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 
@@ -22,15 +24,45 @@ import (
 type termUI struct {
 	io  *IOStreams
 	now func() time.Time
+
+	mu sync.Mutex
+	// waiting is the spinner AuthURL started on a terminal while the
+	// browser login runs; the next line written stops it.
+	waiting *spinner
+}
+
+// stopWaiting stops the spinner AuthURL started, if any.
+func (u *termUI) stopWaiting() {
+	u.mu.Lock()
+	s := u.waiting
+	u.waiting = nil
+	u.mu.Unlock()
+	if s != nil {
+		s.stop()
+	}
+}
+
+// above writes a line while the spinner AuthURL started, if any, pauses.
+func (u *termUI) above(line string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.waiting != nil {
+		u.waiting.stop()
+	}
+	fmt.Fprintln(u.io.ErrOut, line)
+	if u.waiting != nil {
+		u.waiting.start(u.waiting.label, u.waiting.until)
+	}
 }
 
 func (u *termUI) Warn(msg string) {
-	fmt.Fprintf(u.io.ErrOut, "%s %s\n", u.io.ErrPainter().Yellow("warning:"), safeText(msg))
+	u.above(u.io.ErrPainter().Yellow("warning:") + " " + safeText(msg))
 }
 
-func (u *termUI) Say(msg string) { fmt.Fprintln(u.io.ErrOut, safeText(msg)) }
+func (u *termUI) Say(msg string) { u.above(safeText(msg)) }
 
 func (u *termUI) AuthURL(url string, opened, noBrowser bool, timeout time.Duration) {
+	u.stopWaiting()
 	w, url := u.io.ErrOut, safeText(url)
 	switch {
 	case opened:
@@ -41,10 +73,19 @@ func (u *termUI) AuthURL(url string, opened, noBrowser bool, timeout time.Durati
 		fmt.Fprintf(w, "No terminal and no $BROWSER, so no browser was opened. Open this URL to log in:\n  %s\n"+
 			"(--no-browser says so and skips this note; --device logs in without a browser here.)\n", url)
 	}
-	fmt.Fprintf(w, "Waiting for the authorization (%s)…\n", u.io.ErrPainter().Bold("times out in "+client.RoughDuration(timeout)))
+	if !u.io.StderrTTY {
+		fmt.Fprintf(w, "Waiting for the authorization (%s)…\n", u.io.ErrPainter().Bold("times out in "+client.RoughDuration(timeout)))
+		return
+	}
+	s := &spinner{io: u.io, now: u.now}
+	s.start("Waiting for the authorization in the browser", u.now().Add(timeout))
+	u.mu.Lock()
+	u.waiting = s
+	u.mu.Unlock()
 }
 
 func (u *termUI) DeviceCode(p flows.DeviceCodePrompt) {
+	u.stopWaiting()
 	w := u.io.ErrOut
 	fmt.Fprintf(w, "To log in, open %s and enter the code %s\n", safeText(p.VerificationURI), u.io.ErrPainter().Bold(safeText(p.UserCode)))
 	if p.VerificationURIComplete != "" {
@@ -53,20 +94,23 @@ func (u *termUI) DeviceCode(p flows.DeviceCodePrompt) {
 }
 
 func (u *termUI) Wait(label string, until time.Time) func() {
+	u.stopWaiting()
 	s := &spinner{io: u.io, now: u.now}
 	s.start(label, until)
 	return s.stop
 }
 
 func (u *termUI) LoggedIn(c *store.Credential) {
+	u.stopWaiting()
 	fmt.Fprintf(u.io.ErrOut, "%s %s\n", u.io.ErrPainter().Green("✓"), safeText(loggedInLine(c, u.now())))
 }
 
 func (u *termUI) StoredInFile(err error, location string) {
+	u.stopWaiting()
 	w := u.io.ErrOut
 	fmt.Fprintf(w, "WARNING: cannot store the credential in the OS keyring: %s\n", safeText(err.Error()))
 	fmt.Fprintf(w, "WARNING: it was saved to the file store instead: %s\n", location)
-	fmt.Fprintln(w, "WARNING: to use it, run agentauth with --store file (or set AGENTAUTH_STORE=file).")
+	fmt.Fprintln(w, "WARNING: every command finds it there; to keep using the file store, run agentauth with --store file (or set AGENTAUTH_STORE=file).")
 }
 
 // loggedInLine is the success line: "Logged in to RESOURCE as SUB (SCOPES,
@@ -89,19 +133,22 @@ func loggedInLine(c *store.Credential, now time.Time) string {
 	return s + " (" + scopes + ", expires in " + client.RoughDuration(c.Expiry.Sub(now)) + ")"
 }
 
-// spinner shows progress with the remaining time on a terminal's stderr;
-// elsewhere it does nothing.
+// spinner shows progress with the remaining time and "Ctrl-C to cancel" on
+// a terminal's stderr; elsewhere it does nothing.
 type spinner struct {
-	io   *IOStreams
-	now  func() time.Time
-	done chan struct{}
-	quit chan struct{}
+	io    *IOStreams
+	now   func() time.Time
+	label string
+	until time.Time
+	done  chan struct{}
+	quit  chan struct{}
 }
 
 func (s *spinner) start(label string, until time.Time) {
 	if !s.io.StderrTTY || s.done != nil {
 		return
 	}
+	s.label, s.until = label, until
 	s.done, s.quit = make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(s.done)
@@ -109,10 +156,11 @@ func (s *spinner) start(label string, until time.Time) {
 		t := time.NewTicker(120 * time.Millisecond)
 		defer t.Stop()
 		for i := 0; ; i++ {
-			line := fmt.Sprintf("%c %s", frames[i%len(frames)], label)
+			line := fmt.Sprintf("%c %s (", frames[i%len(frames)], label)
 			if !until.IsZero() {
-				line += " (" + client.RoughDuration(until.Sub(s.now())) + " left)"
+				line += client.RoughDuration(until.Sub(s.now())) + " left, "
 			}
+			line += "Ctrl-C to cancel)"
 			fmt.Fprintf(s.io.ErrOut, "\r\033[K%s", line)
 			select {
 			case <-s.quit:
@@ -138,7 +186,7 @@ func (s *spinner) stop() {
 // else nil (the caller prints the URL and which flag avoids the wait).
 func (f *Factory) Browser() func(url string) error {
 	if f.BrowserEnv != "" {
-		return func(url string) error { return runBrowser(f.BrowserEnv, url, f.IO) }
+		return func(url string) error { return runBrowser(f.BrowserEnv, url) }
 	}
 	if (f.IO.StdoutTTY || f.IO.StderrTTY) && f.OpenURL != nil {
 		return f.OpenURL
@@ -146,42 +194,65 @@ func (f *Factory) Browser() func(url string) error {
 	return nil
 }
 
-// runBrowser starts the $BROWSER command line (split like a shell, no
-// expansion) with url as its last argument, and does not wait for it:
-// a browser may run for as long as the user keeps it open.
-func runBrowser(cmdline, url string, io *IOStreams) error {
+// openerGrace is how long an opener may take to fail: xdg-open, open and
+// a $BROWSER that hands the URL to a running browser exit at once, with a
+// status saying whether it worked; a browser started by $BROWSER keeps
+// running, and is then taken to have opened the URL.
+const openerGrace = time.Second
+
+// browserAlternatives ends every opener failure: the ways to log in
+// without a browser here.
+const browserAlternatives = "log in with --device instead (approve on any device), or with --no-browser and an SSH tunnel to the callback port (ssh -L PORT:127.0.0.1:PORT, with --callback-port PORT)"
+
+// runBrowser runs the $BROWSER command line (split like a shell, no
+// expansion) with url as its last argument (startOpener).
+func runBrowser(cmdline, url string) error {
 	args, err := wire.SplitCommandLine(cmdline)
 	if err != nil {
-		return fmt.Errorf("cannot use $BROWSER: %w", err)
+		return fmt.Errorf("cannot use $BROWSER: %w; %s", err, browserAlternatives)
 	}
 	if len(args) == 0 {
-		return fmt.Errorf("cannot use $BROWSER: it names no command")
+		return fmt.Errorf("cannot use $BROWSER: it names no command; %s", browserAlternatives)
 	}
-	cmd := exec.Command(args[0], append(args[1:], url)...)
-	cmd.Stdout, cmd.Stderr = io.ErrOut, io.ErrOut
+	return startOpener("$BROWSER ("+args[0]+")", exec.Command(args[0], append(args[1:], url)...))
+}
+
+// startOpener starts cmd, an opener named name, and waits at most
+// openerGrace: an opener that exits with a failure in that time (xdg-open
+// exits 3 when nothing on the machine opens URLs, BROWSER=false exits 1)
+// is reported at once, with the alternatives, instead of leaving the user
+// waiting for a browser that never came. Its stdout and stderr go to
+// /dev/null: inheriting ours would keep a $(agentauth …) capture open for
+// as long as the browser runs.
+func startOpener(name string, cmd *exec.Cmd) error {
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, nil, nil
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("cannot run $BROWSER: %w", err)
+		return fmt.Errorf("cannot open a browser: %s: %w; %s", name, err, browserAlternatives)
 	}
-	go func() { _ = cmd.Wait() }()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("cannot open a browser: %s failed (%w); %s", name, err, browserAlternatives)
+		}
+	case <-time.After(openerGrace):
+	}
 	return nil
 }
 
-// platformOpenURL opens url with the desktop's handler.
+// platformOpenURL opens url with the desktop's handler (startOpener).
 func platformOpenURL(url string) error {
-	var cmd *exec.Cmd
 	switch runtime.GOOS {
 	case "darwin":
-		cmd = exec.Command("open", url)
+		return startOpener("open", exec.Command("open", url))
 	case "windows":
-		cmd = exec.Command("rundll32", "url.dll,FileProtocolHandler", url)
-	default:
-		cmd = exec.Command("xdg-open", url)
+		return startOpener("rundll32", exec.Command("rundll32", "url.dll,FileProtocolHandler", url))
 	}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("cannot open the browser: %w", err)
+	if os.Getenv("DISPLAY") == "" && os.Getenv("WAYLAND_DISPLAY") == "" {
+		return fmt.Errorf("cannot open a browser: there is no display (neither $DISPLAY nor $WAYLAND_DISPLAY is set, as over SSH); %s", browserAlternatives)
 	}
-	go func() { _ = cmd.Wait() }()
-	return nil
+	return startOpener("xdg-open", exec.Command("xdg-open", url))
 }
 
 // safeText is what a string from a remote peer (a host's labels and

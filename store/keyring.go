@@ -51,8 +51,8 @@ type keyringError struct {
 }
 
 func (e *keyringError) Error() string {
-	return "cannot " + e.op + " the OS keyring: " + e.err.Error() +
-		"\nTo store credentials in a file instead, use --store file (or set " + EnvStore + "=file)."
+	msg, fix := plainKeyringError(e.err)
+	return "cannot " + e.op + " the OS keyring: " + msg + "\n" + fix
 }
 
 func (e *keyringError) Unwrap() []error { return []error{ErrKeyringUnavailable, e.err} }
@@ -137,7 +137,7 @@ func (t timedRing) delete(ctx context.Context, user string) error {
 // starts, so a missing keyring stops the login before the user approves
 // anything; the error says how to use the file store instead.
 func ProbeKeyring(ctx context.Context) error {
-	return probe(ctx, timedRing{osRing{}, keyringTimeout})
+	return probe(ctx, timedRing{sessionRing{osRing{}}, keyringTimeout})
 }
 
 func probe(ctx context.Context, r timedRing) error {

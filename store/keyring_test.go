@@ -212,6 +212,7 @@ func TestSplitKeepsRunesWhole(t *testing.T) {
 }
 
 func TestKeyringUnavailable(t *testing.T) {
+	t.Setenv("DBUS_SESSION_BUS_ADDRESS", "unix:path=/nonexistent") // past sessionBus, to the mock
 	keyring.MockInitWithError(errors.New("no D-Bus session bus"))
 	t.Cleanup(keyring.MockInit)
 	ctx := context.Background()
@@ -236,6 +237,7 @@ func TestKeyringUnavailable(t *testing.T) {
 }
 
 func TestProbeKeyringWorks(t *testing.T) {
+	t.Setenv("DBUS_SESSION_BUS_ADDRESS", "unix:path=/nonexistent") // past sessionBus, to the mock
 	keyring.MockInit()
 	if err := ProbeKeyring(context.Background()); err != nil {
 		t.Fatal(err)

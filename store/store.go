@@ -72,6 +72,12 @@ type Credential struct {
 	// (login --allow-resource): web origins as wire.Origin gives them, or
 	// whole stdio: targets. See commands' binding rule.
 	AllowedTargets []string `json:"allowed_targets,omitempty"`
+	// Rejected is the OAuth error code (RFC 6749 §5.2) with which the
+	// authorization server refused this credential's refresh token or
+	// client (invalid_grant, invalid_client, …): the credential is dead,
+	// status shows it as rejected and no command uses it until a new login
+	// replaces it.
+	Rejected string `json:"rejected,omitempty"`
 	// UpdatedAt is set by Put to the time of the write.
 	UpdatedAt time.Time `json:"updated_at,omitzero"`
 }
@@ -132,7 +138,7 @@ func ConfigDir() (string, error) {
 func Open(kind, configDir string) (Store, error) {
 	switch kind {
 	case KindKeyring:
-		return newKeyring(configDir, osRing{}, keyringTimeout), nil
+		return newKeyring(configDir, sessionRing{osRing{}}, keyringTimeout), nil
 	case KindFile:
 		return newFile(configDir), nil
 	case KindMemory:

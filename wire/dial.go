@@ -22,6 +22,20 @@ type DialOptions struct {
 	Stderr io.Writer
 }
 
+// TraceFunc receives every JSON-RPC message sent (out) or received on a
+// connection DialTarget made, whole: it must not show params or results,
+// which may hold tokens.
+type TraceFunc func(out bool, msg []byte)
+
+type traceKey struct{}
+
+// WithTrace returns ctx carrying trace, for DialTarget to hand every
+// message to, like net/http/httptrace: a diagnostic hook that crosses the
+// layers without changing their signatures.
+func WithTrace(ctx context.Context, trace TraceFunc) context.Context {
+	return context.WithValue(ctx, traceKey{}, trace)
+}
+
 // stdioCloseGrace is how long Close waits for a stdio child to exit after
 // its stdin is closed before killing it.
 const stdioCloseGrace = 3 * time.Second
@@ -33,6 +47,34 @@ const stdioCloseGrace = 3 * time.Second
 // stdin and stdout. Closing the Conn closes the child's stdin, waits for
 // it to exit and kills it if it does not within a few seconds.
 func DialTarget(ctx context.Context, target string, opts DialOptions) (Conn, error) {
+	c, err := dialTarget(ctx, target, opts)
+	trace, _ := ctx.Value(traceKey{}).(TraceFunc)
+	if err != nil || trace == nil {
+		return c, err
+	}
+	return &tracedConn{Conn: c, trace: trace}, nil
+}
+
+// tracedConn hands every message read or written to trace (WithTrace).
+type tracedConn struct {
+	Conn
+	trace TraceFunc
+}
+
+func (t *tracedConn) Read(ctx context.Context) ([]byte, error) {
+	m, err := t.Conn.Read(ctx)
+	if err == nil {
+		t.trace(false, m)
+	}
+	return m, err
+}
+
+func (t *tracedConn) Write(ctx context.Context, msg []byte) error {
+	t.trace(true, msg)
+	return t.Conn.Write(ctx, msg)
+}
+
+func dialTarget(ctx context.Context, target string, opts DialOptions) (Conn, error) {
 	switch {
 	case strings.HasPrefix(target, "ws://"), strings.HasPrefix(target, "wss://"):
 		client := opts.HTTPClient

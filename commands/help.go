@@ -1,0 +1,204 @@
+package commands
+
+import (
+	"fmt"
+	"runtime/debug"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+)
+
+// appHelpExtra ends the root help: where to go next, and the exit codes.
+const appHelpExtra = `
+EXAMPLES:
+   agentauth serve                                  # a development agent host on 127.0.0.1:7777
+   agentauth login ws://127.0.0.1:7777              # log in (browser); add --device on SSH
+   agentauth status                                 # what is stored, offline
+   agentauth call ws://127.0.0.1:7777 tools/list    # call a method with the stored token
+   agentauth help login                             # help for one command
+
+EXIT CODES:
+   0    success
+   1    failure
+   2    usage error (bad flags or arguments)
+   4    authentication needed (no token, a rejected or unrefreshable token, a 401/403/-32007)
+   130  interrupted (Ctrl-C)
+
+Flags may come before or after the arguments; "--" ends the flags.
+Shell completion: agentauth completion bash|zsh|fish.
+`
+
+// commandHelp is each command's EXAMPLES and EXIT CODES section.
+type commandHelp struct {
+	examples []string
+	// exits are the exit codes besides 0 and 130, each with its meaning.
+	exits []string
+}
+
+var commandHelps = map[string]commandHelp{
+	"serve": {
+		examples: []string{
+			"agentauth serve",
+			"agentauth serve --listen 127.0.0.1:0 --addr-file addr   # a free port, written to addr",
+			"agentauth serve --auto-approve                         # approve every login (scripts)",
+		},
+		exits: []string{"1  cannot listen (address in use: try --listen 127.0.0.1:0), bad config", "2  bad flags"},
+	},
+	"call": {
+		examples: []string{
+			"agentauth call ws://127.0.0.1:7777 tools/list",
+			"agentauth call http://127.0.0.1:7777/mcp tools/list --login",
+			`agentauth call ws://127.0.0.1:7777 tools/call '{"name":"whoami"}' --json`,
+		},
+		exits: []string{"1  a JSON-RPC error or a failure", "2  bad flags or arguments", "4  authentication needed (-32007, 401, 403)"},
+	},
+	"discover": {
+		examples: []string{
+			"agentauth discover ws://127.0.0.1:7777",
+			"agentauth discover https://mcp.example.com/mcp --json",
+		},
+		exits: []string{"1  discovery failed", "2  bad flags or arguments"},
+	},
+	"login": {
+		examples: []string{
+			"agentauth login ws://127.0.0.1:7777",
+			"agentauth login ws://127.0.0.1:7777 --device          # no browser here (SSH)",
+			"agentauth login https://mcp.example.com/mcp --scope files:read",
+			"agentauth login ws://127.0.0.1:7777 --force --json    # replace a valid login, no question",
+		},
+		exits: []string{"1  failure (network, store, timeout)", "2  bad flags or arguments", "4  the authorization was refused"},
+	},
+	"token": {
+		examples: []string{
+			"agentauth token ws://127.0.0.1:7777",
+			`curl -H "Authorization: Bearer $(agentauth token https://mcp.example.com/mcp)" https://mcp.example.com/mcp`,
+		},
+		exits: []string{"1  failure", "2  bad flags or arguments", "4  no usable credential: log in (the command is printed)"},
+	},
+	"authenticate": {
+		examples: []string{
+			"agentauth authenticate ws://127.0.0.1:7777",
+			"agentauth authenticate ws://127.0.0.1:7777 --watch --json",
+		},
+		exits: []string{"1  failure", "2  bad flags or arguments", "4  a scheme was not authenticated"},
+	},
+	"status": {
+		examples: []string{
+			"agentauth status",
+			"agentauth status ws://127.0.0.1:7777 --json",
+		},
+		exits: []string{"1  failure", "2  bad flags or arguments", "4  a credential is not usable (expired, rejected) or none is stored"},
+	},
+	"token-revoke": {
+		examples: []string{
+			"agentauth token-revoke ws://127.0.0.1:7777",
+			"agentauth token-revoke ws://127.0.0.1:7777 --local-only   # the same as logout",
+		},
+		exits: []string{"1  revocation failed (the credential is kept), or nothing is stored for TARGET", "2  bad flags or arguments"},
+	},
+	"logout": {
+		examples: []string{
+			"agentauth logout ws://127.0.0.1:7777",
+			"agentauth logout ws://127.0.0.1:7777 --scheme dev --json",
+		},
+		exits: []string{"1  failure, or nothing is stored for TARGET", "2  bad flags or arguments"},
+	},
+	"completion": {
+		examples: []string{
+			`source <(agentauth completion bash)         # bash, e.g. in ~/.bashrc`,
+			`agentauth completion zsh > "${fpath[1]}/_agentauth"`,
+			"agentauth completion fish > ~/.config/fish/completions/agentauth.fish",
+		},
+		exits: []string{"2  an unknown shell"},
+	},
+}
+
+// commandHelpExtra is what follows urfave's help for command name.
+func commandHelpExtra(name string) string {
+	h := commandHelps[name]
+	var b strings.Builder
+	if len(h.examples) > 0 {
+		b.WriteString("\nEXAMPLES:\n")
+		for _, e := range h.examples {
+			b.WriteString("   $ " + e + "\n")
+		}
+	}
+	b.WriteString("\nEXIT CODES:\n   0    success\n")
+	for _, e := range h.exits {
+		fmt.Fprintf(&b, "   %s\n", strings.Replace(e, "  ", "    ", 1))
+	}
+	b.WriteString("   130  interrupted (Ctrl-C)\n\nFlags may come before or after TARGET; \"--\" ends the flags.\n")
+	// urfave renders this as a template: keep our braces literal.
+	return strings.NewReplacer("{{", `{{"{{"}}`).Replace(b.String())
+}
+
+// versionString is Version with the commit and its date from the build
+// information ("0.1.0-dev (commit 1a2b3c4d5e6f, 2026-11-22T21:00:00Z,
+// modified)"); a build without VCS information (go run, go test) says so.
+func versionString() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return Version + " (no build information)"
+	}
+	v := Version
+	if mv := bi.Main.Version; mv != "" && mv != "(devel)" && Version == "0.1.0-dev" {
+		v = mv // go install …@vX.Y.Z
+	}
+	var rev, when, modified string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			when = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				modified = ", modified"
+			}
+		}
+	}
+	if rev == "" {
+		return v + " (commit unknown: built without VCS information, " + bi.GoVersion + ")"
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	return fmt.Sprintf("%s (commit %s, %s%s, %s)", v, rev, when, modified, bi.GoVersion)
+}
+
+// unknownCommand refuses name, suggesting the nearest command.
+func unknownCommand(app *cli.App, name string) error {
+	best, bestDist := "", 3
+	for _, c := range app.Commands {
+		for _, n := range c.Names() {
+			if d := editDistance(name, n); d < bestDist || strings.HasPrefix(n, name) && len(name) >= 3 && bestDist > 1 {
+				best, bestDist = n, min(d, 1)
+			}
+		}
+	}
+	if best != "" {
+		return usageErrorf("unknown command %q\n\nDid you mean this?\n    %s", safeText(name), best)
+	}
+	return usageErrorf("unknown command %q", safeText(name))
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}

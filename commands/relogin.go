@@ -1,0 +1,62 @@
+package commands
+
+import (
+	"bufio"
+	"cmp"
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/agentauth/agentauth/client"
+)
+
+// checkRelogin stops a login that would silently replace a valid one.
+// When TARGET already has a usable credential (valid or refreshable, not
+// rejected) and --force is not given: on a terminal (stdin and stderr) it
+// asks, and a "no" keeps the current login (exit 0, nothing done); without
+// a terminal it never prompts: it says so on stderr and logs in again. It
+// returns whether to go on. A store it cannot read is left for the login
+// to report.
+func checkRelogin(ctx context.Context, opts *LoginOptions) (bool, error) {
+	if opts.Force {
+		return true, nil
+	}
+	// A store that cannot be read is the login's to report.
+	cs, err := opts.Factory.Client().Credentials()
+	if err != nil {
+		return true, nil
+	}
+	creds, err := cs.ForTarget(ctx, opts.Target, opts.SchemeID)
+	if err != nil {
+		return true, nil
+	}
+	var current []string
+	for _, c := range creds {
+		st := client.DescribeCredential(c, opts.Factory.Now(), false)
+		if st.Usable() {
+			current = append(current, fmt.Sprintf("%s as %s (%s)", st.Describe(), cmp.Or(st.Subject, "an unknown subject"), st.Expiry))
+		}
+	}
+	if len(current) == 0 {
+		return true, nil
+	}
+	w := opts.IO.ErrOut
+	for _, c := range current {
+		fmt.Fprintf(w, "You are already logged in to %s.\n", safeText(c))
+	}
+	if !opts.IO.StdinTTY || !opts.IO.StderrTTY {
+		fmt.Fprintln(w, "Logging in again replaces it (no terminal to ask on; --force skips this note).")
+		return true, nil
+	}
+	fmt.Fprint(w, "Log in again and replace it? [y/N] ")
+	line, err := bufio.NewReader(opts.IO.In).ReadString('\n')
+	if err != nil && line == "" {
+		fmt.Fprintln(w)
+		return false, fmt.Errorf("cannot read the answer: %w", err)
+	}
+	if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
+		fmt.Fprintln(w, "Keeping the current login. (--force logs in again without asking.)")
+		return false, nil
+	}
+	return true, nil
+}
