@@ -127,7 +127,7 @@ terminal login asks before replacing it (no keeps it, exit 0); without one
 it says so and logs in again; --force skips both.
 
 On success one line goes to stderr; --json prints on stdout:
-{"target", "logins": [{"resource", "issuer", "schemeId", "subject", "provider", "scopes",
+{"target", "kept" (true when you chose to keep the current login), "logins": [{"resource", "issuer", "schemeId", "subject", "provider", "scopes",
  "tokenType", "expiresAt", "refreshable", "client": {"clientId", "authMethod",
  "source"}, "store", "storeLocation"}]} (never a token or secret).`,
 		Flags: append(append([]cli.Flag{
@@ -252,8 +252,19 @@ func (ch *LoginChoices) choices(secret string) client.Choices {
 }
 
 func runLogin(ctx context.Context, opts *LoginOptions) error {
-	if goOn, err := checkRelogin(ctx, opts); err != nil || !goOn {
+	goOn, kept, err := checkRelogin(ctx, opts)
+	if err != nil {
 		return err
+	}
+	if !goOn {
+		if !opts.JSON {
+			return nil
+		}
+		st, err := opts.Factory.Store()
+		if err != nil {
+			return err
+		}
+		return opts.printDoc(kept, st, true)
 	}
 	var secret string
 	if opts.ClientSecretStdin {
@@ -272,7 +283,13 @@ func runLogin(ctx context.Context, opts *LoginOptions) error {
 	if !opts.JSON {
 		return nil
 	}
-	doc := loginDoc{Target: wire.RedactTarget(opts.Target), Logins: []loginDetails{}}
+	return opts.printDoc(creds, st, false)
+}
+
+// printDoc prints login --json's document for creds, stored in st; kept
+// says the user chose to keep the current login instead.
+func (opts *LoginOptions) printDoc(creds []*store.Credential, st store.Store, kept bool) error {
+	doc := loginDoc{Target: wire.RedactTarget(opts.Target), Kept: kept, Logins: []loginDetails{}}
 	for _, c := range creds {
 		doc.Logins = append(doc.Logins, detailsOf(c, st))
 	}
@@ -286,7 +303,9 @@ func runLogin(ctx context.Context, opts *LoginOptions) error {
 
 // loginDoc is login --json's document (documented in its help).
 type loginDoc struct {
-	Target string         `json:"target"`
+	Target string `json:"target"`
+	// Kept: the user declined to log in again; Logins are the current ones.
+	Kept   bool           `json:"kept,omitempty"`
 	Logins []loginDetails `json:"logins"`
 }
 
