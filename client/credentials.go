@@ -19,8 +19,23 @@ import (
 )
 
 // RefreshLeeway is how long an access token must stay valid to be used as
-// is: one expiring sooner is refreshed first.
+// is: one expiring sooner is refreshed first. A short-lived token gets
+// less (Leeway).
 const RefreshLeeway = 60 * time.Second
+
+// leewayShare is the part of a token's lifetime Leeway allows at most.
+const leewayShare = 3
+
+// Leeway is how long c's access token must stay valid to be used as is:
+// the lesser of RefreshLeeway and a third of its lifetime (from when it was
+// stored to its expiry), so that a token living 5 s is not "expiring soon"
+// from the start and refreshed by every process that reads it.
+func Leeway(c *store.Credential) time.Duration {
+	if c.UpdatedAt.IsZero() || !c.Expiry.After(c.UpdatedAt) {
+		return RefreshLeeway
+	}
+	return min(RefreshLeeway, c.Expiry.Sub(c.UpdatedAt)/leewayShare)
+}
 
 // Credentials is the one place the client gets tokens from (call,
 // authenticate, token, status TARGET): it reads the store, refreshes a token
@@ -186,10 +201,10 @@ func (e *crossOriginError) Error() string {
 		wire.RedactTarget(e.Target), e.Resource, cmp.Or(wire.Origin(e.Resource), e.Resource), where)
 }
 
-// fresh reports whether c's access token stays valid for RefreshLeeway. A
+// fresh reports whether c's access token stays valid for Leeway(c). A
 // token without a known expiry is used as is: the server will say.
 func (cs *Credentials) fresh(c *store.Credential) bool {
-	return c.AccessToken != "" && (c.Expiry.IsZero() || c.Expiry.Sub(cs.Now()) >= RefreshLeeway)
+	return c.AccessToken != "" && (c.Expiry.IsZero() || c.Expiry.Sub(cs.Now()) >= Leeway(c))
 }
 
 // refresh runs the refresh token grant for c (the caller holds the lock)
