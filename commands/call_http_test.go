@@ -167,9 +167,9 @@ func TestCallHTTP(t *testing.T) {
 			wantSeen: []string{"server/discover "},
 		},
 		{
-			name: "stored credential, expiring: refreshed before use", after: []string{"tools/call", `{"name":"whoami","arguments":{}}`},
+			name: "stored credential, expired: refreshed before use", after: []string{"tools/call", `{"name":"whoami","arguments":{}}`},
 			setup: func(t *testing.T, tf *testFactory, m *mcpFake) {
-				storeCredential(t, tf, m, "old-token", time.Now().Add(10*time.Second))
+				storeCredential(t, tf, m, "old-token", time.Now().Add(-time.Second))
 				m.refuse = func(_, token string) (int, map[string]string) {
 					if token == "old-token" || token == "" {
 						return http.StatusUnauthorized, map[string]string{"error": "invalid_token"}

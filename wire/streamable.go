@@ -42,8 +42,11 @@ const (
 	headerSessionID       = "Mcp-Session-Id"
 	headerProtocolVersion = "Mcp-Protocol-Version"
 	headerMethod          = "Mcp-Method"
-	headerName            = "Mcp-Name"
-	methodInitialized     = "notifications/initialized"
+	methodToolsCall       = "tools/call"
+	// codeHeaderMismatch is MCP 2026-07-28's HEADER_MISMATCH error.
+	codeHeaderMismatch = -32020
+	headerName         = "Mcp-Name"
+	methodInitialized  = "notifications/initialized"
 	// MethodServerDiscover replaces initialize in MCP 2026-07-28.
 	MethodServerDiscover = "server/discover"
 )
@@ -292,6 +295,23 @@ func (s *HTTPSession) withMeta(params any) (any, error) {
 // *Error, a 401/403 as *HTTPAuthError, another non-2xx as *HTTPStatusError;
 // result (may be nil) receives the result.
 func (s *HTTPSession) Call(ctx context.Context, method string, params, result any) error {
+	err := s.call(ctx, method, params, result, nil)
+	var rpcErr *Error
+	if method != methodToolsCall || !s.stateless() || !errors.As(err, &rpcErr) || rpcErr.Code != codeHeaderMismatch {
+		return err
+	}
+	// The tool wants some arguments repeated in Mcp-Param-* headers (MCP
+	// 2026-07-28 "Transports", Custom Headers from Tool Parameters): learn
+	// which from its input schema and send the call again, once.
+	headers, herr := s.paramHeaders(ctx, params)
+	if herr != nil || len(headers) == 0 {
+		return err
+	}
+	return s.call(ctx, method, params, result, headers)
+}
+
+// call sends one request with extra headers (may be nil).
+func (s *HTTPSession) call(ctx context.Context, method string, params, result any, extra http.Header) error {
 	id := NumberID(s.nextID.Add(1))
 	var err error
 	if s.stateless() {
@@ -303,7 +323,7 @@ func (s *HTTPSession) Call(ctx context.Context, method string, params, result an
 	if err != nil {
 		return fmt.Errorf("cannot encode the %s request: %w", method, err)
 	}
-	resp, err := s.post(ctx, req)
+	resp, err := s.post(ctx, req, extra)
 	if err != nil {
 		return err
 	}
@@ -329,7 +349,7 @@ func (s *HTTPSession) Notify(ctx context.Context, method string, params any) err
 	if err != nil {
 		return fmt.Errorf("cannot encode the %s notification: %w", method, err)
 	}
-	resp, err := s.post(ctx, m)
+	resp, err := s.post(ctx, m, nil)
 	if err != nil {
 		return err
 	}
@@ -342,7 +362,7 @@ func (s *HTTPSession) Close(ctx context.Context) error {
 	if s.SessionID() == "" {
 		return nil
 	}
-	resp, err := s.do(ctx, http.MethodDelete, nil, nil)
+	resp, err := s.do(ctx, http.MethodDelete, nil, nil, nil)
 	var se *HTTPStatusError
 	if errors.As(err, &se) && se.StatusCode == http.StatusMethodNotAllowed {
 		return nil
@@ -371,17 +391,18 @@ func (s *HTTPSession) keepSessionID(id string) error {
 
 // post sends one JSON-RPC message and returns a 2xx response, or the
 // error its status means.
-func (s *HTTPSession) post(ctx context.Context, m *Message) (*http.Response, error) {
+func (s *HTTPSession) post(ctx context.Context, m *Message, extra http.Header) (*http.Response, error) {
 	body, err := Encode(m)
 	if err != nil {
 		return nil, fmt.Errorf("cannot encode the message: %w", err)
 	}
-	return s.do(ctx, http.MethodPost, body, m)
+	return s.do(ctx, http.MethodPost, body, m, extra)
 }
 
 // do sends one HTTP request; m is the JSON-RPC message body (nil for
-// DELETE), whose method and name MCP 2026-07-28 repeats in headers.
-func (s *HTTPSession) do(ctx context.Context, method string, body []byte, m *Message) (*http.Response, error) {
+// DELETE), whose method and name MCP 2026-07-28 repeats in headers; extra
+// headers (may be nil) are added.
+func (s *HTTPSession) do(ctx context.Context, method string, body []byte, m *Message, extra http.Header) (*http.Response, error) {
 	token, err := s.token(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("cannot get a token for %s: %w", s.endpoint, err)
@@ -408,6 +429,9 @@ func (s *HTTPSession) do(ctx context.Context, method string, body []byte, m *Mes
 	}
 	if version == MCPStatelessVersion && m != nil && m.Method != "" {
 		setStandardHeaders(req.Header, m)
+	}
+	for k, vs := range extra {
+		req.Header[k] = vs
 	}
 	resp, err := s.client.Do(req)
 	if err != nil {
@@ -454,6 +478,79 @@ func errorBody(resp *http.Response, id ID, limit int64) *Error {
 		return nil
 	}
 	return m.Error
+}
+
+// maxToolPages bounds the tools/list pages paramHeaders reads.
+const maxToolPages = 10
+
+// paramHeaders are the Mcp-Param-NAME headers of a tools/call: each
+// argument whose input schema property names a header (x-mcp-header), as
+// found by tools/list, with its value (a string as is, a number or boolean
+// as its JSON text).
+func (s *HTTPSession) paramHeaders(ctx context.Context, params any) (http.Header, error) {
+	b, err := json.Marshal(params)
+	if err != nil {
+		return nil, err
+	}
+	var call struct {
+		Name      string                     `json:"name"`
+		Arguments map[string]json.RawMessage `json:"arguments"`
+	}
+	if err := json.Unmarshal(b, &call); err != nil {
+		return nil, err
+	}
+	var schema json.RawMessage
+	cursor := ""
+	for page := 0; page < maxToolPages && schema == nil; page++ {
+		var p any
+		if cursor != "" {
+			p = map[string]string{"cursor": cursor}
+		}
+		var list struct {
+			Tools []struct {
+				Name        string          `json:"name"`
+				InputSchema json.RawMessage `json:"inputSchema"`
+			} `json:"tools"`
+			NextCursor string `json:"nextCursor"`
+		}
+		if err := s.call(ctx, "tools/list", p, &list, nil); err != nil {
+			return nil, err
+		}
+		for _, t := range list.Tools {
+			if t.Name == call.Name {
+				schema = t.InputSchema
+			}
+		}
+		if cursor = list.NextCursor; cursor == "" {
+			break
+		}
+	}
+	var props struct {
+		Properties map[string]struct {
+			Header string `json:"x-mcp-header"`
+		} `json:"properties"`
+	}
+	if schema == nil || json.Unmarshal(schema, &props) != nil {
+		return nil, nil
+	}
+	h := http.Header{}
+	for name, prop := range props.Properties {
+		raw, ok := call.Arguments[name]
+		if prop.Header == "" || !ok {
+			continue
+		}
+		var v any
+		if json.Unmarshal(raw, &v) != nil {
+			continue
+		}
+		switch v := v.(type) {
+		case string:
+			h.Set("Mcp-Param-"+prop.Header, headerValue(v))
+		case float64, bool:
+			h.Set("Mcp-Param-"+prop.Header, string(raw))
+		}
+	}
+	return h, nil
 }
 
 // setStandardHeaders repeats a request's method in Mcp-Method and, for
@@ -570,7 +667,7 @@ func (s *HTTPSession) answer(ctx context.Context, req *Message) error {
 	if req.Method == MethodPing {
 		reply = &Message{JSONRPC: Version, ID: req.ID, Result: json.RawMessage("{}")}
 	}
-	resp, err := s.post(ctx, reply)
+	resp, err := s.post(ctx, reply, nil)
 	if err != nil {
 		return fmt.Errorf("cannot answer the server's %s: %w", req.Method, err)
 	}
