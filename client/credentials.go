@@ -20,17 +20,17 @@ import (
 
 // RefreshLeeway is how long an access token must stay valid to be used as
 // is: one expiring sooner is refreshed first. A short-lived token gets
-// less (Leeway).
+// less (leeway).
 const RefreshLeeway = 60 * time.Second
 
-// leewayShare is the part of a token's lifetime Leeway allows at most.
+// leewayShare is the part of a token's lifetime leeway allows at most.
 const leewayShare = 3
 
-// Leeway is how long c's access token must stay valid to be used as is:
+// leeway is how long c's access token must stay valid to be used as is:
 // the lesser of RefreshLeeway and a third of its lifetime (from when it was
 // stored to its expiry), so that a token living 5 s is not "expiring soon"
 // from the start and refreshed by every process that reads it.
-func Leeway(c *store.Credential) time.Duration {
+func leeway(c *store.Credential) time.Duration {
 	if c.UpdatedAt.IsZero() || !c.Expiry.After(c.UpdatedAt) {
 		return RefreshLeeway
 	}
@@ -201,10 +201,10 @@ func (e *crossOriginError) Error() string {
 		wire.RedactTarget(e.Target), e.Resource, cmp.Or(wire.Origin(e.Resource), e.Resource), where)
 }
 
-// fresh reports whether c's access token stays valid for Leeway(c). A
+// fresh reports whether c's access token stays valid for leeway(c). A
 // token without a known expiry is used as is: the server will say.
 func (cs *Credentials) fresh(c *store.Credential) bool {
-	return c.AccessToken != "" && (c.Expiry.IsZero() || c.Expiry.Sub(cs.Now()) >= Leeway(c))
+	return c.AccessToken != "" && (c.Expiry.IsZero() || c.Expiry.Sub(cs.Now()) >= leeway(c))
 }
 
 // refresh runs the refresh token grant for c (the caller holds the lock)

@@ -55,7 +55,7 @@ func DescribeCredential(c *store.Credential, now time.Time, showToken bool) Cred
 		if cs.Refreshable {
 			cs.State = StateRefreshable
 		}
-	case known && left < Leeway(c) && cs.Refreshable:
+	case known && left < leeway(c) && cs.Refreshable:
 		cs.State = StateRefreshable
 	}
 	switch {

@@ -29,26 +29,30 @@ const MCPStatelessVersion = "2026-07-28"
 // does not speak MCPStatelessVersion.
 const MCPProtocolVersion = "2025-11-25"
 
-// MCPVersions are the revisions the HTTP client speaks, newest first.
-var MCPVersions = []string{MCPStatelessVersion, MCPProtocolVersion, "2025-06-18", "2025-03-26"}
+// clientVersions are the revisions the HTTP client speaks, newest first.
+var clientVersions = []string{MCPStatelessVersion, MCPProtocolVersion, "2025-06-18", "2025-03-26"}
 
 // mcpVersions are the revisions initialize may be answered with: agentauth
 // only sends initialize, notifications/initialized and the caller's
 // method, which mean the same in each.
-var mcpVersions = MCPVersions[1:]
+var mcpVersions = clientVersions[1:]
 
 // MCP Streamable HTTP headers (MCP 2025-11-25 and 2026-07-28 "Transports").
 const (
 	headerSessionID       = "Mcp-Session-Id"
 	headerProtocolVersion = "Mcp-Protocol-Version"
 	headerMethod          = "Mcp-Method"
-	methodToolsCall       = "tools/call"
-	// codeHeaderMismatch is MCP 2026-07-28's HEADER_MISMATCH error.
-	codeHeaderMismatch = -32020
-	headerName         = "Mcp-Name"
-	methodInitialized  = "notifications/initialized"
+	headerName            = "Mcp-Name"
+)
+
+// MCP methods and error codes the HTTP client sends or reads.
+const (
+	methodInitialized = "notifications/initialized"
+	methodToolsCall   = "tools/call"
 	// MethodServerDiscover replaces initialize in MCP 2026-07-28.
 	MethodServerDiscover = "server/discover"
+	// codeHeaderMismatch is MCP 2026-07-28's HEADER_MISMATCH error.
+	codeHeaderMismatch = -32020
 )
 
 // _meta keys of MCP 2026-07-28 requests and results ("Lifecycle").
@@ -123,9 +127,10 @@ type MCPInitializeResult struct {
 }
 
 // HTTPSession is a client session of the MCP Streamable HTTP transport
-// (MCP 2025-11-25 "Transports"): every message is a POST to one endpoint,
-// answered with application/json or a text/event-stream. It does not open
-// the optional GET stream: a command-line call needs no unsolicited messages.
+// (MCP 2026-07-28 and 2025-11-25 "Transports"): every message is a POST to
+// one endpoint, answered with application/json or a text/event-stream. It
+// does not open the optional GET stream of 2025-11-25 (2026-07-28 has none):
+// a command-line call needs no unsolicited messages.
 type HTTPSession struct {
 	endpoint string
 	client   *http.Client
@@ -241,7 +246,7 @@ func (s *HTTPSession) initialize(ctx context.Context, clientName, version string
 	}
 	res.Raw = raw
 	if !slices.Contains(mcpVersions, res.ProtocolVersion) {
-		return nil, fmt.Errorf("cannot initialize: the server speaks MCP %q; agentauth speaks %s", res.ProtocolVersion, strings.Join(MCPVersions, ", "))
+		return nil, fmt.Errorf("cannot initialize: the server speaks MCP %q; agentauth speaks %s", res.ProtocolVersion, strings.Join(clientVersions, ", "))
 	}
 	s.mu.Lock()
 	s.protocolVersion = res.ProtocolVersion
