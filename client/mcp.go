@@ -19,8 +19,10 @@ import (
 const CallTimeout = 60 * time.Second
 
 // MCPCall is one call to an MCP server over Streamable HTTP (MCP
-// 2025-11-25 "Transports"): initialize, then Method unless it is
-// initialize.
+// 2026-07-28, else 2025-11-25 and earlier, "Transports"): server/discover
+// (or initialize with a server that does not speak 2026-07-28; both are
+// the "initialize" step of messages, whose result `call TARGET initialize`
+// prints), then Method unless it is initialize.
 type MCPCall struct {
 	Target string
 	Method string
