@@ -30,8 +30,9 @@ func init() {
 //	cred-set [-expire-in DURATION] [-refresh-token TOKEN]
 //
 // -expire-in sets each access token's expiry that far ahead (negative: in
-// the past); -refresh-token replaces each refresh token (one the server
-// never issued gets invalid_grant).
+// the past), as the passing of time would: the token keeps its lifetime
+// (Obtained moves with Expiry); -refresh-token replaces each refresh token
+// (one the server never issued gets invalid_grant).
 func credSetMain() {
 	fs := flag.NewFlagSet("cred-set", flag.ExitOnError)
 	in := fs.Duration("expire-in", 0, "set each access token's expiry this far ahead")
@@ -49,7 +50,11 @@ func credSetMain() {
 	}
 	for _, c := range creds {
 		if *in != 0 {
+			lifetime := c.Expiry.Sub(c.Obtained)
 			c.Expiry = time.Now().Add(*in)
+			if !c.Obtained.IsZero() {
+				c.Obtained = c.Expiry.Add(-lifetime)
+			}
 		}
 		if *refresh != "" {
 			c.RefreshToken = *refresh

@@ -19,8 +19,28 @@ import (
 )
 
 // RefreshLeeway is how long an access token must stay valid to be used as
-// is: one expiring sooner is refreshed first.
+// is: one expiring sooner is refreshed first. A short-lived token gets
+// less (leeway).
 const RefreshLeeway = 60 * time.Second
+
+// leewayShare is the part of a token's lifetime leeway allows at most.
+const leewayShare = 3
+
+// leeway is how long c's access token must stay valid to be used as is:
+// the lesser of RefreshLeeway and a third of its lifetime (from when it was
+// obtained, or for older stores stored, to its expiry), so that a token
+// living 5 s is not "expiring soon" from the start and refreshed by every
+// process that reads it.
+func leeway(c *store.Credential) time.Duration {
+	from := c.Obtained
+	if from.IsZero() {
+		from = c.UpdatedAt
+	}
+	if from.IsZero() || !c.Expiry.After(from) {
+		return RefreshLeeway
+	}
+	return min(RefreshLeeway, c.Expiry.Sub(from)/leewayShare)
+}
 
 // Credentials is the one place the client gets tokens from (call,
 // authenticate, token, status TARGET): it reads the store, refreshes a token
@@ -228,10 +248,10 @@ func (e *crossOriginError) Error() string {
 		wire.RedactTarget(e.Target), e.Resource, cmp.Or(wire.Origin(e.Resource), e.Resource), where)
 }
 
-// fresh reports whether c's access token stays valid for RefreshLeeway. A
+// fresh reports whether c's access token stays valid for leeway(c). A
 // token without a known expiry is used as is: the server will say.
 func (cs *Credentials) fresh(c *store.Credential) bool {
-	return c.AccessToken != "" && (c.Expiry.IsZero() || c.Expiry.Sub(cs.Now()) >= RefreshLeeway)
+	return c.AccessToken != "" && (c.Expiry.IsZero() || c.Expiry.Sub(cs.Now()) >= leeway(c))
 }
 
 // refresh runs the refresh token grant for c (the caller holds the lock)
@@ -286,7 +306,7 @@ func (cs *Credentials) refresh(ctx context.Context, c *store.Credential, target 
 	}
 	next := *c
 	next.AccessToken, next.RefreshToken, next.TokenType = tok.AccessToken, tok.RefreshToken, tok.TokenType
-	next.Expiry, next.Scopes = tok.Expiry, tok.Scopes
+	next.Expiry, next.Scopes, next.Obtained = tok.Expiry, tok.Scopes, cs.Now()
 	if sub := TokenSubject(tok.AccessToken); sub != "" {
 		next.Subject = sub
 	}

@@ -63,10 +63,14 @@ func TestUsable(t *testing.T) {
 		wantRefreshes int
 		wantAuthErr   bool
 		wantResource  bool
+		// later moves the clock on after the credential was stored.
+		later time.Duration
 	}{
 		{name: "valid for an hour", expiry: now.Add(time.Hour)},
 		{name: "no expiry known", expiry: time.Time{}},
-		{name: "expires within 60 s", expiry: now.Add(30 * time.Second), wantRefreshes: 1, wantResource: true},
+		{name: "a 2 h token within 60 s of its expiry", expiry: now.Add(2 * time.Hour), later: 2*time.Hour - 30*time.Second, wantRefreshes: 1, wantResource: true},
+		{name: "a 5 s token just stored: used as is", expiry: now.Add(5 * time.Second)},
+		{name: "a 5 s token within a third of its lifetime", expiry: now.Add(5 * time.Second), later: 4 * time.Second, wantRefreshes: 1, wantResource: true},
 		{name: "expired", expiry: now.Add(-time.Hour), wantRefreshes: 1, wantResource: true},
 		{name: "expired, logged in with --no-resource", expiry: now.Add(-time.Hour), wantRefreshes: 1,
 			mutate: func(c *store.Credential) { c.NoResource = true }},
@@ -92,7 +96,9 @@ func TestUsable(t *testing.T) {
 			if !tt.noCredential {
 				seeded = as.seed(t, st, tt.expiry, tt.mutate)
 			}
-			c, err := newSource(st).Usable(context.Background(), key, "ws://host.example")
+			cs := newSource(st)
+			cs.Now = func() time.Time { return time.Now().Add(tt.later) }
+			c, err := cs.Usable(context.Background(), key, "ws://host.example")
 			var ae *AuthError
 			if tt.wantAuthErr {
 				if !errors.As(err, &ae) || ae.Hint != "agentauth login --scheme dev ws://host.example" {

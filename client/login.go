@@ -218,6 +218,7 @@ func (cl *Client) Login(ctx context.Context, req LoginRequest) (*store.Credentia
 		RefreshToken:       tok.RefreshToken,
 		TokenType:          tok.TokenType,
 		Expiry:             tok.Expiry,
+		Obtained:           cl.Now(),
 		Scopes:             tok.Scopes,
 		Subject:            TokenSubject(tok.AccessToken),
 		Client:             *reg,
@@ -256,9 +257,11 @@ func (cl *Client) standardGrant(ctx context.Context, st store.Store, md *wire.Au
 		return nil, nil, err
 	}
 	tok, err := cl.runGrant(ctx, req, md, clientOf(*reg), scopes, resource)
-	if stored && errors.Is(err, flows.ErrInvalidClient) {
-		// The stored registration is stale (the server forgot it): mark it
-		// so that no login offers it again, and choose again, once.
+	if stored && (errors.Is(err, flows.ErrInvalidClient) || reg.Source == clientSourceDCR && redirectURIRefused(err)) {
+		// The stored registration is stale (the server forgot it, or it
+		// lacks the redirect URI of this --callback-port at a server that
+		// matches them exactly): mark it so that no login offers it
+		// again, and choose again (registering again), once.
 		cl.UI.Warn(fmt.Sprintf("%s no longer accepts the stored client %s; choosing the client again.", md.Issuer, reg.ClientID))
 		if err := store.MarkRejected(ctx, st, md.Issuer, reg.ClientID); err != nil {
 			return nil, nil, fmt.Errorf("cannot record the rejected client: %w", err)
@@ -316,7 +319,7 @@ func (cl *Client) chooseClient(ctx context.Context, st store.Store, md *wire.Aut
 	case req.ClientMetadataURL != "" && md.ClientIDMetadataDocumentSupported:
 		return &store.ClientRegistration{ClientID: req.ClientMetadataURL, AuthMethod: flows.AuthMethodNone, Source: clientSourceCIMD}, false, nil
 	case md.RegistrationEndpoint != "":
-		return cl.registerOnce(ctx, st, md, req.Device)
+		return cl.registerOnce(ctx, st, md, req.Device, req.CallbackPort)
 	}
 	var offers string
 	if req.ClientMetadataURL != "" {
@@ -332,7 +335,7 @@ func (cl *Client) chooseClient(ctx context.Context, st store.Store, md *wire.Aut
 // records the registration, before any grant runs. So concurrent logins
 // register one client, and a login that then fails or is cancelled leaves
 // it for the next one. stored reports that another login's was found.
-func (cl *Client) registerOnce(ctx context.Context, st store.Store, md *wire.AuthServerMetadata, device bool) (reg *store.ClientRegistration, stored bool, err error) {
+func (cl *Client) registerOnce(ctx context.Context, st store.Store, md *wire.AuthServerMetadata, device bool, callbackPort int) (reg *store.ClientRegistration, stored bool, err error) {
 	unlock, err := st.Lock(ctx, store.RegistrationKey(md.Issuer))
 	if err != nil {
 		return nil, false, fmt.Errorf("cannot lock the client registration for %s: %w", md.Issuer, err)
@@ -341,7 +344,7 @@ func (cl *Client) registerOnce(ctx context.Context, st store.Store, md *wire.Aut
 	if prev, found := store.FindRegistration(ctx, st, md.Issuer); found {
 		return prev, true, nil
 	}
-	if reg, err = cl.registerClient(ctx, md, device); err != nil {
+	if reg, err = cl.registerClient(ctx, md, device, callbackPort); err != nil {
 		return nil, false, err
 	}
 	if err := store.PutRegistration(ctx, st, md.Issuer, *reg); err != nil {
@@ -353,18 +356,43 @@ func (cl *Client) registerOnce(ctx context.Context, st store.Store, md *wire.Aut
 }
 
 // registerClient registers agentauth as a public native client with the
-// port-less loopback redirect URIs (RFC 8252 §7.3), asking for the device
-// grant too when the server has a device endpoint, so that one
-// registration serves both flows.
-func (cl *Client) registerClient(ctx context.Context, md *wire.AuthServerMetadata, device bool) (*store.ClientRegistration, error) {
+// port-less loopback redirect URIs (RFC 8252 §7.3), and with a
+// callbackPort (--callback-port) the exact ones of that port first, for a
+// server that matches redirect URIs exactly; it asks for the device grant
+// too when the server has a device endpoint, so that one registration
+// serves both flows.
+func (cl *Client) registerClient(ctx context.Context, md *wire.AuthServerMetadata, device bool, callbackPort int) (*store.ClientRegistration, error) {
+	var redirects []string
+	if callbackPort != 0 {
+		for _, host := range []string{"127.0.0.1", "localhost"} {
+			redirects = append(redirects, fmt.Sprintf("http://%s:%d/callback", host, callbackPort))
+		}
+		redirects = append(redirects, flows.LoopbackRedirectURIs...)
+	}
 	r, err := flows.Register(ctx, cl.HTTPClient, md.RegistrationEndpoint, flows.RegistrationRequest{
-		Device: device || md.DeviceAuthorizationEndpoint != "",
+		RedirectURIs: redirects,
+		Device:       device || md.DeviceAuthorizationEndpoint != "",
 	})
 	if err != nil {
 		return nil, err
 	}
 	cl.logger().Debug("client registered", "issuer", md.Issuer, "client_id", r.ClientID, "auth_method", r.TokenEndpointAuthMethod)
 	return &store.ClientRegistration{ClientID: r.ClientID, ClientSecret: r.ClientSecret, AuthMethod: r.TokenEndpointAuthMethod, Source: clientSourceDCR}, nil
+}
+
+// redirectURIRefused reports whether a failed grant is the authorization
+// server refusing the redirect URI ("Unregistered redirect_uri",
+// "redirect_uri mismatch"; RFC 6749 §4.1.3, §4.1.2.1 invalid_request).
+func redirectURIRefused(err error) bool {
+	var oe *wire.OAuthError
+	var se *flows.HTTPStatusError
+	switch {
+	case errors.As(err, &oe):
+		return strings.Contains(strings.ToLower(oe.Description), "redirect_uri")
+	case errors.As(err, &se):
+		return strings.Contains(strings.ToLower(se.Detail), "redirect_uri")
+	}
+	return false
 }
 
 // runGrant runs the authorization code grant, or the device grant.

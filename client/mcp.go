@@ -19,8 +19,10 @@ import (
 const CallTimeout = 60 * time.Second
 
 // MCPCall is one call to an MCP server over Streamable HTTP (MCP
-// 2025-11-25 "Transports"): initialize, then Method unless it is
-// initialize.
+// 2026-07-28, else 2025-11-25 and earlier, "Transports"): server/discover
+// (or initialize with a server that does not speak 2026-07-28; both are
+// the "initialize" step of messages, whose result `call TARGET initialize`
+// prints), then Method unless it is initialize.
 type MCPCall struct {
 	Target string
 	Method string
@@ -199,7 +201,34 @@ func (c *mcpCall) authorize(ctx context.Context, refusal *wire.HTTPAuthError, sc
 	} else {
 		cl.UI.Say(fmt.Sprintf("%s needs authorization (%s); logging in to %s.", c.method, RefusalStatus(refusal), r.Resource))
 	}
-	return cl.Login(ctx, LoginRequest{Target: c.req.Target, Requirement: r, Choices: c.req.Choices})
+	cred, err := cl.Login(ctx, LoginRequest{Target: c.req.Target, Requirement: r, Choices: c.req.Choices})
+	if err != nil {
+		return nil, err
+	}
+	c.dropReplaced(ctx, cred)
+	return cred, nil
+}
+
+// dropReplaced deletes the held credential when the login just stored one
+// for the same resource from another authorization server: the protected
+// resource now names that one (RFC 9728 §2 authorization_servers), and the
+// old server's token and client are of no use to it (MCP 2026-07-28
+// "Authorization": credentials are bound to the server that issued them).
+func (c *mcpCall) dropReplaced(ctx context.Context, cred *store.Credential) {
+	old := c.retry.Held
+	if old == nil || old.Key.Issuer == "" || old.Key.Issuer == cred.Key.Issuer ||
+		old.Key.Resource != cred.Key.Resource || old.Key.SchemeID != cred.Key.SchemeID {
+		return
+	}
+	cs, err := c.cl.Credentials()
+	if err == nil {
+		err = cs.Store.Delete(ctx, old.Key)
+	}
+	if err != nil {
+		c.cl.logger().Warn("cannot delete the credential of the previous authorization server", "issuer", old.Key.Issuer, "err", err)
+		return
+	}
+	c.cl.UI.Warn(fmt.Sprintf("%s now names the authorization server %s; the credential from %s was deleted.", cred.Key.Resource, cred.Key.Issuer, old.Key.Issuer))
 }
 
 // RefusalStatus is "HTTP 403 insufficient_scope" or "HTTP 401".

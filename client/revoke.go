@@ -21,6 +21,10 @@ const (
 	RevokeFailed  = "failed"
 )
 
+// errUnsupportedTokenType is the RFC 7009 §2.2.1 answer of a server that
+// does not revoke tokens of the given type.
+const errUnsupportedTokenType = "unsupported_token_type"
+
 // RevokeResult is what happened to one credential.
 type RevokeResult struct {
 	Resource           string `json:"resource"`
@@ -101,6 +105,8 @@ func (cl *Client) revoke(ctx context.Context, cs *Credentials, stale *store.Cred
 		res.Message = "deleted " + where + "; " + c.Issuer + " has no revocation endpoint, so " + stillValid(c, cl.Now())
 	default:
 		client := clientOf(c.Client)
+		res.Server = RevokedAtServer
+		res.Message = "revoked at " + c.RevocationEndpoint + " and deleted " + where
 		for _, t := range []struct{ token, hint string }{
 			{c.RefreshToken, flows.HintRefreshToken},
 			{c.AccessToken, flows.HintAccessToken},
@@ -109,13 +115,25 @@ func (cl *Client) revoke(ctx context.Context, cs *Credentials, stale *store.Cred
 				continue
 			}
 			err := flows.Revoke(ctx, cl.HTTPClient, flows.RevokeRequest{Endpoint: c.RevocationEndpoint, Client: client, Token: t.token, TokenTypeHint: t.hint})
+			var oe *wire.OAuthError
+			if t.hint == flows.HintAccessToken && errors.As(err, &oe) && oe.Code == errUnsupportedTokenType {
+				// RFC 7009 §2.2.1: the server does not revoke access
+				// tokens (JWTs, typically); asking again cannot help.
+				res.Message = "deleted " + where + "; " + c.Issuer + " does not revoke access tokens (unsupported_token_type), so the access token stays valid until it expires"
+				if left := c.Expiry.Sub(cl.Now()); !c.Expiry.IsZero() && left > 0 {
+					res.Message += " (in " + RoughDuration(left) + ")"
+				}
+				if c.RefreshToken != "" {
+					res.Message = "refresh token revoked at " + c.RevocationEndpoint + "; " + res.Message
+				}
+				cl.UI.Warn(res.Message)
+				break
+			}
 			if err != nil {
 				res.Server, res.Message = RevokeFailed, err.Error()+"; the credential is kept"
 				return res, nil
 			}
 		}
-		res.Server = RevokedAtServer
-		res.Message = "revoked at " + c.RevocationEndpoint + " and deleted " + where
 	}
 	if err := cs.Store.Delete(ctx, c.Key); err != nil {
 		return res, fmt.Errorf("cannot delete the credential for %s: %w", DescribeKey(c.Key), err)

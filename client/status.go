@@ -62,7 +62,7 @@ func DescribeCredential(c *store.Credential, now time.Time, showToken bool) Cred
 		if cs.Refreshable {
 			cs.State = StateRefreshable
 		}
-	case known && left < RefreshLeeway && cs.Refreshable:
+	case known && left < leeway(c) && cs.Refreshable:
 		cs.State = StateRefreshable
 	}
 	if rej := rejection(c); rej != "" {

@@ -61,8 +61,11 @@ type authDecision struct {
 //
 //   - 401 for a stored token not yet refreshed in this command, with a
 //     refresh token: refresh once (RFC 6749 §6), retry;
-//   - 401 for the token this command's own login just obtained: stop,
-//     rather than loop;
+//   - 401 for the token this command's own login just obtained, before the
+//     server accepted it once: stop, rather than loop (once accepted, a
+//     401 means something changed, such as the protected resource naming
+//     another authorization server: MCP 2026-07-28 "Authorization", and
+//     it is handled like any 401);
 //   - 401 otherwise, with --login: discovery and login, retry;
 //   - 403 insufficient_scope naming a scope, with --login: log in again
 //     asking for the held scopes plus the challenge's (never a refresh,
@@ -85,7 +88,8 @@ type authRetry struct {
 
 	authorizations int
 	refreshed      bool
-	// fresh: Held was obtained by Authorize in this command.
+	// fresh: Held was obtained by Authorize in this command and the
+	// server has not accepted it yet.
 	fresh bool
 }
 
@@ -174,6 +178,7 @@ func (a *authRetry) do(ctx context.Context, send func(context.Context) error) er
 		err := send(ctx)
 		var refusal *wire.HTTPAuthError
 		if !errors.As(err, &refusal) {
+			a.fresh = false // accepted
 			return err
 		}
 		if err := a.recover(ctx, refusal); err != nil {

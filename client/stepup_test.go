@@ -181,3 +181,34 @@ func TestRefusedErrorMessages(t *testing.T) {
 		t.Errorf("Error() = %q", got)
 	}
 }
+
+// TestAuthRetryAcceptedThenRefused: a token this command obtained that the
+// server accepted once and then refuses (the protected resource moved to
+// another authorization server, MCP 2026-07-28) is replaced by one more
+// login, not reported as "rejected the token just obtained".
+func TestAuthRetryAcceptedThenRefused(t *testing.T) {
+	noToken := httpRefusal(401, `resource_metadata="http://127.0.0.1:1/prm"`)
+	moved := httpRefusal(401, `error="invalid_token", error_description="authorization server has changed"`)
+	logins := 0
+	a := &authRetry{Login: true}
+	a.Authorize = func(context.Context, *wire.HTTPAuthError, []string) (*store.Credential, error) {
+		logins++
+		return &store.Credential{AccessToken: fmt.Sprintf("fresh-%d", logins)}, nil
+	}
+	script := func(answers ...error) func(context.Context) error {
+		return func(context.Context) error {
+			next := answers[0]
+			answers = answers[1:]
+			return next
+		}
+	}
+	if err := a.do(context.Background(), script(noToken, nil)); err != nil { // server/discover
+		t.Fatal(err)
+	}
+	if err := a.do(context.Background(), script(moved, nil)); err != nil { // tools/list
+		t.Fatalf("second step: %v, want a second login", err)
+	}
+	if logins != 2 || a.Held.AccessToken != "fresh-2" {
+		t.Errorf("%d logins, holding %q; want 2, fresh-2", logins, a.Held.AccessToken)
+	}
+}

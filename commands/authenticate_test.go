@@ -262,9 +262,9 @@ func TestAuthenticate(t *testing.T) {
 		stderr:      "✓ dev: accepted as alice (agent:use)\n! docs: not logged in (optional)\n",
 		storedToken: "at-1",
 	}, {
-		name: "expiring token is refreshed first",
+		name: "expired token is refreshed first",
 		setup: func(fx *authFixture) {
-			fx.seed("at-1", 30*time.Second, nil)
+			fx.seed("at-1", -time.Second, nil)
 			fx.next = []string{"at-2"}
 		},
 		args:        []string{"authenticate", "--scheme", "dev", "{TARGET}"},

@@ -145,7 +145,7 @@ func TestCallHTTP(t *testing.T) {
 			wantOut: "{\n  \"tools\": [\n    {\n      \"inputSchema\": {\n        \"type\": \"object\"\n      },\n      \"name\": \"whoami\"\n    }\n  ]\n}\n",
 			wantErr: []string{`^initialize needs authorization \(HTTP 401\); logging in to http://127\.0\.0\.1:\d+/mcp\.$`,
 				`^✓ Logged in to http://127\.0\.0\.1:\d+/mcp as alice \(agent:use, expires in 59m\)$`},
-			wantSeen:           []string{"initialize ", "initialize T", "notifications/initialized T", "tools/list T"},
+			wantSeen:           []string{"server/discover ", "server/discover T", "initialize T", "notifications/initialized T", "tools/list T"},
 			wantAuthorizations: 1,
 			check: func(t *testing.T, tf *testFactory, m *mcpFake) {
 				q := m.as.authorizeQ[0]
@@ -164,12 +164,12 @@ func TestCallHTTP(t *testing.T) {
 				`^  resource_metadata: http://127\.0\.0\.1:\d+/\.well-known/oauth-protected-resource/mcp$`,
 				`^agentauth: cannot call initialize: the server needs authorization \(HTTP 401 Unauthorized\) \(call --login logs in by itself\)$`,
 				`^To log in, run: agentauth login http://127\.0\.0\.1:\d+/mcp$`},
-			wantSeen: []string{"initialize "},
+			wantSeen: []string{"server/discover "},
 		},
 		{
-			name: "stored credential, expiring: refreshed before use", after: []string{"tools/call", `{"name":"whoami","arguments":{}}`},
+			name: "stored credential, expired: refreshed before use", after: []string{"tools/call", `{"name":"whoami","arguments":{}}`},
 			setup: func(t *testing.T, tf *testFactory, m *mcpFake) {
-				storeCredential(t, tf, m, "old-token", time.Now().Add(10*time.Second))
+				storeCredential(t, tf, m, "old-token", time.Now().Add(-time.Second))
 				m.refuse = func(_, token string) (int, map[string]string) {
 					if token == "old-token" || token == "" {
 						return http.StatusUnauthorized, map[string]string{"error": "invalid_token"}
@@ -178,7 +178,7 @@ func TestCallHTTP(t *testing.T) {
 				}
 			},
 			wantOut:  "{\n  \"content\": [\n    {\n      \"text\": \"alice\",\n      \"type\": \"text\"\n    }\n  ]\n}\n",
-			wantSeen: []string{"initialize T", "notifications/initialized T", "tools/call T"},
+			wantSeen: []string{"server/discover T", "initialize T", "notifications/initialized T", "tools/call T"},
 			check: func(t *testing.T, tf *testFactory, m *mcpFake) {
 				if n := len(m.as.formsWith(wire.GrantRefreshToken)); n != 1 {
 					t.Errorf("%d refreshes, want 1", n)
@@ -200,7 +200,7 @@ func TestCallHTTP(t *testing.T) {
 				}
 			},
 			wantOut:  `{"tools":[{"inputSchema":{"type":"object"},"name":"whoami"}]}` + "\n",
-			wantSeen: []string{"initialize revoked-token", "initialize T", "notifications/initialized T", "tools/list T"},
+			wantSeen: []string{"server/discover revoked-token", "server/discover T", "initialize T", "notifications/initialized T", "tools/list T"},
 			check: func(t *testing.T, tf *testFactory, m *mcpFake) {
 				if n := len(m.as.formsWith(wire.GrantRefreshToken)); n != 1 {
 					t.Errorf("%d refreshes, want 1", n)
@@ -223,7 +223,7 @@ func TestCallHTTP(t *testing.T) {
 			},
 			wantOut:            "{\n  \"content\": [\n    {\n      \"text\": \"alice\",\n      \"type\": \"text\"\n    }\n  ]\n}\n",
 			wantErr:            []string{`^tools/call needs more scope \(HTTP 403 insufficient_scope\); logging in again for agent:use agent:admin \(authorization 2 of 3\)\.$`},
-			wantSeen:           []string{"initialize ", "initialize T", "notifications/initialized T", "tools/call T", "tools/call T"},
+			wantSeen:           []string{"server/discover ", "server/discover T", "initialize T", "notifications/initialized T", "tools/call T", "tools/call T"},
 			wantAuthorizations: 2,
 			check: func(t *testing.T, tf *testFactory, m *mcpFake) {
 				if got := m.as.authorizeQ[1].Get("scope"); got != "agent:use agent:admin" {
@@ -246,7 +246,7 @@ func TestCallHTTP(t *testing.T) {
 			},
 			wantCode:           ExitAuth,
 			wantErr:            []string{`^agentauth: cannot call initialize: the server rejected the token just obtained by logging in \(HTTP 401 Unauthorized invalid_token\); not logging in again$`},
-			wantSeen:           []string{"initialize ", "initialize T"},
+			wantSeen:           []string{"server/discover ", "server/discover T"},
 			wantAuthorizations: 1,
 		},
 		{
@@ -265,20 +265,20 @@ func TestCallHTTP(t *testing.T) {
 			wantCode: ExitAuth,
 			wantErr: []string{`^  error: insufficient_scope$`,
 				`^agentauth: cannot call tools/list: the server still refuses after 3 authorizations \(HTTP 403 Forbidden insufficient_scope\): missing scope "agent:admin"$`},
-			wantSeen:           []string{"initialize ", "initialize T", "notifications/initialized T", "tools/list T", "tools/list T", "tools/list T"},
+			wantSeen:           []string{"server/discover ", "server/discover T", "initialize T", "notifications/initialized T", "tools/list T", "tools/list T", "tools/list T"},
 			wantAuthorizations: 3,
 		},
 		{
 			name: "a JSON-RPC error exits 1", args: []string{"--token-stdin"}, stdin: "my-token\n", after: []string{"resources/list"},
 			wantCode: ExitError,
 			wantErr:  []string{`^agentauth: resources/list failed: .*not found`},
-			wantSeen: []string{"initialize T", "notifications/initialized T", "resources/list T"},
+			wantSeen: []string{"server/discover T", "initialize T", "notifications/initialized T", "resources/list T"},
 		},
 		{
 			name: "--token-stdin: initialize prints the server's result", args: []string{"--token-stdin", "--json"}, stdin: "my-token\n",
 			after:    []string{"initialize"},
 			wantOut:  `{"capabilities":{"tools":{}},"protocolVersion":"2025-11-25","serverInfo":{"name":"fake","title":"Fake MCP","version":"1"}}` + "\n",
-			wantSeen: []string{"initialize T", "notifications/initialized T"},
+			wantSeen: []string{"server/discover T", "initialize T", "notifications/initialized T"},
 		},
 	}
 	for _, tt := range tests {
@@ -377,7 +377,7 @@ func TestCallHTTPStoredCredentialChoice(t *testing.T) {
 	if code := tf.run("call", m.resource(), "tools/list"); code != ExitAuth {
 		t.Fatalf("exit %d, want 4; stderr:\n%s", code, tf.errOut)
 	}
-	if got := m.requests(); got[len(got)-1] != "initialize " {
+	if got := m.requests(); got[len(got)-1] != "server/discover " {
 		t.Errorf("requests %q: the scheme's token was sent", got)
 	}
 }

@@ -95,10 +95,10 @@ func TestLogin(t *testing.T) {
 					Client:        store.ClientRegistration{ClientID: "dcr-1", AuthMethod: "none", Source: "dcr"},
 					TokenEndpoint: as.md.TokenEndpoint, RevocationEndpoint: as.md.RevocationEndpoint,
 				}
-				if c.AccessToken == "" || c.RefreshToken != "rt-secret-1" || c.Expiry.IsZero() {
-					t.Errorf("tokens not stored: expiry %v", c.Expiry)
+				if c.AccessToken == "" || c.RefreshToken != "rt-secret-1" || c.Expiry.IsZero() || !c.Obtained.Before(c.Expiry) {
+					t.Errorf("tokens not stored: obtained %v, expiry %v", c.Obtained, c.Expiry)
 				}
-				c.AccessToken, c.RefreshToken, c.Expiry, c.UpdatedAt = "", "", time.Time{}, time.Time{}
+				c.AccessToken, c.RefreshToken, c.Expiry, c.Obtained, c.UpdatedAt = "", "", time.Time{}, time.Time{}, time.Time{}
 				if diff := cmp.Diff(want, *c); diff != "" {
 					t.Errorf("stored credential (-want +got):\n%s", diff)
 				}

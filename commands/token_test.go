@@ -47,9 +47,9 @@ func TestToken(t *testing.T) {
 			wantToken: true,
 		},
 		{
-			name: "expiring token refreshed first",
+			name: "expired token refreshed first",
 			setup: func(t *testing.T, as *oauthFake, st store.Store) string {
-				as.seed(t, st, time.Now().Add(10*time.Second), nil)
+				as.seed(t, st, time.Now().Add(-time.Second), nil)
 				return "ws://host.example"
 			},
 			wantToken:     true,

@@ -78,10 +78,50 @@ var (
 type HTTPStatusError struct {
 	URL        string
 	StatusCode int
+	// Detail is what the body says, printable and clipped to
+	// maxDetailLength: an RFC 9457 problem's title and detail, else the
+	// start of the body.
+	Detail string
 }
 
 func (e *HTTPStatusError) Error() string {
-	return fmt.Sprintf("HTTP %d %s from %s", e.StatusCode, http.StatusText(e.StatusCode), e.URL)
+	msg := fmt.Sprintf("HTTP %d %s from %s", e.StatusCode, http.StatusText(e.StatusCode), e.URL)
+	if e.Detail != "" {
+		msg += ": " + e.Detail
+	}
+	return msg
+}
+
+// maxDetailLength bounds HTTPStatusError.Detail, in characters.
+const maxDetailLength = 200
+
+// bodyDetail is what an error body that is not RFC 6749 JSON says: an
+// RFC 9457 problem's "title: detail" (application/problem+json), else the
+// body's text; control characters and runs of spaces become one space
+// (a terminal must not receive escape codes), clipped to maxDetailLength.
+func bodyDetail(ct string, body []byte) string {
+	text := string(body)
+	if ct == "application/problem+json" {
+		var p struct {
+			Title  string `json:"title"`
+			Detail string `json:"detail"`
+		}
+		if json.Unmarshal(body, &p) == nil && (p.Title != "" || p.Detail != "") {
+			text = strings.TrimPrefix(p.Title+": "+p.Detail, ": ")
+			text = strings.TrimSuffix(text, ": ")
+		}
+	}
+	text = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || !unicode.IsPrint(r) {
+			return ' '
+		}
+		return r
+	}, strings.ToValidUTF8(text, " "))
+	text = strings.Join(strings.Fields(text), " ")
+	if r := []rune(text); len(r) > maxDetailLength {
+		text = string(r[:maxDetailLength]) + "…"
+	}
+	return text
 }
 
 // URLError is a URL refused by CheckURL: Field names where it came from
@@ -122,7 +162,7 @@ func oauthError(resp *http.Response, body []byte) error {
 		_ = json.Unmarshal(body, &oe)
 	}
 	if oe.Code == "" {
-		se := &HTTPStatusError{StatusCode: resp.StatusCode}
+		se := &HTTPStatusError{StatusCode: resp.StatusCode, Detail: bodyDetail(ct, body)}
 		if resp.Request != nil {
 			se.URL = resp.Request.URL.String()
 		}
@@ -130,6 +170,31 @@ func oauthError(resp *http.Response, body []byte) error {
 	}
 	return sanitized(oe)
 }
+
+// formError is oauthError for the answer to a form POST (token, revocation):
+// a Detail quoting the body never repeats a value the form or the client
+// sent (a code, verifier, token or client secret echoed by the server).
+func formError(resp *http.Response, body []byte, client Client, form url.Values) error {
+	err := oauthError(resp, body)
+	var se *HTTPStatusError
+	if !errors.As(err, &se) || se.Detail == "" {
+		return err
+	}
+	secrets := []string{client.Secret}
+	for _, vs := range form {
+		secrets = append(secrets, vs...)
+	}
+	for _, v := range secrets {
+		if len(v) >= minRedacted {
+			se.Detail = strings.ReplaceAll(se.Detail, v, "[redacted]")
+		}
+	}
+	return se
+}
+
+// minRedacted is the shortest form value formError hides: shorter ones
+// (grant types, hints) are not secrets and would mangle the text.
+const minRedacted = 16
 
 // sanitized keeps an authorization server's error printable: RFC 6749 §5.2
 // allows only visible ASCII, and a terminal must not receive escape codes.

@@ -89,7 +89,7 @@ func requestToken(ctx context.Context, hc *http.Client, endpoint string, client 
 		return nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, grantError(oauthError(resp, body))
+		return nil, grantError(formError(resp, body, client, form))
 	}
 	return readToken(endpoint, resp, body, requested)
 }
@@ -226,7 +226,7 @@ func Revoke(ctx context.Context, hc *http.Client, req RevokeRequest) error {
 		return fmt.Errorf("cannot revoke the %s: %w", what, err)
 	}
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("cannot revoke the %s: %w", what, grantError(oauthError(resp, body)))
+		return fmt.Errorf("cannot revoke the %s: %w", what, grantError(formError(resp, body, req.Client, form)))
 	}
 	return nil
 }

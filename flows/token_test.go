@@ -327,3 +327,28 @@ func TestDeviceAbsurdNumbers(t *testing.T) {
 		}
 	}
 }
+
+// TestFormErrorDetail: an error body that is not RFC 6749 JSON is quoted,
+// printable and clipped, an RFC 9457 problem by its title and detail, and
+// never with a value the request sent.
+func TestFormErrorDetail(t *testing.T) {
+	code := "code-0123456789abcdef"
+	tests := []struct{ name, contentType, body, want string }{
+		{"problem+json", "application/problem+json",
+			`{"type":"about:blank","title":"Bad Request","status":400,"detail":"redirect_uri does not match"}`,
+			"HTTP 400 Bad Request from https://as.example/token: Bad Request: redirect_uri does not match"},
+		{"text with escapes", "text/plain", "no\x1b[31m such\n\nclient", "HTTP 400 Bad Request from https://as.example/token: no [31m such client"},
+		{"an echoed code", "text/html", "<p>bad code " + code + "</p>", "HTTP 400 Bad Request from https://as.example/token: <p>bad code [redacted]</p>"},
+		{"long", "text/plain", strings.Repeat("x", 500), "HTTP 400 Bad Request from https://as.example/token: " + strings.Repeat("x", 200) + "…"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := httptest.NewRequest("POST", "https://as.example/token", nil)
+			resp := &http.Response{StatusCode: 400, Header: http.Header{"Content-Type": {tt.contentType}}, Request: req}
+			err := formError(resp, []byte(tt.body), Client{ID: "c"}, url.Values{"code": {code}, "grant_type": {"authorization_code"}})
+			if err.Error() != tt.want {
+				t.Errorf("error:\n%s\nwant:\n%s", err, tt.want)
+			}
+		})
+	}
+}

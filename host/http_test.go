@@ -371,11 +371,11 @@ func TestHTTPWithAnMCPClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err := s.Initialize(ctx, "test", "0")
-	if err != nil || res.ProtocolVersion != wire.MCPProtocolVersion || res.ServerInfo.Name != "agentauth" {
+	if err != nil || res.ProtocolVersion != wire.MCPStatelessVersion || res.ServerInfo.Name != "agentauth" {
 		t.Fatalf("initialize: %+v %v", res, err)
 	}
 	var tools struct{ Tools []struct{ Name string } }
-	if err := s.Call(ctx, "tools/list", nil, &tools); err != nil || len(tools.Tools) != 4 || tools.Tools[0].Name != "whoami" {
+	if err := s.Call(ctx, "tools/list", nil, &tools); err != nil || len(tools.Tools) != 7 || tools.Tools[0].Name != "whoami" {
 		t.Fatalf("tools/list: %+v %v", tools, err)
 	}
 	var out struct{ Content []struct{ Text string } }

@@ -58,6 +58,9 @@ type Credential struct {
 	TokenType    string `json:"token_type,omitempty"`
 	// Expiry is when the access token expires; zero means unknown.
 	Expiry time.Time `json:"expiry,omitzero"`
+	// Obtained is when the access token was obtained (login or refresh),
+	// so that Expiry - Obtained is its lifetime; zero in older stores.
+	Obtained time.Time `json:"obtained,omitzero"`
 	Scopes []string  `json:"scopes,omitempty"`
 	// Subject is the token's subject when known (for GitHub, the login).
 	Subject string `json:"subject,omitempty"`

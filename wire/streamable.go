@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,19 +19,48 @@ import (
 	"unicode/utf8"
 )
 
-// MCPProtocolVersion is the MCP revision agentauth's HTTP client offers.
+// MCPStatelessVersion is the MCP revision agentauth's HTTP client offers
+// first: no initialize and no session; server/discover, and every request
+// names the version and the client's capabilities in _meta and repeats its
+// method (and name) in headers (MCP 2026-07-28 "Lifecycle", "Transports").
+const MCPStatelessVersion = "2026-07-28"
+
+// MCPProtocolVersion is the revision initialize offers when the server
+// does not speak MCPStatelessVersion.
 const MCPProtocolVersion = "2025-11-25"
 
-// mcpVersions are the revisions a server may answer with: agentauth only
-// sends initialize, notifications/initialized and the caller's method, which
-// mean the same in each.
-var mcpVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26"}
+// clientVersions are the revisions the HTTP client speaks, newest first.
+var clientVersions = []string{MCPStatelessVersion, MCPProtocolVersion, "2025-06-18", "2025-03-26"}
 
-// MCP Streamable HTTP headers (MCP 2025-11-25 "Transports").
+// mcpVersions are the revisions initialize may be answered with: agentauth
+// only sends initialize, notifications/initialized and the caller's
+// method, which mean the same in each.
+var mcpVersions = clientVersions[1:]
+
+// MCP Streamable HTTP headers (MCP 2025-11-25 and 2026-07-28 "Transports").
 const (
 	headerSessionID       = "Mcp-Session-Id"
 	headerProtocolVersion = "Mcp-Protocol-Version"
-	methodInitialized     = "notifications/initialized"
+	headerMethod          = "Mcp-Method"
+	headerName            = "Mcp-Name"
+)
+
+// MCP methods and error codes the HTTP client sends or reads.
+const (
+	methodInitialized = "notifications/initialized"
+	methodToolsCall   = "tools/call"
+	// MethodServerDiscover replaces initialize in MCP 2026-07-28.
+	MethodServerDiscover = "server/discover"
+	// codeHeaderMismatch is MCP 2026-07-28's HEADER_MISMATCH error.
+	codeHeaderMismatch = -32020
+)
+
+// _meta keys of MCP 2026-07-28 requests and results ("Lifecycle").
+const (
+	metaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
+	metaClientInfo         = "io.modelcontextprotocol/clientInfo"
+	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
+	metaServerInfo         = "io.modelcontextprotocol/serverInfo"
 )
 
 // ErrSessionExpired means the server answered 404 to a request carrying the
@@ -97,9 +127,10 @@ type MCPInitializeResult struct {
 }
 
 // HTTPSession is a client session of the MCP Streamable HTTP transport
-// (MCP 2025-11-25 "Transports"): every message is a POST to one endpoint,
-// answered with application/json or a text/event-stream. It does not open
-// the optional GET stream: a command-line call needs no unsolicited messages.
+// (MCP 2026-07-28 and 2025-11-25 "Transports"): every message is a POST to
+// one endpoint, answered with application/json or a text/event-stream. It
+// does not open the optional GET stream of 2025-11-25 (2026-07-28 has none):
+// a command-line call needs no unsolicited messages.
 type HTTPSession struct {
 	endpoint string
 	client   *http.Client
@@ -116,6 +147,7 @@ type HTTPSession struct {
 	mu              sync.Mutex
 	sessionID       string
 	protocolVersion string
+	clientInfo      MCPImplementation
 }
 
 // NewHTTPSession prepares a session with the MCP endpoint (an http or https
@@ -150,10 +182,55 @@ func (s *HTTPSession) ProtocolVersion() string {
 	return s.protocolVersion
 }
 
-// Initialize runs the MCP lifecycle's first phase: initialize offering
-// MCPProtocolVersion, then notifications/initialized. Later requests carry
-// the negotiated MCP-Protocol-Version header.
+// Initialize opens the conversation: server/discover offering
+// MCPStatelessVersion (MCP 2026-07-28 "Lifecycle"), and when the server
+// refuses it otherwise than with a 401 or 403 (a server of an earlier
+// revision answers 400, 404 or -32601), initialize offering
+// MCPProtocolVersion and notifications/initialized (MCP 2025-11-25
+// "Lifecycle"). Later requests carry the version agreed on.
 func (s *HTTPSession) Initialize(ctx context.Context, clientName, version string) (*MCPInitializeResult, error) {
+	s.mu.Lock()
+	s.clientInfo = MCPImplementation{Name: clientName, Version: version}
+	s.mu.Unlock()
+	res, err := s.discover(ctx)
+	if err == nil || errors.As(err, new(*HTTPAuthError)) || ctx.Err() != nil {
+		return res, err
+	}
+	return s.initialize(ctx, clientName, version)
+}
+
+// discover sends server/discover as an MCP 2026-07-28 request; the
+// server must list that revision among its supportedVersions.
+func (s *HTTPSession) discover(ctx context.Context) (*MCPInitializeResult, error) {
+	s.mu.Lock()
+	s.protocolVersion = MCPStatelessVersion
+	s.mu.Unlock()
+	var raw json.RawMessage
+	err := s.Call(ctx, MethodServerDiscover, nil, &raw)
+	var res struct {
+		SupportedVersions []string                   `json:"supportedVersions"`
+		Capabilities      json.RawMessage            `json:"capabilities"`
+		Instructions      string                     `json:"instructions"`
+		Meta              map[string]json.RawMessage `json:"_meta"`
+	}
+	if err == nil {
+		if err = json.Unmarshal(raw, &res); err == nil && !slices.Contains(res.SupportedVersions, MCPStatelessVersion) {
+			err = fmt.Errorf("the server does not list MCP %s among its versions", MCPStatelessVersion)
+		}
+	}
+	if err != nil {
+		s.mu.Lock()
+		s.protocolVersion = ""
+		s.mu.Unlock()
+		return nil, err
+	}
+	out := &MCPInitializeResult{ProtocolVersion: MCPStatelessVersion, Capabilities: res.Capabilities, Instructions: res.Instructions, Raw: raw}
+	_ = json.Unmarshal(res.Meta[metaServerInfo], &out.ServerInfo) // optional
+	return out, nil
+}
+
+// initialize runs the handshake of MCP 2025-11-25 and earlier.
+func (s *HTTPSession) initialize(ctx context.Context, clientName, version string) (*MCPInitializeResult, error) {
 	params := map[string]any{
 		"protocolVersion": MCPProtocolVersion,
 		"capabilities":    map[string]any{},
@@ -169,7 +246,7 @@ func (s *HTTPSession) Initialize(ctx context.Context, clientName, version string
 	}
 	res.Raw = raw
 	if !slices.Contains(mcpVersions, res.ProtocolVersion) {
-		return nil, fmt.Errorf("cannot initialize: the server speaks MCP %q; agentauth speaks %s", res.ProtocolVersion, strings.Join(mcpVersions, ", "))
+		return nil, fmt.Errorf("cannot initialize: the server speaks MCP %q; agentauth speaks %s", res.ProtocolVersion, strings.Join(clientVersions, ", "))
 	}
 	s.mu.Lock()
 	s.protocolVersion = res.ProtocolVersion
@@ -180,17 +257,78 @@ func (s *HTTPSession) Initialize(ctx context.Context, clientName, version string
 	return &res, nil
 }
 
+// stateless reports whether the session speaks MCP 2026-07-28.
+func (s *HTTPSession) stateless() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.protocolVersion == MCPStatelessVersion
+}
+
+// withMeta adds the MCP 2026-07-28 request _meta (protocol version, client
+// info, capabilities: agentauth declares none) to params, keeping any
+// _meta the caller set. Params that are not an object are left alone.
+func (s *HTTPSession) withMeta(params any) (any, error) {
+	obj := map[string]json.RawMessage{}
+	if params != nil {
+		b, err := json.Marshal(params)
+		if err != nil {
+			return nil, err
+		}
+		if string(b) != "null" && json.Unmarshal(b, &obj) != nil {
+			return params, nil
+		}
+	}
+	meta := map[string]any{}
+	if raw, ok := obj["_meta"]; ok {
+		_ = json.Unmarshal(raw, &meta) // not an object: replaced
+	}
+	s.mu.Lock()
+	meta[metaProtocolVersion] = MCPStatelessVersion
+	meta[metaClientInfo] = s.clientInfo
+	s.mu.Unlock()
+	meta[metaClientCapabilities] = map[string]any{}
+	b, err := json.Marshal(meta)
+	if err != nil {
+		return nil, err
+	}
+	obj["_meta"] = b
+	return obj, nil
+}
+
 // Call sends a request and waits for its response, reading an event stream
 // until the response with the request's id. A JSON-RPC error comes back as
 // *Error, a 401/403 as *HTTPAuthError, another non-2xx as *HTTPStatusError;
 // result (may be nil) receives the result.
 func (s *HTTPSession) Call(ctx context.Context, method string, params, result any) error {
+	err := s.call(ctx, method, params, result, nil)
+	var rpcErr *Error
+	if method != methodToolsCall || !s.stateless() || !errors.As(err, &rpcErr) || rpcErr.Code != codeHeaderMismatch {
+		return err
+	}
+	// The tool wants some arguments repeated in Mcp-Param-* headers (MCP
+	// 2026-07-28 "Transports", Custom Headers from Tool Parameters): learn
+	// which from its input schema and send the call again, once.
+	headers, herr := s.paramHeaders(ctx, params)
+	if herr != nil || len(headers) == 0 {
+		return err
+	}
+	return s.call(ctx, method, params, result, headers)
+}
+
+// call sends one request with extra headers (may be nil).
+func (s *HTTPSession) call(ctx context.Context, method string, params, result any, extra http.Header) error {
 	id := NumberID(s.nextID.Add(1))
+	var err error
+	if s.stateless() {
+		if params, err = s.withMeta(params); err != nil {
+			return fmt.Errorf("cannot encode the %s request: %w", method, err)
+		}
+	}
 	req, err := NewRequest(id, method, params)
 	if err != nil {
 		return fmt.Errorf("cannot encode the %s request: %w", method, err)
 	}
-	resp, err := s.post(ctx, req)
+	resp, err := s.post(ctx, req, extra)
 	if err != nil {
 		return err
 	}
@@ -216,7 +354,7 @@ func (s *HTTPSession) Notify(ctx context.Context, method string, params any) err
 	if err != nil {
 		return fmt.Errorf("cannot encode the %s notification: %w", method, err)
 	}
-	resp, err := s.post(ctx, m)
+	resp, err := s.post(ctx, m, nil)
 	if err != nil {
 		return err
 	}
@@ -229,7 +367,7 @@ func (s *HTTPSession) Close(ctx context.Context) error {
 	if s.SessionID() == "" {
 		return nil
 	}
-	resp, err := s.do(ctx, http.MethodDelete, nil)
+	resp, err := s.do(ctx, http.MethodDelete, nil, nil, nil)
 	var se *HTTPStatusError
 	if errors.As(err, &se) && se.StatusCode == http.StatusMethodNotAllowed {
 		return nil
@@ -258,15 +396,18 @@ func (s *HTTPSession) keepSessionID(id string) error {
 
 // post sends one JSON-RPC message and returns a 2xx response, or the
 // error its status means.
-func (s *HTTPSession) post(ctx context.Context, m *Message) (*http.Response, error) {
+func (s *HTTPSession) post(ctx context.Context, m *Message, extra http.Header) (*http.Response, error) {
 	body, err := Encode(m)
 	if err != nil {
 		return nil, fmt.Errorf("cannot encode the message: %w", err)
 	}
-	return s.do(ctx, http.MethodPost, body)
+	return s.do(ctx, http.MethodPost, body, m, extra)
 }
 
-func (s *HTTPSession) do(ctx context.Context, method string, body []byte) (*http.Response, error) {
+// do sends one HTTP request; m is the JSON-RPC message body (nil for
+// DELETE), whose method and name MCP 2026-07-28 repeats in headers; extra
+// headers (may be nil) are added.
+func (s *HTTPSession) do(ctx context.Context, method string, body []byte, m *Message, extra http.Header) (*http.Response, error) {
 	token, err := s.token(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("cannot get a token for %s: %w", s.endpoint, err)
@@ -291,6 +432,12 @@ func (s *HTTPSession) do(ctx context.Context, method string, body []byte) (*http
 	if version != "" {
 		req.Header.Set(headerProtocolVersion, version)
 	}
+	if version == MCPStatelessVersion && m != nil && m.Method != "" {
+		setStandardHeaders(req.Header, m)
+	}
+	for k, vs := range extra {
+		req.Header[k] = vs
+	}
 	resp, err := s.client.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("cannot reach the MCP server: %w", err)
@@ -311,8 +458,138 @@ func (s *HTTPSession) do(ctx context.Context, method string, body []byte) (*http
 		}
 		s.mu.Unlock()
 		return nil, ErrSessionExpired
+	case version == MCPStatelessVersion && m != nil && m.IsRequest():
+		// MCP 2026-07-28 answers a refused request with its JSON-RPC
+		// error and a 4xx or 5xx status ("Transports").
+		if e := errorBody(resp, m.ID, s.limit); e != nil {
+			return nil, e
+		}
 	}
 	return nil, &HTTPStatusError{StatusCode: resp.StatusCode, Excerpt: excerpt(resp.Body, token)}
+}
+
+// errorBody is the JSON-RPC error to request id that a non-2xx response
+// carries as application/json, or nil (the body is then unread).
+func errorBody(resp *http.Response, id ID, limit int64) *Error {
+	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct != "application/json" {
+		return nil
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	if err != nil || int64(len(data)) > limit {
+		return nil
+	}
+	m, derr := Decode(data)
+	if derr != nil || !answers(m, id) || m.Error == nil {
+		return nil
+	}
+	return m.Error
+}
+
+// maxToolPages bounds the tools/list pages paramHeaders reads.
+const maxToolPages = 10
+
+// paramHeaders are the Mcp-Param-NAME headers of a tools/call: each
+// argument whose input schema property names a header (x-mcp-header), as
+// found by tools/list, with its value (a string as is, a number or boolean
+// as its JSON text).
+func (s *HTTPSession) paramHeaders(ctx context.Context, params any) (http.Header, error) {
+	b, err := json.Marshal(params)
+	if err != nil {
+		return nil, err
+	}
+	var call struct {
+		Name      string                     `json:"name"`
+		Arguments map[string]json.RawMessage `json:"arguments"`
+	}
+	if err := json.Unmarshal(b, &call); err != nil {
+		return nil, err
+	}
+	var schema json.RawMessage
+	cursor := ""
+	for page := 0; page < maxToolPages && schema == nil; page++ {
+		var p any
+		if cursor != "" {
+			p = map[string]string{"cursor": cursor}
+		}
+		var list struct {
+			Tools []struct {
+				Name        string          `json:"name"`
+				InputSchema json.RawMessage `json:"inputSchema"`
+			} `json:"tools"`
+			NextCursor string `json:"nextCursor"`
+		}
+		if err := s.call(ctx, "tools/list", p, &list, nil); err != nil {
+			return nil, err
+		}
+		for _, t := range list.Tools {
+			if t.Name == call.Name {
+				schema = t.InputSchema
+			}
+		}
+		if cursor = list.NextCursor; cursor == "" {
+			break
+		}
+	}
+	var props struct {
+		Properties map[string]struct {
+			Header string `json:"x-mcp-header"`
+		} `json:"properties"`
+	}
+	if schema == nil || json.Unmarshal(schema, &props) != nil {
+		return nil, nil
+	}
+	h := http.Header{}
+	for name, prop := range props.Properties {
+		raw, ok := call.Arguments[name]
+		if prop.Header == "" || !ok {
+			continue
+		}
+		var v any
+		if json.Unmarshal(raw, &v) != nil {
+			continue
+		}
+		switch v := v.(type) {
+		case string:
+			h.Set("Mcp-Param-"+prop.Header, headerValue(v))
+		case float64, bool:
+			h.Set("Mcp-Param-"+prop.Header, string(raw))
+		}
+	}
+	return h, nil
+}
+
+// setStandardHeaders repeats a request's method in Mcp-Method and, for
+// tools/call and prompts/get its params.name, for resources/read its
+// params.uri, in Mcp-Name (MCP 2026-07-28 "Transports", Standard Headers).
+func setStandardHeaders(h http.Header, m *Message) {
+	h.Set(headerMethod, m.Method)
+	var p struct {
+		Name *string `json:"name"`
+		URI  *string `json:"uri"`
+	}
+	if json.Unmarshal(m.Params, &p) != nil {
+		return
+	}
+	switch {
+	case (m.Method == "tools/call" || m.Method == "prompts/get") && p.Name != nil:
+		h.Set(headerName, headerValue(*p.Name))
+	case m.Method == "resources/read" && p.URI != nil:
+		h.Set(headerName, headerValue(*p.URI))
+	}
+}
+
+// headerValue is v as a header value: literal when it is printable ASCII
+// without surrounding spaces, else "=?base64?…?=" (MCP 2026-07-28
+// "Transports", Value Encoding).
+func headerValue(v string) string {
+	plain := v == strings.TrimSpace(v)
+	for i := 0; plain && i < len(v); i++ {
+		plain = v[i] >= 0x20 && v[i] <= 0x7e
+	}
+	if plain && !strings.HasPrefix(v, "=?base64?") {
+		return v
+	}
+	return "=?base64?" + base64.StdEncoding.EncodeToString([]byte(v)) + "?="
 }
 
 // readResponse returns the response to id from a JSON body or an event
@@ -395,7 +672,7 @@ func (s *HTTPSession) answer(ctx context.Context, req *Message) error {
 	if req.Method == MethodPing {
 		reply = &Message{JSONRPC: Version, ID: req.ID, Result: json.RawMessage("{}")}
 	}
-	resp, err := s.post(ctx, reply)
+	resp, err := s.post(ctx, reply, nil)
 	if err != nil {
 		return fmt.Errorf("cannot answer the server's %s: %w", req.Method, err)
 	}

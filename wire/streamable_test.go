@@ -2,6 +2,7 @@ package wire
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -162,6 +163,7 @@ func TestHTTPSessionLifecycleHeaders(t *testing.T) {
 			}
 			const accept, ct, auth = "application/json, text/event-stream", "application/json", "Bearer tok-123"
 			want := []row{
+				{"server/discover", accept, ct, auth, "", "2026-07-28"}, // -32601: fall back
 				{"initialize", accept, ct, auth, "", ""},
 				{"notifications/initialized", accept, ct, auth, "sess-1", "2025-11-25"},
 				{"tools/list", accept, ct, auth, "sess-1", "2025-11-25"},
@@ -174,11 +176,11 @@ func TestHTTPSessionLifecycleHeaders(t *testing.T) {
 				ClientInfo      MCPImplementation `json:"clientInfo"`
 				Capabilities    map[string]any    `json:"capabilities"`
 			}
-			if err := json.Unmarshal(got[0].msg.Params, &params); err != nil {
+			if err := json.Unmarshal(got[1].msg.Params, &params); err != nil {
 				t.Fatal(err)
 			}
 			if params.ProtocolVersion != "2025-11-25" || params.ClientInfo != (MCPImplementation{"agentauth", "1.2.3"}) || params.Capabilities == nil {
-				t.Errorf("initialize params = %s", got[0].msg.Params)
+				t.Errorf("initialize params = %s", got[1].msg.Params)
 			}
 		})
 	}
@@ -477,8 +479,8 @@ func TestHTTPSessionInitializeRefusals(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("err = %v, want it to say %q", err, tt.want)
 			}
-			if n := len(f.requests()); n != 1 {
-				t.Errorf("%d requests after a refused initialize, want 1", n)
+			if n := len(f.requests()); n != 2 {
+				t.Errorf("%d requests after a refused initialize, want 2 (server/discover, initialize)", n)
 			}
 		})
 	}
@@ -529,5 +531,140 @@ func TestNewHTTPSessionRefusesNonHTTP(t *testing.T) {
 		if _, err := NewHTTPSession(u, nil, nil); err == nil {
 			t.Errorf("NewHTTPSession(%q) accepted", u)
 		}
+	}
+}
+
+// statelessServer speaks MCP 2026-07-28 only, like the conformance suite's
+// mock: a request without the version header is refused with -32020.
+func statelessServer(t *testing.T) func(w http.ResponseWriter, r *http.Request, m *Message) {
+	return func(w http.ResponseWriter, r *http.Request, m *Message) {
+		var body []byte
+		switch {
+		case r.Header.Get("MCP-Protocol-Version") != "2026-07-28":
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			b, _ := Encode(NewErrorResponse(m.ID, Errorf(-32020, "Missing MCP-Protocol-Version header")))
+			w.Write(b)
+			return
+		case m.Method == MethodServerDiscover:
+			body = result(t, m.ID, map[string]any{"supportedVersions": []string{"2026-07-28"}, "capabilities": map[string]any{"tools": map[string]any{}},
+				"_meta": map[string]any{"io.modelcontextprotocol/serverInfo": map[string]any{"name": "fake", "version": "9"}}})
+		case m.Method == "tools/call":
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			b, _ := Encode(NewErrorResponse(m.ID, Errorf(CodeInvalidParams, "no such tool")))
+			w.Write(b)
+			return
+		default:
+			body = result(t, m.ID, map[string]any{"tools": []map[string]any{{"name": "whoami"}}, "resultType": "complete"})
+		}
+		writeSSE(w, sseData(body))
+	}
+}
+
+func TestHTTPSessionStateless(t *testing.T) {
+	f := newFakeMCP(t, statelessServer(t))
+	s := f.session(t, "tok")
+	res, err := s.Initialize(context.Background(), "agentauth", "1.2.3")
+	if err != nil {
+		t.Fatalf("Initialize: %v", err)
+	}
+	if res.ProtocolVersion != "2026-07-28" || res.ServerInfo.Name != "fake" || s.ProtocolVersion() != "2026-07-28" {
+		t.Errorf("discover result = %+v", res)
+	}
+	var tools toolList
+	if err := s.Call(context.Background(), "tools/list", json.RawMessage(`{"cursor":"c1","_meta":{"x":1}}`), &tools); err != nil {
+		t.Fatalf("tools/list: %v", err)
+	}
+	err = s.Call(context.Background(), "tools/call", map[string]any{"name": "tool é", "arguments": map[string]any{}}, nil)
+	var rpcErr *Error
+	if !errors.As(err, &rpcErr) || rpcErr.Code != CodeInvalidParams {
+		t.Errorf("tools/call err = %v, want the JSON-RPC error of the 400", err)
+	}
+	got := f.requests()
+	if len(got) != 3 {
+		t.Fatalf("%d requests, want server/discover, tools/list, tools/call", len(got))
+	}
+	for _, r := range got {
+		if r.header.Get("Mcp-Method") != r.msg.Method || r.header.Get("Mcp-Session-Id") != "" {
+			t.Errorf("%s: headers %v", r.msg.Method, r.header)
+		}
+		var p struct {
+			Meta map[string]json.RawMessage `json:"_meta"`
+		}
+		json.Unmarshal(r.msg.Params, &p)
+		if string(p.Meta["io.modelcontextprotocol/protocolVersion"]) != `"2026-07-28"` || string(p.Meta["io.modelcontextprotocol/clientCapabilities"]) != "{}" {
+			t.Errorf("%s: _meta = %s", r.msg.Method, r.msg.Params)
+		}
+	}
+	if !strings.Contains(string(got[1].msg.Params), `"cursor":"c1"`) || !strings.Contains(string(got[1].msg.Params), `"x":1`) {
+		t.Errorf("tools/list params lost the caller's: %s", got[1].msg.Params)
+	}
+	if h := got[2].header.Get("Mcp-Name"); h != "=?base64?dG9vbCDDqQ==?=" {
+		t.Errorf("Mcp-Name = %q, want the name in base64", h)
+	}
+}
+
+// TestHTTPSessionFallsBack: a server of an earlier revision that refuses
+// server/discover with a bare 400 gets initialize.
+func TestHTTPSessionFallsBack(t *testing.T) {
+	f := newFakeMCP(t, func(w http.ResponseWriter, r *http.Request, m *Message) {
+		if m.Method == MethodServerDiscover {
+			http.Error(w, "Bad Request: Unsupported protocol version", http.StatusBadRequest)
+			return
+		}
+		mcpServer(t, false, "")(w, r, m)
+	})
+	s := f.session(t, "tok")
+	res, err := s.Initialize(context.Background(), "agentauth", "1")
+	if err != nil || res.ProtocolVersion != "2025-11-25" {
+		t.Fatalf("Initialize = %+v, %v; want 2025-11-25", res, err)
+	}
+	if err := s.Call(context.Background(), "tools/list", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	last := f.requests()[len(f.requests())-1]
+	if last.header.Get("Mcp-Method") != "" || strings.Contains(string(last.msg.Params), "_meta") {
+		t.Errorf("2025-11-25 request with 2026-07-28 additions: %v %s", last.header, last.msg.Params)
+	}
+}
+
+// TestHTTPSessionParamHeaders: a 2026-07-28 tools/call refused with
+// -32020 is sent again once with the Mcp-Param-* headers the tool's input
+// schema names (x-mcp-header), values as the body has them.
+func TestHTTPSessionParamHeaders(t *testing.T) {
+	f := newFakeMCP(t, func(w http.ResponseWriter, r *http.Request, m *Message) {
+		var body []byte
+		switch m.Method {
+		case MethodServerDiscover:
+			body = result(t, m.ID, map[string]any{"supportedVersions": []string{"2026-07-28"}})
+		case "tools/list":
+			body = result(t, m.ID, map[string]any{"tools": []any{map[string]any{"name": "echo", "inputSchema": json.RawMessage(
+				`{"type":"object","properties":{"text":{"type":"string","x-mcp-header":"Text"},"n":{"type":"number","x-mcp-header":"N"},"other":{"type":"string"}}}`)}}})
+		case "tools/call":
+			if r.Header.Get("Mcp-Param-Text") == "" {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusBadRequest)
+				body, _ = Encode(NewErrorResponse(m.ID, Errorf(-32020, "header mismatch")))
+				w.Write(body)
+				return
+			}
+			body = result(t, m.ID, map[string]any{"content": []any{}})
+		}
+		writeJSON(w, body)
+	})
+	s := f.session(t, "tok")
+	if _, err := s.Initialize(context.Background(), "agentauth", "1"); err != nil {
+		t.Fatal(err)
+	}
+	err := s.Call(context.Background(), "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "ünï", "n": 42, "other": "x"}}, nil)
+	if err != nil {
+		t.Fatalf("tools/call: %v", err)
+	}
+	got := f.requests()
+	last := got[len(got)-1]
+	wantText := "=?base64?" + base64.StdEncoding.EncodeToString([]byte("ünï")) + "?="
+	if len(got) != 4 || last.header.Get("Mcp-Param-Text") != wantText || last.header.Get("Mcp-Param-N") != "42" || last.header.Get("Mcp-Param-Other") != "" {
+		t.Errorf("%d requests; last headers %v", len(got), last.header)
 	}
 }

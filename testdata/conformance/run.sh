@@ -31,11 +31,15 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 cache="${AGENTAUTH_CONFORMANCE_CACHE:-$HOME/.cache/agentauth-conformance}"
 
-# Client scenarios run per spec version. Only those agentauth's client
-# passes today: the client half of issue 11 (2026-07-28 on the client,
-# per-issuer credentials, re-registration, offline_access) adds the rest.
+# Client scenarios run per spec version: every non-extension auth/*
+# scenario of the pinned suite (`conformance list --client`).
 CLIENT_SCENARIOS=(
-	"2026-07-28 auth/resource-mismatch auth/iss-supported-missing auth/iss-wrong-issuer auth/iss-unexpected
+	"2026-07-28 auth/metadata-default auth/metadata-var1 auth/metadata-var2 auth/metadata-var3 auth/basic-cimd
+	 auth/scope-from-www-authenticate auth/scope-from-scopes-supported auth/scope-omitted-when-undefined
+	 auth/scope-step-up auth/scope-retry-limit auth/token-endpoint-auth-basic auth/token-endpoint-auth-post
+	 auth/token-endpoint-auth-none auth/pre-registration auth/resource-mismatch auth/offline-access-scope
+	 auth/offline-access-not-supported auth/authorization-server-migration auth/iss-supported
+	 auth/iss-not-advertised auth/iss-supported-missing auth/iss-wrong-issuer auth/iss-unexpected
 	 auth/iss-normalized auth/metadata-issuer-mismatch"
 	"2025-11-25 auth/metadata-default auth/metadata-var1 auth/metadata-var2 auth/metadata-var3 auth/basic-cimd
 	 auth/scope-from-www-authenticate auth/scope-from-scopes-supported auth/scope-omitted-when-undefined
