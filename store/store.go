@@ -61,7 +61,7 @@ type Credential struct {
 	// Obtained is when the access token was obtained (login or refresh),
 	// so that Expiry - Obtained is its lifetime; zero in older stores.
 	Obtained time.Time `json:"obtained,omitzero"`
-	Scopes []string  `json:"scopes,omitempty"`
+	Scopes   []string  `json:"scopes,omitempty"`
 	// Subject is the token's subject when known (for GitHub, the login).
 	Subject string `json:"subject,omitempty"`
 	// Provider labels a token of a known provider's own flow: "github" for
