@@ -32,6 +32,9 @@ type session struct {
 	mu          sync.Mutex
 	initialized bool
 	dialect     wire.Dialect
+	// rootSubscribed: the published dialect's client subscribed to the
+	// root channel (initialSubscriptions or subscribe).
+	rootSubscribed bool
 }
 
 func (s *session) table() *grantTable {
@@ -132,8 +135,9 @@ func (s *session) push(sc *scheme, state string, ch *wire.Challenge) {
 		if state == wire.StateAuthenticated {
 			return
 		}
+		// AHP's AuthRequiredReason "expired" is "expired or revoked".
 		reason := wire.StateRequired
-		if state == wire.StateExpired {
+		if state == wire.StateExpired || state == wire.StateRevoked {
 			reason = wire.StateExpired
 		}
 		m, err = wire.NewNotification(wire.MethodAuthRequired, wire.AuthRequiredParams{Channel: wire.RootChannel, Resource: s.h.metadata(sc), Reason: reason})
@@ -174,6 +178,8 @@ func (s *session) handle(ctx context.Context, data []byte) {
 	s.mu.Unlock()
 	if m.IsNotification() {
 		switch {
+		case m.Method == wire.MethodUnsubscribe:
+			s.unsubscribe(m.Params)
 		case m.Method != wire.MethodSetAuthToken:
 			h.log.Debug("notification ignored", "conn", s.id, "method", m.Method)
 		case !initialized:
@@ -183,22 +189,39 @@ func (s *session) handle(ctx context.Context, data []byte) {
 		}
 		return
 	}
+	s.mu.Lock()
+	published := s.dialect == wire.DialectPublished
+	s.mu.Unlock()
+	if !initialized {
+		published = hasChannel(m.Params)
+	}
+	// The shipped AHP host answers -32601 before initialize and to a second
+	// initialize; the design dialect answers -32600 (PROTOCOL.md).
+	early := wire.CodeInvalidRequest
+	if published {
+		early = wire.CodeMethodNotFound
+	}
 	var result any
 	var rerr *wire.Error
 	switch {
 	case m.Method == wire.MethodInitialize && initialized:
-		rerr = wire.Errorf(wire.CodeInvalidRequest, "invalid request: the connection is already initialized")
+		rerr = wire.Errorf(early, "invalid request: the connection is already initialized")
 	case m.Method == wire.MethodInitialize:
 		var d wire.Dialect
-		result, d, rerr = h.initialize(m.Params)
+		var root bool
+		result, d, root, rerr = h.initialize(m.Params)
 		if rerr == nil {
 			s.mu.Lock()
-			s.initialized, s.dialect = true, d
+			s.initialized, s.dialect, s.rootSubscribed = true, d, root
 			s.mu.Unlock()
 			h.log.Info("connection initialized", "conn", s.id, "dialect", d.String())
 		}
-	case !initialized && m.Method != wire.MethodPing && slices.Contains(allMethods, m.Method):
-		rerr = wire.Errorf(wire.CodeInvalidRequest, "invalid request: call initialize before %s", m.Method)
+	case m.Method == wire.MethodPing && published:
+		result = json.RawMessage("null") // AHP PingParams: no payload either way
+	case !initialized && m.Method != wire.MethodPing && (published || slices.Contains(allMethods, m.Method)):
+		rerr = wire.Errorf(early, "invalid request: call initialize before %s", m.Method)
+	case m.Method == wire.MethodSubscribe && published:
+		result, rerr = s.subscribe(m.Params)
 	case m.Method == wire.MethodAuthenticate:
 		result, rerr = s.authenticate(ctx, m.Params)
 	case m.Method == wire.MethodSetAuthToken:
@@ -234,7 +257,7 @@ func (h *Host) Dispatch(ctx context.Context, req *wire.Message, grants ...*Grant
 	var rerr *wire.Error
 	switch req.Method {
 	case wire.MethodInitialize:
-		result, _, rerr = h.initialize(req.Params)
+		result, _, _, rerr = h.initialize(req.Params)
 	case wire.MethodAuthenticate, wire.MethodSetAuthToken:
 		rerr = wire.Errorf(wire.CodeMethodNotFound, "%s is not available here: send the token in the Authorization header (RFC 6750 §2.1)", req.Method)
 	default:
@@ -347,40 +370,67 @@ func (h *Host) whoami(v authView) map[string][]wire.WhoamiScheme {
 	return map[string][]wire.WhoamiScheme{"schemes": out}
 }
 
+// hasChannel reports whether params carry "channel", as every shipped AHP
+// command's params do (AHP types/common/commands.ts, BaseParams): such a
+// request before initialize is answered in the published dialect.
+func hasChannel(params json.RawMessage) bool {
+	var p struct {
+		Channel *string `json:"channel"`
+	}
+	return json.Unmarshal(params, &p) == nil && p.Channel != nil
+}
+
+// rootSnapshot is the published dialect's root channel state: one agent
+// whose AgentInfo (AHP types/channels-root/state.ts) lists a protected
+// resource per scheme. The host keeps no action log, so fromSeq is 0.
+func (h *Host) rootSnapshot() wire.Snapshot {
+	prs := []wire.ProtectedResourceMetadata{}
+	for _, sc := range h.schemes {
+		prs = append(prs, h.metadata(sc))
+	}
+	agent := wire.SnapshotAgent{Provider: "agentauth", DisplayName: "agentauth", Description: "agentauth agent host for " + h.cfg.Resource,
+		Models: []json.RawMessage{}, ProtectedResources: prs}
+	return wire.Snapshot{Resource: wire.RootChannel, State: wire.SnapshotState{Agents: []wire.SnapshotAgent{agent}}}
+}
+
 // initialize answers both dialects (PROTOCOL.md "initialize"): the design
-// dialect's resourceMetadata always, and the published dialect's snapshot
-// of protectedResources when the client offered protocolVersions.
-func (h *Host) initialize(params json.RawMessage) (any, wire.Dialect, *wire.Error) {
+// dialect's resourceMetadata always, and, when the client offered
+// protocolVersions, the published dialect's version and a root snapshot if
+// initialSubscriptions lists the root channel (reported as root).
+func (h *Host) initialize(params json.RawMessage) (any, wire.Dialect, bool, *wire.Error) {
 	var p wire.InitializeParams
 	if len(params) > 0 {
 		if err := json.Unmarshal(params, &p); err != nil {
-			return nil, 0, wire.Errorf(wire.CodeInvalidParams, "invalid params: %v", err)
+			return nil, 0, false, wire.Errorf(wire.CodeInvalidParams, "invalid params: %v", err)
 		}
-	}
-	supported := append([]string{fmt.Sprint(wire.DesignProtocolVersion)}, wire.PublishedProtocolVersions...)
-	unsupported := func(offered string) *wire.Error {
-		return wire.Errorf(wire.CodeUnsupportedVersion, "unsupported protocol version %s", offered).
-			WithData(wire.UnsupportedVersionData{SupportedVersions: supported})
 	}
 	d := p.Dialect()
+	root := false
 	res := map[string]any{"serverSeq": 0, "snapshots": []wire.Snapshot{}}
 	if d == wire.DialectPublished {
-		i := slices.IndexFunc(p.ProtocolVersions, func(v string) bool { return slices.Contains(wire.PublishedProtocolVersions, v) })
-		if i < 0 {
-			return nil, d, unsupported(strings.Join(p.ProtocolVersions, ", "))
+		v, ok := negotiate(p.ProtocolVersions)
+		if !ok {
+			return nil, d, false, wire.Errorf(wire.CodeUnsupportedVersion, "unsupported protocol version %s: this host speaks %s",
+				strings.Join(p.ProtocolVersions, ", "), strings.Join(wire.PublishedSupportedVersions, ", ")).
+				WithData(wire.UnsupportedVersionData{SupportedVersions: wire.PublishedSupportedVersions})
 		}
 		if p.Channel != "" && p.Channel != wire.RootChannel {
-			return nil, d, wire.Errorf(wire.CodeInvalidParams, "invalid params: unknown channel %q (this host serves %s)", p.Channel, wire.RootChannel)
+			return nil, d, false, wire.Errorf(wire.CodeInvalidParams, "invalid params: unknown channel %q (this host serves %s)", p.Channel, wire.RootChannel)
 		}
-		res["protocolVersion"] = p.ProtocolVersions[i]
-		prs := []wire.ProtectedResourceMetadata{}
-		for _, sc := range h.schemes {
-			prs = append(prs, h.metadata(sc))
+		for _, ch := range p.InitialSubscriptions {
+			if ch != wire.RootChannel {
+				return nil, d, false, wire.Errorf(wire.CodeInvalidParams, "invalid params: cannot subscribe to %q: this host has only %s", ch, wire.RootChannel)
+			}
 		}
-		res["snapshots"] = []wire.Snapshot{{Resource: wire.RootChannel, State: wire.SnapshotState{Agents: []wire.SnapshotAgent{{Provider: "agentauth", ProtectedResources: prs}}}}}
+		res["protocolVersion"] = v
+		if root = slices.Contains(p.InitialSubscriptions, wire.RootChannel); root {
+			res["snapshots"] = []wire.Snapshot{h.rootSnapshot()}
+		}
 	} else {
 		if p.ProtocolVersion != nil && *p.ProtocolVersion != wire.DesignProtocolVersion {
-			return nil, d, unsupported(fmt.Sprint(*p.ProtocolVersion))
+			supported := append([]string{fmt.Sprint(wire.DesignProtocolVersion)}, wire.PublishedProtocolVersions...)
+			return nil, d, false, wire.Errorf(wire.CodeUnsupportedVersion, "unsupported protocol version %d", *p.ProtocolVersion).
+				WithData(wire.UnsupportedVersionData{SupportedVersions: supported})
 		}
 		res["protocolVersion"] = wire.DesignProtocolVersion
 	}
@@ -402,7 +452,99 @@ func (h *Host) initialize(params json.RawMessage) (any, wire.Dialect, *wire.Erro
 	res["resourceMetadata"] = rm
 	res["agentCapabilities"] = map[string]any{"getAuthState": true, "auth": map[string]bool{"status": true}}
 	res["authMethods"] = methods
-	return res, d, nil
+	return res, d, root, nil
+}
+
+// subscribe answers AHP's subscribe (types/common/commands.ts): the root
+// channel's snapshot; this host has no other channel.
+func (s *session) subscribe(params json.RawMessage) (any, *wire.Error) {
+	var p wire.SubscribeParams
+	if err := json.Unmarshal(params, &p); err != nil || p.Channel == "" {
+		return nil, wire.Errorf(wire.CodeInvalidParams, `invalid params: subscribe needs {"channel": "%s"}`, wire.RootChannel)
+	}
+	if p.Channel != wire.RootChannel {
+		return nil, wire.Errorf(codeNotFound, "cannot subscribe to %q: this host has only %s", p.Channel, wire.RootChannel)
+	}
+	s.mu.Lock()
+	s.rootSubscribed = true
+	s.mu.Unlock()
+	snap := s.h.rootSnapshot()
+	return wire.SubscribeResult{Snapshot: &snap}, nil
+}
+
+// unsubscribe is AHP's unsubscribe notification.
+func (s *session) unsubscribe(params json.RawMessage) {
+	var p wire.SubscribeParams
+	if json.Unmarshal(params, &p) == nil && p.Channel == wire.RootChannel {
+		s.mu.Lock()
+		s.rootSubscribed = false
+		s.mu.Unlock()
+	}
+}
+
+// codeNotFound is AHP's NotFound: the URI does not exist (types/common/errors.ts).
+const codeNotFound = -32008
+
+// negotiate picks the highest of the offered AHP versions that one of
+// PublishedSupportedVersions admits.
+func negotiate(offered []string) (string, bool) {
+	best, bestV := "", semver{}
+	for _, o := range offered {
+		v, ok := parseSemver(o)
+		if !ok || !slices.ContainsFunc(wire.PublishedSupportedVersions, func(r string) bool { return caretAdmits(r, v) }) {
+			continue
+		}
+		if best == "" || bestV.less(v) {
+			best, bestV = o, v
+		}
+	}
+	return best, best != ""
+}
+
+type semver [3]int
+
+func (a semver) less(b semver) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return a[i] < b[i]
+		}
+	}
+	return false
+}
+
+// parseSemver reads MAJOR.MINOR.PATCH (SemVer 2.0.0 §2; pre-release and
+// build suffixes are not offered by AHP clients and are refused).
+func parseSemver(s string) (semver, bool) {
+	var v semver
+	parts := strings.Split(s, ".")
+	if len(parts) != 3 {
+		return v, false
+	}
+	for i, p := range parts {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 0 || (len(p) > 1 && p[0] == '0') {
+			return v, false
+		}
+		v[i] = n
+	}
+	return v, true
+}
+
+// caretAdmits reports whether v satisfies the caret range r ("^X.Y.Z":
+// at least X.Y.Z, below the next version of its leftmost non-zero part).
+func caretAdmits(r string, v semver) bool {
+	base, ok := parseSemver(strings.TrimPrefix(r, "^"))
+	if !ok || v.less(base) {
+		return false
+	}
+	switch {
+	case base[0] > 0:
+		return v[0] == base[0]
+	case base[1] > 0:
+		return v[0] == 0 && v[1] == base[1]
+	default:
+		return v == base
+	}
 }
 
 // candidates maps authenticate's params to the schemes they may name:
@@ -447,17 +589,35 @@ func (s *session) authenticate(ctx context.Context, params json.RawMessage) (any
 	if rerr != nil {
 		return nil, rerr
 	}
+	s.mu.Lock()
+	published := s.dialect == wire.DialectPublished
+	s.mu.Unlock()
+	if p.Token == "" && published {
+		// The shipped host refuses an empty token: the published dialect
+		// has no sign-out.
+		var chs []wire.Challenge
+		for _, sc := range cands {
+			ch := h.challenge(sc, schemeStatus{})
+			ch.ErrorDescription = "the token is empty: send a bearer token from the resource's authorization server"
+			chs = append(chs, ch)
+		}
+		return nil, h.authRequired(chs)
+	}
 	if p.Token == "" {
 		for _, sc := range cands {
 			h.release(s.table(), sc, s)
 			h.log.Info("auth decision", "conn", s.id, "scheme", sc.ID, "outcome", "signed out")
 		}
-		return wire.AuthenticateResult{Authenticated: false}, nil
+		no := false
+		return wire.AuthenticateResult{Authenticated: &no}, nil
 	}
 	g, chs, err := s.accept(ctx, cands, p.Token)
 	switch {
+	case g != nil && published:
+		return struct{}{}, nil // AHP AuthenticateResult: {}
 	case g != nil:
-		return wire.AuthenticateResult{Authenticated: true}, nil
+		yes := true
+		return wire.AuthenticateResult{Authenticated: &yes}, nil
 	case len(chs) > 0:
 		return nil, h.authRequired(chs)
 	default:

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -231,6 +232,7 @@ func NewInitializeParams(d Dialect, clientID string) InitializeParams {
 	if d == DialectPublished {
 		p.Channel = RootChannel
 		p.ProtocolVersions = PublishedProtocolVersions
+		p.InitialSubscriptions = []string{RootChannel}
 	} else {
 		v := DesignProtocolVersion
 		p.ProtocolVersion = &v
@@ -240,11 +242,23 @@ func NewInitializeParams(d Dialect, clientID string) InitializeParams {
 
 // Initialize runs initialize in dialect d (PROTOCOL.md "initialize"): the
 // design dialect offers protocolVersion 1, the published dialect offers
-// PublishedProtocolVersions on the root channel.
+// PublishedProtocolVersions and subscribes to the root channel, whose
+// snapshot declares the requirements (AHP authentication.md "Discovery").
+// A host that answers no root snapshot is sent subscribe.
 func Initialize(ctx context.Context, c *Client, d Dialect, clientID string) (*InitializeResult, error) {
 	var res InitializeResult
 	if err := c.Call(ctx, MethodInitialize, NewInitializeParams(d, clientID), &res); err != nil {
 		return nil, err
+	}
+	if res.Dialect() != DialectPublished || slices.ContainsFunc(res.Snapshots, func(s Snapshot) bool { return s.Resource == RootChannel }) {
+		return &res, nil
+	}
+	var sub SubscribeResult
+	if err := c.Call(ctx, MethodSubscribe, SubscribeParams{Channel: RootChannel}, &sub); err != nil {
+		return nil, fmt.Errorf("cannot subscribe to %s: %w", RootChannel, err)
+	}
+	if sub.Snapshot != nil {
+		res.Snapshots = append(res.Snapshots, *sub.Snapshot)
 	}
 	return &res, nil
 }
@@ -267,7 +281,7 @@ func Authenticate(ctx context.Context, c *Client, d Dialect, r Requirement, toke
 	if err := c.Call(ctx, MethodAuthenticate, p, &res); err != nil {
 		return err
 	}
-	if !res.Authenticated && token != "" {
+	if res.Authenticated != nil && !*res.Authenticated && token != "" {
 		return fmt.Errorf("%w for %s", ErrTokenNotAccepted, r.SchemeID)
 	}
 	return nil

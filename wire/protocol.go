@@ -22,6 +22,11 @@ const (
 	// MethodAuthRequired is the published dialect's auth-state push.
 	MethodAuthRequired = "auth/required"
 
+	// MethodSubscribe and MethodUnsubscribe (a notification) open and close
+	// a channel subscription (AHP subscriptions.md).
+	MethodSubscribe   = "subscribe"
+	MethodUnsubscribe = "unsubscribe"
+
 	MethodCreateSession  = "createSession"
 	MethodListSessions   = "listSessions"
 	MethodDisposeSession = "disposeSession"
@@ -51,8 +56,14 @@ func (d Dialect) String() string {
 // DesignProtocolVersion is the design dialect's protocol version number.
 const DesignProtocolVersion = 1
 
-// PublishedProtocolVersions are the AHP versions this implementation speaks, newest first.
+// PublishedProtocolVersions are the AHP versions this implementation
+// offers as a client, newest first.
 var PublishedProtocolVersions = []string{"0.9.0"}
+
+// PublishedSupportedVersions are the SemVer ranges of AHP versions the
+// host speaks, as -32005's data lists them (AHP types/common/errors.ts,
+// UnsupportedProtocolVersionErrorData).
+var PublishedSupportedVersions = []string{"^0.9.0"}
 
 // RootChannel is the channel of the published dialect's root agent.
 const RootChannel = "ahp-root://"
@@ -67,6 +78,9 @@ type InitializeParams struct {
 	Channel          string   `json:"channel,omitempty"`
 	ProtocolVersions []string `json:"protocolVersions,omitempty"`
 	ClientID         string   `json:"clientId,omitempty"`
+	// InitialSubscriptions are the channels the published dialect's client
+	// subscribes to in the handshake; the host answers a snapshot for each.
+	InitialSubscriptions []string `json:"initialSubscriptions,omitempty"`
 }
 
 // Dialect reports which dialect the params ask for.
@@ -114,10 +128,23 @@ func (c AgentCapabilities) CanQueryAuthState() bool {
 	return c.GetAuthState || (c.Auth != nil && c.Auth.Status)
 }
 
-// Snapshot is the published dialect's state snapshot.
+// Snapshot is the published dialect's state snapshot: FromSeq is the
+// serverSeq the state reflects (AHP lifecycle.md).
 type Snapshot struct {
 	Resource string        `json:"resource"`
 	State    SnapshotState `json:"state"`
+	FromSeq  int64         `json:"fromSeq"`
+}
+
+// SubscribeParams names the channel to subscribe to (or, for the
+// unsubscribe notification, to leave).
+type SubscribeParams struct {
+	Channel string `json:"channel"`
+}
+
+// SubscribeResult is subscribe's answer: the channel's snapshot.
+type SubscribeResult struct {
+	Snapshot *Snapshot `json:"snapshot,omitempty"`
 }
 
 // SnapshotState lists the agents of a snapshot.
@@ -125,9 +152,13 @@ type SnapshotState struct {
 	Agents []SnapshotAgent `json:"agents"`
 }
 
-// SnapshotAgent carries the published dialect's protectedResources.
+// SnapshotAgent is the published dialect's AgentInfo (AHP
+// types/channels-root/state.ts); Models are kept raw.
 type SnapshotAgent struct {
 	Provider           string                      `json:"provider"`
+	DisplayName        string                      `json:"displayName"`
+	Description        string                      `json:"description"`
+	Models             []json.RawMessage           `json:"models"`
 	ProtectedResources []ProtectedResourceMetadata `json:"protectedResources"`
 }
 
@@ -199,9 +230,11 @@ type AuthenticateParams struct {
 	ExpiresIn *int64   `json:"expiresIn,omitempty"`
 }
 
-// AuthenticateResult is authenticate's success result.
+// AuthenticateResult is authenticate's success result: the design
+// dialect's {"authenticated": bool}, or the published dialect's {}
+// (Authenticated nil), which is a success.
 type AuthenticateResult struct {
-	Authenticated bool `json:"authenticated"`
+	Authenticated *bool `json:"authenticated,omitempty"`
 }
 
 // Auth states of notify/authRequired (design dialect).
@@ -221,7 +254,8 @@ type NotifyAuthRequiredParams struct {
 }
 
 // AuthRequiredParams is the published dialect's push; Reason is "required"
-// or "expired" (revoked is sent as "required").
+// or "expired" (which AHP's AuthRequiredReason defines as "expired or
+// revoked").
 type AuthRequiredParams struct {
 	Channel  string                    `json:"channel"`
 	Resource ProtectedResourceMetadata `json:"resource"`
