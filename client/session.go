@@ -59,6 +59,10 @@ func (cl *Client) OpenHostWith(ctx context.Context, target string, noStore bool,
 		c.Close()
 		return nil, nil, fmt.Errorf("cannot read the initialize result: %w", err)
 	}
+	if err := wire.SubscribeRoot(ctx, c, &res); err != nil {
+		c.Close()
+		return nil, nil, err
+	}
 	s.HostConn = &HostConn{Client: c, Dialect: res.Dialect(), Init: &res, Reqs: res.Requirements()}
 	return s, raw, nil
 }

@@ -250,17 +250,26 @@ func Initialize(ctx context.Context, c *Client, d Dialect, clientID string) (*In
 	if err := c.Call(ctx, MethodInitialize, NewInitializeParams(d, clientID), &res); err != nil {
 		return nil, err
 	}
+	if err := SubscribeRoot(ctx, c, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// SubscribeRoot subscribes to the root channel when res is a published
+// dialect's answer without its snapshot, and adds the snapshot to res.
+func SubscribeRoot(ctx context.Context, c *Client, res *InitializeResult) error {
 	if res.Dialect() != DialectPublished || slices.ContainsFunc(res.Snapshots, func(s Snapshot) bool { return s.Resource == RootChannel }) {
-		return &res, nil
+		return nil
 	}
 	var sub SubscribeResult
 	if err := c.Call(ctx, MethodSubscribe, SubscribeParams{Channel: RootChannel}, &sub); err != nil {
-		return nil, fmt.Errorf("cannot subscribe to %s: %w", RootChannel, err)
+		return fmt.Errorf("cannot subscribe to %s: %w", RootChannel, err)
 	}
 	if sub.Snapshot != nil {
 		res.Snapshots = append(res.Snapshots, *sub.Snapshot)
 	}
-	return &res, nil
+	return nil
 }
 
 // ErrTokenNotAccepted is a host answering authenticate with
