@@ -190,7 +190,7 @@ func (s *session) handle(ctx context.Context, data []byte) {
 		return
 	}
 	s.mu.Lock()
-	published := s.dialect == wire.DialectPublished
+	published, acp := s.dialect == wire.DialectPublished, s.dialect == wire.DialectACP
 	s.mu.Unlock()
 	if !initialized {
 		published = hasChannel(m.Params)
@@ -222,12 +222,23 @@ func (s *session) handle(ctx context.Context, data []byte) {
 		rerr = wire.Errorf(early, "invalid request: call initialize before %s", m.Method)
 	case m.Method == wire.MethodSubscribe && published:
 		result, rerr = s.subscribe(m.Params)
+	case m.Method == wire.MethodLogout && acp:
+		for _, sc := range h.schemes {
+			h.release(s.table(), sc, s)
+		}
+		h.log.Info("auth decision", "conn", s.id, "outcome", "logged out")
+		result = struct{}{} // ACP LogoutResponse: {}
 	case m.Method == wire.MethodAuthenticate:
 		result, rerr = s.authenticate(ctx, m.Params)
 	case m.Method == wire.MethodSetAuthToken:
 		rerr = wire.Errorf(wire.CodeInvalidRequest, "invalid request: setAuthToken is a notification (send it without an id), and deprecated: use authenticate")
 	default:
 		result, rerr = h.call(ctx, m.Method, m.Params, s.table().view(h.now()), []any{"conn", s.id})
+	}
+	if acp && rerr != nil && rerr.Code == wire.CodeAuthRequired {
+		e := *rerr // ACP's AuthRequired, same data
+		e.Code = wire.CodeACPAuthRequired
+		rerr = &e
 	}
 	s.send(ctx, respond(m.ID, result, rerr))
 }
@@ -426,6 +437,11 @@ func (h *Host) initialize(params json.RawMessage) (any, wire.Dialect, bool, *wir
 		if root = slices.Contains(p.InitialSubscriptions, wire.RootChannel); root {
 			res["snapshots"] = []wire.Snapshot{h.rootSnapshot()}
 		}
+	} else if d == wire.DialectACP {
+		// ACP answers an unsupported protocolVersion with its latest one;
+		// the client decides whether to disconnect.
+		res["protocolVersion"] = wire.DesignProtocolVersion
+		res["agentInfo"] = map[string]string{"name": "agentauth", "version": h.version}
 	} else {
 		if p.ProtocolVersion != nil && *p.ProtocolVersion != wire.DesignProtocolVersion {
 			supported := append([]string{fmt.Sprint(wire.DesignProtocolVersion)}, wire.PublishedProtocolVersions...)
@@ -447,10 +463,15 @@ func (h *Host) initialize(params json.RawMessage) (any, wire.Dialect, bool, *wir
 		if len(as) > 0 {
 			desc += " from " + strings.Join(as, ", ")
 		}
-		methods = append(methods, wire.AuthMethod{ID: sc.ID, Name: cmp.Or(sc.Label, sc.ID), Description: desc})
+		methods = append(methods, wire.AuthMethod{ID: sc.ID, Name: cmp.Or(sc.Label, sc.ID), Description: desc, Type: "agent",
+			Meta: map[string]any{"agentauth.dev/oauth": h.metadata(sc)}})
 	}
 	res["resourceMetadata"] = rm
 	res["agentCapabilities"] = map[string]any{"getAuthState": true, "auth": map[string]bool{"status": true}}
+	if d == wire.DialectACP {
+		// ACP capabilities are objects whose presence is the flag.
+		res["agentCapabilities"] = map[string]any{"getAuthState": true, "auth": map[string]any{"logout": struct{}{}}}
+	}
 	res["authMethods"] = methods
 	return res, d, root, nil
 }
@@ -559,6 +580,9 @@ func (h *Host) candidates(p wire.AuthenticateParams) ([]*scheme, *wire.Error) {
 	if p.Resource != "" && p.Resource != h.cfg.Resource {
 		return nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: unknown resource %q (this host is %s)", p.Resource, h.cfg.Resource)
 	}
+	if p.SchemeID == "" {
+		p.SchemeID = p.MethodID
+	}
 	if p.SchemeID != "" {
 		sc := h.byID[p.SchemeID]
 		if sc == nil {
@@ -571,7 +595,7 @@ func (h *Host) candidates(p wire.AuthenticateParams) ([]*scheme, *wire.Error) {
 		return []*scheme{sc}, nil
 	}
 	if p.Resource == "" {
-		return nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: authenticate needs schemeId or resource")
+		return nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: authenticate needs methodId (ACP), schemeId or resource")
 	}
 	return h.schemes, nil
 }
@@ -590,8 +614,11 @@ func (s *session) authenticate(ctx context.Context, params json.RawMessage) (any
 		return nil, rerr
 	}
 	s.mu.Lock()
-	published := s.dialect == wire.DialectPublished
+	published, acp := s.dialect == wire.DialectPublished, s.dialect == wire.DialectACP
 	s.mu.Unlock()
+	if acp {
+		return s.authenticateACP(ctx, cands[0], p)
+	}
 	if p.Token == "" && published {
 		// The shipped host refuses an empty token: the published dialect
 		// has no sign-out.
@@ -620,6 +647,40 @@ func (s *session) authenticate(ctx context.Context, params json.RawMessage) (any
 		return wire.AuthenticateResult{Authenticated: &yes}, nil
 	case len(chs) > 0:
 		return nil, h.authRequired(chs)
+	default:
+		return nil, wire.Errorf(wire.CodeInternalError, "internal error: cannot validate the token: %v", err)
+	}
+}
+
+// authenticateACP answers ACP's authenticate {methodId} for an agent-type
+// method: the agent authenticates with the token the client handed it
+// under _meta (ACPTokenMetaKey), or with the grant the connection already
+// holds; otherwise -32000 says what is missing.
+func (s *session) authenticateACP(ctx context.Context, sc *scheme, p wire.AuthenticateParams) (any, *wire.Error) {
+	h := s.h
+	token, _ := p.Meta[wire.ACPTokenMetaKey].(string)
+	if token == "" {
+		token = p.Token
+	}
+	if token == "" {
+		if s.table().view(h.now())[sc.ID].grant != nil {
+			return struct{}{}, nil
+		}
+		ch := h.challenge(sc, schemeStatus{})
+		ch.ErrorDescription = fmt.Sprintf("no credential for method %s: obtain a token for %s from %s (agentauth login) and pass it in authenticate's _meta[%q]",
+			sc.ID, h.cfg.Resource, strings.Join(sc.AuthorizationServers, ", "), wire.ACPTokenMetaKey)
+		e := *h.authRequired([]wire.Challenge{ch})
+		e.Code, e.Message = wire.CodeACPAuthRequired, "Authentication required: "+ch.ErrorDescription
+		return nil, &e
+	}
+	g, chs, err := s.accept(ctx, []*scheme{sc}, token)
+	switch {
+	case g != nil:
+		return struct{}{}, nil // ACP AuthenticateResponse: {}
+	case len(chs) > 0:
+		e := *h.authRequired(chs)
+		e.Code = wire.CodeACPAuthRequired
+		return nil, &e
 	default:
 		return nil, wire.Errorf(wire.CodeInternalError, "internal error: cannot validate the token: %v", err)
 	}

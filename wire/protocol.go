@@ -27,6 +27,9 @@ const (
 	MethodSubscribe   = "subscribe"
 	MethodUnsubscribe = "unsubscribe"
 
+	// MethodLogout is ACP's logout (agentCapabilities.auth.logout).
+	MethodLogout = "logout"
+
 	MethodCreateSession  = "createSession"
 	MethodListSessions   = "listSessions"
 	MethodDisposeSession = "disposeSession"
@@ -44,14 +47,30 @@ const (
 	// DialectPublished is AHP 0.9: protocolVersions, protectedResources,
 	// {resource, token}, auth/required.
 	DialectPublished
+	// DialectACP is the Agent Client Protocol: protocolVersion 1 with
+	// clientCapabilities or clientInfo, authenticate {methodId}, -32000
+	// AuthRequired, logout.
+	DialectACP
 )
 
 func (d Dialect) String() string {
-	if d == DialectPublished {
+	switch d {
+	case DialectPublished:
 		return "published"
+	case DialectACP:
+		return "acp"
 	}
 	return "design"
 }
+
+// CodeACPAuthRequired is ACP's AuthRequired error code (ErrorCode
+// auth_required in the ACP schema).
+const CodeACPAuthRequired = -32000
+
+// ACPTokenMetaKey is the _meta key under which an ACP client may hand
+// authenticate a bearer token for an agent-type method (ACP
+// extensibility: _meta).
+const ACPTokenMetaKey = "agentauth.dev/token"
 
 // DesignProtocolVersion is the design dialect's protocol version number.
 const DesignProtocolVersion = 1
@@ -81,12 +100,18 @@ type InitializeParams struct {
 	// InitialSubscriptions are the channels the published dialect's client
 	// subscribes to in the handshake; the host answers a snapshot for each.
 	InitialSubscriptions []string `json:"initialSubscriptions,omitempty"`
+	// ClientCapabilities and ClientInfo mark an ACP client.
+	ClientCapabilities json.RawMessage `json:"clientCapabilities,omitempty"`
+	ClientInfo         json.RawMessage `json:"clientInfo,omitempty"`
 }
 
 // Dialect reports which dialect the params ask for.
 func (p InitializeParams) Dialect() Dialect {
-	if len(p.ProtocolVersions) > 0 {
+	switch {
+	case len(p.ProtocolVersions) > 0:
 		return DialectPublished
+	case p.ClientCapabilities != nil || p.ClientInfo != nil:
+		return DialectACP
 	}
 	return DialectDesign
 }
@@ -108,11 +133,15 @@ type ResourceMetadata struct {
 	AuthSchemes []AuthScheme `json:"authSchemes"`
 }
 
-// AuthMethod is an ACP-style auth method advertisement.
+// AuthMethod is an ACP auth method advertisement. agentauth's are of
+// Type "agent" (the agent authenticates), with what a client needs to
+// obtain a token under Meta["agentauth.dev/oauth"].
 type AuthMethod struct {
-	ID          string `json:"id"`
-	Name        string `json:"name"`
-	Description string `json:"description,omitempty"`
+	ID          string         `json:"id"`
+	Name        string         `json:"name"`
+	Description string         `json:"description,omitempty"`
+	Type        string         `json:"type,omitempty"`
+	Meta        map[string]any `json:"_meta,omitempty"`
 }
 
 // AgentCapabilities advertises the optional queries.
@@ -228,6 +257,10 @@ type AuthenticateParams struct {
 	Token     string   `json:"token"`
 	Scopes    []string `json:"scopes,omitempty"`
 	ExpiresIn *int64   `json:"expiresIn,omitempty"`
+	// MethodID is ACP's authenticate param; Meta may carry a token under
+	// ACPTokenMetaKey.
+	MethodID string         `json:"methodId,omitempty"`
+	Meta     map[string]any `json:"_meta,omitempty"`
 }
 
 // AuthenticateResult is authenticate's success result: the design

@@ -1,0 +1,68 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/agentauth/agentauth/wire"
+)
+
+// TestACPDialect: an initialize with clientCapabilities is ACP's: the
+// agent's latest version for an unknown one, agentInfo, typed auth
+// methods, auth.logout as an object; authenticate by methodId; -32000 on
+// gated calls; logout.
+func TestACPDialect(t *testing.T) {
+	ctx := context.Background()
+	h := newTestHost(t, baseConfig, Options{Version: "1.2.3"})
+	c := dial(t, h)
+	var init struct {
+		ProtocolVersion   int               `json:"protocolVersion"`
+		AgentInfo         map[string]string `json:"agentInfo"`
+		AgentCapabilities struct {
+			Auth map[string]json.RawMessage `json:"auth"`
+		} `json:"agentCapabilities"`
+		AuthMethods []wire.AuthMethod `json:"authMethods"`
+	}
+	if err := c.Call(ctx, wire.MethodInitialize, map[string]any{"protocolVersion": 99, "clientCapabilities": map[string]any{}}, &init); err != nil {
+		t.Fatal(err)
+	}
+	if init.ProtocolVersion != 1 || init.AgentInfo["version"] != "1.2.3" || string(init.AgentCapabilities.Auth["logout"]) != "{}" {
+		t.Errorf("initialize = %+v", init)
+	}
+	if len(init.AuthMethods) != 1 || init.AuthMethods[0].Type != "agent" || init.AuthMethods[0].Meta["agentauth.dev/oauth"] == nil {
+		t.Errorf("authMethods = %+v", init.AuthMethods)
+	}
+	code := func(err error) int {
+		var rpc *wire.Error
+		if !errors.As(err, &rpc) {
+			t.Fatalf("err = %v, want a JSON-RPC error", err)
+		}
+		return rpc.Code
+	}
+	if got := code(c.Call(ctx, wire.MethodWhoami, nil, nil)); got != wire.CodeACPAuthRequired {
+		t.Errorf("gated call before authenticate: %d", got)
+	}
+	if got := code(c.Call(ctx, wire.MethodAuthenticate, map[string]any{"methodId": "dev"}, nil)); got != wire.CodeACPAuthRequired {
+		t.Errorf("authenticate without a credential: %d", got)
+	}
+	var res json.RawMessage
+	if err := c.Call(ctx, wire.MethodAuthenticate, map[string]any{"methodId": "dev", "_meta": map[string]string{wire.ACPTokenMetaKey: "t-alice"}}, &res); err != nil || string(res) != "{}" {
+		t.Fatalf("authenticate = %s, %v", res, err)
+	}
+	if err := c.Call(ctx, wire.MethodWhoami, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Call(ctx, wire.MethodLogout, map[string]any{}, &res); err != nil || string(res) != "{}" {
+		t.Fatalf("logout = %s, %v", res, err)
+	}
+	if got := code(c.Call(ctx, wire.MethodWhoami, nil, nil)); got != wire.CodeACPAuthRequired {
+		t.Errorf("gated call after logout: %d", got)
+	}
+	// The design dialect has no logout.
+	d := initialized(t, h, wire.DialectDesign)
+	if got := code(d.Call(ctx, wire.MethodLogout, map[string]any{}, nil)); got != wire.CodeMethodNotFound {
+		t.Errorf("design logout: %d", got)
+	}
+}
