@@ -6,7 +6,13 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/rogpeppe/go-internal/testscript"
 )
 
 // The ahp_*.txtar scripts' helper: ahp-shipped-host, a fake agent host
@@ -17,8 +23,38 @@ import (
 // 5299191f6344eeed3341803593b8b50d9183bb20), never from agentauth's types:
 // snapshots only for subscribed channels, authenticate answers {}, -32007
 // carries {resources}, ping answers null.
+//
+// sighup WORD sends SIGHUP to the processes started in this script's
+// directory whose command line holds WORD (Linux /proc; testscript's kill
+// knows only INT and KILL).
 func init() {
 	scriptPrograms["ahp-shipped-host"] = ahpShippedHostMain
+	scriptCmds["sighup"] = sigHup
+}
+
+func sigHup(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: sighup WORD")
+	}
+	dir, _ := filepath.EvalSymlinks(ts.Getenv("WORK"))
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	sent := 0
+	for _, p := range procs {
+		cwd, err := os.Readlink(p + "/cwd")
+		if err != nil || cwd != dir {
+			continue
+		}
+		cmdline, _ := os.ReadFile(p + "/cmdline")
+		if !strings.Contains(string(cmdline), args[0]) {
+			continue
+		}
+		pid, _ := strconv.Atoi(filepath.Base(p))
+		ts.Check(syscall.Kill(pid, syscall.SIGHUP))
+		sent++
+	}
+	if sent == 0 {
+		ts.Fatalf("no process in %s runs %q", dir, args[0])
+	}
 }
 
 func ahpShippedHostMain() {

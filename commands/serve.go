@@ -457,6 +457,11 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 		}
 	}
 
+	if opts.ConfigPath != "" {
+		stopReload := reloadOnHangup(ctx, opts, h, embedded, issuerOrigin, logger)
+		defer stopReload()
+	}
+
 	var srv *http.Server
 	served := make(chan error, 1)
 	if listening {
@@ -599,6 +604,41 @@ func newHTTPServer(h http.Handler, logger *slog.Logger) *http.Server {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
+}
+
+// reloadOnHangup re-reads --config on SIGHUP and puts it in force
+// (host.Reload). A config that does not parse or check is refused, with the
+// key named, and the running one stays in force; so is one that would need
+// the embedded issuer when it is not running. It returns the function that
+// stops listening for SIGHUP.
+func reloadOnHangup(ctx context.Context, opts *ServeOptions, h *host.Host, embedded bool, issuerOrigin string, logger *slog.Logger) func() {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-done:
+				return
+			case <-hup:
+			}
+			cfg, err := serveConfig(opts)
+			switch {
+			case err != nil:
+			case usesEmbeddedIssuer(cfg) && !embedded:
+				err = errors.New(`a scheme names "embedded" and the embedded issuer is not running; restart serve to start it`)
+			default:
+				cfg.Resolve(issuerOrigin)
+				err = h.Reload(cfg)
+			}
+			if err != nil {
+				logger.Error("config reload refused; the running config stays in force", "err", err)
+			}
+		}
+	}()
+	return func() { signal.Stop(hup); close(done) }
 }
 
 // serveConfig loads --config, or builds the built-in configuration: one

@@ -223,7 +223,7 @@ func (s *session) handle(ctx context.Context, data []byte) {
 	case m.Method == wire.MethodSubscribe && published:
 		result, rerr = s.subscribe(m.Params)
 	case m.Method == wire.MethodLogout && acp:
-		for _, sc := range h.schemes {
+		for _, sc := range h.r().schemes {
 			h.release(s.table(), sc, s)
 		}
 		h.log.Info("auth decision", "conn", s.id, "outcome", "logged out")
@@ -354,7 +354,7 @@ func subjectOf(v authView, id string) string {
 // principal is whom agent sessions belong to: the subject of the first
 // live grant in config order.
 func (h *Host) principal(v authView) string {
-	for _, sc := range h.schemes {
+	for _, sc := range h.r().schemes {
 		if g := v[sc.ID].grant; g != nil {
 			return g.Subject
 		}
@@ -364,7 +364,7 @@ func (h *Host) principal(v authView) string {
 
 func (h *Host) whoami(v authView) map[string][]wire.WhoamiScheme {
 	out := []wire.WhoamiScheme{}
-	for _, sc := range h.schemes {
+	for _, sc := range h.r().schemes {
 		g := v[sc.ID].grant
 		if g == nil {
 			continue
@@ -393,15 +393,15 @@ func hasChannel(params json.RawMessage) bool {
 
 // rootSnapshot is the published dialect's root channel state: one agent
 // whose AgentInfo (AHP types/channels-root/state.ts) lists a protected
-// resource per scheme. The host keeps no action log, so fromSeq is 0.
+// resource per scheme. fromSeq is the serverSeq it reflects.
 func (h *Host) rootSnapshot() wire.Snapshot {
 	prs := []wire.ProtectedResourceMetadata{}
-	for _, sc := range h.schemes {
+	for _, sc := range h.r().schemes {
 		prs = append(prs, h.metadata(sc))
 	}
 	agent := wire.SnapshotAgent{Provider: "agentauth", DisplayName: "agentauth", Description: "agentauth agent host for " + h.cfg.Resource,
 		Models: []json.RawMessage{}, ProtectedResources: prs}
-	return wire.Snapshot{Resource: wire.RootChannel, State: wire.SnapshotState{Agents: []wire.SnapshotAgent{agent}}}
+	return wire.Snapshot{Resource: wire.RootChannel, State: wire.SnapshotState{Agents: []wire.SnapshotAgent{agent}}, FromSeq: h.seq.Load()}
 }
 
 // initialize answers both dialects (PROTOCOL.md "initialize"): the design
@@ -417,7 +417,7 @@ func (h *Host) initialize(params json.RawMessage) (any, wire.Dialect, bool, *wir
 	}
 	d := p.Dialect()
 	root := false
-	res := map[string]any{"serverSeq": 0, "snapshots": []wire.Snapshot{}}
+	res := map[string]any{"serverSeq": h.seq.Load(), "snapshots": []wire.Snapshot{}}
 	if d == wire.DialectPublished {
 		v, ok := negotiate(p.ProtocolVersions)
 		if !ok {
@@ -452,7 +452,7 @@ func (h *Host) initialize(params json.RawMessage) (any, wire.Dialect, bool, *wir
 	}
 	rm := wire.ResourceMetadata{Resource: h.cfg.Resource, AuthSchemes: []wire.AuthScheme{}}
 	methods := []wire.AuthMethod{}
-	for _, sc := range h.schemes {
+	for _, sc := range h.r().schemes {
 		as := sc.AuthorizationServers
 		if as == nil {
 			as = []string{}
@@ -584,10 +584,10 @@ func (h *Host) candidates(p wire.AuthenticateParams) ([]*scheme, *wire.Error) {
 		p.SchemeID = p.MethodID
 	}
 	if p.SchemeID != "" {
-		sc := h.byID[p.SchemeID]
+		sc := h.r().byID[p.SchemeID]
 		if sc == nil {
-			ids := make([]string, len(h.schemes))
-			for i, s := range h.schemes {
+			ids := make([]string, len(h.r().schemes))
+			for i, s := range h.r().schemes {
 				ids[i] = s.ID
 			}
 			return nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: unknown schemeId %q (declared: %s)", p.SchemeID, strings.Join(ids, ", "))
@@ -597,7 +597,7 @@ func (h *Host) candidates(p wire.AuthenticateParams) ([]*scheme, *wire.Error) {
 	if p.Resource == "" {
 		return nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: authenticate needs methodId (ACP), schemeId or resource")
 	}
-	return h.schemes, nil
+	return h.r().schemes, nil
 }
 
 // authenticate validates a token eagerly (PROTOCOL.md "authenticate"). A
@@ -718,13 +718,13 @@ func (s *session) setAuthToken(ctx context.Context, params json.RawMessage) {
 	h := s.h
 	h.log.Warn("setAuthToken is deprecated: use the authenticate request instead", "conn", s.id)
 	var cands []*scheme
-	for _, sc := range h.schemes {
+	for _, sc := range h.r().schemes {
 		if sc.IsRequired() {
 			cands = append(cands, sc)
 		}
 	}
 	if len(cands) == 0 {
-		cands = h.schemes
+		cands = h.r().schemes
 	}
 	token, err := wire.ParseSetAuthToken(params)
 	var chs []wire.Challenge
@@ -749,7 +749,7 @@ func (s *session) setAuthToken(ctx context.Context, params json.RawMessage) {
 		}
 	}
 	for i, ch := range chs {
-		s.push(h.byID[ch.SchemeID], wire.StateRequired, &chs[i])
+		s.push(h.r().byID[ch.SchemeID], wire.StateRequired, &chs[i])
 	}
 }
 
