@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/agentauth/agentauth/wire"
@@ -64,5 +65,27 @@ func TestACPDialect(t *testing.T) {
 	d := initialized(t, h, wire.DialectDesign)
 	if got := code(d.Call(ctx, wire.MethodLogout, map[string]any{}, nil)); got != wire.CodeMethodNotFound {
 		t.Errorf("design logout: %d", got)
+	}
+}
+
+// TestPublishedExpiresIn: a token without an expiry held for expiresIn
+// seconds (AHP authenticate), then pushed as auth/required "expired".
+func TestPublishedExpiresIn(t *testing.T) {
+	ctx := context.Background()
+	h := newTestHost(t, baseConfig, Options{})
+	c := initialized(t, h, wire.DialectPublished)
+	one := int64(1)
+	var res json.RawMessage
+	if err := c.Call(ctx, wire.MethodAuthenticate, wire.AuthenticateParams{Channel: wire.RootChannel, Resource: h.Resource(), Token: "t-alice", ExpiresIn: &one}, &res); err != nil || string(res) != "{}" {
+		t.Fatalf("authenticate = %s, %v", res, err)
+	}
+	if m := nextPush(t, c); m.Method != wire.MethodAuthRequired || !strings.Contains(string(m.Params), `"reason":"expired"`) {
+		t.Errorf("push = %s %s", m.Method, m.Params)
+	}
+	zero := int64(0)
+	err := c.Call(ctx, wire.MethodAuthenticate, wire.AuthenticateParams{Channel: wire.RootChannel, Resource: h.Resource(), Token: "t-alice", ExpiresIn: &zero}, nil)
+	var rpc *wire.Error
+	if !errors.As(err, &rpc) || rpc.Code != wire.CodeInvalidParams {
+		t.Errorf("expiresIn 0: %v", err)
 	}
 }

@@ -609,6 +609,9 @@ func (s *session) authenticate(ctx context.Context, params json.RawMessage) (any
 	if err := json.Unmarshal(params, &p); err != nil {
 		return nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: %v", err)
 	}
+	if p.ExpiresIn != nil && *p.ExpiresIn <= 0 {
+		return nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: expiresIn must be a positive number of seconds, not %d", *p.ExpiresIn)
+	}
 	cands, rerr := h.candidates(p)
 	if rerr != nil {
 		return nil, rerr
@@ -638,7 +641,7 @@ func (s *session) authenticate(ctx context.Context, params json.RawMessage) (any
 		no := false
 		return wire.AuthenticateResult{Authenticated: &no}, nil
 	}
-	g, chs, err := s.accept(ctx, cands, p.Token)
+	g, chs, err := s.accept(ctx, cands, p.Token, p.ExpiresIn)
 	switch {
 	case g != nil && published:
 		return struct{}{}, nil // AHP AuthenticateResult: {}
@@ -673,7 +676,7 @@ func (s *session) authenticateACP(ctx context.Context, sc *scheme, p wire.Authen
 		e.Code, e.Message = wire.CodeACPAuthRequired, "Authentication required: "+ch.ErrorDescription
 		return nil, &e
 	}
-	g, chs, err := s.accept(ctx, []*scheme{sc}, token)
+	g, chs, err := s.accept(ctx, []*scheme{sc}, token, nil)
 	switch {
 	case g != nil:
 		return struct{}{}, nil // ACP AuthenticateResponse: {}
@@ -687,15 +690,22 @@ func (s *session) authenticateACP(ctx context.Context, sc *scheme, p wire.Authen
 }
 
 // accept validates token against each candidate in turn and holds the
-// first grant. Otherwise it returns a challenge per rejecting scheme, or
-// the error that kept the token from being checked.
-func (s *session) accept(ctx context.Context, cands []*scheme, token string) (*Grant, []wire.Challenge, error) {
+// first grant; a grant without an expiry takes expiresIn seconds from now
+// when given (AHP authenticate's expiresIn). Otherwise it returns a
+// challenge per rejecting scheme, or the error that kept the token from
+// being checked.
+func (s *session) accept(ctx context.Context, cands []*scheme, token string, expiresIn *int64) (*Grant, []wire.Challenge, error) {
 	h := s.h
 	var chs []wire.Challenge
 	var failure error
 	for _, sc := range cands {
 		g, err := h.validate(ctx, sc, token, false)
 		if err == nil {
+			if g.Expiry.IsZero() && expiresIn != nil && *expiresIn > 0 {
+				cp := *g
+				cp.Expiry = h.now().Add(time.Duration(*expiresIn) * time.Second)
+				g = &cp
+			}
 			h.hold(s.table(), sc, token, g, s)
 			h.log.Info("auth decision", "conn", s.id, "scheme", sc.ID, "subject", g.Subject, "outcome", "accepted")
 			return g, nil, nil
@@ -739,7 +749,7 @@ func (s *session) setAuthToken(ctx context.Context, params json.RawMessage) {
 		chs = []wire.Challenge{h.challenge(cands[0], schemeStatus{})}
 	default:
 		var g *Grant
-		g, chs, err = s.accept(ctx, cands, token)
+		g, chs, err = s.accept(ctx, cands, token, nil)
 		if g != nil {
 			return
 		}
