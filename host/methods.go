@@ -222,6 +222,8 @@ func (s *session) handle(ctx context.Context, data []byte) {
 		rerr = wire.Errorf(early, "invalid request: call initialize before %s", m.Method)
 	case m.Method == wire.MethodSubscribe && published:
 		result, rerr = s.subscribe(m.Params)
+	case published && slices.Contains([]string{wire.MethodCreateSession, wire.MethodListSessions, wire.MethodDisposeSession}, m.Method):
+		result, rerr = s.shippedSession(ctx, m.Method, m.Params)
 	case m.Method == wire.MethodLogout && acp:
 		for _, sc := range h.r().schemes {
 			h.release(s.table(), sc, s)
@@ -308,7 +310,7 @@ func (h *Host) call(ctx context.Context, method string, params json.RawMessage, 
 		}
 		return params, nil
 	case wire.MethodCreateSession:
-		s, rerr, err := h.sessions.create(ctx, owner, h.now())
+		s, rerr, err := h.sessions.create(ctx, owner, "", h.now())
 		if err != nil {
 			h.log.Error("createSession failed", append(who, "err", err)...)
 			return nil, rerr
@@ -824,17 +826,21 @@ func putTx(tx state.Tx, owner string, all []agentSession) error {
 	return tx.Put(kindAgentSessions, owner, b, time.Time{})
 }
 
-// create adds a session for owner, or fails once owner holds
-// maxSessionsPerOwner.
-func (a *agentSessions) create(ctx context.Context, owner string, now time.Time) (agentSession, *wire.Error, error) {
+// create adds a session for owner, named id (or a new sN when id is
+// empty), or fails once owner holds maxSessionsPerOwner or already holds
+// id.
+func (a *agentSessions) create(ctx context.Context, owner, id string, now time.Time) (agentSession, *wire.Error, error) {
 	var s agentSession
-	full := false
+	full, exists := false, false
 	err := a.store.Update(ctx, func(tx state.Tx) error {
 		all, err := listTx(tx, owner)
 		if err != nil {
 			return err
 		}
 		if full = len(all) >= maxSessionsPerOwner; full {
+			return nil
+		}
+		if exists = slices.ContainsFunc(all, func(s agentSession) bool { return s.ID == id }); exists {
 			return nil
 		}
 		n := 0
@@ -847,7 +853,7 @@ func (a *agentSessions) create(ctx context.Context, owner string, now time.Time)
 		if err := tx.Put(kindAgentSessionSeq, agentSessionSeqKey, []byte(strconv.Itoa(n)), time.Time{}); err != nil {
 			return err
 		}
-		s = agentSession{ID: fmt.Sprintf("s%d", n), Owner: owner, CreatedAt: now.UTC().Format(time.RFC3339)}
+		s = agentSession{ID: cmp.Or(id, fmt.Sprintf("s%d", n)), Owner: owner, CreatedAt: now.UTC().Format(time.RFC3339)}
 		return putTx(tx, owner, append(all, s))
 	})
 	switch {
@@ -856,8 +862,87 @@ func (a *agentSessions) create(ctx context.Context, owner string, now time.Time)
 	case full:
 		return agentSession{}, wire.Errorf(codeSessionLimit, "cannot create a session: %q already has %d live sessions, the most one user may hold; dispose of one first with disposeSession (listSessions lists them)",
 			owner, maxSessionsPerOwner), nil
+	case exists:
+		return agentSession{}, wire.Errorf(codeSessionAlreadyExists, "cannot create session %s: it already exists; choose a new URI (ahp-session:/<uuid>)", id), nil
 	}
 	return s, nil, nil
+}
+
+// AHP's session error codes (types/common/errors.ts).
+const (
+	codeSessionNotFound      = -32001
+	codeProviderNotFound     = -32002
+	codeSessionAlreadyExists = -32003
+)
+
+// shippedProvider is the provider of the published dialect's one agent.
+const shippedProvider = "agentauth"
+
+// shippedSession answers the published dialect's session commands with
+// the shipped shapes (AHP types/channels-session/commands.ts,
+// channels-root): createSession {channel, provider?} → null,
+// listSessions → {items: SessionSummary[]}, disposeSession {channel} →
+// null. They are gated like the design dialect's.
+func (s *session) shippedSession(ctx context.Context, method string, params json.RawMessage) (any, *wire.Error) {
+	h := s.h
+	v := s.table().view(h.now())
+	if rerr := h.gate(method, v); rerr != nil {
+		return nil, rerr
+	}
+	owner := h.principal(v)
+	var p struct {
+		Channel  string `json:"channel"`
+		Provider string `json:"provider"`
+	}
+	if len(params) > 0 {
+		if err := json.Unmarshal(params, &p); err != nil {
+			return nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: %v", err)
+		}
+	}
+	null := json.RawMessage("null")
+	switch method {
+	case wire.MethodCreateSession:
+		if p.Channel == "" || p.Channel == wire.RootChannel {
+			return nil, wire.Errorf(wire.CodeInvalidParams, `invalid params: createSession needs {"channel": "ahp-session:/<uuid>"}, a URI of the client's choosing`)
+		}
+		if p.Provider != "" && p.Provider != shippedProvider {
+			return nil, wire.Errorf(codeProviderNotFound, "no agent for provider %q: this host's agent is %s", p.Provider, shippedProvider)
+		}
+		_, rerr, err := h.sessions.create(ctx, owner, p.Channel, h.now())
+		if err != nil {
+			h.log.Error("createSession failed", "conn", s.id, "err", err)
+		}
+		if rerr != nil {
+			return nil, rerr
+		}
+		return null, nil
+	case wire.MethodListSessions:
+		all, err := h.sessions.list(ctx, owner)
+		if err != nil {
+			h.log.Error("listSessions failed", "conn", s.id, "err", err)
+			return nil, errSessionStore
+		}
+		items := []map[string]any{}
+		for _, a := range all {
+			t, _ := time.Parse(time.RFC3339, a.CreatedAt)
+			items = append(items, map[string]any{"resource": a.ID, "provider": shippedProvider, "title": a.ID, "status": 1,
+				"createdAt": t.UnixMilli(), "modifiedAt": t.UnixMilli()})
+		}
+		return map[string]any{"items": items}, nil
+	default: // disposeSession
+		if p.Channel == "" {
+			return nil, wire.Errorf(wire.CodeInvalidParams, `invalid params: disposeSession needs {"channel": "<session URI>"}`)
+		}
+		found, err := h.sessions.dispose(ctx, owner, p.Channel)
+		if err != nil {
+			h.log.Error("disposeSession failed", "conn", s.id, "err", err)
+			return nil, errSessionStore
+		}
+		if !found {
+			return nil, wire.Errorf(codeSessionNotFound, "no session %s: listSessions lists yours", p.Channel)
+		}
+		return null, nil
+	}
 }
 
 func (a *agentSessions) list(ctx context.Context, owner string) ([]agentSession, error) {
