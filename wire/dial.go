@@ -295,3 +295,10 @@ func Authenticate(ctx context.Context, c *Client, d Dialect, r Requirement, toke
 	}
 	return nil
 }
+
+// AuthenticateMethod runs ACP's authenticate {methodId}: {} is a success,
+// and an agent that still lacks a credential answers -32000
+// (CodeACPAuthRequired).
+func AuthenticateMethod(ctx context.Context, c *Client, methodID string) error {
+	return c.Call(ctx, MethodAuthenticate, map[string]string{"methodId": methodID}, nil)
+}

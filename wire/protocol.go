@@ -142,6 +142,12 @@ type AuthMethod struct {
 	Description string         `json:"description,omitempty"`
 	Type        string         `json:"type,omitempty"`
 	Meta        map[string]any `json:"_meta,omitempty"`
+	// VarName and Link describe an ACP env_var method; Args and Env a
+	// terminal method (appended to the agent's own command line).
+	VarName string            `json:"varName,omitempty"`
+	Link    string            `json:"link,omitempty"`
+	Args    []string          `json:"args,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
 }
 
 // AgentCapabilities advertises the optional queries.
