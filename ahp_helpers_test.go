@@ -29,7 +29,54 @@ import (
 // knows only INT and KILL).
 func init() {
 	scriptPrograms["ahp-shipped-host"] = ahpShippedHostMain
+	scriptPrograms["acp-agent"] = acpAgentMain
 	scriptCmds["sighup"] = sigHup
+}
+
+// acpAgentMain is a fake ACP agent over stdio, built from the ACP schema's
+// shapes (agentclientprotocol/agent-client-protocol; the SDK 2.4.0 types in
+// testdata/acp): one auth method of each type, getAuthState, and
+// authenticate {methodId} that succeeds for the agent-type method "oauth"
+// and answers -32000 otherwise.
+func acpAgentMain() {
+	out := json.NewEncoder(os.Stdout)
+	send := func(m map[string]any) { m["jsonrpc"] = "2.0"; out.Encode(m) }
+	authenticated := false
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		var m struct {
+			ID     any `json:"id"`
+			Method string
+			Params map[string]any
+		}
+		if json.Unmarshal(in.Bytes(), &m) != nil || m.ID == nil {
+			continue
+		}
+		switch m.Method {
+		case "initialize":
+			send(map[string]any{"id": m.ID, "result": map[string]any{
+				"protocolVersion":   1,
+				"agentCapabilities": map[string]any{"auth": map[string]any{"logout": map[string]any{}}, "getAuthState": true},
+				"agentInfo":         map[string]any{"name": "acp-agent", "version": "1"},
+				"authMethods": []any{
+					map[string]any{"id": "oauth", "name": "Sign in", "type": "agent"},
+					map[string]any{"id": "api-key", "name": "API key", "type": "env_var", "varName": "ACP_AGENT_KEY", "link": "https://example.com/keys"},
+					map[string]any{"id": "login", "name": "Terminal login", "type": "terminal", "args": []any{"--login"}},
+				}}})
+		case "getAuthState":
+			send(map[string]any{"id": m.ID, "result": map[string]any{"authenticated": authenticated,
+				"authMethods": []any{map[string]any{"authMethodId": "oauth", "authenticated": authenticated, "message": "not signed in"}}}})
+		case "authenticate":
+			if m.Params["methodId"] != "oauth" {
+				send(map[string]any{"id": m.ID, "error": map[string]any{"code": -32000, "message": fmt.Sprintf("Authentication required: method %v is not run by the agent", m.Params["methodId"])}})
+				continue
+			}
+			authenticated = true
+			send(map[string]any{"id": m.ID, "result": map[string]any{}})
+		default:
+			send(map[string]any{"id": m.ID, "error": map[string]any{"code": -32601, "message": "Method not found"}})
+		}
+	}
 }
 
 func sigHup(ts *testscript.TestScript, neg bool, args []string) {
