@@ -108,6 +108,7 @@ func ahpShippedHostMain() {
 	ignoreInitial := flag.Bool("ignore-initial-subscriptions", false, "answer initialize with no snapshot, so that clients must subscribe")
 	as := flag.String("as", "https://github.com/login/oauth", "the authorization server the protected resource names")
 	expire := flag.Bool("expire-after-auth", false, `push auth/required "expired" right after a successful authenticate`)
+	add := flag.Bool("add-after-auth", false, "after a successful authenticate, add a required protected resource (a root/agentsChanged action)")
 	flag.Parse()
 	resource := map[string]any{
 		"resource":              "https://api.github.com",
@@ -170,6 +171,13 @@ func ahpShippedHostMain() {
 		case m.Method == "authenticate":
 			authenticated = true
 			send(map[string]any{"id": m.ID, "result": map[string]any{}})
+			if *add {
+				second := map[string]any{"resource": "https://api.example.com", "authorization_servers": []any{*as}}
+				agent := map[string]any{"provider": "copilot", "displayName": "GitHub Copilot", "description": "AI pair programmer", "models": []any{},
+					"protectedResources": []any{resource, second}}
+				send(map[string]any{"method": "action", "params": map[string]any{"channel": "ahp-root://", "serverSeq": 1,
+					"action": map[string]any{"type": "root/agentsChanged", "agents": []any{agent}}}})
+			}
 			if *expire {
 				authenticated = false
 				send(map[string]any{"method": "auth/required", "params": map[string]any{"channel": "ahp-root://", "resource": resource, "reason": "expired"}})
