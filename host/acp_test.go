@@ -89,3 +89,27 @@ func TestPublishedExpiresIn(t *testing.T) {
 		t.Errorf("expiresIn 0: %v", err)
 	}
 }
+
+// TestAuthenticateScopes: authenticate's scopes narrow the grant, and a
+// scope the token lacks is refused with insufficient_scope.
+func TestAuthenticateScopes(t *testing.T) {
+	ctx := context.Background()
+	h := newTestHost(t, baseConfig, Options{})
+	c := initialized(t, h, wire.DialectPublished)
+	p := wire.AuthenticateParams{Channel: wire.RootChannel, Resource: h.Resource(), Token: "t-admin", Scopes: []string{"agent:use"}}
+	if err := c.Call(ctx, wire.MethodAuthenticate, p, nil); err != nil {
+		t.Fatal(err)
+	}
+	var who map[string][]wire.WhoamiScheme
+	if err := c.Call(ctx, wire.MethodWhoami, nil, &who); err != nil {
+		t.Fatal(err)
+	}
+	if got := who["schemes"]; len(got) != 1 || strings.Join(got[0].Scopes, " ") != "agent:use" {
+		t.Errorf("whoami = %+v, want the grant narrowed to agent:use", got)
+	}
+	p.Scopes = []string{"agent:use", "agent:other"}
+	chs := challenges(t, c.Call(ctx, wire.MethodAuthenticate, p, nil))
+	if len(chs) != 1 || chs[0].Error != wire.ErrInsufficientScope || !strings.Contains(chs[0].ErrorDescription, "agent:other") {
+		t.Errorf("challenges = %+v", chs)
+	}
+}

@@ -643,7 +643,7 @@ func (s *session) authenticate(ctx context.Context, params json.RawMessage) (any
 		no := false
 		return wire.AuthenticateResult{Authenticated: &no}, nil
 	}
-	g, chs, err := s.accept(ctx, cands, p.Token, p.ExpiresIn)
+	g, chs, err := s.accept(ctx, cands, p.Token, p.Scopes, p.ExpiresIn)
 	switch {
 	case g != nil && published:
 		return struct{}{}, nil // AHP AuthenticateResult: {}
@@ -678,7 +678,7 @@ func (s *session) authenticateACP(ctx context.Context, sc *scheme, p wire.Authen
 		e.Code, e.Message = wire.CodeACPAuthRequired, "Authentication required: "+ch.ErrorDescription
 		return nil, &e
 	}
-	g, chs, err := s.accept(ctx, []*scheme{sc}, token, nil)
+	g, chs, err := s.accept(ctx, []*scheme{sc}, token, nil, nil)
 	switch {
 	case g != nil:
 		return struct{}{}, nil // ACP AuthenticateResponse: {}
@@ -692,16 +692,36 @@ func (s *session) authenticateACP(ctx context.Context, sc *scheme, p wire.Authen
 }
 
 // accept validates token against each candidate in turn and holds the
-// first grant; a grant without an expiry takes expiresIn seconds from now
-// when given (AHP authenticate's expiresIn). Otherwise it returns a
-// challenge per rejecting scheme, or the error that kept the token from
-// being checked.
-func (s *session) accept(ctx context.Context, cands []*scheme, token string, expiresIn *int64) (*Grant, []wire.Challenge, error) {
+// first grant. authenticate's scopes, when given, narrow the grant to them
+// (RFC 6749 §3.3: never wider than the token; a scope the token lacks is
+// refused with insufficient_scope), and a grant without an expiry takes
+// expiresIn seconds from now. Otherwise it returns a challenge per
+// rejecting scheme, or the error that kept the token from being checked.
+func (s *session) accept(ctx context.Context, cands []*scheme, token string, scopes []string, expiresIn *int64) (*Grant, []wire.Challenge, error) {
 	h := s.h
 	var chs []wire.Challenge
 	var failure error
 	for _, sc := range cands {
 		g, err := h.validate(ctx, sc, token, false)
+		if err == nil && len(scopes) > 0 {
+			var missing []string
+			for _, want := range scopes {
+				if !slices.Contains(g.Scopes, want) {
+					missing = append(missing, want)
+				}
+			}
+			if len(missing) > 0 {
+				ch := h.challenge(sc, schemeStatus{})
+				ch.Error, ch.Scope = wire.ErrInsufficientScope, wire.JoinScope(scopes)
+				ch.ErrorDescription = "the token does not carry the scopes authenticate asked for: " + wire.JoinScope(missing)
+				h.log.Info("auth decision", "conn", s.id, "scheme", sc.ID, "outcome", "rejected", "reason", ch.ErrorDescription)
+				chs = append(chs, ch)
+				continue
+			}
+			cp := *g
+			cp.Scopes = slices.Compact(slices.Sorted(slices.Values(scopes)))
+			g = &cp
+		}
 		if err == nil {
 			if g.Expiry.IsZero() && expiresIn != nil && *expiresIn > 0 {
 				cp := *g
@@ -751,7 +771,7 @@ func (s *session) setAuthToken(ctx context.Context, params json.RawMessage) {
 		chs = []wire.Challenge{h.challenge(cands[0], schemeStatus{})}
 	default:
 		var g *Grant
-		g, chs, err = s.accept(ctx, cands, token, nil)
+		g, chs, err = s.accept(ctx, cands, token, nil, nil)
 		if g != nil {
 			return
 		}
