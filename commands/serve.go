@@ -131,6 +131,18 @@ func serveCommand(f *Factory, run func(context.Context, *ServeOptions) error) *c
 with RFC 6750 challenges, and the host pushes notify/authRequired (or
 auth/required) when a token expires or is revoked.
 
+Three dialects, chosen per connection by initialize's params: the design
+dialect (protocolVersion 1); the Agent Host Protocol as shipped
+(protocolVersions, e.g. ["0.9.0"]: root channel ahp-root:// with
+initialSubscriptions, subscribe and unsubscribe, authenticate {resource,
+token} answered {}); and ACP (clientCapabilities or clientInfo: typed
+authMethods, authenticate {methodId}, -32000 AuthRequired, logout).
+
+SIGHUP re-reads --config: added, changed and removed schemes take effect at
+once and are pushed (notify/authRequired "required", or a root/agentsChanged
+action to root channel subscribers). A config that does not parse is
+refused, with the key named in the log, and the running one stays.
+
 On one listener (default 127.0.0.1:7777):
   /, /ws                                    WebSocket upgrades
   POST /mcp                                 JSON-RPC with a bearer token per request (MCP-style)
