@@ -40,6 +40,8 @@ type TargetInfo struct {
 	Legacy       bool
 	Warnings     []string
 	Requirements []*RequirementInfo
+	// AuthMethods are the ACP auth methods the agent advertises.
+	AuthMethods []wire.AuthMethod
 	// host is the agent host's connection, kept open until Close: a stdio
 	// host's embedded issuer lives only as long as the child process.
 	host *wire.Client
@@ -93,7 +95,8 @@ func Discover(ctx context.Context, hc *http.Client, stderr io.Writer, target str
 	for _, req := range res.Requirements() {
 		info.Requirements = append(info.Requirements, &RequirementInfo{Requirement: req})
 	}
-	if len(info.Requirements) == 0 {
+	info.AuthMethods = res.AuthMethods
+	if len(info.Requirements) == 0 && len(info.AuthMethods) == 0 {
 		info.Warnings = append(info.Warnings, wire.RedactTarget(target)+" declares no auth requirement")
 	}
 	for _, r := range info.Requirements {

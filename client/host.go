@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -143,11 +144,20 @@ func ParseAuthNotification(m *wire.Message, reqs []wire.Requirement) (AuthNotifi
 		}
 		schemeID, resource, n.State, n.Challenge = p.SchemeID, p.Resource, p.State, p.Challenge
 	case wire.MethodAuthRequired:
-		var p wire.AuthRequiredParams
+		// resource is the RFC 9728 metadata, or in older AHP texts its
+		// bare identifier.
+		var p struct {
+			Resource json.RawMessage `json:"resource"`
+			Reason   string          `json:"reason"`
+		}
 		if json.Unmarshal(m.Params, &p) != nil {
 			return n, false
 		}
-		schemeID, resource, n.State = p.Resource.SchemeID, p.Resource.Resource, p.Reason
+		var md wire.ProtectedResourceMetadata
+		if json.Unmarshal(p.Resource, &md) != nil && json.Unmarshal(p.Resource, &md.Resource) != nil {
+			return n, false
+		}
+		schemeID, resource, n.State = md.SchemeID, md.Resource, cmp.Or(p.Reason, wire.StateRequired)
 	default:
 		return n, false
 	}

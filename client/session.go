@@ -59,6 +59,10 @@ func (cl *Client) OpenHostWith(ctx context.Context, target string, noStore bool,
 		c.Close()
 		return nil, nil, fmt.Errorf("cannot read the initialize result: %w", err)
 	}
+	if err := wire.SubscribeRoot(ctx, c, &res); err != nil {
+		c.Close()
+		return nil, nil, err
+	}
 	s.HostConn = &HostConn{Client: c, Dialect: res.Dialect(), Init: &res, Reqs: res.Requirements()}
 	return s, raw, nil
 }
@@ -203,42 +207,91 @@ func (s *HostSession) Watch(ctx context.Context, reqs []wire.Requirement, report
 		if !ok {
 			return fmt.Errorf("%s closed the connection", wire.RedactTarget(s.Target))
 		}
-		n, ok := ParseAuthNotification(m, reqs)
-		if !ok {
-			continue
-		}
-		if err := report(WatchEvent{Notification: n}); err != nil {
-			return err
-		}
-		if n.State == wire.StateAuthenticated {
-			continue
-		}
-		c := s.held[n.Req.SchemeID]
-		if c == nil {
-			if !n.Req.Required {
-				continue
+		var pushes []AuthNotification
+		if added, ok := AgentsChanged(m, reqs); ok {
+			// A requirement the host added is a "required" push of its own.
+			reqs = append(reqs, added...)
+			s.Reqs = reqs
+			for _, r := range added {
+				pushes = append(pushes, AuthNotification{Req: r, State: wire.StateRequired})
 			}
-			return &AuthError{Err: fmt.Errorf("%s is %s and no stored credential can renew it", n.Name(), n.State),
-				Hint: LoginCommand(s.Target, SchemeHint(s.Reqs, n.Req.SchemeID))}
+		} else if n, ok := ParseAuthNotification(m, reqs); ok {
+			pushes = append(pushes, n)
 		}
-		rctx, cancel := context.WithTimeout(ctx, AuthTimeout)
-		var res SchemeResult
-		next, err := s.AuthenticateStored(rctx, s.cs, s.Target, n.Req, c, n.State != wire.StateExpired, &res)
-		cancel()
-		if err != nil {
-			return err
-		}
-		if next != nil {
-			s.held[n.Req.SchemeID] = next
-		}
-		if err := report(WatchEvent{Notification: n, Result: &res}); err != nil {
-			return err
-		}
-		if !res.Accepted && n.Req.Required {
-			return &AuthError{Err: fmt.Errorf("cannot authenticate %s again with %s", n.Name(), wire.RedactTarget(s.Target)),
-				Hint: LoginCommand(s.Target, SchemeHint(s.Reqs, n.Req.SchemeID))}
+		for _, n := range pushes {
+			if err := s.answer(ctx, n, report); err != nil {
+				return err
+			}
 		}
 	}
+}
+
+// answer reports push n and, unless it says authenticated, authenticates
+// its scheme again from the store.
+func (s *HostSession) answer(ctx context.Context, n AuthNotification, report func(WatchEvent) error) error {
+	if err := report(WatchEvent{Notification: n}); err != nil {
+		return err
+	}
+	if n.State == wire.StateAuthenticated {
+		return nil
+	}
+	c := s.held[n.Req.SchemeID]
+	if c == nil {
+		c = CredentialFor(s.Creds, s.Target, n.Req)
+	}
+	if c == nil {
+		if !n.Req.Required {
+			return nil
+		}
+		return &AuthError{Err: fmt.Errorf("%s is %s and no stored credential can renew it", n.Name(), n.State),
+			Hint: LoginCommand(s.Target, SchemeHint(s.Reqs, n.Req.SchemeID))}
+	}
+	rctx, cancel := context.WithTimeout(ctx, AuthTimeout)
+	var res SchemeResult
+	next, err := s.AuthenticateStored(rctx, s.cs, s.Target, n.Req, c, n.State != wire.StateExpired, &res)
+	cancel()
+	if err != nil {
+		return err
+	}
+	if next != nil {
+		s.held[n.Req.SchemeID] = next
+	}
+	if err := report(WatchEvent{Notification: n, Result: &res}); err != nil {
+		return err
+	}
+	if !res.Accepted && n.Req.Required {
+		return &AuthError{Err: fmt.Errorf("cannot authenticate %s again with %s", n.Name(), wire.RedactTarget(s.Target)),
+			Hint: LoginCommand(s.Target, SchemeHint(s.Reqs, n.Req.SchemeID))}
+	}
+	return nil
+}
+
+// AgentsChanged reads the published dialect's root/agentsChanged action
+// (AHP root-channel.md, "Actions") and returns the requirements its agents
+// declare that reqs lacks.
+func AgentsChanged(m *wire.Message, reqs []wire.Requirement) ([]wire.Requirement, bool) {
+	if m.Method != "action" {
+		return nil, false
+	}
+	var p struct {
+		Channel string `json:"channel"`
+		Action  struct {
+			Type   string               `json:"type"`
+			Agents []wire.SnapshotAgent `json:"agents"`
+		} `json:"action"`
+	}
+	if json.Unmarshal(m.Params, &p) != nil || p.Channel != wire.RootChannel || p.Action.Type != "root/agentsChanged" {
+		return nil, false
+	}
+	res := wire.InitializeResult{ProtocolVersion: json.RawMessage(`"0"`),
+		Snapshots: []wire.Snapshot{{Resource: wire.RootChannel, State: wire.SnapshotState{Agents: p.Action.Agents}}}}
+	var added []wire.Requirement
+	for _, r := range res.Requirements() {
+		if !slices.ContainsFunc(reqs, func(o wire.Requirement) bool { return o.SchemeID == r.SchemeID && o.Resource == r.Resource }) {
+			added = append(added, r)
+		}
+	}
+	return added, true
 }
 
 // AuthState asks the host what it holds (getAuthState, or auth/status:

@@ -1,8 +1,10 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/agentauth/agentauth/store"
@@ -162,6 +164,17 @@ func (cl *Client) TargetStatus(ctx context.Context, target string, showToken boo
 	doc.Authenticated = len(failed) == 0
 	if len(failed) > 0 {
 		doc.Failure = AuthFailure(target, declared, failed)
+	}
+	// An ACP agent that declares no requirement of its own answers for
+	// itself through getAuthState (seed 003).
+	if st := doc.HostStateBefore; len(doc.Schemes) == 0 && st != nil && !st.Authenticated {
+		doc.Authenticated = false
+		method := "ID"
+		if i := slices.IndexFunc(st.AuthMethods, func(m wire.AuthMethodState) bool { return !m.Authenticated }); i >= 0 {
+			method = st.AuthMethods[i].AuthMethodID
+		}
+		doc.Failure = &AuthError{Err: fmt.Errorf("%s is not authenticated: %s", wire.RedactTarget(target), cmp.Or(st.Message, "no auth method is authenticated")),
+			Hint: "agentauth authenticate --method " + method + " " + wire.RedactTarget(target)}
 	}
 	return doc, nil
 }

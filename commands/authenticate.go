@@ -3,6 +3,7 @@ package commands
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -24,6 +25,7 @@ type AuthenticateOptions struct {
 
 	Target     string
 	SchemeID   string
+	MethodID   string
 	TokenStdin bool
 	Watch      bool
 	JSON       bool
@@ -73,6 +75,7 @@ Exits 0 only when every required scheme is accepted, 4 otherwise (the login
 command to run is printed on stderr).`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "scheme", Usage: "authenticate only the scheme `ID`", Destination: &opts.SchemeID},
+			&cli.StringFlag{Name: "method", Usage: "ACP agents: send authenticate {methodId: `ID`} and let the agent authenticate itself", Destination: &opts.MethodID},
 			&cli.BoolFlag{Name: "token-stdin", Usage: "authenticate one scheme with a token read from stdin instead of the store", Destination: &opts.TokenStdin},
 			&cli.BoolFlag{Name: "watch", Usage: "stay connected: print auth-state notifications and re-authenticate after expiry", Destination: &opts.Watch},
 			&cli.BoolFlag{Name: "json", Usage: "print the result (and, with --watch, each event) as JSON lines on stdout", Destination: &opts.JSON},
@@ -81,6 +84,9 @@ command to run is printed on stderr).`,
 			var err error
 			if opts.Target, err = targetArg(c); err != nil {
 				return err
+			}
+			if opts.MethodID != "" && (client.IsHTTPTarget(opts.Target) || opts.SchemeID != "" || opts.TokenStdin || opts.Watch) {
+				return usageErrorf("--method applies alone, to an ACP agent (ws://, wss:// or stdio:)")
 			}
 			if client.IsHTTPTarget(opts.Target) {
 				if opts.Watch {
@@ -151,6 +157,9 @@ func runAuthenticate(ctx context.Context, opts *AuthenticateOptions) error {
 	defer cancel()
 	if client.IsHTTPTarget(opts.Target) {
 		return opts.runHTTP(setupCtx, token)
+	}
+	if opts.MethodID != "" {
+		return opts.runMethod(setupCtx)
 	}
 	sess, err := opts.Client.OpenHost(setupCtx, opts.Target, token != "")
 	if err != nil {
@@ -276,4 +285,29 @@ func writeJSONLine(w io.Writer, v any) error {
 	}
 	_, err = fmt.Fprintln(w, string(b))
 	return err
+}
+
+// runMethod sends ACP's authenticate {methodId} to an agent: {} means the
+// agent is authenticated; -32000 (AuthRequired) is exit 4 with the
+// agent's message.
+func (opts *AuthenticateOptions) runMethod(ctx context.Context) error {
+	sess, err := opts.Client.OpenHost(ctx, opts.Target, true)
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	err = wire.AuthenticateMethod(ctx, sess.Client, opts.MethodID)
+	var rpc *wire.Error
+	switch {
+	case errors.As(err, &rpc) && (rpc.Code == wire.CodeACPAuthRequired || rpc.Code == wire.CodeAuthRequired):
+		return &AuthError{Err: fmt.Errorf("cannot authenticate with method %s: %s", opts.MethodID, rpc.Message)}
+	case err != nil:
+		return fmt.Errorf("cannot authenticate with method %s: %w", opts.MethodID, err)
+	}
+	if opts.JSON {
+		fmt.Fprintf(opts.IO.Out, "{\"target\":%q,\"methodId\":%q,\"authenticated\":true}\n", wire.RedactTarget(opts.Target), opts.MethodID)
+		return nil
+	}
+	fmt.Fprintf(opts.IO.ErrOut, "%s %s: authenticated by the agent\n", opts.IO.ErrPainter().Green("✓"), safeText(opts.MethodID))
+	return nil
 }

@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -148,9 +150,60 @@ func printDiscovery(info *client.TargetInfo, w io.Writer, p Painter) {
 		}
 		tw.Flush()
 	}
-	if len(info.Requirements) == 0 {
+	if len(info.Requirements) == 0 && len(info.AuthMethods) > 0 {
+		fmt.Fprintln(w, p.Bold("auth methods"))
+		for _, m := range acpMethodDocs(info) {
+			fmt.Fprintf(w, "  %s (%s): %s\n", safeText(m.ID), m.Type, safeText(m.Name))
+			switch {
+			case m.VarName != "":
+				fmt.Fprintf(w, "    set %s%s\n", safeText(m.VarName), safeText(cmpSuffix(" (get it at ", m.Link, ")")))
+			case m.Command != "":
+				fmt.Fprintf(w, "    run: %s\n", safeText(m.Command))
+			default:
+				fmt.Fprintf(w, "    run: agentauth authenticate --method %s %s\n", safeText(m.ID), safeText(wire.RedactTarget(info.Target)))
+			}
+		}
+	}
+	if len(info.Requirements) == 0 && len(info.AuthMethods) == 0 {
 		fmt.Fprintf(w, "%s declares no auth requirement.\n", wire.RedactTarget(info.Target))
 	}
+}
+
+func cmpSuffix(pre, s, post string) string {
+	if s == "" {
+		return ""
+	}
+	return pre + s + post
+}
+
+// acpMethodDoc is one ACP auth method in discover's output: by type,
+// what the user does (env_var: the variable and its link; terminal: the
+// command to run; agent: authenticate --method).
+type acpMethodDoc struct {
+	ID          string `json:"id"`
+	Name        string `json:"name"`
+	Type        string `json:"type"`
+	Description string `json:"description,omitempty"`
+	VarName     string `json:"varName,omitempty"`
+	Link        string `json:"link,omitempty"`
+	Command     string `json:"command,omitempty"`
+}
+
+func acpMethodDocs(info *client.TargetInfo) []acpMethodDoc {
+	out := []acpMethodDoc{}
+	for _, m := range info.AuthMethods {
+		d := acpMethodDoc{ID: m.ID, Name: m.Name, Type: cmp.Or(m.Type, "agent"), Description: m.Description, VarName: m.VarName, Link: m.Link}
+		if d.Type == "terminal" {
+			var env []string
+			for k, v := range m.Env {
+				env = append(env, k+"="+v)
+			}
+			slices.Sort(env)
+			d.Command = strings.Join(append(append(env, strings.TrimPrefix(info.Target, "stdio:")), m.Args...), " ")
+		}
+		out = append(out, d)
+	}
+	return out
 }
 
 func orNone(s string) string {
@@ -177,6 +230,7 @@ type discoverDoc struct {
 	Legacy       bool             `json:"legacy"`
 	Warnings     []string         `json:"warnings"`
 	Requirements []requirementDoc `json:"requirements"`
+	AuthMethods  []acpMethodDoc   `json:"authMethods,omitempty"`
 }
 
 type requirementDoc struct {
@@ -212,6 +266,9 @@ func discoverDocument(info *client.TargetInfo) discoverDoc {
 		MetadataURL: info.MetadataURL, Legacy: info.Legacy, Warnings: nonNil(info.Warnings), Requirements: []requirementDoc{}}
 	if info.Kind == client.KindAgentHost {
 		doc.Dialect = info.Dialect.String()
+		if len(info.AuthMethods) > 0 && len(info.Requirements) == 0 {
+			doc.AuthMethods = acpMethodDocs(info)
+		}
 	}
 	for _, r := range info.Requirements {
 		rd := requirementDoc{SchemeID: r.SchemeID, Label: r.Label, Resource: r.Resource,

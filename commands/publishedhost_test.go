@@ -100,7 +100,7 @@ func (h *publishedHost) answer(m *wire.Message) (any, *wire.Error) {
 		if !ok {
 			return nil, invalidToken("unknown token")
 		}
-		return wire.AuthenticateResult{Authenticated: true}, nil
+		return struct{}{}, nil // AHP AuthenticateResult: {}
 	case wire.MethodWhoami:
 		h.mu.Lock()
 		defer h.mu.Unlock()

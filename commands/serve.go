@@ -131,6 +131,18 @@ func serveCommand(f *Factory, run func(context.Context, *ServeOptions) error) *c
 with RFC 6750 challenges, and the host pushes notify/authRequired (or
 auth/required) when a token expires or is revoked.
 
+Three dialects, chosen per connection by initialize's params: the design
+dialect (protocolVersion 1); the Agent Host Protocol as shipped
+(protocolVersions, e.g. ["0.9.0"]: root channel ahp-root:// with
+initialSubscriptions, subscribe and unsubscribe, authenticate {resource,
+token} answered {}); and ACP (clientCapabilities or clientInfo: typed
+authMethods, authenticate {methodId}, -32000 AuthRequired, logout).
+
+SIGHUP re-reads --config: added, changed and removed schemes take effect at
+once and are pushed (notify/authRequired "required", or a root/agentsChanged
+action to root channel subscribers). A config that does not parse is
+refused, with the key named in the log, and the running one stays.
+
 On one listener (default 127.0.0.1:7777):
   /, /ws                                    WebSocket upgrades
   POST /mcp                                 JSON-RPC with a bearer token per request (MCP-style)
@@ -457,6 +469,11 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 		}
 	}
 
+	if opts.ConfigPath != "" {
+		stopReload := reloadOnHangup(ctx, opts, h, embedded, issuerOrigin, logger)
+		defer stopReload()
+	}
+
 	var srv *http.Server
 	served := make(chan error, 1)
 	if listening {
@@ -599,6 +616,41 @@ func newHTTPServer(h http.Handler, logger *slog.Logger) *http.Server {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
+}
+
+// reloadOnHangup re-reads --config on SIGHUP and puts it in force
+// (host.Reload). A config that does not parse or check is refused, with the
+// key named, and the running one stays in force; so is one that would need
+// the embedded issuer when it is not running. It returns the function that
+// stops listening for SIGHUP.
+func reloadOnHangup(ctx context.Context, opts *ServeOptions, h *host.Host, embedded bool, issuerOrigin string, logger *slog.Logger) func() {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-done:
+				return
+			case <-hup:
+			}
+			cfg, err := serveConfig(opts)
+			switch {
+			case err != nil:
+			case usesEmbeddedIssuer(cfg) && !embedded:
+				err = errors.New(`a scheme names "embedded" and the embedded issuer is not running; restart serve to start it`)
+			default:
+				cfg.Resolve(issuerOrigin)
+				err = h.Reload(cfg)
+			}
+			if err != nil {
+				logger.Error("config reload refused; the running config stays in force", "err", err)
+			}
+		}
+	}()
+	return func() { signal.Stop(hup); close(done) }
 }
 
 // serveConfig loads --config, or builds the built-in configuration: one

@@ -213,7 +213,20 @@ func runTargetStatus(ctx context.Context, opts *StatusOptions) error {
 // print writes status TARGET's report: the target, then a block per scheme.
 func printTargetStatus(doc *client.TargetStatusDoc, w io.Writer, p Painter) {
 	fmt.Fprintln(w, p.Bold(safeText(doc.Target)))
-	if len(doc.Schemes) == 0 {
+	switch st := doc.HostStateBefore; {
+	case len(doc.Schemes) == 0 && st != nil:
+		// An ACP agent: its own getAuthState answer, per auth method.
+		for _, m := range st.AuthMethods {
+			mark := p.Red("X")
+			if m.Authenticated {
+				mark = p.Green("✓")
+			}
+			fmt.Fprintf(w, "  %s %s: %s\n", mark, safeText(m.AuthMethodID), safeText(orNone(m.Message)))
+		}
+		if len(st.AuthMethods) == 0 {
+			fmt.Fprintf(w, "  authenticated: %s\n", yesNo(st.Authenticated))
+		}
+	case len(doc.Schemes) == 0:
 		fmt.Fprintln(w, "  (declares no auth requirement)")
 	}
 	for _, s := range doc.Schemes {

@@ -252,7 +252,7 @@ func (h *Host) authRequired(chs []wire.Challenge) *wire.Error {
 	for _, ch := range chs {
 		if !seen[ch.SchemeID] {
 			seen[ch.SchemeID] = true
-			data.Resources = append(data.Resources, h.metadata(h.byID[ch.SchemeID]))
+			data.Resources = append(data.Resources, h.metadata(h.r().byID[ch.SchemeID]))
 		}
 	}
 	return wire.NewAuthRequiredError(data)
@@ -263,7 +263,7 @@ func (h *Host) authRequired(chs []wire.Challenge) *wire.Error {
 // (methodScopes). It returns the -32007 error otherwise.
 func (h *Host) gate(method string, v authView) *wire.Error {
 	var chs []wire.Challenge
-	for _, sc := range h.schemes {
+	for _, sc := range h.r().schemes {
 		if st := v[sc.ID]; sc.IsRequired() && st.grant == nil {
 			chs = append(chs, h.challenge(sc, st))
 		}
@@ -271,7 +271,7 @@ func (h *Host) gate(method string, v authView) *wire.Error {
 	if len(chs) > 0 {
 		return h.authRequired(chs)
 	}
-	need := h.cfg.MethodScopes[method]
+	need := h.r().cfg.MethodScopes[method]
 	if len(need) == 0 {
 		return nil
 	}
@@ -282,13 +282,13 @@ func (h *Host) gate(method string, v authView) *wire.Error {
 	}
 	// Challenge the schemes that can grant the scopes, or else all.
 	var cands []*scheme
-	for _, sc := range h.schemes {
+	for _, sc := range h.r().schemes {
 		if (&Grant{Scopes: sc.ScopesSupported}).HasScopes(need) {
 			cands = append(cands, sc)
 		}
 	}
 	if len(cands) == 0 {
-		cands = h.schemes
+		cands = h.r().schemes
 	}
 	scope := wire.JoinScope(need)
 	for _, sc := range cands {
@@ -308,7 +308,7 @@ func (h *Host) gate(method string, v authView) *wire.Error {
 func (h *Host) authState(v authView) wire.AuthStateResult {
 	res := wire.AuthStateResult{Authenticated: true, AuthMethods: []wire.AuthMethodState{}}
 	missing := 0
-	for _, sc := range h.schemes {
+	for _, sc := range h.r().schemes {
 		st := v[sc.ID]
 		m := wire.AuthMethodState{AuthMethodID: sc.ID, Authenticated: st.grant != nil}
 		switch {

@@ -10,7 +10,9 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -64,9 +66,10 @@ type Host struct {
 	now      func() time.Time
 	maxMsg   int64
 	version  string
-	schemes  []*scheme
-	byID     map[string]*scheme
-	shared   *grantTable // the host-wide table when AuthScope is host
+	client   *http.Client
+	reqs     atomic.Pointer[requirements] // swapped by Reload
+	seq      atomic.Int64                 // the published dialect's serverSeq
+	shared   *grantTable                  // the host-wide table when AuthScope is host
 	sessions *agentSessions
 
 	ctx    context.Context
@@ -79,6 +82,17 @@ type Host struct {
 	closed   bool                 // set by Close: no new connection is served
 	serving  sync.WaitGroup       // ServeConn calls under way
 }
+
+// requirements are the configured schemes in force. The resource never
+// changes while the host runs.
+type requirements struct {
+	cfg     *Config
+	schemes []*scheme
+	byID    map[string]*scheme
+}
+
+// r returns the requirements in force.
+func (h *Host) r() *requirements { return h.reqs.Load() }
 
 // scheme is a configured requirement with its validator.
 type scheme struct {
@@ -98,7 +112,7 @@ func New(opts Options) (*Host, error) {
 		return nil, fmt.Errorf("cannot start the host: %w", err)
 	}
 	h := &Host{cfg: opts.Config, log: opts.Logger, now: opts.Now, maxMsg: opts.MaxMessageSize, version: cmp.Or(opts.Version, "dev"),
-		byID: map[string]*scheme{}, sessions: &agentSessions{store: opts.Store}, conns: map[*session]struct{}{}, revoked: map[string]time.Time{}}
+		sessions: &agentSessions{store: opts.Store}, conns: map[*session]struct{}{}, revoked: map[string]time.Time{}}
 	switch opts.AuthScope {
 	case "", AuthScopeConnection:
 	case AuthScopeHost:
@@ -115,11 +129,27 @@ func New(opts Options) (*Host, error) {
 	if h.now == nil {
 		h.now = time.Now
 	}
-	client := opts.HTTPClient
-	if client == nil {
-		client = &http.Client{Timeout: fetchTimeout}
+	h.client = opts.HTTPClient
+	if h.client == nil {
+		h.client = &http.Client{Timeout: fetchTimeout}
 	}
-	for _, s := range h.cfg.Schemes {
+	h.reqs.Store(h.build(opts.Config, nil))
+	h.ctx, h.cancel = context.WithCancel(context.Background())
+	return h, nil
+}
+
+// build makes the schemes of cfg, keeping those of old whose
+// configuration is unchanged (and with them their caches).
+func (h *Host) build(cfg *Config, old *requirements) *requirements {
+	r := &requirements{cfg: cfg, byID: map[string]*scheme{}}
+	for _, s := range cfg.Schemes {
+		if old != nil {
+			if o := old.byID[s.ID]; o != nil && reflect.DeepEqual(o.Scheme, s) {
+				r.schemes = append(r.schemes, o)
+				r.byID[s.ID] = o
+				continue
+			}
+		}
 		sc := &scheme{Scheme: s}
 		var v validator
 		var ttl time.Duration
@@ -127,9 +157,9 @@ func New(opts Options) (*Host, error) {
 		case ValidationStatic:
 			v = newStaticValidator(s, h.now)
 		case ValidationJWT:
-			v = newJWTValidator(s, h.cfg.Resource, client, h.now)
+			v = newJWTValidator(s, cfg.Resource, h.client, h.now)
 		case ValidationIntrospection:
-			v = newIntrospectionValidator(s, h.cfg.Resource, client, h.now)
+			v = newIntrospectionValidator(s, cfg.Resource, h.client, h.now)
 			ttl = time.Duration(s.Validation.CacheTTL)
 			if ttl == 0 {
 				ttl = DefaultCacheTTL
@@ -137,11 +167,10 @@ func New(opts Options) (*Host, error) {
 			sc.recheck = ttl
 		}
 		sc.checker = &checker{scheme: s.ID, v: v, cache: newGrantCache(h.now, ttl)}
-		h.schemes = append(h.schemes, sc)
-		h.byID[s.ID] = sc
+		r.schemes = append(r.schemes, sc)
+		r.byID[s.ID] = sc
 	}
-	h.ctx, h.cancel = context.WithCancel(context.Background())
-	return h, nil
+	return r
 }
 
 // Resource is the resource identifier every token must carry as audience.
@@ -152,7 +181,7 @@ func (h *Host) Resource() string { return h.cfg.Resource }
 func (h *Host) ProtectedResourceMetadata() wire.ProtectedResourceMetadata {
 	md := wire.ProtectedResourceMetadata{Resource: h.cfg.Resource, BearerMethodsSupported: []string{"header"}}
 	seen := map[string]bool{}
-	for _, sc := range h.schemes {
+	for _, sc := range h.r().schemes {
 		for _, as := range sc.AuthorizationServers {
 			if !seen["as "+as] {
 				seen["as "+as] = true
@@ -382,7 +411,7 @@ func (h *Host) NotifyRevoked(until time.Time, jtis ...string) {
 	if until.IsZero() {
 		until = now.Add(defaultRevokedRetention)
 	}
-	for _, sc := range h.schemes {
+	for _, sc := range h.r().schemes {
 		if t := sc.checker.cache.dropJTIs(set); t.After(until) {
 			until = t
 		}
@@ -446,8 +475,8 @@ func (h *Host) validate(ctx context.Context, sc *scheme, token string, fresh boo
 // send (invalid_request without a token, invalid_token otherwise); or an
 // error when the token could not be checked at all.
 func (h *Host) ValidateBearer(ctx context.Context, token string) (*Grant, *wire.Challenge, error) {
-	first := h.schemes[0]
-	for _, sc := range h.schemes {
+	first := h.r().schemes[0]
+	for _, sc := range h.r().schemes {
 		if sc.IsRequired() {
 			first = sc
 			break
@@ -459,7 +488,7 @@ func (h *Host) ValidateBearer(ctx context.Context, token string) (*Grant, *wire.
 	}
 	var rejected *wire.Challenge
 	var failure error
-	for _, sc := range h.schemes {
+	for _, sc := range h.r().schemes {
 		g, err := h.validate(ctx, sc, token, false)
 		if err == nil {
 			h.log.Info("auth decision", "face", "http", "scheme", sc.ID, "subject", g.Subject, "outcome", "accepted")

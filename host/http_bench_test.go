@@ -51,7 +51,7 @@ func benchmarkMCPPost(b *testing.B, cache bool) {
 	if !cache {
 		// Every entry is stale for a clock this far ahead.
 		farFuture := time.Now().AddDate(100, 0, 0)
-		h.schemes[0].checker.cache = newGrantCache(func() time.Time { return farFuture }, 0)
+		h.r().schemes[0].checker.cache = newGrantCache(func() time.Time { return farFuture }, 0)
 	}
 	mux := http.NewServeMux()
 	for _, p := range iss.Paths() {

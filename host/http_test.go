@@ -330,7 +330,7 @@ func TestHTTPToolCallNeedsTheMethodScopes(t *testing.T) {
 func TestHTTPCacheAndRevocation(t *testing.T) {
 	h := newTestHost(t, baseConfig, Options{})
 	inner := &countingValidator{grant: &Grant{Subject: "carol", JTI: "j-carol", Expiry: time.Now().Add(time.Hour)}}
-	h.schemes[0].checker.v = inner
+	h.r().schemes[0].checker.v = inner
 	face := h.HTTPHandler()
 	for range 5 {
 		if a := post(t, face, "/mcp", `{"jsonrpc":"2.0","id":1,"method":"whoami"}`, bearer("t-carol")); a.status != 200 || !strings.Contains(a.body, "carol") {

@@ -32,6 +32,9 @@ type session struct {
 	mu          sync.Mutex
 	initialized bool
 	dialect     wire.Dialect
+	// rootSubscribed: the published dialect's client subscribed to the
+	// root channel (initialSubscriptions or subscribe).
+	rootSubscribed bool
 }
 
 func (s *session) table() *grantTable {
@@ -132,8 +135,9 @@ func (s *session) push(sc *scheme, state string, ch *wire.Challenge) {
 		if state == wire.StateAuthenticated {
 			return
 		}
+		// AHP's AuthRequiredReason "expired" is "expired or revoked".
 		reason := wire.StateRequired
-		if state == wire.StateExpired {
+		if state == wire.StateExpired || state == wire.StateRevoked {
 			reason = wire.StateExpired
 		}
 		m, err = wire.NewNotification(wire.MethodAuthRequired, wire.AuthRequiredParams{Channel: wire.RootChannel, Resource: s.h.metadata(sc), Reason: reason})
@@ -174,6 +178,8 @@ func (s *session) handle(ctx context.Context, data []byte) {
 	s.mu.Unlock()
 	if m.IsNotification() {
 		switch {
+		case m.Method == wire.MethodUnsubscribe:
+			s.unsubscribe(m.Params)
 		case m.Method != wire.MethodSetAuthToken:
 			h.log.Debug("notification ignored", "conn", s.id, "method", m.Method)
 		case !initialized:
@@ -183,28 +189,58 @@ func (s *session) handle(ctx context.Context, data []byte) {
 		}
 		return
 	}
+	s.mu.Lock()
+	published, acp := s.dialect == wire.DialectPublished, s.dialect == wire.DialectACP
+	s.mu.Unlock()
+	if !initialized {
+		published = hasChannel(m.Params)
+	}
+	// The shipped AHP host answers -32601 before initialize and to a second
+	// initialize; the design dialect answers -32600 (PROTOCOL.md).
+	early := wire.CodeInvalidRequest
+	if published {
+		early = wire.CodeMethodNotFound
+	}
 	var result any
 	var rerr *wire.Error
 	switch {
 	case m.Method == wire.MethodInitialize && initialized:
-		rerr = wire.Errorf(wire.CodeInvalidRequest, "invalid request: the connection is already initialized")
+		rerr = wire.Errorf(early, "invalid request: the connection is already initialized")
 	case m.Method == wire.MethodInitialize:
 		var d wire.Dialect
-		result, d, rerr = h.initialize(m.Params)
+		var root bool
+		result, d, root, rerr = h.initialize(m.Params)
 		if rerr == nil {
 			s.mu.Lock()
-			s.initialized, s.dialect = true, d
+			s.initialized, s.dialect, s.rootSubscribed = true, d, root
 			s.mu.Unlock()
 			h.log.Info("connection initialized", "conn", s.id, "dialect", d.String())
 		}
-	case !initialized && m.Method != wire.MethodPing && slices.Contains(allMethods, m.Method):
-		rerr = wire.Errorf(wire.CodeInvalidRequest, "invalid request: call initialize before %s", m.Method)
+	case m.Method == wire.MethodPing && published:
+		result = json.RawMessage("null") // AHP PingParams: no payload either way
+	case !initialized && m.Method != wire.MethodPing && (published || slices.Contains(allMethods, m.Method)):
+		rerr = wire.Errorf(early, "invalid request: call initialize before %s", m.Method)
+	case m.Method == wire.MethodSubscribe && published:
+		result, rerr = s.subscribe(m.Params)
+	case published && slices.Contains([]string{wire.MethodCreateSession, wire.MethodListSessions, wire.MethodDisposeSession}, m.Method):
+		result, rerr = s.shippedSession(ctx, m.Method, m.Params)
+	case m.Method == wire.MethodLogout && acp:
+		for _, sc := range h.r().schemes {
+			h.release(s.table(), sc, s)
+		}
+		h.log.Info("auth decision", "conn", s.id, "outcome", "logged out")
+		result = struct{}{} // ACP LogoutResponse: {}
 	case m.Method == wire.MethodAuthenticate:
 		result, rerr = s.authenticate(ctx, m.Params)
 	case m.Method == wire.MethodSetAuthToken:
 		rerr = wire.Errorf(wire.CodeInvalidRequest, "invalid request: setAuthToken is a notification (send it without an id), and deprecated: use authenticate")
 	default:
 		result, rerr = h.call(ctx, m.Method, m.Params, s.table().view(h.now()), []any{"conn", s.id})
+	}
+	if acp && rerr != nil && rerr.Code == wire.CodeAuthRequired {
+		e := *rerr // ACP's AuthRequired, same data
+		e.Code = wire.CodeACPAuthRequired
+		rerr = &e
 	}
 	s.send(ctx, respond(m.ID, result, rerr))
 }
@@ -234,7 +270,7 @@ func (h *Host) Dispatch(ctx context.Context, req *wire.Message, grants ...*Grant
 	var rerr *wire.Error
 	switch req.Method {
 	case wire.MethodInitialize:
-		result, _, rerr = h.initialize(req.Params)
+		result, _, _, rerr = h.initialize(req.Params)
 	case wire.MethodAuthenticate, wire.MethodSetAuthToken:
 		rerr = wire.Errorf(wire.CodeMethodNotFound, "%s is not available here: send the token in the Authorization header (RFC 6750 §2.1)", req.Method)
 	default:
@@ -274,7 +310,7 @@ func (h *Host) call(ctx context.Context, method string, params json.RawMessage, 
 		}
 		return params, nil
 	case wire.MethodCreateSession:
-		s, rerr, err := h.sessions.create(ctx, owner, h.now())
+		s, rerr, err := h.sessions.create(ctx, owner, "", h.now())
 		if err != nil {
 			h.log.Error("createSession failed", append(who, "err", err)...)
 			return nil, rerr
@@ -320,7 +356,7 @@ func subjectOf(v authView, id string) string {
 // principal is whom agent sessions belong to: the subject of the first
 // live grant in config order.
 func (h *Host) principal(v authView) string {
-	for _, sc := range h.schemes {
+	for _, sc := range h.r().schemes {
 		if g := v[sc.ID].grant; g != nil {
 			return g.Subject
 		}
@@ -330,7 +366,7 @@ func (h *Host) principal(v authView) string {
 
 func (h *Host) whoami(v authView) map[string][]wire.WhoamiScheme {
 	out := []wire.WhoamiScheme{}
-	for _, sc := range h.schemes {
+	for _, sc := range h.r().schemes {
 		g := v[sc.ID].grant
 		if g == nil {
 			continue
@@ -347,46 +383,78 @@ func (h *Host) whoami(v authView) map[string][]wire.WhoamiScheme {
 	return map[string][]wire.WhoamiScheme{"schemes": out}
 }
 
+// hasChannel reports whether params carry "channel", as every shipped AHP
+// command's params do (AHP types/common/commands.ts, BaseParams): such a
+// request before initialize is answered in the published dialect.
+func hasChannel(params json.RawMessage) bool {
+	var p struct {
+		Channel *string `json:"channel"`
+	}
+	return json.Unmarshal(params, &p) == nil && p.Channel != nil
+}
+
+// rootSnapshot is the published dialect's root channel state: one agent
+// whose AgentInfo (AHP types/channels-root/state.ts) lists a protected
+// resource per scheme. fromSeq is the serverSeq it reflects.
+func (h *Host) rootSnapshot() wire.Snapshot {
+	prs := []wire.ProtectedResourceMetadata{}
+	for _, sc := range h.r().schemes {
+		prs = append(prs, h.metadata(sc))
+	}
+	agent := wire.SnapshotAgent{Provider: "agentauth", DisplayName: "agentauth", Description: "agentauth agent host for " + h.cfg.Resource,
+		Models: []json.RawMessage{}, ProtectedResources: prs}
+	return wire.Snapshot{Resource: wire.RootChannel, State: wire.SnapshotState{Agents: []wire.SnapshotAgent{agent}}, FromSeq: h.seq.Load()}
+}
+
 // initialize answers both dialects (PROTOCOL.md "initialize"): the design
-// dialect's resourceMetadata always, and the published dialect's snapshot
-// of protectedResources when the client offered protocolVersions.
-func (h *Host) initialize(params json.RawMessage) (any, wire.Dialect, *wire.Error) {
+// dialect's resourceMetadata always, and, when the client offered
+// protocolVersions, the published dialect's version and a root snapshot if
+// initialSubscriptions lists the root channel (reported as root).
+func (h *Host) initialize(params json.RawMessage) (any, wire.Dialect, bool, *wire.Error) {
 	var p wire.InitializeParams
 	if len(params) > 0 {
 		if err := json.Unmarshal(params, &p); err != nil {
-			return nil, 0, wire.Errorf(wire.CodeInvalidParams, "invalid params: %v", err)
+			return nil, 0, false, wire.Errorf(wire.CodeInvalidParams, "invalid params: %v", err)
 		}
-	}
-	supported := append([]string{fmt.Sprint(wire.DesignProtocolVersion)}, wire.PublishedProtocolVersions...)
-	unsupported := func(offered string) *wire.Error {
-		return wire.Errorf(wire.CodeUnsupportedVersion, "unsupported protocol version %s", offered).
-			WithData(wire.UnsupportedVersionData{SupportedVersions: supported})
 	}
 	d := p.Dialect()
-	res := map[string]any{"serverSeq": 0, "snapshots": []wire.Snapshot{}}
+	root := false
+	res := map[string]any{"serverSeq": h.seq.Load(), "snapshots": []wire.Snapshot{}}
 	if d == wire.DialectPublished {
-		i := slices.IndexFunc(p.ProtocolVersions, func(v string) bool { return slices.Contains(wire.PublishedProtocolVersions, v) })
-		if i < 0 {
-			return nil, d, unsupported(strings.Join(p.ProtocolVersions, ", "))
+		v, ok := negotiate(p.ProtocolVersions)
+		if !ok {
+			return nil, d, false, wire.Errorf(wire.CodeUnsupportedVersion, "unsupported protocol version %s: this host speaks %s",
+				strings.Join(p.ProtocolVersions, ", "), strings.Join(wire.PublishedSupportedVersions, ", ")).
+				WithData(wire.UnsupportedVersionData{SupportedVersions: wire.PublishedSupportedVersions})
 		}
 		if p.Channel != "" && p.Channel != wire.RootChannel {
-			return nil, d, wire.Errorf(wire.CodeInvalidParams, "invalid params: unknown channel %q (this host serves %s)", p.Channel, wire.RootChannel)
+			return nil, d, false, wire.Errorf(wire.CodeInvalidParams, "invalid params: unknown channel %q (this host serves %s)", p.Channel, wire.RootChannel)
 		}
-		res["protocolVersion"] = p.ProtocolVersions[i]
-		prs := []wire.ProtectedResourceMetadata{}
-		for _, sc := range h.schemes {
-			prs = append(prs, h.metadata(sc))
+		for _, ch := range p.InitialSubscriptions {
+			if ch != wire.RootChannel {
+				return nil, d, false, wire.Errorf(wire.CodeInvalidParams, "invalid params: cannot subscribe to %q: this host has only %s", ch, wire.RootChannel)
+			}
 		}
-		res["snapshots"] = []wire.Snapshot{{Resource: wire.RootChannel, State: wire.SnapshotState{Agents: []wire.SnapshotAgent{{Provider: "agentauth", ProtectedResources: prs}}}}}
+		res["protocolVersion"] = v
+		if root = slices.Contains(p.InitialSubscriptions, wire.RootChannel); root {
+			res["snapshots"] = []wire.Snapshot{h.rootSnapshot()}
+		}
+	} else if d == wire.DialectACP {
+		// ACP answers an unsupported protocolVersion with its latest one;
+		// the client decides whether to disconnect.
+		res["protocolVersion"] = wire.DesignProtocolVersion
+		res["agentInfo"] = map[string]string{"name": "agentauth", "version": h.version}
 	} else {
 		if p.ProtocolVersion != nil && *p.ProtocolVersion != wire.DesignProtocolVersion {
-			return nil, d, unsupported(fmt.Sprint(*p.ProtocolVersion))
+			supported := append([]string{fmt.Sprint(wire.DesignProtocolVersion)}, wire.PublishedProtocolVersions...)
+			return nil, d, false, wire.Errorf(wire.CodeUnsupportedVersion, "unsupported protocol version %d", *p.ProtocolVersion).
+				WithData(wire.UnsupportedVersionData{SupportedVersions: supported})
 		}
 		res["protocolVersion"] = wire.DesignProtocolVersion
 	}
 	rm := wire.ResourceMetadata{Resource: h.cfg.Resource, AuthSchemes: []wire.AuthScheme{}}
 	methods := []wire.AuthMethod{}
-	for _, sc := range h.schemes {
+	for _, sc := range h.r().schemes {
 		as := sc.AuthorizationServers
 		if as == nil {
 			as = []string{}
@@ -397,12 +465,109 @@ func (h *Host) initialize(params json.RawMessage) (any, wire.Dialect, *wire.Erro
 		if len(as) > 0 {
 			desc += " from " + strings.Join(as, ", ")
 		}
-		methods = append(methods, wire.AuthMethod{ID: sc.ID, Name: cmp.Or(sc.Label, sc.ID), Description: desc})
+		methods = append(methods, wire.AuthMethod{ID: sc.ID, Name: cmp.Or(sc.Label, sc.ID), Description: desc, Type: "agent",
+			Meta: map[string]any{"agentauth.dev/oauth": h.metadata(sc)}})
 	}
 	res["resourceMetadata"] = rm
 	res["agentCapabilities"] = map[string]any{"getAuthState": true, "auth": map[string]bool{"status": true}}
+	if d == wire.DialectACP {
+		// ACP capabilities are objects whose presence is the flag.
+		res["agentCapabilities"] = map[string]any{"getAuthState": true, "auth": map[string]any{"logout": struct{}{}}}
+	}
 	res["authMethods"] = methods
-	return res, d, nil
+	return res, d, root, nil
+}
+
+// subscribe answers AHP's subscribe (types/common/commands.ts): the root
+// channel's snapshot; this host has no other channel.
+func (s *session) subscribe(params json.RawMessage) (any, *wire.Error) {
+	var p wire.SubscribeParams
+	if err := json.Unmarshal(params, &p); err != nil || p.Channel == "" {
+		return nil, wire.Errorf(wire.CodeInvalidParams, `invalid params: subscribe needs {"channel": "%s"}`, wire.RootChannel)
+	}
+	if p.Channel != wire.RootChannel {
+		return nil, wire.Errorf(codeNotFound, "cannot subscribe to %q: this host has only %s", p.Channel, wire.RootChannel)
+	}
+	s.mu.Lock()
+	s.rootSubscribed = true
+	s.mu.Unlock()
+	snap := s.h.rootSnapshot()
+	return wire.SubscribeResult{Snapshot: &snap}, nil
+}
+
+// unsubscribe is AHP's unsubscribe notification.
+func (s *session) unsubscribe(params json.RawMessage) {
+	var p wire.SubscribeParams
+	if json.Unmarshal(params, &p) == nil && p.Channel == wire.RootChannel {
+		s.mu.Lock()
+		s.rootSubscribed = false
+		s.mu.Unlock()
+	}
+}
+
+// codeNotFound is AHP's NotFound: the URI does not exist (types/common/errors.ts).
+const codeNotFound = -32008
+
+// negotiate picks the highest of the offered AHP versions that one of
+// PublishedSupportedVersions admits.
+func negotiate(offered []string) (string, bool) {
+	best, bestV := "", semver{}
+	for _, o := range offered {
+		v, ok := parseSemver(o)
+		if !ok || !slices.ContainsFunc(wire.PublishedSupportedVersions, func(r string) bool { return caretAdmits(r, v) }) {
+			continue
+		}
+		if best == "" || bestV.less(v) {
+			best, bestV = o, v
+		}
+	}
+	return best, best != ""
+}
+
+type semver [3]int
+
+func (a semver) less(b semver) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return a[i] < b[i]
+		}
+	}
+	return false
+}
+
+// parseSemver reads MAJOR.MINOR.PATCH (SemVer 2.0.0 §2; pre-release and
+// build suffixes are not offered by AHP clients and are refused).
+func parseSemver(s string) (semver, bool) {
+	var v semver
+	parts := strings.Split(s, ".")
+	if len(parts) != 3 {
+		return v, false
+	}
+	for i, p := range parts {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 0 || (len(p) > 1 && p[0] == '0') {
+			return v, false
+		}
+		v[i] = n
+	}
+	return v, true
+}
+
+// caretAdmits reports whether v satisfies the caret range r ("^X.Y.Z":
+// at least X.Y.Z, below the next version of its leftmost non-zero part).
+func caretAdmits(r string, v semver) bool {
+	base, ok := parseSemver(strings.TrimPrefix(r, "^"))
+	if !ok || v.less(base) {
+		return false
+	}
+	switch {
+	case base[0] > 0:
+		return v[0] == base[0]
+	case base[1] > 0:
+		return v[0] == 0 && v[1] == base[1]
+	default:
+		return v == base
+	}
 }
 
 // candidates maps authenticate's params to the schemes they may name:
@@ -417,11 +582,14 @@ func (h *Host) candidates(p wire.AuthenticateParams) ([]*scheme, *wire.Error) {
 	if p.Resource != "" && p.Resource != h.cfg.Resource {
 		return nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: unknown resource %q (this host is %s)", p.Resource, h.cfg.Resource)
 	}
+	if p.SchemeID == "" {
+		p.SchemeID = p.MethodID
+	}
 	if p.SchemeID != "" {
-		sc := h.byID[p.SchemeID]
+		sc := h.r().byID[p.SchemeID]
 		if sc == nil {
-			ids := make([]string, len(h.schemes))
-			for i, s := range h.schemes {
+			ids := make([]string, len(h.r().schemes))
+			for i, s := range h.r().schemes {
 				ids[i] = s.ID
 			}
 			return nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: unknown schemeId %q (declared: %s)", p.SchemeID, strings.Join(ids, ", "))
@@ -429,9 +597,9 @@ func (h *Host) candidates(p wire.AuthenticateParams) ([]*scheme, *wire.Error) {
 		return []*scheme{sc}, nil
 	}
 	if p.Resource == "" {
-		return nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: authenticate needs schemeId or resource")
+		return nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: authenticate needs methodId (ACP), schemeId or resource")
 	}
-	return h.schemes, nil
+	return h.r().schemes, nil
 }
 
 // authenticate validates a token eagerly (PROTOCOL.md "authenticate"). A
@@ -443,21 +611,45 @@ func (s *session) authenticate(ctx context.Context, params json.RawMessage) (any
 	if err := json.Unmarshal(params, &p); err != nil {
 		return nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: %v", err)
 	}
+	if p.ExpiresIn != nil && *p.ExpiresIn <= 0 {
+		return nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: expiresIn must be a positive number of seconds, not %d", *p.ExpiresIn)
+	}
 	cands, rerr := h.candidates(p)
 	if rerr != nil {
 		return nil, rerr
+	}
+	s.mu.Lock()
+	published, acp := s.dialect == wire.DialectPublished, s.dialect == wire.DialectACP
+	s.mu.Unlock()
+	if acp {
+		return s.authenticateACP(ctx, cands[0], p)
+	}
+	if p.Token == "" && published {
+		// The shipped host refuses an empty token: the published dialect
+		// has no sign-out.
+		var chs []wire.Challenge
+		for _, sc := range cands {
+			ch := h.challenge(sc, schemeStatus{})
+			ch.ErrorDescription = "the token is empty: send a bearer token from the resource's authorization server"
+			chs = append(chs, ch)
+		}
+		return nil, h.authRequired(chs)
 	}
 	if p.Token == "" {
 		for _, sc := range cands {
 			h.release(s.table(), sc, s)
 			h.log.Info("auth decision", "conn", s.id, "scheme", sc.ID, "outcome", "signed out")
 		}
-		return wire.AuthenticateResult{Authenticated: false}, nil
+		no := false
+		return wire.AuthenticateResult{Authenticated: &no}, nil
 	}
-	g, chs, err := s.accept(ctx, cands, p.Token)
+	g, chs, err := s.accept(ctx, cands, p.Token, p.Scopes, p.ExpiresIn)
 	switch {
+	case g != nil && published:
+		return struct{}{}, nil // AHP AuthenticateResult: {}
 	case g != nil:
-		return wire.AuthenticateResult{Authenticated: true}, nil
+		yes := true
+		return wire.AuthenticateResult{Authenticated: &yes}, nil
 	case len(chs) > 0:
 		return nil, h.authRequired(chs)
 	default:
@@ -465,16 +657,77 @@ func (s *session) authenticate(ctx context.Context, params json.RawMessage) (any
 	}
 }
 
+// authenticateACP answers ACP's authenticate {methodId} for an agent-type
+// method: the agent authenticates with the token the client handed it
+// under _meta (ACPTokenMetaKey), or with the grant the connection already
+// holds; otherwise -32000 says what is missing.
+func (s *session) authenticateACP(ctx context.Context, sc *scheme, p wire.AuthenticateParams) (any, *wire.Error) {
+	h := s.h
+	token, _ := p.Meta[wire.ACPTokenMetaKey].(string)
+	if token == "" {
+		token = p.Token
+	}
+	if token == "" {
+		if s.table().view(h.now())[sc.ID].grant != nil {
+			return struct{}{}, nil
+		}
+		ch := h.challenge(sc, schemeStatus{})
+		ch.ErrorDescription = fmt.Sprintf("no credential for method %s: obtain a token for %s from %s (agentauth login) and pass it in authenticate's _meta[%q]",
+			sc.ID, h.cfg.Resource, strings.Join(sc.AuthorizationServers, ", "), wire.ACPTokenMetaKey)
+		e := *h.authRequired([]wire.Challenge{ch})
+		e.Code, e.Message = wire.CodeACPAuthRequired, "Authentication required: "+ch.ErrorDescription
+		return nil, &e
+	}
+	g, chs, err := s.accept(ctx, []*scheme{sc}, token, nil, nil)
+	switch {
+	case g != nil:
+		return struct{}{}, nil // ACP AuthenticateResponse: {}
+	case len(chs) > 0:
+		e := *h.authRequired(chs)
+		e.Code = wire.CodeACPAuthRequired
+		return nil, &e
+	default:
+		return nil, wire.Errorf(wire.CodeInternalError, "internal error: cannot validate the token: %v", err)
+	}
+}
+
 // accept validates token against each candidate in turn and holds the
-// first grant. Otherwise it returns a challenge per rejecting scheme, or
-// the error that kept the token from being checked.
-func (s *session) accept(ctx context.Context, cands []*scheme, token string) (*Grant, []wire.Challenge, error) {
+// first grant. authenticate's scopes, when given, narrow the grant to them
+// (RFC 6749 §3.3: never wider than the token; a scope the token lacks is
+// refused with insufficient_scope), and a grant without an expiry takes
+// expiresIn seconds from now. Otherwise it returns a challenge per
+// rejecting scheme, or the error that kept the token from being checked.
+func (s *session) accept(ctx context.Context, cands []*scheme, token string, scopes []string, expiresIn *int64) (*Grant, []wire.Challenge, error) {
 	h := s.h
 	var chs []wire.Challenge
 	var failure error
 	for _, sc := range cands {
 		g, err := h.validate(ctx, sc, token, false)
+		if err == nil && len(scopes) > 0 {
+			var missing []string
+			for _, want := range scopes {
+				if !slices.Contains(g.Scopes, want) {
+					missing = append(missing, want)
+				}
+			}
+			if len(missing) > 0 {
+				ch := h.challenge(sc, schemeStatus{})
+				ch.Error, ch.Scope = wire.ErrInsufficientScope, wire.JoinScope(scopes)
+				ch.ErrorDescription = "the token does not carry the scopes authenticate asked for: " + wire.JoinScope(missing)
+				h.log.Info("auth decision", "conn", s.id, "scheme", sc.ID, "outcome", "rejected", "reason", ch.ErrorDescription)
+				chs = append(chs, ch)
+				continue
+			}
+			cp := *g
+			cp.Scopes = slices.Compact(slices.Sorted(slices.Values(scopes)))
+			g = &cp
+		}
 		if err == nil {
+			if g.Expiry.IsZero() && expiresIn != nil && *expiresIn > 0 {
+				cp := *g
+				cp.Expiry = h.now().Add(time.Duration(*expiresIn) * time.Second)
+				g = &cp
+			}
 			h.hold(s.table(), sc, token, g, s)
 			h.log.Info("auth decision", "conn", s.id, "scheme", sc.ID, "subject", g.Subject, "outcome", "accepted")
 			return g, nil, nil
@@ -497,13 +750,13 @@ func (s *session) setAuthToken(ctx context.Context, params json.RawMessage) {
 	h := s.h
 	h.log.Warn("setAuthToken is deprecated: use the authenticate request instead", "conn", s.id)
 	var cands []*scheme
-	for _, sc := range h.schemes {
+	for _, sc := range h.r().schemes {
 		if sc.IsRequired() {
 			cands = append(cands, sc)
 		}
 	}
 	if len(cands) == 0 {
-		cands = h.schemes
+		cands = h.r().schemes
 	}
 	token, err := wire.ParseSetAuthToken(params)
 	var chs []wire.Challenge
@@ -518,7 +771,7 @@ func (s *session) setAuthToken(ctx context.Context, params json.RawMessage) {
 		chs = []wire.Challenge{h.challenge(cands[0], schemeStatus{})}
 	default:
 		var g *Grant
-		g, chs, err = s.accept(ctx, cands, token)
+		g, chs, err = s.accept(ctx, cands, token, nil, nil)
 		if g != nil {
 			return
 		}
@@ -528,7 +781,7 @@ func (s *session) setAuthToken(ctx context.Context, params json.RawMessage) {
 		}
 	}
 	for i, ch := range chs {
-		s.push(h.byID[ch.SchemeID], wire.StateRequired, &chs[i])
+		s.push(h.r().byID[ch.SchemeID], wire.StateRequired, &chs[i])
 	}
 }
 
@@ -593,17 +846,21 @@ func putTx(tx state.Tx, owner string, all []agentSession) error {
 	return tx.Put(kindAgentSessions, owner, b, time.Time{})
 }
 
-// create adds a session for owner, or fails once owner holds
-// maxSessionsPerOwner.
-func (a *agentSessions) create(ctx context.Context, owner string, now time.Time) (agentSession, *wire.Error, error) {
+// create adds a session for owner, named id (or a new sN when id is
+// empty), or fails once owner holds maxSessionsPerOwner or already holds
+// id.
+func (a *agentSessions) create(ctx context.Context, owner, id string, now time.Time) (agentSession, *wire.Error, error) {
 	var s agentSession
-	full := false
+	full, exists := false, false
 	err := a.store.Update(ctx, func(tx state.Tx) error {
 		all, err := listTx(tx, owner)
 		if err != nil {
 			return err
 		}
 		if full = len(all) >= maxSessionsPerOwner; full {
+			return nil
+		}
+		if exists = slices.ContainsFunc(all, func(s agentSession) bool { return s.ID == id }); exists {
 			return nil
 		}
 		n := 0
@@ -616,7 +873,7 @@ func (a *agentSessions) create(ctx context.Context, owner string, now time.Time)
 		if err := tx.Put(kindAgentSessionSeq, agentSessionSeqKey, []byte(strconv.Itoa(n)), time.Time{}); err != nil {
 			return err
 		}
-		s = agentSession{ID: fmt.Sprintf("s%d", n), Owner: owner, CreatedAt: now.UTC().Format(time.RFC3339)}
+		s = agentSession{ID: cmp.Or(id, fmt.Sprintf("s%d", n)), Owner: owner, CreatedAt: now.UTC().Format(time.RFC3339)}
 		return putTx(tx, owner, append(all, s))
 	})
 	switch {
@@ -625,8 +882,87 @@ func (a *agentSessions) create(ctx context.Context, owner string, now time.Time)
 	case full:
 		return agentSession{}, wire.Errorf(codeSessionLimit, "cannot create a session: %q already has %d live sessions, the most one user may hold; dispose of one first with disposeSession (listSessions lists them)",
 			owner, maxSessionsPerOwner), nil
+	case exists:
+		return agentSession{}, wire.Errorf(codeSessionAlreadyExists, "cannot create session %s: it already exists; choose a new URI (ahp-session:/<uuid>)", id), nil
 	}
 	return s, nil, nil
+}
+
+// AHP's session error codes (types/common/errors.ts).
+const (
+	codeSessionNotFound      = -32001
+	codeProviderNotFound     = -32002
+	codeSessionAlreadyExists = -32003
+)
+
+// shippedProvider is the provider of the published dialect's one agent.
+const shippedProvider = "agentauth"
+
+// shippedSession answers the published dialect's session commands with
+// the shipped shapes (AHP types/channels-session/commands.ts,
+// channels-root): createSession {channel, provider?} → null,
+// listSessions → {items: SessionSummary[]}, disposeSession {channel} →
+// null. They are gated like the design dialect's.
+func (s *session) shippedSession(ctx context.Context, method string, params json.RawMessage) (any, *wire.Error) {
+	h := s.h
+	v := s.table().view(h.now())
+	if rerr := h.gate(method, v); rerr != nil {
+		return nil, rerr
+	}
+	owner := h.principal(v)
+	var p struct {
+		Channel  string `json:"channel"`
+		Provider string `json:"provider"`
+	}
+	if len(params) > 0 {
+		if err := json.Unmarshal(params, &p); err != nil {
+			return nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: %v", err)
+		}
+	}
+	null := json.RawMessage("null")
+	switch method {
+	case wire.MethodCreateSession:
+		if p.Channel == "" || p.Channel == wire.RootChannel {
+			return nil, wire.Errorf(wire.CodeInvalidParams, `invalid params: createSession needs {"channel": "ahp-session:/<uuid>"}, a URI of the client's choosing`)
+		}
+		if p.Provider != "" && p.Provider != shippedProvider {
+			return nil, wire.Errorf(codeProviderNotFound, "no agent for provider %q: this host's agent is %s", p.Provider, shippedProvider)
+		}
+		_, rerr, err := h.sessions.create(ctx, owner, p.Channel, h.now())
+		if err != nil {
+			h.log.Error("createSession failed", "conn", s.id, "err", err)
+		}
+		if rerr != nil {
+			return nil, rerr
+		}
+		return null, nil
+	case wire.MethodListSessions:
+		all, err := h.sessions.list(ctx, owner)
+		if err != nil {
+			h.log.Error("listSessions failed", "conn", s.id, "err", err)
+			return nil, errSessionStore
+		}
+		items := []map[string]any{}
+		for _, a := range all {
+			t, _ := time.Parse(time.RFC3339, a.CreatedAt)
+			items = append(items, map[string]any{"resource": a.ID, "provider": shippedProvider, "title": a.ID, "status": 1,
+				"createdAt": t.UnixMilli(), "modifiedAt": t.UnixMilli()})
+		}
+		return map[string]any{"items": items}, nil
+	default: // disposeSession
+		if p.Channel == "" {
+			return nil, wire.Errorf(wire.CodeInvalidParams, `invalid params: disposeSession needs {"channel": "<session URI>"}`)
+		}
+		found, err := h.sessions.dispose(ctx, owner, p.Channel)
+		if err != nil {
+			h.log.Error("disposeSession failed", "conn", s.id, "err", err)
+			return nil, errSessionStore
+		}
+		if !found {
+			return nil, wire.Errorf(codeSessionNotFound, "no session %s: listSessions lists yours", p.Channel)
+		}
+		return null, nil
+	}
 }
 
 func (a *agentSessions) list(ctx context.Context, owner string) ([]agentSession, error) {

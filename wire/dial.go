@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -231,6 +232,7 @@ func NewInitializeParams(d Dialect, clientID string) InitializeParams {
 	if d == DialectPublished {
 		p.Channel = RootChannel
 		p.ProtocolVersions = PublishedProtocolVersions
+		p.InitialSubscriptions = []string{RootChannel}
 	} else {
 		v := DesignProtocolVersion
 		p.ProtocolVersion = &v
@@ -240,13 +242,34 @@ func NewInitializeParams(d Dialect, clientID string) InitializeParams {
 
 // Initialize runs initialize in dialect d (PROTOCOL.md "initialize"): the
 // design dialect offers protocolVersion 1, the published dialect offers
-// PublishedProtocolVersions on the root channel.
+// PublishedProtocolVersions and subscribes to the root channel, whose
+// snapshot declares the requirements (AHP authentication.md "Discovery").
+// A host that answers no root snapshot is sent subscribe.
 func Initialize(ctx context.Context, c *Client, d Dialect, clientID string) (*InitializeResult, error) {
 	var res InitializeResult
 	if err := c.Call(ctx, MethodInitialize, NewInitializeParams(d, clientID), &res); err != nil {
 		return nil, err
 	}
+	if err := SubscribeRoot(ctx, c, &res); err != nil {
+		return nil, err
+	}
 	return &res, nil
+}
+
+// SubscribeRoot subscribes to the root channel when res is a published
+// dialect's answer without its snapshot, and adds the snapshot to res.
+func SubscribeRoot(ctx context.Context, c *Client, res *InitializeResult) error {
+	if res.Dialect() != DialectPublished || slices.ContainsFunc(res.Snapshots, func(s Snapshot) bool { return s.Resource == RootChannel }) {
+		return nil
+	}
+	var sub SubscribeResult
+	if err := c.Call(ctx, MethodSubscribe, SubscribeParams{Channel: RootChannel}, &sub); err != nil {
+		return fmt.Errorf("cannot subscribe to %s: %w", RootChannel, err)
+	}
+	if sub.Snapshot != nil {
+		res.Snapshots = append(res.Snapshots, *sub.Snapshot)
+	}
+	return nil
 }
 
 // ErrTokenNotAccepted is a host answering authenticate with
@@ -267,8 +290,15 @@ func Authenticate(ctx context.Context, c *Client, d Dialect, r Requirement, toke
 	if err := c.Call(ctx, MethodAuthenticate, p, &res); err != nil {
 		return err
 	}
-	if !res.Authenticated && token != "" {
+	if res.Authenticated != nil && !*res.Authenticated && token != "" {
 		return fmt.Errorf("%w for %s", ErrTokenNotAccepted, r.SchemeID)
 	}
 	return nil
+}
+
+// AuthenticateMethod runs ACP's authenticate {methodId}: {} is a success,
+// and an agent that still lacks a credential answers -32000
+// (CodeACPAuthRequired).
+func AuthenticateMethod(ctx context.Context, c *Client, methodID string) error {
+	return c.Call(ctx, MethodAuthenticate, map[string]string{"methodId": methodID}, nil)
 }

@@ -199,7 +199,7 @@ func recordingServer(t *testing.T) (*wire.Client, <-chan string) {
 			}
 			m, _ := wire.Decode(b)
 			params <- m.Method + " " + string(m.Params)
-			var result any = wire.AuthenticateResult{Authenticated: true}
+			var result any = map[string]bool{"authenticated": true}
 			if m.Method == wire.MethodInitialize {
 				result = map[string]any{"protocolVersion": 1, "serverSeq": 0, "snapshots": []any{}}
 			}
@@ -224,7 +224,7 @@ func TestInitializeAndAuthenticateDialects(t *testing.T) {
 			`initialize {"protocolVersion":1,"clientId":"cli-1"}`,
 			`authenticate {"schemeId":"dev","scheme":"bearer","token":"tok"}`},
 		{wire.DialectPublished,
-			`initialize {"channel":"ahp-root://","protocolVersions":["0.9.0"],"clientId":"cli-1"}`,
+			`initialize {"channel":"ahp-root://","protocolVersions":["0.9.0"],"clientId":"cli-1","initialSubscriptions":["ahp-root://"]}`,
 			`authenticate {"channel":"ahp-root://","resource":"http://127.0.0.1:7777/mcp","token":"tok"}`},
 	}
 	for _, tt := range tests {

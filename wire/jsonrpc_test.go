@@ -21,7 +21,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 	req, _ := wire.NewRequest(wire.StringID("req-1"), "echo", map[string]string{"text": "hi"})
 	numReq, _ := wire.NewRequest(wire.NumberID(42), "ping", nil)
 	note, _ := wire.NewNotification("notify/authRequired", wire.NotifyAuthRequiredParams{SchemeID: "dev", State: wire.StateExpired})
-	res, _ := wire.NewResult(wire.NumberID(7), wire.AuthenticateResult{Authenticated: true})
+	res, _ := wire.NewResult(wire.NumberID(7), map[string]bool{"authenticated": true})
 	nullRes, _ := wire.NewResult(wire.StringID("n"), nil)
 	errResp := wire.NewErrorResponse(wire.StringID("e"), wire.Errorf(wire.CodeMethodNotFound, "method %q not found", "nope"))
 

@@ -22,6 +22,14 @@ const (
 	// MethodAuthRequired is the published dialect's auth-state push.
 	MethodAuthRequired = "auth/required"
 
+	// MethodSubscribe and MethodUnsubscribe (a notification) open and close
+	// a channel subscription (AHP subscriptions.md).
+	MethodSubscribe   = "subscribe"
+	MethodUnsubscribe = "unsubscribe"
+
+	// MethodLogout is ACP's logout (agentCapabilities.auth.logout).
+	MethodLogout = "logout"
+
 	MethodCreateSession  = "createSession"
 	MethodListSessions   = "listSessions"
 	MethodDisposeSession = "disposeSession"
@@ -39,20 +47,42 @@ const (
 	// DialectPublished is AHP 0.9: protocolVersions, protectedResources,
 	// {resource, token}, auth/required.
 	DialectPublished
+	// DialectACP is the Agent Client Protocol: protocolVersion 1 with
+	// clientCapabilities or clientInfo, authenticate {methodId}, -32000
+	// AuthRequired, logout.
+	DialectACP
 )
 
 func (d Dialect) String() string {
-	if d == DialectPublished {
+	switch d {
+	case DialectPublished:
 		return "published"
+	case DialectACP:
+		return "acp"
 	}
 	return "design"
 }
 
+// CodeACPAuthRequired is ACP's AuthRequired error code (ErrorCode
+// auth_required in the ACP schema).
+const CodeACPAuthRequired = -32000
+
+// ACPTokenMetaKey is the _meta key under which an ACP client may hand
+// authenticate a bearer token for an agent-type method (ACP
+// extensibility: _meta).
+const ACPTokenMetaKey = "agentauth.dev/token"
+
 // DesignProtocolVersion is the design dialect's protocol version number.
 const DesignProtocolVersion = 1
 
-// PublishedProtocolVersions are the AHP versions this implementation speaks, newest first.
+// PublishedProtocolVersions are the AHP versions this implementation
+// offers as a client, newest first.
 var PublishedProtocolVersions = []string{"0.9.0"}
+
+// PublishedSupportedVersions are the SemVer ranges of AHP versions the
+// host speaks, as -32005's data lists them (AHP types/common/errors.ts,
+// UnsupportedProtocolVersionErrorData).
+var PublishedSupportedVersions = []string{"^0.9.0"}
 
 // RootChannel is the channel of the published dialect's root agent.
 const RootChannel = "ahp-root://"
@@ -67,12 +97,21 @@ type InitializeParams struct {
 	Channel          string   `json:"channel,omitempty"`
 	ProtocolVersions []string `json:"protocolVersions,omitempty"`
 	ClientID         string   `json:"clientId,omitempty"`
+	// InitialSubscriptions are the channels the published dialect's client
+	// subscribes to in the handshake; the host answers a snapshot for each.
+	InitialSubscriptions []string `json:"initialSubscriptions,omitempty"`
+	// ClientCapabilities and ClientInfo mark an ACP client.
+	ClientCapabilities json.RawMessage `json:"clientCapabilities,omitempty"`
+	ClientInfo         json.RawMessage `json:"clientInfo,omitempty"`
 }
 
 // Dialect reports which dialect the params ask for.
 func (p InitializeParams) Dialect() Dialect {
-	if len(p.ProtocolVersions) > 0 {
+	switch {
+	case len(p.ProtocolVersions) > 0:
 		return DialectPublished
+	case p.ClientCapabilities != nil || p.ClientInfo != nil:
+		return DialectACP
 	}
 	return DialectDesign
 }
@@ -94,11 +133,21 @@ type ResourceMetadata struct {
 	AuthSchemes []AuthScheme `json:"authSchemes"`
 }
 
-// AuthMethod is an ACP-style auth method advertisement.
+// AuthMethod is an ACP auth method advertisement. agentauth's are of
+// Type "agent" (the agent authenticates), with what a client needs to
+// obtain a token under Meta["agentauth.dev/oauth"].
 type AuthMethod struct {
-	ID          string `json:"id"`
-	Name        string `json:"name"`
-	Description string `json:"description,omitempty"`
+	ID          string         `json:"id"`
+	Name        string         `json:"name"`
+	Description string         `json:"description,omitempty"`
+	Type        string         `json:"type,omitempty"`
+	Meta        map[string]any `json:"_meta,omitempty"`
+	// VarName and Link describe an ACP env_var method; Args and Env a
+	// terminal method (appended to the agent's own command line).
+	VarName string            `json:"varName,omitempty"`
+	Link    string            `json:"link,omitempty"`
+	Args    []string          `json:"args,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
 }
 
 // AgentCapabilities advertises the optional queries.
@@ -114,10 +163,23 @@ func (c AgentCapabilities) CanQueryAuthState() bool {
 	return c.GetAuthState || (c.Auth != nil && c.Auth.Status)
 }
 
-// Snapshot is the published dialect's state snapshot.
+// Snapshot is the published dialect's state snapshot: FromSeq is the
+// serverSeq the state reflects (AHP lifecycle.md).
 type Snapshot struct {
 	Resource string        `json:"resource"`
 	State    SnapshotState `json:"state"`
+	FromSeq  int64         `json:"fromSeq"`
+}
+
+// SubscribeParams names the channel to subscribe to (or, for the
+// unsubscribe notification, to leave).
+type SubscribeParams struct {
+	Channel string `json:"channel"`
+}
+
+// SubscribeResult is subscribe's answer: the channel's snapshot.
+type SubscribeResult struct {
+	Snapshot *Snapshot `json:"snapshot,omitempty"`
 }
 
 // SnapshotState lists the agents of a snapshot.
@@ -125,9 +187,13 @@ type SnapshotState struct {
 	Agents []SnapshotAgent `json:"agents"`
 }
 
-// SnapshotAgent carries the published dialect's protectedResources.
+// SnapshotAgent is the published dialect's AgentInfo (AHP
+// types/channels-root/state.ts); Models are kept raw.
 type SnapshotAgent struct {
 	Provider           string                      `json:"provider"`
+	DisplayName        string                      `json:"displayName"`
+	Description        string                      `json:"description"`
+	Models             []json.RawMessage           `json:"models"`
 	ProtectedResources []ProtectedResourceMetadata `json:"protectedResources"`
 }
 
@@ -197,11 +263,17 @@ type AuthenticateParams struct {
 	Token     string   `json:"token"`
 	Scopes    []string `json:"scopes,omitempty"`
 	ExpiresIn *int64   `json:"expiresIn,omitempty"`
+	// MethodID is ACP's authenticate param; Meta may carry a token under
+	// ACPTokenMetaKey.
+	MethodID string         `json:"methodId,omitempty"`
+	Meta     map[string]any `json:"_meta,omitempty"`
 }
 
-// AuthenticateResult is authenticate's success result.
+// AuthenticateResult is authenticate's success result: the design
+// dialect's {"authenticated": bool}, or the published dialect's {}
+// (Authenticated nil), which is a success.
 type AuthenticateResult struct {
-	Authenticated bool `json:"authenticated"`
+	Authenticated *bool `json:"authenticated,omitempty"`
 }
 
 // Auth states of notify/authRequired (design dialect).
@@ -221,7 +293,8 @@ type NotifyAuthRequiredParams struct {
 }
 
 // AuthRequiredParams is the published dialect's push; Reason is "required"
-// or "expired" (revoked is sent as "required").
+// or "expired" (which AHP's AuthRequiredReason defines as "expired or
+// revoked").
 type AuthRequiredParams struct {
 	Channel  string                    `json:"channel"`
 	Resource ProtectedResourceMetadata `json:"resource"`
