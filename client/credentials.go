@@ -238,6 +238,9 @@ func (cs *Credentials) fresh(c *store.Credential) bool {
 // and stores the result.
 func (cs *Credentials) refresh(ctx context.Context, c *store.Credential, target string) (*store.Credential, error) {
 	hint := LoginCommand(target, c.SchemeID)
+	if c.Grant == wire.GrantClientCredentials {
+		return cs.renew(ctx, c, hint)
+	}
 	if c.RefreshToken == "" {
 		return nil, &AuthError{Err: fmt.Errorf("the access token for %s has expired and there is no refresh token", DescribeKey(c.Key)), Hint: hint}
 	}
@@ -284,6 +287,11 @@ func (cs *Credentials) refresh(ctx context.Context, c *store.Credential, target 
 	default:
 		return nil, fmt.Errorf("cannot refresh the token for %s: %w", DescribeKey(c.Key), err)
 	}
+	return cs.saveToken(ctx, c, tok)
+}
+
+// saveToken stores c with the token tok of a refresh or a renewal.
+func (cs *Credentials) saveToken(ctx context.Context, c *store.Credential, tok *flows.Token) (*store.Credential, error) {
 	next := *c
 	next.AccessToken, next.RefreshToken, next.TokenType = tok.AccessToken, tok.RefreshToken, tok.TokenType
 	next.Expiry, next.Scopes = tok.Expiry, tok.Scopes
@@ -323,7 +331,7 @@ func (cs *Credentials) Save(ctx context.Context, c *store.Credential) error {
 
 // clientOf is the flows view of a stored client registration.
 func clientOf(r store.ClientRegistration) flows.Client {
-	return flows.Client{ID: r.ClientID, Secret: r.ClientSecret, AuthMethod: r.AuthMethod}
+	return flows.Client{ID: r.ClientID, Secret: r.ClientSecret, AuthMethod: r.AuthMethod, PrivateKey: r.PrivateKey}
 }
 
 // DescribeKey names a credential for messages: its resource, and its

@@ -51,6 +51,11 @@ type Choices struct {
 	// Endpoints stand in for the metadata of an authorization server that
 	// publishes none (login --authorization-endpoint …).
 	Endpoints Endpoints
+	// ClientCredentials runs the client credentials grant (RFC 6749 §4.4)
+	// with ClientID and ClientSecret or PrivateKey (a PEM key for
+	// private_key_jwt, RFC 7523 §2.2): no user, no browser.
+	ClientCredentials bool
+	PrivateKey        string
 }
 
 // TargetLogin is a login to every requirement of a target (or SchemeID's).
@@ -201,10 +206,13 @@ func (cl *Client) Login(ctx context.Context, req LoginRequest) (*store.Credentia
 
 	var tok *flows.Token
 	var reg *store.ClientRegistration
-	if gh != nil {
+	switch {
+	case gh != nil:
 		tok, reg, err = cl.gitHubGrant(ctx, req, gh, scopes)
 		md = gh.Metadata(r.AuthorizationServers[0])
-	} else {
+	case req.ClientCredentials:
+		tok, reg, err = cl.clientCredentialsGrant(ctx, md, req, scopes, resource)
+	default:
 		tok, reg, err = cl.standardGrant(ctx, st, md, req, scopes, resource)
 	}
 	if err != nil {
@@ -223,6 +231,9 @@ func (cl *Client) Login(ctx context.Context, req LoginRequest) (*store.Credentia
 		Client:             *reg,
 		TokenEndpoint:      md.TokenEndpoint,
 		RevocationEndpoint: md.RevocationEndpoint,
+	}
+	if req.ClientCredentials {
+		c.Grant = wire.GrantClientCredentials
 	}
 	if gh != nil {
 		c.Provider, c.Subject = ProviderGitHub, cl.gitHubSubject(ctx, gh, tok.AccessToken)

@@ -42,6 +42,10 @@ type LoginOptions struct {
 	Endpoints      client.Endpoints
 	// Force logs in again without asking when already logged in.
 	Force bool
+	// ClientCredentials runs the client credentials grant with --client-id
+	// and --client-secret-stdin or PrivateKeyFile (--private-key).
+	ClientCredentials bool
+	PrivateKeyFile    string
 }
 
 // LoginChoices are how the user wants to log in: the flags that login and
@@ -112,6 +116,13 @@ supports it), else dynamic registration (RFC 7591). A stored registration
 the server rejects with invalid_client is dropped and registration is done
 again, once.
 
+Machines: --client-credentials runs the client credentials grant (RFC 6749
+§4.4) as the pre-registered confidential client --client-id, authenticated
+with a secret on stdin (--client-secret-stdin) or a signed JWT
+(private_key_jwt, RFC 7523 §2.2) made with the PEM key --private-key FILE
+(P-256: ES256; RSA: RS256). No browser opens; the key or secret is stored
+with the credential and the grant is run again when the token expires.
+
 Browser: $BROWSER is run with the URL when set, even without a terminal;
 otherwise the platform opener is used only when stdout or stderr is a
 terminal; otherwise, or with --no-browser, the URL is printed on stderr. The
@@ -144,6 +155,8 @@ On success one line goes to stderr; --json prints on stdout:
 			&cli.StringFlag{Name: "device-authorization-endpoint", Usage: "without metadata: the device authorization endpoint `URL`", Destination: &opts.Endpoints.DeviceAuthorization},
 			&cli.StringFlag{Name: "revocation-endpoint", Usage: "without metadata: the revocation endpoint `URL`", Destination: &opts.Endpoints.Revocation},
 			&cli.BoolFlag{Name: "force", Usage: "log in again without asking when TARGET already has a valid login", Destination: &opts.Force},
+			&cli.BoolFlag{Name: "client-credentials", Usage: "run the client credentials grant (RFC 6749 §4.4) as the client --client-id, with --client-secret-stdin or --private-key: no user, no browser", Destination: &opts.ClientCredentials},
+			&cli.StringFlag{Name: "private-key", Usage: "with --client-credentials: authenticate with private_key_jwt (RFC 7523), signing with the PEM key in `FILE` (P-256 for ES256, RSA for RS256)", Destination: &opts.PrivateKeyFile},
 		),
 		Action: func(c *cli.Context) error {
 			var err error
@@ -187,6 +200,14 @@ func (opts *LoginOptions) check(clientIDSet bool) error {
 		return usageErrorf("--web and --device exclude each other")
 	case opts.GitHubHost != "" && e.Set():
 		return usageErrorf("--github-host and --%s exclude each other: a GitHub host's endpoints are GitHub's", firstEndpointFlag(e))
+	case opts.PrivateKeyFile != "" && !opts.ClientCredentials:
+		return usageErrorf("--private-key needs --client-credentials")
+	case opts.ClientCredentials && opts.ClientID == "":
+		return usageErrorf("--client-credentials needs --client-id")
+	case opts.ClientCredentials && opts.ClientSecretStdin == (opts.PrivateKeyFile != ""):
+		return usageErrorf("--client-credentials needs one of --client-secret-stdin and --private-key")
+	case opts.ClientCredentials && (opts.Device || opts.Web || opts.GitHubHost != "" || opts.ClientMetadataURL != ""):
+		return usageErrorf("--client-credentials excludes --device, --web, --github-host and --client-metadata-url: no user takes part")
 	case opts.GitHubHost != "" && strings.Contains(opts.GitHubHost, "://") && (flows.CheckURL(opts.GitHubHost) != nil || client.GitHubBase(opts.GitHubHost) == ""):
 		return usageErrorf("--github-host must be a host name, or an https URL (http only to a loopback address), not %q", opts.GitHubHost)
 	}
@@ -263,6 +284,14 @@ func runLogin(ctx context.Context, opts *LoginOptions) error {
 		}
 	}
 	ch := opts.choices(secret)
+	if opts.PrivateKeyFile != "" {
+		pemBytes, err := os.ReadFile(opts.PrivateKeyFile)
+		if err != nil {
+			return fmt.Errorf("cannot read the private key: %w", err)
+		}
+		ch.PrivateKey = string(pemBytes)
+	}
+	ch.ClientCredentials = opts.ClientCredentials
 	ch.NoResource, ch.Timeout, ch.AllowResources = opts.NoResource, opts.Timeout, opts.AllowResources
 	ch.Web, ch.GitHubHost, ch.GitHubClientID, ch.Endpoints = opts.Web, opts.GitHubHost, opts.GitHubClientID, opts.Endpoints
 	creds, st, err := opts.Factory.Client().LoginTarget(ctx, client.TargetLogin{Target: opts.Target, SchemeID: opts.SchemeID, Choices: ch})

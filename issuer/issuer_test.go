@@ -52,7 +52,7 @@ func TestMetadata(t *testing.T) {
 	want := wire.AuthServerMetadata{
 		ScopesSupported:                            []string{"agent:use"},
 		ResponseTypesSupported:                     []string{"code"},
-		GrantTypesSupported:                        []string{wire.GrantAuthorizationCode, wire.GrantRefreshToken, wire.GrantDeviceCode},
+		GrantTypesSupported:                        []string{wire.GrantAuthorizationCode, wire.GrantRefreshToken, wire.GrantDeviceCode, wire.GrantClientCredentials},
 		TokenEndpointAuthMethodsSupported:          []string{"none", "client_secret_basic", "client_secret_post"},
 		CodeChallengeMethodsSupported:              []string{"S256"},
 		AuthorizationResponseIssParameterSupported: true,
