@@ -34,7 +34,7 @@ var allPaths = []string{
 
 var supportedGrants = []string{wire.GrantAuthorizationCode, wire.GrantRefreshToken, wire.GrantDeviceCode, wire.GrantClientCredentials}
 
-var supportedAuthMethods = []string{AuthNone, AuthClientSecretBasic, AuthClientSecretPost}
+var supportedAuthMethods = []string{AuthNone, AuthClientSecretBasic, AuthClientSecretPost, AuthPrivateKeyJWT}
 
 // maxBodyBytes bounds every request body the issuer reads.
 const maxBodyBytes = 64 << 10

@@ -248,6 +248,7 @@ func New(opts Options) (*Issuer, error) {
 		ResponseTypesSupported:                     []string{"code"},
 		GrantTypesSupported:                        slices.Clone(supportedGrants),
 		TokenEndpointAuthMethodsSupported:          slices.Clone(supportedAuthMethods),
+		TokenEndpointAuthSigningAlgValuesSupported: []string{"ES256", "RS256"},
 		RevocationEndpoint:                         origin + pathRevoke,
 		IntrospectionEndpoint:                      origin + pathIntrospect,
 		DeviceAuthorizationEndpoint:                origin + pathDeviceAuthorization,

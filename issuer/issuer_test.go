@@ -53,7 +53,7 @@ func TestMetadata(t *testing.T) {
 		ScopesSupported:                            []string{"agent:use"},
 		ResponseTypesSupported:                     []string{"code"},
 		GrantTypesSupported:                        []string{wire.GrantAuthorizationCode, wire.GrantRefreshToken, wire.GrantDeviceCode, wire.GrantClientCredentials},
-		TokenEndpointAuthMethodsSupported:          []string{"none", "client_secret_basic", "client_secret_post"},
+		TokenEndpointAuthMethodsSupported:          []string{"none", "client_secret_basic", "client_secret_post", "private_key_jwt"},
 		CodeChallengeMethodsSupported:              []string{"S256"},
 		AuthorizationResponseIssParameterSupported: true,
 	}

@@ -80,6 +80,8 @@ type clientRecord struct {
 	SecretHash   []byte   `json:"secret_sha256,omitempty"`
 	RedirectURIs []string `json:"redirect_uris,omitempty"`
 	GrantTypes   []string `json:"grant_types"`
+	// JWKS are the public keys of a private_key_jwt client.
+	JWKS json.RawMessage `json:"jwks,omitempty"`
 	// Issued is set once the client was issued a token; until then the
 	// record expires unusedClientTTL after LastActive.
 	Issued     bool      `json:"issued,omitempty"`

@@ -27,6 +27,9 @@ type AuthServerMetadata struct {
 	ResponseTypesSupported                     []string `json:"response_types_supported,omitempty"`
 	GrantTypesSupported                        []string `json:"grant_types_supported,omitempty"`
 	TokenEndpointAuthMethodsSupported          []string `json:"token_endpoint_auth_methods_supported,omitempty"`
+	// TokenEndpointAuthSigningAlgValuesSupported are the algorithms of
+	// private_key_jwt client assertions (RFC 8414 §2).
+	TokenEndpointAuthSigningAlgValuesSupported []string `json:"token_endpoint_auth_signing_alg_values_supported,omitempty"`
 	RevocationEndpoint                         string   `json:"revocation_endpoint,omitempty"`
 	IntrospectionEndpoint                      string   `json:"introspection_endpoint,omitempty"`
 	DeviceAuthorizationEndpoint                string   `json:"device_authorization_endpoint,omitempty"`
