@@ -2,9 +2,9 @@ package issuer
 
 import (
 	"context"
-	"encoding/json"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
