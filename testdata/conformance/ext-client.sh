@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The client command the conformance suite runs for the authorization
+# extension scenarios (EXTENSION_SCENARIOS in run.sh):
+#   bash ext-client.sh SERVER_URL
+# with MCP_CONFORMANCE_SCENARIO and MCP_CONFORMANCE_CONTEXT (a JSON object
+# with the machine client's client_id and client_secret or
+# private_key_pem) in the environment. It does what a CI job would: `agentauth
+# login --client-credentials` with the secret on stdin or the key in a file,
+# then `agentauth call` lists the tools and calls the test tool, with a
+# fresh file store. AGENTAUTH_BIN comes from run.sh.
+set -euo pipefail
+
+url="${!#}"
+: "${AGENTAUTH_BIN:?run this through run.sh}"
+context="${MCP_CONFORMANCE_CONTEXT:-"{}"}"
+
+AGENTAUTH_CONFIG_DIR="$(mktemp -d)"
+export AGENTAUTH_CONFIG_DIR AGENTAUTH_STORE=file
+trap 'rm -rf "$AGENTAUTH_CONFIG_DIR"' EXIT
+
+client_id="$(jq -r '.client_id // empty' <<<"$context")"
+client_secret="$(jq -r '.client_secret // empty' <<<"$context")"
+flags=(--client-credentials --client-id "$client_id")
+if [ -n "$(jq -r '.private_key_pem // empty' <<<"$context")" ]; then
+	key="$AGENTAUTH_CONFIG_DIR/client-key.pem"
+	(umask 077 && jq -r '.private_key_pem' <<<"$context" >"$key")
+	flags+=(--private-key "$key")
+else
+	flags+=(--client-secret-stdin)
+fi
+
+echo "+ agentauth login ${flags[*]} $url" >&2
+"$AGENTAUTH_BIN" login "${flags[@]}" "$url" <<<"$client_secret"
+echo "+ agentauth call $url tools/list" >&2
+"$AGENTAUTH_BIN" call "$url" tools/list </dev/null
+echo "+ agentauth call $url tools/call" >&2
+"$AGENTAUTH_BIN" call "$url" tools/call '{"name":"test-tool","arguments":{}}' </dev/null
