@@ -249,6 +249,7 @@ func New(opts Options) (*Issuer, error) {
 		GrantTypesSupported:               slices.Clone(supportedGrants),
 		TokenEndpointAuthMethodsSupported: slices.Clone(supportedAuthMethods),
 		TokenEndpointAuthSigningAlgValuesSupported: []string{"ES256", "RS256"},
+		DPoPSigningAlgValuesSupported:              []string{"ES256"},
 		RevocationEndpoint:                         origin + pathRevoke,
 		IntrospectionEndpoint:                      origin + pathIntrospect,
 		DeviceAuthorizationEndpoint:                origin + pathDeviceAuthorization,

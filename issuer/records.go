@@ -58,6 +58,9 @@ type grantRecord struct {
 	// other of its refresh tokens was rotated, and presenting it is reuse.
 	Refresh string `json:"refresh,omitempty"`
 	Revoked bool   `json:"revoked,omitempty"`
+	// JKT binds the family's tokens to a DPoP key (RFC 9449 §5): its
+	// refreshes need a proof with that key.
+	JKT string `json:"jkt,omitempty"`
 }
 
 type issuedAccess struct {

@@ -71,11 +71,18 @@ func (i *Issuer) token(w http.ResponseWriter, r *http.Request) (*tokenResponse, 
 	if err != nil {
 		return nil, i.storeFailed(err)
 	}
+	dp := &issuing{now: now, key: key}
+	if e := i.checkTokenDPoP(r, dp); e != nil {
+		return nil, e
+	}
+	if dp.nonce != "" {
+		w.Header().Set(wire.HeaderDPoPNonce, dp.nonce)
+	}
 	var resp *tokenResponse
 	var revoked []string
 	err = i.store.Update(ctx, func(tx state.Tx) error {
 		var err error
-		resp, revoked, e, err = redeem(&issuing{tx: tx, now: now, key: key}, c, form)
+		resp, revoked, e, err = redeem(&issuing{tx: tx, now: now, key: key, jkt: dp.jkt}, c, form)
 		return err
 	})
 	if err != nil {
@@ -94,6 +101,9 @@ type issuing struct {
 	// noRefresh withholds the refresh token (client credentials, RFC
 	// 6749 §4.4.3).
 	noRefresh bool
+	// jkt is the thumbprint of the request's DPoP key (RFC 9449 §5), and
+	// nonce the DPoP-Nonce to send with the answer.
+	jkt, nonce string
 }
 
 // redeemFunc redeems one grant type inside a transaction: the response or
@@ -261,9 +271,21 @@ const maxFamilyAccess = 50
 // jtis it revoked to keep within maxFamilyAccess.
 func (i *Issuer) issueTx(is *issuing, c *client, id string, g *grantRecord, scope string) (*tokenResponse, []string, *oauthError, error) {
 	tx, now := is.tx, is.now
+	switch {
+	case g.JKT != "" && g.JKT != is.jkt:
+		return nil, nil, badRequest("invalid_grant", "the grant is bound to a DPoP key: send a DPoP proof made with that key (RFC 9449 §5)"), nil
+	case g.JKT == "":
+		g.JKT = is.jkt
+	}
+	var cnf *confirmation
+	tokenType := "Bearer"
+	if g.JKT != "" {
+		cnf, tokenType = &confirmation{JKT: g.JKT}, wire.TokenTypeDPoP
+	}
 	jti := randomID()
 	expires := now.Add(i.opts.TokenTTL)
 	at, err := jwt.Signed(is.key.signer).Claims(accessClaims{
+		Cnf:      cnf,
 		Issuer:   i.opts.Issuer,
 		Subject:  g.Subject,
 		Audience: g.Resource,
@@ -292,7 +314,7 @@ func (i *Issuer) issueTx(is *issuing, c *client, id string, g *grantRecord, scop
 		g.Access = g.Access[1:]
 	}
 	g.Access = append(g.Access, issuedAccess{JTI: jti, Expires: expires})
-	resp := &tokenResponse{AccessToken: at, TokenType: "Bearer", ExpiresIn: int64(i.opts.TokenTTL / time.Second), Scope: scope}
+	resp := &tokenResponse{AccessToken: at, TokenType: tokenType, ExpiresIn: int64(i.opts.TokenTTL / time.Second), Scope: scope}
 	if c.allows(wire.GrantRefreshToken) && !is.noRefresh {
 		resp.RefreshToken = randomToken()
 		g.Refresh = hash(resp.RefreshToken)

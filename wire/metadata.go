@@ -30,6 +30,9 @@ type AuthServerMetadata struct {
 	// TokenEndpointAuthSigningAlgValuesSupported are the algorithms of
 	// private_key_jwt client assertions (RFC 8414 §2).
 	TokenEndpointAuthSigningAlgValuesSupported []string `json:"token_endpoint_auth_signing_alg_values_supported,omitempty"`
+	// DPoPSigningAlgValuesSupported are the DPoP proof algorithms the
+	// server accepts (RFC 9449 §5.1).
+	DPoPSigningAlgValuesSupported              []string `json:"dpop_signing_alg_values_supported,omitempty"`
 	RevocationEndpoint                         string   `json:"revocation_endpoint,omitempty"`
 	IntrospectionEndpoint                      string   `json:"introspection_endpoint,omitempty"`
 	DeviceAuthorizationEndpoint                string   `json:"device_authorization_endpoint,omitempty"`
