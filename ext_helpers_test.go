@@ -2,12 +2,21 @@ package main
 
 import (
 	"bytes"
+	"cmp"
+	"context"
+	"flag"
+	"fmt"
+	"strings"
+	"time"
+
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
+	"github.com/agentauth/agentauth/store"
+	"github.com/agentauth/agentauth/wire"
 	"net/http"
 	"os"
 
@@ -17,6 +26,70 @@ import (
 
 func init() {
 	scriptCmds["registermachine"] = registerMachine
+	scriptPrograms["dpopcall"] = dpopCallMain
+}
+
+// dpopCallMain POSTs a JSON-RPC ping to URL with the DPoP-bound token of
+// the file store's one DPoP credential, as agentauth would or as a thief
+// would, and prints each answer's status and WWW-Authenticate.
+//
+//	dpopcall [-htu URL] [-twice] [-bearer] [-method M] URL
+func dpopCallMain() {
+	fs := flag.NewFlagSet("dpopcall", flag.ExitOnError)
+	htu := fs.String("htu", "", "the proof's htu (default URL)")
+	twice := fs.Bool("twice", false, "send the same proof twice")
+	bearer := fs.Bool("bearer", false, "send the token as Bearer without a proof")
+	method := fs.String("method", http.MethodPost, "the proof's htm")
+	_ = fs.Parse(os.Args[1:])
+	target := fs.Arg(0)
+	st, err := store.Open(store.KindFile, os.Getenv(store.EnvConfigDir))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "dpopcall:", err)
+		os.Exit(1)
+	}
+	creds, _ := st.List(context.Background())
+	var c *store.Credential
+	for _, cr := range creds {
+		if cr.DPoPKey != "" {
+			c = cr
+		}
+	}
+	if c == nil {
+		fmt.Fprintln(os.Stderr, "dpopcall: no DPoP-bound credential in the store")
+		os.Exit(1)
+	}
+	key, err := wire.ParseDPoPKey(c.DPoPKey)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "dpopcall:", err)
+		os.Exit(1)
+	}
+	proof, err := key.Proof(*method, cmp.Or(*htu, target), c.AccessToken, "", time.Now())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "dpopcall:", err)
+		os.Exit(1)
+	}
+	n := 1
+	if *twice {
+		n = 2
+	}
+	for range n {
+		req, _ := http.NewRequest(http.MethodPost, target, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if *bearer {
+			req.Header.Set("Authorization", "Bearer "+c.AccessToken)
+		} else {
+			req.Header.Set("Authorization", "DPoP "+c.AccessToken)
+			req.Header.Set("DPoP", proof)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "dpopcall:", err)
+			os.Exit(1)
+		}
+		resp.Body.Close()
+		fmt.Printf("status: %d\nwww-authenticate: %s\n", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
+	}
 }
 
 // registerMachine registers a confidential client for the client

@@ -49,7 +49,7 @@ func (cl *Client) clientCredentialsGrant(ctx context.Context, md *wire.AuthServe
 		return nil, nil, err
 	}
 	c := clientOf(*reg)
-	c.Audience = md.Issuer
+	c.Audience, c.DPoP = md.Issuer, req.dpop
 	tok, err := flows.ClientCredentials(ctx, cl.HTTPClient, flows.ClientCredentialsRequest{
 		TokenEndpoint: md.TokenEndpoint, Client: c, Scopes: scopes, Resource: resource,
 	})
@@ -67,7 +67,7 @@ func (cs *Credentials) renew(ctx context.Context, c *store.Credential, hint stri
 	if c.NoResource {
 		resource = ""
 	}
-	client := clientOf(c.Client)
+	client := withDPoP(clientOf(c.Client), c)
 	client.Audience = c.Issuer
 	cs.Logger.Debug("renewing the access token with the client credentials grant", "resource", c.Resource, "issuer", c.Issuer)
 	tok, err := flows.ClientCredentials(ctx, cs.HTTPClient, flows.ClientCredentialsRequest{

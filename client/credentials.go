@@ -109,6 +109,14 @@ func otherLoopbackName(target string) string {
 // No credential, no refresh token or a refused refresh is an *AuthError
 // whose hint logs in to target.
 func (cs *Credentials) Usable(ctx context.Context, key store.Key, target string) (*store.Credential, error) {
+	c, err := cs.usable(ctx, key, target)
+	if err == nil {
+		bindDPoP(cs.HTTPClient, c)
+	}
+	return c, err
+}
+
+func (cs *Credentials) usable(ctx context.Context, key store.Key, target string) (*store.Credential, error) {
 	c, err := cs.get(ctx, key, target)
 	if err != nil || cs.fresh(c) {
 		return c, err
@@ -148,9 +156,13 @@ func (cs *Credentials) Refresh(ctx context.Context, stale *store.Credential, tar
 		return nil, err
 	}
 	if c.AccessToken != stale.AccessToken {
+		bindDPoP(cs.HTTPClient, c)
 		return c, nil
 	}
-	return cs.refresh(ctx, c, target)
+	if c, err = cs.refresh(ctx, c, target); err == nil {
+		bindDPoP(cs.HTTPClient, c)
+	}
+	return c, err
 }
 
 // get reads the credential for key, to be used for target: one that
@@ -251,7 +263,7 @@ func (cs *Credentials) refresh(ctx context.Context, c *store.Credential, target 
 	cs.Logger.Debug("refreshing the access token", "resource", c.Resource, "issuer", c.Issuer, "scheme", c.SchemeID)
 	tok, err := flows.Refresh(ctx, cs.HTTPClient, flows.RefreshRequest{
 		TokenEndpoint: c.TokenEndpoint,
-		Client:        clientOf(c.Client),
+		Client:        withDPoP(clientOf(c.Client), c),
 		RefreshToken:  c.RefreshToken,
 		Resource:      resource,
 		Scopes:        c.Scopes,

@@ -51,6 +51,12 @@ type Choices struct {
 	// Endpoints stand in for the metadata of an authorization server that
 	// publishes none (login --authorization-endpoint …).
 	Endpoints Endpoints
+	// DPoP asks for a token bound to a key of the credential (RFC 9449;
+	// login --dpop); the default is a bearer token, which can be copied
+	// out (agentauth token).
+	DPoP bool
+	// dpop is the DPoP key of the login, when the server takes proofs.
+	dpop *wire.DPoPKey
 	// ClientCredentials runs the client credentials grant (RFC 6749 §4.4)
 	// with ClientID and ClientSecret or PrivateKey (a PEM key for
 	// private_key_jwt, RFC 7523 §2.2): no user, no browser.
@@ -206,6 +212,12 @@ func (cl *Client) Login(ctx context.Context, req LoginRequest) (*store.Credentia
 
 	var tok *flows.Token
 	var reg *store.ClientRegistration
+	var dpopPEM string
+	if gh == nil && req.DPoP {
+		if req.dpop, dpopPEM, err = wire.NewDPoPKey(); err != nil {
+			return nil, err
+		}
+	}
 	switch {
 	case gh != nil:
 		tok, reg, err = cl.gitHubGrant(ctx, req, gh, scopes)
@@ -235,6 +247,12 @@ func (cl *Client) Login(ctx context.Context, req LoginRequest) (*store.Credentia
 	if req.ClientCredentials {
 		c.Grant = wire.GrantClientCredentials
 	}
+	switch {
+	case tok.TokenType == wire.TokenTypeDPoP:
+		c.DPoPKey = dpopPEM
+	case req.dpop != nil:
+		cl.UI.Warn(md.Issuer + " answered a DPoP proof with a bearer token: it does not bind tokens to keys (RFC 9449).")
+	}
 	if gh != nil {
 		c.Provider, c.Subject = ProviderGitHub, cl.gitHubSubject(ctx, gh, tok.AccessToken)
 	}
@@ -254,6 +272,7 @@ func (cl *Client) Login(ctx context.Context, req LoginRequest) (*store.Credentia
 	if err := cs.Save(ctx, c); err != nil {
 		return nil, err
 	}
+	bindDPoP(cl.HTTPClient, c)
 	cl.UI.LoggedIn(c)
 	return c, nil
 }
@@ -266,7 +285,9 @@ func (cl *Client) standardGrant(ctx context.Context, st store.Store, md *wire.Au
 	if err != nil {
 		return nil, nil, err
 	}
-	tok, err := cl.runGrant(ctx, req, md, clientOf(*reg), scopes, resource)
+	client := clientOf(*reg)
+	client.DPoP = req.dpop
+	tok, err := cl.runGrant(ctx, req, md, client, scopes, resource)
 	if stored && errors.Is(err, flows.ErrInvalidClient) {
 		// The stored registration is stale (the server forgot it): mark it
 		// so that no login offers it again, and choose again, once.
@@ -277,7 +298,9 @@ func (cl *Client) standardGrant(ctx context.Context, st store.Store, md *wire.Au
 		if reg, _, err = cl.chooseClient(ctx, st, md, req); err != nil {
 			return nil, nil, err
 		}
-		tok, err = cl.runGrant(ctx, req, md, clientOf(*reg), scopes, resource)
+		client = clientOf(*reg)
+		client.DPoP = req.dpop
+		tok, err = cl.runGrant(ctx, req, md, client, scopes, resource)
 	}
 	if err != nil {
 		return nil, nil, loginError(err, req.Target, req.Requirement.SchemeID)

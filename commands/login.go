@@ -59,6 +59,7 @@ type LoginChoices struct {
 	NoBrowser         bool
 	CallbackHost      string
 	CallbackPort      int
+	DPoP              bool
 
 	scopes cli.StringSlice // --scope; check copies it into Scopes
 }
@@ -75,6 +76,7 @@ func loginChoiceFlags(ch *LoginChoices, prefix string) []cli.Flag {
 		&cli.BoolFlag{Name: "no-browser", Usage: prefix + "print the URL instead of opening a browser", Destination: &ch.NoBrowser},
 		&cli.StringFlag{Name: "callback-host", Value: "127.0.0.1", Usage: prefix + "redirect URI host: `127.0.0.1` or localhost", Destination: &ch.CallbackHost},
 		&cli.IntFlag{Name: "callback-port", Usage: prefix + "listen for the redirect on `PORT`", DefaultText: "a free one", Destination: &ch.CallbackPort},
+		&cli.BoolFlag{Name: "dpop", Usage: prefix + "get a token bound to a key of the credential (DPoP, RFC 9449), useless to whoever copies it", Destination: &ch.DPoP},
 	}
 }
 
@@ -122,6 +124,14 @@ with a secret on stdin (--client-secret-stdin) or a signed JWT
 (private_key_jwt, RFC 7523 §2.2) made with the PEM key --private-key FILE
 (P-256: ES256; RSA: RS256). No browser opens; the key or secret is stored
 with the credential and the grant is run again when the token expires.
+
+DPoP: with --dpop, login generates a P-256 key for the credential and
+gets a token bound to it (RFC 9449); the key is stored with the
+credential, never printed, and every token, refresh and resource request
+carries a fresh ES256 proof (with the server's DPoP-Nonce when it asks
+for one, retried once). Such a token is useless without the key, so it
+cannot be used outside agentauth (agentauth token | curl): without
+--dpop the token is a bearer token.
 
 Browser: $BROWSER is run with the URL when set, even without a terminal;
 otherwise the platform opener is used only when stdout or stderr is a
@@ -269,6 +279,7 @@ func (ch *LoginChoices) choices(secret string) client.Choices {
 		CallbackHost:      ch.CallbackHost,
 		CallbackPort:      ch.CallbackPort,
 		NoBrowser:         ch.NoBrowser,
+		DPoP:              ch.DPoP,
 	}
 }
 

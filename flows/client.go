@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/oauth2"
+
+	"github.com/agentauth/agentauth/wire"
 )
 
 // Client authentication methods (RFC 7591 §2, RFC 6749 §2.3.1).
@@ -35,6 +37,10 @@ type Client struct {
 	// Audience the authorization server's issuer, the assertion's aud.
 	PrivateKey string
 	Audience   string
+	// DPoP, when set, proves possession of this key on token requests
+	// (RFC 9449 §5); dpopNonce is the server's nonce (§8).
+	DPoP      *wire.DPoPKey
+	dpopNonce string
 }
 
 // ChooseAuthMethod picks how a client authenticates to the token endpoint
@@ -123,6 +129,13 @@ func (c Client) newRequest(endpoint string, form url.Values) (*http.Request, err
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Accept", "application/json")
+	if c.DPoP != nil {
+		proof, err := c.DPoP.Proof(http.MethodPost, endpoint, "", c.dpopNonce, time.Now())
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set(wire.HeaderDPoP, proof)
+	}
 	return req, nil
 }
 

@@ -85,6 +85,9 @@ type Credential struct {
 	// status shows it as rejected and no command uses it until a new login
 	// replaces it.
 	Rejected string `json:"rejected,omitempty"`
+	// DPoPKey is the PEM private key the token is bound to (RFC 9449),
+	// generated at login and never exported; empty for a bearer token.
+	DPoPKey string `json:"dpop_key,omitempty"`
 	// UpdatedAt is set by Put to the time of the write.
 	UpdatedAt time.Time `json:"updated_at,omitzero"`
 }

@@ -4,7 +4,9 @@
 #   bash ext-client.sh SERVER_URL
 # with MCP_CONFORMANCE_SCENARIO and MCP_CONFORMANCE_CONTEXT (a JSON object
 # with the machine client's client_id and client_secret or
-# private_key_pem) in the environment. It does what a CI job would: `agentauth
+# private_key_pem) in the environment. Without a client_id in the context
+# (the DPoP scenarios: a user logs in) it is client.sh. Otherwise it does
+# what a CI job would: `agentauth
 # login --client-credentials` with the secret on stdin or the key in a file,
 # then `agentauth call` lists the tools and calls the test tool, with a
 # fresh file store. AGENTAUTH_BIN comes from run.sh.
@@ -19,6 +21,9 @@ export AGENTAUTH_CONFIG_DIR AGENTAUTH_STORE=file
 trap 'rm -rf "$AGENTAUTH_CONFIG_DIR"' EXIT
 
 client_id="$(jq -r '.client_id // empty' <<<"$context")"
+if [ -z "$client_id" ]; then
+	exec bash "$(dirname "${BASH_SOURCE[0]}")/client.sh" "$@"
+fi
 client_secret="$(jq -r '.client_secret // empty' <<<"$context")"
 flags=(--client-credentials --client-id "$client_id")
 if [ -n "$(jq -r '.private_key_pem // empty' <<<"$context")" ]; then

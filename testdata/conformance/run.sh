@@ -53,9 +53,10 @@ SERVER_SCENARIOS=(
 	 input-required-result-unsupported-methods input-required-result-validate-input"
 )
 # Authorization extension scenarios (issue 16), run without a spec version
-# against ext-client.sh: login --client-credentials, then call. The DPoP,
-# workload identity and enterprise-managed scenarios are not passed yet.
-EXTENSION_SCENARIOS=(auth/client-credentials-basic auth/client-credentials-jwt)
+# against ext-client.sh: login --client-credentials then call for the
+# machine scenarios, client.sh for DPoP. The workload identity and
+# enterprise-managed scenarios are not passed yet.
+EXTENSION_SCENARIOS=(auth/client-credentials-basic auth/client-credentials-jwt auth/dpop auth/dpop-nonce)
 
 # The suite splits --command on spaces.
 case "$here" in *[[:space:]]*)
