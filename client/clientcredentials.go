@@ -4,22 +4,28 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"slices"
+	"strings"
 
 	"github.com/agentauth/agentauth/flows"
 	"github.com/agentauth/agentauth/store"
 	"github.com/agentauth/agentauth/wire"
 )
 
-// clientCredentialsClient is the pre-registered confidential client of a
-// client credentials login: a private key signs client assertions
-// (private_key_jwt, RFC 7523 §2.2), else the secret goes the way the
-// server accepts (flows.ChooseAuthMethod).
-func clientCredentialsClient(md *wire.AuthServerMetadata, req LoginRequest) (*store.ClientRegistration, error) {
+// machineClient is the pre-registered client of a login without a user
+// (client credentials, JWT bearer): a private key signs client assertions
+// (private_key_jwt, RFC 7523 §2.2), else a secret goes the way the server
+// accepts (flows.ChooseAuthMethod), else (public, allowed for the JWT
+// bearer grant only) the client_id goes alone.
+func machineClient(md *wire.AuthServerMetadata, req LoginRequest, public bool) (*store.ClientRegistration, error) {
 	reg := &store.ClientRegistration{ClientID: req.ClientID, Source: clientSourcePreregistered}
 	switch {
 	case req.ClientID == "":
-		return nil, Usagef("--client-credentials needs --client-id")
+		return nil, Usagef("a login without a user needs --client-id")
+	case req.PrivateKey == "" && req.ClientSecret == "" && public:
+		reg.AuthMethod = flows.AuthMethodNone
 	case req.PrivateKey != "":
 		if _, _, err := flows.ParsePrivateKey([]byte(req.PrivateKey)); err != nil {
 			return nil, Usagef("--private-key: %v", err)
@@ -44,7 +50,7 @@ func clientCredentialsClient(md *wire.AuthServerMetadata, req LoginRequest) (*st
 // clientCredentialsGrant runs the client credentials grant (RFC 6749
 // §4.4) for login --client-credentials: no browser, no user.
 func (cl *Client) clientCredentialsGrant(ctx context.Context, md *wire.AuthServerMetadata, req LoginRequest, scopes []string, resource string) (*flows.Token, *store.ClientRegistration, error) {
-	reg, err := clientCredentialsClient(md, req)
+	reg, err := machineClient(md, req, false)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -69,10 +75,23 @@ func (cs *Credentials) renew(ctx context.Context, c *store.Credential, hint stri
 	}
 	client := withDPoP(clientOf(c.Client), c)
 	client.Audience = c.Issuer
-	cs.Logger.Debug("renewing the access token with the client credentials grant", "resource", c.Resource, "issuer", c.Issuer)
-	tok, err := flows.ClientCredentials(ctx, cs.HTTPClient, flows.ClientCredentialsRequest{
-		TokenEndpoint: c.TokenEndpoint, Client: client, Scopes: c.Scopes, Resource: resource,
-	})
+	cs.Logger.Debug("renewing the access token by running its grant again", "grant", c.Grant, "resource", c.Resource, "issuer", c.Issuer)
+	var tok *flows.Token
+	var err error
+	switch c.Grant {
+	case flows.GrantJWTBearer:
+		var assertion string
+		if assertion, err = ReadAssertion(c.AssertionSource); err != nil {
+			return nil, &AuthError{Err: fmt.Errorf("cannot renew the token for %s: %w", DescribeKey(c.Key), err), Hint: hint}
+		}
+		tok, err = flows.JWTBearer(ctx, cs.HTTPClient, flows.JWTBearerRequest{
+			TokenEndpoint: c.TokenEndpoint, Client: client, Assertion: assertion, Scopes: c.Scopes, Resource: resource,
+		})
+	default:
+		tok, err = flows.ClientCredentials(ctx, cs.HTTPClient, flows.ClientCredentialsRequest{
+			TokenEndpoint: c.TokenEndpoint, Client: client, Scopes: c.Scopes, Resource: resource,
+		})
+	}
 	var oe *wire.OAuthError
 	if errors.As(err, &oe) {
 		rejected := *c
@@ -86,4 +105,76 @@ func (cs *Credentials) renew(ctx context.Context, c *store.Credential, hint stri
 		return nil, fmt.Errorf("cannot renew the token for %s: %w", DescribeKey(c.Key), err)
 	}
 	return cs.saveToken(ctx, c, tok)
+}
+
+// Assertion sources (login --assertion-file, --assertion-env), stored with
+// the credential so that a renewal reads the platform's current token.
+const (
+	assertionFromFile = "file:"
+	assertionFromEnv  = "env:"
+	// maxAssertionBytes bounds an assertion read from a file.
+	maxAssertionBytes = 64 << 10
+)
+
+// AssertionFromFile and AssertionFromEnv name where a JWT bearer
+// assertion is read.
+func AssertionFromFile(path string) string { return assertionFromFile + path }
+func AssertionFromEnv(name string) string  { return assertionFromEnv + name }
+
+// ReadAssertion reads the assertion of source: a file's content or an
+// environment variable's value, trimmed.
+func ReadAssertion(source string) (string, error) {
+	var raw string
+	switch {
+	case strings.HasPrefix(source, assertionFromFile):
+		path := strings.TrimPrefix(source, assertionFromFile)
+		f, err := os.Open(path)
+		if err != nil {
+			return "", fmt.Errorf("cannot read the assertion: %w", err)
+		}
+		defer f.Close()
+		b, err := io.ReadAll(io.LimitReader(f, maxAssertionBytes+1))
+		if err != nil {
+			return "", fmt.Errorf("cannot read the assertion: %w", err)
+		}
+		if len(b) > maxAssertionBytes {
+			return "", fmt.Errorf("cannot read the assertion: %s is larger than %d bytes", path, maxAssertionBytes)
+		}
+		raw = string(b)
+	case strings.HasPrefix(source, assertionFromEnv):
+		name := strings.TrimPrefix(source, assertionFromEnv)
+		raw = os.Getenv(name)
+		if raw == "" {
+			return "", fmt.Errorf("cannot read the assertion: $%s is empty\nRun agentauth where the platform sets it, or log in again with --assertion-file.", name)
+		}
+	default:
+		return "", fmt.Errorf("cannot read the assertion: unknown source %q", source)
+	}
+	a := strings.TrimSpace(raw)
+	if a == "" {
+		return "", errors.New("cannot read the assertion: it is empty")
+	}
+	return a, nil
+}
+
+// jwtBearerGrant runs the JWT bearer grant (RFC 7523 §2.1) with a
+// platform's workload token (login --assertion-file, --assertion-env).
+func (cl *Client) jwtBearerGrant(ctx context.Context, md *wire.AuthServerMetadata, req LoginRequest, scopes []string, resource string) (*flows.Token, *store.ClientRegistration, error) {
+	reg, err := machineClient(md, req, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	assertion, err := ReadAssertion(req.AssertionSource)
+	if err != nil {
+		return nil, nil, err
+	}
+	c := clientOf(*reg)
+	c.Audience, c.DPoP = md.Issuer, req.dpop
+	tok, err := flows.JWTBearer(ctx, cl.HTTPClient, flows.JWTBearerRequest{
+		TokenEndpoint: md.TokenEndpoint, Client: c, Assertion: assertion, Scopes: scopes, Resource: resource,
+	})
+	if err != nil {
+		return nil, nil, loginError(err, req.Target, req.Requirement.SchemeID)
+	}
+	return tok, reg, nil
 }

@@ -62,6 +62,10 @@ type Choices struct {
 	// private_key_jwt, RFC 7523 §2.2): no user, no browser.
 	ClientCredentials bool
 	PrivateKey        string
+	// AssertionSource runs the JWT bearer grant (RFC 7523 §2.1) with the
+	// assertion read from it (AssertionFromFile, AssertionFromEnv), again
+	// at each renewal.
+	AssertionSource string
 }
 
 // TargetLogin is a login to every requirement of a target (or SchemeID's).
@@ -224,6 +228,8 @@ func (cl *Client) Login(ctx context.Context, req LoginRequest) (*store.Credentia
 		md = gh.Metadata(r.AuthorizationServers[0])
 	case req.ClientCredentials:
 		tok, reg, err = cl.clientCredentialsGrant(ctx, md, req, scopes, resource)
+	case req.AssertionSource != "":
+		tok, reg, err = cl.jwtBearerGrant(ctx, md, req, scopes, resource)
 	default:
 		tok, reg, err = cl.standardGrant(ctx, st, md, req, scopes, resource)
 	}
@@ -244,8 +250,11 @@ func (cl *Client) Login(ctx context.Context, req LoginRequest) (*store.Credentia
 		TokenEndpoint:      md.TokenEndpoint,
 		RevocationEndpoint: md.RevocationEndpoint,
 	}
-	if req.ClientCredentials {
+	switch {
+	case req.ClientCredentials:
 		c.Grant = wire.GrantClientCredentials
+	case req.AssertionSource != "":
+		c.Grant, c.AssertionSource = flows.GrantJWTBearer, req.AssertionSource
 	}
 	switch {
 	case tok.TokenType == wire.TokenTypeDPoP:

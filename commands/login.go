@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -46,6 +47,8 @@ type LoginOptions struct {
 	// and --client-secret-stdin or PrivateKeyFile (--private-key).
 	ClientCredentials bool
 	PrivateKeyFile    string
+	// AssertionFile and AssertionEnv run the JWT bearer grant.
+	AssertionFile, AssertionEnv string
 }
 
 // LoginChoices are how the user wants to log in: the flags that login and
@@ -133,6 +136,13 @@ for one, retried once). Such a token is useless without the key, so it
 cannot be used outside agentauth (agentauth token | curl): without
 --dpop the token is a bearer token.
 
+Workload identity: --assertion-file FILE or --assertion-env NAME runs the
+JWT bearer grant (RFC 7523 §2.1) as --client-id (public, or with
+--client-secret-stdin or --private-key) with a JWT the platform issued (a
+CI job's OIDC token). The file or variable, not the token, is stored, and
+read again when the access token expires. A refused assertion is not
+retried.
+
 Browser: $BROWSER is run with the URL when set, even without a terminal;
 otherwise the platform opener is used only when stdout or stderr is a
 terminal; otherwise, or with --no-browser, the URL is printed on stderr. The
@@ -166,6 +176,8 @@ On success one line goes to stderr; --json prints on stdout:
 			&cli.StringFlag{Name: "revocation-endpoint", Usage: "without metadata: the revocation endpoint `URL`", Destination: &opts.Endpoints.Revocation},
 			&cli.BoolFlag{Name: "force", Usage: "log in again without asking when TARGET already has a valid login", Destination: &opts.Force},
 			&cli.BoolFlag{Name: "client-credentials", Usage: "run the client credentials grant (RFC 6749 §4.4) as the client --client-id, with --client-secret-stdin or --private-key: no user, no browser", Destination: &opts.ClientCredentials},
+			&cli.StringFlag{Name: "assertion-file", Usage: "run the JWT bearer grant (RFC 7523) as --client-id with the JWT in `FILE` (a CI platform's workload identity token), read again at each renewal", Destination: &opts.AssertionFile},
+			&cli.StringFlag{Name: "assertion-env", Usage: "run the JWT bearer grant (RFC 7523) as --client-id with the JWT in the environment variable `NAME`, read again at each renewal", Destination: &opts.AssertionEnv},
 			&cli.StringFlag{Name: "private-key", Usage: "with --client-credentials: authenticate with private_key_jwt (RFC 7523), signing with the PEM key in `FILE` (P-256 for ES256, RSA for RS256)", Destination: &opts.PrivateKeyFile},
 		),
 		Action: func(c *cli.Context) error {
@@ -210,8 +222,14 @@ func (opts *LoginOptions) check(clientIDSet bool) error {
 		return usageErrorf("--web and --device exclude each other")
 	case opts.GitHubHost != "" && e.Set():
 		return usageErrorf("--github-host and --%s exclude each other: a GitHub host's endpoints are GitHub's", firstEndpointFlag(e))
-	case opts.PrivateKeyFile != "" && !opts.ClientCredentials:
-		return usageErrorf("--private-key needs --client-credentials")
+	case opts.AssertionFile != "" && opts.AssertionEnv != "":
+		return usageErrorf("--assertion-file and --assertion-env exclude each other")
+	case (opts.AssertionFile != "" || opts.AssertionEnv != "") && (opts.ClientCredentials || opts.ClientID == ""):
+		return usageErrorf("--assertion-file and --assertion-env need --client-id and exclude --client-credentials")
+	case (opts.AssertionFile != "" || opts.AssertionEnv != "") && (opts.Device || opts.Web || opts.GitHubHost != "" || opts.ClientMetadataURL != ""):
+		return usageErrorf("--assertion-file and --assertion-env exclude --device, --web, --github-host and --client-metadata-url: no user takes part")
+	case opts.PrivateKeyFile != "" && !opts.ClientCredentials && opts.AssertionFile == "" && opts.AssertionEnv == "":
+		return usageErrorf("--private-key needs --client-credentials, --assertion-file or --assertion-env")
 	case opts.ClientCredentials && opts.ClientID == "":
 		return usageErrorf("--client-credentials needs --client-id")
 	case opts.ClientCredentials && opts.ClientSecretStdin == (opts.PrivateKeyFile != ""):
@@ -303,6 +321,16 @@ func runLogin(ctx context.Context, opts *LoginOptions) error {
 		ch.PrivateKey = string(pemBytes)
 	}
 	ch.ClientCredentials = opts.ClientCredentials
+	switch {
+	case opts.AssertionFile != "":
+		path, err := filepath.Abs(opts.AssertionFile)
+		if err != nil {
+			return fmt.Errorf("cannot use the assertion file: %w", err)
+		}
+		ch.AssertionSource = client.AssertionFromFile(path)
+	case opts.AssertionEnv != "":
+		ch.AssertionSource = client.AssertionFromEnv(opts.AssertionEnv)
+	}
 	ch.NoResource, ch.Timeout, ch.AllowResources = opts.NoResource, opts.Timeout, opts.AllowResources
 	ch.Web, ch.GitHubHost, ch.GitHubClientID, ch.Endpoints = opts.Web, opts.GitHubHost, opts.GitHubClientID, opts.Endpoints
 	creds, st, err := opts.Factory.Client().LoginTarget(ctx, client.TargetLogin{Target: opts.Target, SchemeID: opts.SchemeID, Choices: ch})

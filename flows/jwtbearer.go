@@ -1,6 +1,7 @@
 package flows
 
 import (
+	"context"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -10,10 +11,14 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
+
+	"github.com/agentauth/agentauth/wire"
 )
 
 // ClientAssertionType is the client_assertion_type of a JWT client
@@ -90,3 +95,41 @@ func clientAssertion(c Client, now time.Time) (string, error) {
 	}
 	return s, nil
 }
+
+// JWTBearerRequest is a JWT bearer authorization grant (RFC 7523 §2.1):
+// an assertion from a party the authorization server trusts (a CI
+// platform's workload token, an enterprise IdP's ID-JAG) for an access
+// token.
+type JWTBearerRequest struct {
+	TokenEndpoint string
+	// Client authenticates as the server requires; a public client sends
+	// its client_id alone.
+	Client    Client
+	Assertion string
+	Scopes    []string
+	// Resource is sent as the RFC 8707 resource indicator when not empty.
+	Resource string
+}
+
+// JWTBearer runs the JWT bearer grant (RFC 7523 §2.1). A refusal is not
+// retried: the assertion would be refused again (SEP-1933).
+func JWTBearer(ctx context.Context, hc *http.Client, req JWTBearerRequest) (*Token, error) {
+	if req.Assertion == "" {
+		return nil, errors.New("cannot run the JWT bearer grant: the assertion is empty")
+	}
+	form := url.Values{"grant_type": {GrantJWTBearer}, "assertion": {req.Assertion}}
+	if len(req.Scopes) > 0 {
+		form.Set("scope", wire.JoinScope(req.Scopes))
+	}
+	if req.Resource != "" {
+		form.Set("resource", req.Resource)
+	}
+	t, err := requestToken(ctx, hc, req.TokenEndpoint, req.Client, form, req.Scopes)
+	if err != nil {
+		return nil, fmt.Errorf("cannot get a token with the JWT bearer grant: %w", err)
+	}
+	return t, nil
+}
+
+// GrantJWTBearer is the grant type of RFC 7523 §2.1.
+const GrantJWTBearer = "urn:ietf:params:oauth:grant-type:jwt-bearer"

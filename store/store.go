@@ -59,10 +59,13 @@ type Credential struct {
 	// Grant is the grant that got the token when it is renewed by running
 	// it again rather than by a refresh token: "client_credentials"
 	// (RFC 6749 §4.4.3). Empty for the others.
-	Grant        string `json:"grant,omitempty"`
-	AccessToken  string `json:"access_token"`
-	RefreshToken string `json:"refresh_token,omitempty"`
-	TokenType    string `json:"token_type,omitempty"`
+	Grant string `json:"grant,omitempty"`
+	// AssertionSource is where a JWT bearer credential's assertion is read
+	// again at renewal: "file:PATH" or "env:NAME" (never the assertion).
+	AssertionSource string `json:"assertion_source,omitempty"`
+	AccessToken     string `json:"access_token"`
+	RefreshToken    string `json:"refresh_token,omitempty"`
+	TokenType       string `json:"token_type,omitempty"`
 	// Expiry is when the access token expires; zero means unknown.
 	Expiry time.Time `json:"expiry,omitzero"`
 	Scopes []string  `json:"scopes,omitempty"`

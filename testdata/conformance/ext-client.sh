@@ -5,7 +5,8 @@
 # with MCP_CONFORMANCE_SCENARIO and MCP_CONFORMANCE_CONTEXT (a JSON object
 # with the machine client's client_id and client_secret or
 # private_key_pem) in the environment. Without a client_id in the context
-# (the DPoP scenarios: a user logs in) it is client.sh. Otherwise it does
+# (the DPoP scenarios: a user logs in) it is client.sh. With a valid_jwt
+# (workload identity) it logs in with --assertion-file. Otherwise it does
 # what a CI job would: `agentauth
 # login --client-credentials` with the secret on stdin or the key in a file,
 # then `agentauth call` lists the tools and calls the test tool, with a
@@ -26,7 +27,12 @@ if [ -z "$client_id" ]; then
 fi
 client_secret="$(jq -r '.client_secret // empty' <<<"$context")"
 flags=(--client-credentials --client-id "$client_id")
-if [ -n "$(jq -r '.private_key_pem // empty' <<<"$context")" ]; then
+if [ -n "$(jq -r '.valid_jwt // empty' <<<"$context")" ]; then
+	# Workload identity: the platform's JWT in a file, as CI systems give it.
+	jwt="$AGENTAUTH_CONFIG_DIR/workload.jwt"
+	(umask 077 && jq -r '.valid_jwt' <<<"$context" >"$jwt")
+	flags=(--client-id "$client_id" --assertion-file "$jwt")
+elif [ -n "$(jq -r '.private_key_pem // empty' <<<"$context")" ]; then
 	key="$AGENTAUTH_CONFIG_DIR/client-key.pem"
 	(umask 077 && jq -r '.private_key_pem' <<<"$context" >"$key")
 	flags+=(--private-key "$key")

@@ -53,10 +53,10 @@ SERVER_SCENARIOS=(
 	 input-required-result-unsupported-methods input-required-result-validate-input"
 )
 # Authorization extension scenarios (issue 16), run without a spec version
-# against ext-client.sh: login --client-credentials then call for the
-# machine scenarios, client.sh for DPoP. The workload identity and
-# enterprise-managed scenarios are not passed yet.
-EXTENSION_SCENARIOS=(auth/client-credentials-basic auth/client-credentials-jwt auth/dpop auth/dpop-nonce)
+# against ext-client.sh: login --client-credentials or --assertion-file
+# then call for the machine scenarios, client.sh for DPoP. The
+# enterprise-managed scenario is not passed yet.
+EXTENSION_SCENARIOS=(auth/client-credentials-basic auth/client-credentials-jwt auth/dpop auth/dpop-nonce auth/wif-jwt-bearer)
 
 # The suite splits --command on spaces.
 case "$here" in *[[:space:]]*)
