@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -79,6 +80,13 @@ func (cs *Credentials) renew(ctx context.Context, c *store.Credential, hint stri
 	var tok *flows.Token
 	var err error
 	switch c.Grant {
+	case GrantEnterprise:
+		var subject string
+		if subject, err = ReadAssertion(c.AssertionSource); err != nil {
+			return nil, &AuthError{Err: fmt.Errorf("cannot renew the token for %s: %w", DescribeKey(c.Key), err), Hint: hint}
+		}
+		idp := IdP{TokenEndpoint: c.IdPTokenEndpoint, ClientID: c.IdPClientID}
+		tok, err = enterpriseToken(ctx, cs.HTTPClient, idp, subject, c.Issuer, c.TokenEndpoint, client, c.Scopes, resource)
 	case flows.GrantJWTBearer:
 		var assertion string
 		if assertion, err = ReadAssertion(c.AssertionSource); err != nil {
@@ -122,10 +130,13 @@ func AssertionFromFile(path string) string { return assertionFromFile + path }
 func AssertionFromEnv(name string) string  { return assertionFromEnv + name }
 
 // ReadAssertion reads the assertion of source: a file's content or an
-// environment variable's value, trimmed.
+// environment variable's value, trimmed. An empty source is an assertion
+// given on stdin at login, which cannot be read again.
 func ReadAssertion(source string) (string, error) {
 	var raw string
 	switch {
+	case source == "":
+		return "", errors.New("the identity assertion was read from stdin at login and cannot be read again: log in again")
 	case strings.HasPrefix(source, assertionFromFile):
 		path := strings.TrimPrefix(source, assertionFromFile)
 		f, err := os.Open(path)
@@ -164,17 +175,52 @@ func (cl *Client) jwtBearerGrant(ctx context.Context, md *wire.AuthServerMetadat
 	if err != nil {
 		return nil, nil, err
 	}
-	assertion, err := ReadAssertion(req.AssertionSource)
-	if err != nil {
-		return nil, nil, err
-	}
 	c := clientOf(*reg)
 	c.Audience, c.DPoP = md.Issuer, req.dpop
-	tok, err := flows.JWTBearer(ctx, cl.HTTPClient, flows.JWTBearerRequest{
-		TokenEndpoint: md.TokenEndpoint, Client: c, Assertion: assertion, Scopes: scopes, Resource: resource,
-	})
+	assertion := req.Assertion
+	if assertion == "" {
+		if assertion, err = ReadAssertion(req.AssertionSource); err != nil {
+			return nil, nil, err
+		}
+	}
+	var tok *flows.Token
+	if req.IdP.TokenEndpoint != "" {
+		tok, err = enterpriseToken(ctx, cl.HTTPClient, req.IdP, assertion, md.Issuer, md.TokenEndpoint, c, scopes, resource)
+	} else {
+		tok, err = flows.JWTBearer(ctx, cl.HTTPClient, flows.JWTBearerRequest{
+			TokenEndpoint: md.TokenEndpoint, Client: c, Assertion: assertion, Scopes: scopes, Resource: resource,
+		})
+	}
 	if err != nil {
 		return nil, nil, loginError(err, req.Target, req.Requirement.SchemeID)
 	}
 	return tok, reg, nil
+}
+
+// GrantEnterprise marks a credential of enterprise-managed authorization:
+// renewed by exchanging the identity assertion again.
+const GrantEnterprise = "enterprise-managed"
+
+// IdP is the enterprise identity provider of enterprise-managed
+// authorization (login --idp-token-endpoint, --idp-client-id).
+type IdP struct {
+	TokenEndpoint string
+	ClientID      string
+}
+
+// enterpriseToken exchanges the user's identity assertion (an ID token from
+// the enterprise IdP) at the IdP for an ID-JAG for the
+// issuer and resource (RFC 8693), then the ID-JAG at the authorization
+// server's token endpoint with the JWT bearer grant (RFC 7523 §2.1), as the
+// MCP extension enterprise-managed-authorization defines it.
+func enterpriseToken(ctx context.Context, hc *http.Client, idp IdP, subject, issuer, tokenEndpoint string, c flows.Client, scopes []string, resource string) (*flows.Token, error) {
+	jag, err := flows.TokenExchange(ctx, hc, flows.TokenExchangeRequest{
+		TokenEndpoint: idp.TokenEndpoint, Client: flows.Client{ID: idp.ClientID},
+		SubjectToken: subject, SubjectTokenType: flows.TokenTypeIDToken, RequestedTokenType: flows.TokenTypeIDJAG,
+		Audience: issuer, Resource: resource, Scopes: scopes,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return flows.JWTBearer(ctx, hc, flows.JWTBearerRequest{TokenEndpoint: tokenEndpoint, Client: c, Assertion: jag, Scopes: scopes, Resource: resource})
 }

@@ -250,7 +250,7 @@ func (cs *Credentials) fresh(c *store.Credential) bool {
 // and stores the result.
 func (cs *Credentials) refresh(ctx context.Context, c *store.Credential, target string) (*store.Credential, error) {
 	hint := LoginCommand(target, c.SchemeID)
-	if c.Grant == wire.GrantClientCredentials || c.Grant == flows.GrantJWTBearer {
+	if c.Grant == wire.GrantClientCredentials || c.Grant == flows.GrantJWTBearer || c.Grant == GrantEnterprise {
 		return cs.renew(ctx, c, hint)
 	}
 	if c.RefreshToken == "" {

@@ -66,6 +66,13 @@ type Choices struct {
 	// assertion read from it (AssertionFromFile, AssertionFromEnv), again
 	// at each renewal.
 	AssertionSource string
+	// Assertion is an identity assertion given at login (stdin), used
+	// instead of AssertionSource and never stored.
+	Assertion string
+	// IdP, when set, makes the assertion an ID token exchanged at the
+	// enterprise IdP for an ID-JAG first (enterprise-managed
+	// authorization).
+	IdP IdP
 }
 
 // TargetLogin is a login to every requirement of a target (or SchemeID's).
@@ -228,7 +235,7 @@ func (cl *Client) Login(ctx context.Context, req LoginRequest) (*store.Credentia
 		md = gh.Metadata(r.AuthorizationServers[0])
 	case req.ClientCredentials:
 		tok, reg, err = cl.clientCredentialsGrant(ctx, md, req, scopes, resource)
-	case req.AssertionSource != "":
+	case req.AssertionSource != "" || req.Assertion != "":
 		tok, reg, err = cl.jwtBearerGrant(ctx, md, req, scopes, resource)
 	default:
 		tok, reg, err = cl.standardGrant(ctx, st, md, req, scopes, resource)
@@ -253,6 +260,9 @@ func (cl *Client) Login(ctx context.Context, req LoginRequest) (*store.Credentia
 	switch {
 	case req.ClientCredentials:
 		c.Grant = wire.GrantClientCredentials
+	case req.IdP.TokenEndpoint != "":
+		c.Grant, c.AssertionSource = GrantEnterprise, req.AssertionSource
+		c.IdPTokenEndpoint, c.IdPClientID = req.IdP.TokenEndpoint, req.IdP.ClientID
 	case req.AssertionSource != "":
 		c.Grant, c.AssertionSource = flows.GrantJWTBearer, req.AssertionSource
 	}

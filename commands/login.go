@@ -49,6 +49,13 @@ type LoginOptions struct {
 	PrivateKeyFile    string
 	// AssertionFile and AssertionEnv run the JWT bearer grant.
 	AssertionFile, AssertionEnv string
+	// Enterprise-managed authorization: the ID token (IDTokenFile, or
+	// stdin with SubjectTokenStdin) is exchanged at the IdP's token
+	// endpoint as IdPClientID.
+	IDTokenFile       string
+	SubjectTokenStdin bool
+	IdPTokenEndpoint  string
+	IdPClientID       string
 }
 
 // LoginChoices are how the user wants to log in: the flags that login and
@@ -143,6 +150,14 @@ CI job's OIDC token). The file or variable, not the token, is stored, and
 read again when the access token expires. A refused assertion is not
 retried.
 
+Enterprise-managed authorization: --idp-token-endpoint URL with
+--idp-client-id ID and the user's ID token from the enterprise IdP
+(--id-token-file FILE, or --subject-token-stdin) exchanges the ID token at
+the IdP (RFC 8693) for an identity assertion grant (ID-JAG) for the MCP
+authorization server and resource, then that at the authorization server
+with the JWT bearer grant as --client-id. Renewal exchanges the ID token
+file again; a token from stdin is not stored.
+
 Browser: $BROWSER is run with the URL when set, even without a terminal;
 otherwise the platform opener is used only when stdout or stderr is a
 terminal; otherwise, or with --no-browser, the URL is printed on stderr. The
@@ -178,6 +193,10 @@ On success one line goes to stderr; --json prints on stdout:
 			&cli.BoolFlag{Name: "client-credentials", Usage: "run the client credentials grant (RFC 6749 §4.4) as the client --client-id, with --client-secret-stdin or --private-key: no user, no browser", Destination: &opts.ClientCredentials},
 			&cli.StringFlag{Name: "assertion-file", Usage: "run the JWT bearer grant (RFC 7523) as --client-id with the JWT in `FILE` (a CI platform's workload identity token), read again at each renewal", Destination: &opts.AssertionFile},
 			&cli.StringFlag{Name: "assertion-env", Usage: "run the JWT bearer grant (RFC 7523) as --client-id with the JWT in the environment variable `NAME`, read again at each renewal", Destination: &opts.AssertionEnv},
+			&cli.StringFlag{Name: "idp-token-endpoint", Usage: "enterprise-managed authorization: exchange the ID token at the enterprise IdP's token endpoint `URL` (RFC 8693) for an ID-JAG", Destination: &opts.IdPTokenEndpoint},
+			&cli.StringFlag{Name: "idp-client-id", Usage: "enterprise-managed authorization: agentauth's client `ID` at the IdP", Destination: &opts.IdPClientID},
+			&cli.StringFlag{Name: "id-token-file", Usage: "enterprise-managed authorization: the user's ID token from the IdP, in `FILE` (read again at each renewal)", Destination: &opts.IDTokenFile},
+			&cli.BoolFlag{Name: "subject-token-stdin", Usage: "enterprise-managed authorization: read the user's ID token from stdin (not stored: log in again when the token expires)", Destination: &opts.SubjectTokenStdin},
 			&cli.StringFlag{Name: "private-key", Usage: "with --client-credentials: authenticate with private_key_jwt (RFC 7523), signing with the PEM key in `FILE` (P-256 for ES256, RSA for RS256)", Destination: &opts.PrivateKeyFile},
 		),
 		Action: func(c *cli.Context) error {
@@ -222,6 +241,14 @@ func (opts *LoginOptions) check(clientIDSet bool) error {
 		return usageErrorf("--web and --device exclude each other")
 	case opts.GitHubHost != "" && e.Set():
 		return usageErrorf("--github-host and --%s exclude each other: a GitHub host's endpoints are GitHub's", firstEndpointFlag(e))
+	case (opts.IDTokenFile != "" || opts.SubjectTokenStdin) != (opts.IdPTokenEndpoint != ""):
+		return usageErrorf("--idp-token-endpoint goes with one of --id-token-file and --subject-token-stdin")
+	case opts.IdPTokenEndpoint != "" && (opts.IdPClientID == "" || opts.ClientID == "" || flows.CheckURL(opts.IdPTokenEndpoint) != nil):
+		return usageErrorf("--idp-token-endpoint needs --idp-client-id and --client-id, and must be an https URL (http only to a loopback address)")
+	case opts.IDTokenFile != "" && (opts.SubjectTokenStdin || opts.AssertionFile != "" || opts.AssertionEnv != ""):
+		return usageErrorf("--id-token-file excludes --subject-token-stdin, --assertion-file and --assertion-env")
+	case opts.SubjectTokenStdin && opts.ClientSecretStdin:
+		return usageErrorf("--subject-token-stdin and --client-secret-stdin both read stdin: give the client a --private-key, or the ID token with --id-token-file")
 	case opts.AssertionFile != "" && opts.AssertionEnv != "":
 		return usageErrorf("--assertion-file and --assertion-env exclude each other")
 	case (opts.AssertionFile != "" || opts.AssertionEnv != "") && (opts.ClientCredentials || opts.ClientID == ""):
@@ -321,7 +348,20 @@ func runLogin(ctx context.Context, opts *LoginOptions) error {
 		ch.PrivateKey = string(pemBytes)
 	}
 	ch.ClientCredentials = opts.ClientCredentials
+	ch.IdP = client.IdP{TokenEndpoint: opts.IdPTokenEndpoint, ClientID: opts.IdPClientID}
+	if opts.SubjectTokenStdin {
+		var err error
+		if ch.Assertion, err = readStdinSecret(opts.IO.In, "--subject-token-stdin", "ID token"); err != nil {
+			return err
+		}
+	}
 	switch {
+	case opts.IDTokenFile != "":
+		path, err := filepath.Abs(opts.IDTokenFile)
+		if err != nil {
+			return fmt.Errorf("cannot use the ID token file: %w", err)
+		}
+		ch.AssertionSource = client.AssertionFromFile(path)
 	case opts.AssertionFile != "":
 		path, err := filepath.Abs(opts.AssertionFile)
 		if err != nil {

@@ -63,9 +63,14 @@ type Credential struct {
 	// AssertionSource is where a JWT bearer credential's assertion is read
 	// again at renewal: "file:PATH" or "env:NAME" (never the assertion).
 	AssertionSource string `json:"assertion_source,omitempty"`
-	AccessToken     string `json:"access_token"`
-	RefreshToken    string `json:"refresh_token,omitempty"`
-	TokenType       string `json:"token_type,omitempty"`
+	// IdPTokenEndpoint and IdPClientID are the enterprise IdP of
+	// enterprise-managed authorization, where the identity assertion is
+	// exchanged (RFC 8693) for an ID-JAG at each renewal.
+	IdPTokenEndpoint string `json:"idp_token_endpoint,omitempty"`
+	IdPClientID      string `json:"idp_client_id,omitempty"`
+	AccessToken      string `json:"access_token"`
+	RefreshToken     string `json:"refresh_token,omitempty"`
+	TokenType        string `json:"token_type,omitempty"`
 	// Expiry is when the access token expires; zero means unknown.
 	Expiry time.Time `json:"expiry,omitzero"`
 	Scopes []string  `json:"scopes,omitempty"`

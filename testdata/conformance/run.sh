@@ -53,10 +53,11 @@ SERVER_SCENARIOS=(
 	 input-required-result-unsupported-methods input-required-result-validate-input"
 )
 # Authorization extension scenarios (issue 16), run without a spec version
-# against ext-client.sh: login --client-credentials or --assertion-file
-# then call for the machine scenarios, client.sh for DPoP. The
-# enterprise-managed scenario is not passed yet.
-EXTENSION_SCENARIOS=(auth/client-credentials-basic auth/client-credentials-jwt auth/dpop auth/dpop-nonce auth/wif-jwt-bearer)
+# against ext-client.sh: login --client-credentials, --assertion-file or
+# --id-token-file with the IdP's token endpoint, then call, for the
+# machine and enterprise scenarios; client.sh with --dpop for DPoP.
+EXTENSION_SCENARIOS=(auth/client-credentials-basic auth/client-credentials-jwt auth/dpop auth/dpop-nonce auth/wif-jwt-bearer
+	auth/enterprise-managed-authorization)
 
 # The suite splits --command on spaces.
 case "$here" in *[[:space:]]*)
