@@ -62,10 +62,8 @@ func (i *Issuer) checkTokenDPoP(r *http.Request, is *issuing) *oauthError {
 	if err != nil {
 		return dpopError(wire.ErrInvalidDPoPProof, err.Error(), nonce)
 	}
-	if _, err := wire.CheckDPoPProof(proofs[0], wire.DPoPCheck{Method: http.MethodPost, URI: i.opts.Issuer + pathToken, Now: is.now, Window: DPoPWindow, Nonce: nonce}); err != nil {
-		if _, err := wire.CheckDPoPProof(proofs[0], wire.DPoPCheck{Method: http.MethodPost, URI: i.opts.Issuer + pathToken, Now: is.now, Window: DPoPWindow, Nonce: dpopNonce(is.key, is.now.Add(-dpopNoncePeriod))}); err != nil {
-			return dpopError(wire.ErrUseDPoPNonce, "the DPoP proof must carry the nonce in the DPoP-Nonce header", nonce)
-		}
+	if p.Nonce == "" || p.Nonce != nonce && p.Nonce != dpopNonce(is.key, is.now.Add(-dpopNoncePeriod)) {
+		return dpopError(wire.ErrUseDPoPNonce, "the DPoP proof must carry the nonce in the DPoP-Nonce header", nonce)
 	}
 	replayed := false
 	err = i.store.Update(r.Context(), func(tx state.Tx) error {

@@ -150,9 +150,7 @@ type DPoPCheck struct {
 	URI string
 	// AccessToken, when set, must match the proof's ath.
 	AccessToken string
-	// Nonce, when set, must be the proof's nonce.
-	Nonce string
-	Now   time.Time
+	Now         time.Time
 	// Window bounds |now - iat|.
 	Window time.Duration
 }
@@ -160,16 +158,17 @@ type DPoPCheck struct {
 // DPoPProof is a checked proof.
 type DPoPProof struct {
 	// JKT is the thumbprint of the proof's key; JTI its id, for a replay
-	// cache; Expires when the replay cache may forget it.
-	JKT, JTI string
-	Expires  time.Time
+	// cache; Expires when the replay cache may forget it; Nonce the
+	// server nonce it carries, for the server to check (§8, §9).
+	JKT, JTI, Nonce string
+	Expires         time.Time
 }
 
 // CheckDPoPProof verifies a proof (§4.3): one well-formed JWT of typ
 // dpop+jwt, signed with ES256 by the public key in its jwk header, whose
 // htm and htu match the request, iat within the window, ath matching the
-// access token, and nonce matching when one is required. The caller checks
-// the jti against its replay cache and the jkt against the token's cnf.
+// access token. The caller checks the jti against its replay cache, the
+// jkt against the token's cnf and the nonce against its own.
 func CheckDPoPProof(proof string, want DPoPCheck) (*DPoPProof, error) {
 	if proof == "" {
 		return nil, errors.New("no DPoP proof")
@@ -200,14 +199,12 @@ func CheckDPoPProof(proof string, want DPoPCheck) (*DPoPProof, error) {
 		return nil, errors.New("the DPoP proof has no valid jti")
 	case c.Method != want.Method:
 		return nil, fmt.Errorf("the DPoP proof's htm is not %s", want.Method)
-	case err != nil || c.URI == "" || !strings.EqualFold(htu, wantURI) || strings.ContainsAny(c.URI, "?#"):
+	case err != nil || c.URI == "" || htu != wantURI || strings.ContainsAny(c.URI, "?#"):
 		return nil, fmt.Errorf("the DPoP proof's htu is not %s", wantURI)
 	case iat.Before(want.Now.Add(-want.Window)) || iat.After(want.Now.Add(want.Window)):
 		return nil, fmt.Errorf("the DPoP proof's iat is not within %s of the server's time", want.Window)
 	case want.AccessToken != "" && c.ATH != TokenHash(want.AccessToken):
 		return nil, errors.New("the DPoP proof's ath does not match the access token")
-	case want.Nonce != "" && c.Nonce != want.Nonce:
-		return nil, errors.New("the DPoP proof does not carry the server's current nonce")
 	}
-	return &DPoPProof{JKT: JWKThumbprint(h.JSONWebKey), JTI: c.ID, Expires: iat.Add(want.Window)}, nil
+	return &DPoPProof{JKT: JWKThumbprint(h.JSONWebKey), JTI: c.ID, Nonce: c.Nonce, Expires: iat.Add(want.Window)}, nil
 }
