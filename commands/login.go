@@ -255,8 +255,8 @@ func (opts *LoginOptions) check(clientIDSet bool) error {
 		return usageErrorf("--assertion-file and --assertion-env need --client-id and exclude --client-credentials")
 	case (opts.AssertionFile != "" || opts.AssertionEnv != "") && (opts.Device || opts.Web || opts.GitHubHost != "" || opts.ClientMetadataURL != ""):
 		return usageErrorf("--assertion-file and --assertion-env exclude --device, --web, --github-host and --client-metadata-url: no user takes part")
-	case opts.PrivateKeyFile != "" && !opts.ClientCredentials && opts.AssertionFile == "" && opts.AssertionEnv == "":
-		return usageErrorf("--private-key needs --client-credentials, --assertion-file or --assertion-env")
+	case opts.PrivateKeyFile != "" && !opts.ClientCredentials && opts.AssertionFile == "" && opts.AssertionEnv == "" && opts.IdPTokenEndpoint == "":
+		return usageErrorf("--private-key needs --client-credentials, --assertion-file, --assertion-env or --idp-token-endpoint")
 	case opts.ClientCredentials && opts.ClientID == "":
 		return usageErrorf("--client-credentials needs --client-id")
 	case opts.ClientCredentials && opts.ClientSecretStdin == (opts.PrivateKeyFile != ""):
