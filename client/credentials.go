@@ -129,6 +129,14 @@ func otherLoopbackName(target string) string {
 // No credential, no refresh token or a refused refresh is an *AuthError
 // whose hint logs in to target.
 func (cs *Credentials) Usable(ctx context.Context, key store.Key, target string) (*store.Credential, error) {
+	c, err := cs.usable(ctx, key, target)
+	if err == nil {
+		bindDPoP(cs.HTTPClient, c)
+	}
+	return c, err
+}
+
+func (cs *Credentials) usable(ctx context.Context, key store.Key, target string) (*store.Credential, error) {
 	c, err := cs.get(ctx, key, target)
 	if err != nil || cs.fresh(c) {
 		return c, err
@@ -168,9 +176,13 @@ func (cs *Credentials) Refresh(ctx context.Context, stale *store.Credential, tar
 		return nil, err
 	}
 	if c.AccessToken != stale.AccessToken {
+		bindDPoP(cs.HTTPClient, c)
 		return c, nil
 	}
-	return cs.refresh(ctx, c, target)
+	if c, err = cs.refresh(ctx, c, target); err == nil {
+		bindDPoP(cs.HTTPClient, c)
+	}
+	return c, err
 }
 
 // get reads the credential for key, to be used for target: one that
@@ -258,6 +270,9 @@ func (cs *Credentials) fresh(c *store.Credential) bool {
 // and stores the result.
 func (cs *Credentials) refresh(ctx context.Context, c *store.Credential, target string) (*store.Credential, error) {
 	hint := LoginCommand(target, c.SchemeID)
+	if c.Grant == wire.GrantClientCredentials || c.Grant == flows.GrantJWTBearer || c.Grant == GrantEnterprise {
+		return cs.renew(ctx, c, hint)
+	}
 	if c.RefreshToken == "" {
 		return nil, &AuthError{Err: fmt.Errorf("the access token for %s has expired and there is no refresh token", DescribeKey(c.Key)), Hint: hint}
 	}
@@ -268,7 +283,7 @@ func (cs *Credentials) refresh(ctx context.Context, c *store.Credential, target 
 	cs.Logger.Debug("refreshing the access token", "resource", c.Resource, "issuer", c.Issuer, "scheme", c.SchemeID)
 	tok, err := flows.Refresh(ctx, cs.HTTPClient, flows.RefreshRequest{
 		TokenEndpoint: c.TokenEndpoint,
-		Client:        clientOf(c.Client),
+		Client:        withDPoP(clientOf(c.Client), c),
 		RefreshToken:  c.RefreshToken,
 		Resource:      resource,
 		Scopes:        c.Scopes,
@@ -304,6 +319,11 @@ func (cs *Credentials) refresh(ctx context.Context, c *store.Credential, target 
 	default:
 		return nil, fmt.Errorf("cannot refresh the token for %s: %w", DescribeKey(c.Key), err)
 	}
+	return cs.saveToken(ctx, c, tok)
+}
+
+// saveToken stores c with the token tok of a refresh or a renewal.
+func (cs *Credentials) saveToken(ctx context.Context, c *store.Credential, tok *flows.Token) (*store.Credential, error) {
 	next := *c
 	next.AccessToken, next.RefreshToken, next.TokenType = tok.AccessToken, tok.RefreshToken, tok.TokenType
 	next.Expiry, next.Scopes, next.Obtained = tok.Expiry, tok.Scopes, cs.Now()
@@ -343,7 +363,7 @@ func (cs *Credentials) Save(ctx context.Context, c *store.Credential) error {
 
 // clientOf is the flows view of a stored client registration.
 func clientOf(r store.ClientRegistration) flows.Client {
-	return flows.Client{ID: r.ClientID, Secret: r.ClientSecret, AuthMethod: r.AuthMethod}
+	return flows.Client{ID: r.ClientID, Secret: r.ClientSecret, AuthMethod: r.AuthMethod, PrivateKey: r.PrivateKey}
 }
 
 // DescribeKey names a credential for messages: its resource, and its

@@ -51,6 +51,28 @@ type Choices struct {
 	// Endpoints stand in for the metadata of an authorization server that
 	// publishes none (login --authorization-endpoint …).
 	Endpoints Endpoints
+	// DPoP asks for a token bound to a key of the credential (RFC 9449;
+	// login --dpop); the default is a bearer token, which can be copied
+	// out (agentauth token).
+	DPoP bool
+	// dpop is the DPoP key of the login, when the server takes proofs.
+	dpop *wire.DPoPKey
+	// ClientCredentials runs the client credentials grant (RFC 6749 §4.4)
+	// with ClientID and ClientSecret or PrivateKey (a PEM key for
+	// private_key_jwt, RFC 7523 §2.2): no user, no browser.
+	ClientCredentials bool
+	PrivateKey        string
+	// AssertionSource runs the JWT bearer grant (RFC 7523 §2.1) with the
+	// assertion read from it (AssertionFromFile, AssertionFromEnv), again
+	// at each renewal.
+	AssertionSource string
+	// Assertion is an identity assertion given at login (stdin), used
+	// instead of AssertionSource and never stored.
+	Assertion string
+	// IdP, when set, makes the assertion an ID token exchanged at the
+	// enterprise IdP for an ID-JAG first (enterprise-managed
+	// authorization).
+	IdP IdP
 }
 
 // TargetLogin is a login to every requirement of a target (or SchemeID's).
@@ -201,10 +223,21 @@ func (cl *Client) Login(ctx context.Context, req LoginRequest) (*store.Credentia
 
 	var tok *flows.Token
 	var reg *store.ClientRegistration
-	if gh != nil {
+	var dpopPEM string
+	if gh == nil && req.DPoP {
+		if req.dpop, dpopPEM, err = wire.NewDPoPKey(); err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case gh != nil:
 		tok, reg, err = cl.gitHubGrant(ctx, req, gh, scopes)
 		md = gh.Metadata(r.AuthorizationServers[0])
-	} else {
+	case req.ClientCredentials:
+		tok, reg, err = cl.clientCredentialsGrant(ctx, md, req, scopes, resource)
+	case req.AssertionSource != "" || req.Assertion != "":
+		tok, reg, err = cl.jwtBearerGrant(ctx, md, req, scopes, resource)
+	default:
 		tok, reg, err = cl.standardGrant(ctx, st, md, req, scopes, resource)
 	}
 	if err != nil {
@@ -225,6 +258,21 @@ func (cl *Client) Login(ctx context.Context, req LoginRequest) (*store.Credentia
 		TokenEndpoint:      md.TokenEndpoint,
 		RevocationEndpoint: md.RevocationEndpoint,
 	}
+	switch {
+	case req.ClientCredentials:
+		c.Grant = wire.GrantClientCredentials
+	case req.IdP.TokenEndpoint != "":
+		c.Grant, c.AssertionSource = GrantEnterprise, req.AssertionSource
+		c.IdPTokenEndpoint, c.IdPClientID = req.IdP.TokenEndpoint, req.IdP.ClientID
+	case req.AssertionSource != "":
+		c.Grant, c.AssertionSource = flows.GrantJWTBearer, req.AssertionSource
+	}
+	switch {
+	case tok.TokenType == wire.TokenTypeDPoP:
+		c.DPoPKey = dpopPEM
+	case req.dpop != nil:
+		cl.UI.Warn(md.Issuer + " answered a DPoP proof with a bearer token: it does not bind tokens to keys (RFC 9449).")
+	}
 	if gh != nil {
 		c.Provider, c.Subject = ProviderGitHub, cl.gitHubSubject(ctx, gh, tok.AccessToken)
 	}
@@ -244,6 +292,7 @@ func (cl *Client) Login(ctx context.Context, req LoginRequest) (*store.Credentia
 	if err := cs.Save(ctx, c); err != nil {
 		return nil, err
 	}
+	bindDPoP(cl.HTTPClient, c)
 	cl.UI.LoggedIn(c)
 	return c, nil
 }
@@ -256,7 +305,9 @@ func (cl *Client) standardGrant(ctx context.Context, st store.Store, md *wire.Au
 	if err != nil {
 		return nil, nil, err
 	}
-	tok, err := cl.runGrant(ctx, req, md, clientOf(*reg), scopes, resource)
+	client := clientOf(*reg)
+	client.DPoP = req.dpop
+	tok, err := cl.runGrant(ctx, req, md, client, scopes, resource)
 	if stored && (errors.Is(err, flows.ErrInvalidClient) || reg.Source == clientSourceDCR && redirectURIRefused(err)) {
 		// The stored registration is stale (the server forgot it, or it
 		// lacks the redirect URI of this --callback-port at a server that
@@ -269,7 +320,9 @@ func (cl *Client) standardGrant(ctx context.Context, st store.Store, md *wire.Au
 		if reg, _, err = cl.chooseClient(ctx, st, md, req); err != nil {
 			return nil, nil, err
 		}
-		tok, err = cl.runGrant(ctx, req, md, clientOf(*reg), scopes, resource)
+		client = clientOf(*reg)
+		client.DPoP = req.dpop
+		tok, err = cl.runGrant(ctx, req, md, client, scopes, resource)
 	}
 	if err != nil {
 		return nil, nil, loginError(err, req.Target, req.Requirement.SchemeID)

@@ -42,6 +42,9 @@ type CredentialStatus struct {
 	Refreshable    bool       `json:"refreshable"`
 	ClientID       string     `json:"clientId,omitempty"`
 	Token          string     `json:"token"`
+	// DPoPBound says the token is bound to the credential's DPoP key
+	// (RFC 9449): it is useless without it.
+	DPoPBound bool `json:"dpopBound,omitempty"`
 
 	// Expiry says for people when the access token expires.
 	Expiry string `json:"-"`
@@ -51,7 +54,7 @@ type CredentialStatus struct {
 func DescribeCredential(c *store.Credential, now time.Time, showToken bool) CredentialStatus {
 	cs := CredentialStatus{Resource: c.Resource, Issuer: c.Issuer, SchemeID: c.SchemeID, Target: wire.RedactTarget(c.Target),
 		Subject: c.Subject, Scopes: nonNil(c.Scopes), Refreshable: c.RefreshToken != "", ClientID: c.Client.ClientID,
-		Token: maskToken(c.AccessToken, showToken), State: StateValid}
+		Token: maskToken(c.AccessToken, showToken), State: StateValid, DPoPBound: c.DPoPKey != ""}
 	left := c.Expiry.Sub(now)
 	known := !c.Expiry.IsZero()
 	if known {

@@ -119,7 +119,7 @@ func (f *Factory) Client() *client.Client {
 	if f.client == nil {
 		f.ui = &termUI{io: f.IO, now: f.Now}
 		f.client = &client.Client{
-			HTTPClient: f.HTTPClient, Now: f.Now, Logger: f.Logger(),
+			HTTPClient: client.WithDPoP(f.HTTPClient), Now: f.Now, Logger: f.Logger(),
 			Store: f.Store, Fallback: fallbackStore, ProbeKeyring: f.ProbeKeyring,
 			Browser: f.Browser(), UI: f.ui, Stderr: f.IO.ErrOut, Version: Version,
 		}

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -42,6 +43,19 @@ type LoginOptions struct {
 	Endpoints      client.Endpoints
 	// Force logs in again without asking when already logged in.
 	Force bool
+	// ClientCredentials runs the client credentials grant with --client-id
+	// and --client-secret-stdin or PrivateKeyFile (--private-key).
+	ClientCredentials bool
+	PrivateKeyFile    string
+	// AssertionFile and AssertionEnv run the JWT bearer grant.
+	AssertionFile, AssertionEnv string
+	// Enterprise-managed authorization: the ID token (IDTokenFile, or
+	// stdin with SubjectTokenStdin) is exchanged at the IdP's token
+	// endpoint as IdPClientID.
+	IDTokenFile       string
+	SubjectTokenStdin bool
+	IdPTokenEndpoint  string
+	IdPClientID       string
 }
 
 // LoginChoices are how the user wants to log in: the flags that login and
@@ -55,6 +69,7 @@ type LoginChoices struct {
 	NoBrowser         bool
 	CallbackHost      string
 	CallbackPort      int
+	DPoP              bool
 
 	scopes cli.StringSlice // --scope; check copies it into Scopes
 }
@@ -71,6 +86,7 @@ func loginChoiceFlags(ch *LoginChoices, prefix string) []cli.Flag {
 		&cli.BoolFlag{Name: "no-browser", Usage: prefix + "print the URL instead of opening a browser", Destination: &ch.NoBrowser},
 		&cli.StringFlag{Name: "callback-host", Value: "127.0.0.1", Usage: prefix + "redirect URI host: `127.0.0.1` or localhost", Destination: &ch.CallbackHost},
 		&cli.IntFlag{Name: "callback-port", Usage: prefix + "listen for the redirect on `PORT`", DefaultText: "a free one", Destination: &ch.CallbackPort},
+		&cli.BoolFlag{Name: "dpop", Usage: prefix + "get a token bound to a key of the credential (DPoP, RFC 9449), useless to whoever copies it", Destination: &ch.DPoP},
 	}
 }
 
@@ -112,6 +128,36 @@ supports it), else dynamic registration (RFC 7591). A stored registration
 the server rejects with invalid_client is dropped and registration is done
 again, once.
 
+Machines: --client-credentials runs the client credentials grant (RFC 6749
+§4.4) as the pre-registered confidential client --client-id, authenticated
+with a secret on stdin (--client-secret-stdin) or a signed JWT
+(private_key_jwt, RFC 7523 §2.2) made with the PEM key --private-key FILE
+(P-256: ES256; RSA: RS256). No browser opens; the key or secret is stored
+with the credential and the grant is run again when the token expires.
+
+DPoP: with --dpop, login generates a P-256 key for the credential and
+gets a token bound to it (RFC 9449); the key is stored with the
+credential, never printed, and every token, refresh and resource request
+carries a fresh ES256 proof (with the server's DPoP-Nonce when it asks
+for one, retried once). Such a token is useless without the key, so it
+cannot be used outside agentauth (agentauth token | curl): without
+--dpop the token is a bearer token.
+
+Workload identity: --assertion-file FILE or --assertion-env NAME runs the
+JWT bearer grant (RFC 7523 §2.1) as --client-id (public, or with
+--client-secret-stdin or --private-key) with a JWT the platform issued (a
+CI job's OIDC token). The file or variable, not the token, is stored, and
+read again when the access token expires. A refused assertion is not
+retried.
+
+Enterprise-managed authorization: --idp-token-endpoint URL with
+--idp-client-id ID and the user's ID token from the enterprise IdP
+(--id-token-file FILE, or --subject-token-stdin) exchanges the ID token at
+the IdP (RFC 8693) for an identity assertion grant (ID-JAG) for the MCP
+authorization server and resource, then that at the authorization server
+with the JWT bearer grant as --client-id. Renewal exchanges the ID token
+file again; a token from stdin is not stored.
+
 Browser: $BROWSER is run with the URL when set, even without a terminal;
 otherwise the platform opener is used only when stdout or stderr is a
 terminal; otherwise, or with --no-browser, the URL is printed on stderr. The
@@ -144,6 +190,14 @@ On success one line goes to stderr; --json prints on stdout:
 			&cli.StringFlag{Name: "device-authorization-endpoint", Usage: "without metadata: the device authorization endpoint `URL`", Destination: &opts.Endpoints.DeviceAuthorization},
 			&cli.StringFlag{Name: "revocation-endpoint", Usage: "without metadata: the revocation endpoint `URL`", Destination: &opts.Endpoints.Revocation},
 			&cli.BoolFlag{Name: "force", Usage: "log in again without asking when TARGET already has a valid login", Destination: &opts.Force},
+			&cli.BoolFlag{Name: "client-credentials", Usage: "run the client credentials grant (RFC 6749 §4.4) as the client --client-id, with --client-secret-stdin or --private-key: no user, no browser", Destination: &opts.ClientCredentials},
+			&cli.StringFlag{Name: "assertion-file", Usage: "run the JWT bearer grant (RFC 7523) as --client-id with the JWT in `FILE` (a CI platform's workload identity token), read again at each renewal", Destination: &opts.AssertionFile},
+			&cli.StringFlag{Name: "assertion-env", Usage: "run the JWT bearer grant (RFC 7523) as --client-id with the JWT in the environment variable `NAME`, read again at each renewal", Destination: &opts.AssertionEnv},
+			&cli.StringFlag{Name: "idp-token-endpoint", Usage: "enterprise-managed authorization: exchange the ID token at the enterprise IdP's token endpoint `URL` (RFC 8693) for an ID-JAG", Destination: &opts.IdPTokenEndpoint},
+			&cli.StringFlag{Name: "idp-client-id", Usage: "enterprise-managed authorization: agentauth's client `ID` at the IdP", Destination: &opts.IdPClientID},
+			&cli.StringFlag{Name: "id-token-file", Usage: "enterprise-managed authorization: the user's ID token from the IdP, in `FILE` (read again at each renewal)", Destination: &opts.IDTokenFile},
+			&cli.BoolFlag{Name: "subject-token-stdin", Usage: "enterprise-managed authorization: read the user's ID token from stdin (not stored: log in again when the token expires)", Destination: &opts.SubjectTokenStdin},
+			&cli.StringFlag{Name: "private-key", Usage: "with --client-credentials: authenticate with private_key_jwt (RFC 7523), signing with the PEM key in `FILE` (P-256 for ES256, RSA for RS256)", Destination: &opts.PrivateKeyFile},
 		),
 		Action: func(c *cli.Context) error {
 			var err error
@@ -187,6 +241,28 @@ func (opts *LoginOptions) check(clientIDSet bool) error {
 		return usageErrorf("--web and --device exclude each other")
 	case opts.GitHubHost != "" && e.Set():
 		return usageErrorf("--github-host and --%s exclude each other: a GitHub host's endpoints are GitHub's", firstEndpointFlag(e))
+	case (opts.IDTokenFile != "" || opts.SubjectTokenStdin) != (opts.IdPTokenEndpoint != ""):
+		return usageErrorf("--idp-token-endpoint goes with one of --id-token-file and --subject-token-stdin")
+	case opts.IdPTokenEndpoint != "" && (opts.IdPClientID == "" || opts.ClientID == "" || flows.CheckURL(opts.IdPTokenEndpoint) != nil):
+		return usageErrorf("--idp-token-endpoint needs --idp-client-id and --client-id, and must be an https URL (http only to a loopback address)")
+	case opts.IDTokenFile != "" && (opts.SubjectTokenStdin || opts.AssertionFile != "" || opts.AssertionEnv != ""):
+		return usageErrorf("--id-token-file excludes --subject-token-stdin, --assertion-file and --assertion-env")
+	case opts.SubjectTokenStdin && opts.ClientSecretStdin:
+		return usageErrorf("--subject-token-stdin and --client-secret-stdin both read stdin: give the client a --private-key, or the ID token with --id-token-file")
+	case opts.AssertionFile != "" && opts.AssertionEnv != "":
+		return usageErrorf("--assertion-file and --assertion-env exclude each other")
+	case (opts.AssertionFile != "" || opts.AssertionEnv != "") && (opts.ClientCredentials || opts.ClientID == ""):
+		return usageErrorf("--assertion-file and --assertion-env need --client-id and exclude --client-credentials")
+	case (opts.AssertionFile != "" || opts.AssertionEnv != "") && (opts.Device || opts.Web || opts.GitHubHost != "" || opts.ClientMetadataURL != ""):
+		return usageErrorf("--assertion-file and --assertion-env exclude --device, --web, --github-host and --client-metadata-url: no user takes part")
+	case opts.PrivateKeyFile != "" && !opts.ClientCredentials && opts.AssertionFile == "" && opts.AssertionEnv == "" && opts.IdPTokenEndpoint == "":
+		return usageErrorf("--private-key needs --client-credentials, --assertion-file, --assertion-env or --idp-token-endpoint")
+	case opts.ClientCredentials && opts.ClientID == "":
+		return usageErrorf("--client-credentials needs --client-id")
+	case opts.ClientCredentials && opts.ClientSecretStdin == (opts.PrivateKeyFile != ""):
+		return usageErrorf("--client-credentials needs one of --client-secret-stdin and --private-key")
+	case opts.ClientCredentials && (opts.Device || opts.Web || opts.GitHubHost != "" || opts.ClientMetadataURL != ""):
+		return usageErrorf("--client-credentials excludes --device, --web, --github-host and --client-metadata-url: no user takes part")
 	case opts.GitHubHost != "" && strings.Contains(opts.GitHubHost, "://") && (flows.CheckURL(opts.GitHubHost) != nil || client.GitHubBase(opts.GitHubHost) == ""):
 		return usageErrorf("--github-host must be a host name, or an https URL (http only to a loopback address), not %q", opts.GitHubHost)
 	}
@@ -248,6 +324,7 @@ func (ch *LoginChoices) choices(secret string) client.Choices {
 		CallbackHost:      ch.CallbackHost,
 		CallbackPort:      ch.CallbackPort,
 		NoBrowser:         ch.NoBrowser,
+		DPoP:              ch.DPoP,
 	}
 }
 
@@ -274,6 +351,37 @@ func runLogin(ctx context.Context, opts *LoginOptions) error {
 		}
 	}
 	ch := opts.choices(secret)
+	if opts.PrivateKeyFile != "" {
+		pemBytes, err := os.ReadFile(opts.PrivateKeyFile)
+		if err != nil {
+			return fmt.Errorf("cannot read the private key: %w", err)
+		}
+		ch.PrivateKey = string(pemBytes)
+	}
+	ch.ClientCredentials = opts.ClientCredentials
+	ch.IdP = client.IdP{TokenEndpoint: opts.IdPTokenEndpoint, ClientID: opts.IdPClientID}
+	if opts.SubjectTokenStdin {
+		var err error
+		if ch.Assertion, err = readStdinSecret(opts.IO.In, "--subject-token-stdin", "ID token"); err != nil {
+			return err
+		}
+	}
+	switch {
+	case opts.IDTokenFile != "":
+		path, err := filepath.Abs(opts.IDTokenFile)
+		if err != nil {
+			return fmt.Errorf("cannot use the ID token file: %w", err)
+		}
+		ch.AssertionSource = client.AssertionFromFile(path)
+	case opts.AssertionFile != "":
+		path, err := filepath.Abs(opts.AssertionFile)
+		if err != nil {
+			return fmt.Errorf("cannot use the assertion file: %w", err)
+		}
+		ch.AssertionSource = client.AssertionFromFile(path)
+	case opts.AssertionEnv != "":
+		ch.AssertionSource = client.AssertionFromEnv(opts.AssertionEnv)
+	}
 	ch.NoResource, ch.Timeout, ch.AllowResources = opts.NoResource, opts.Timeout, opts.AllowResources
 	ch.Web, ch.GitHubHost, ch.GitHubClientID, ch.Endpoints = opts.Web, opts.GitHubHost, opts.GitHubClientID, opts.Endpoints
 	creds, st, err := opts.Factory.Client().LoginTarget(ctx, client.TargetLogin{Target: opts.Target, SchemeID: opts.SchemeID, Choices: ch})

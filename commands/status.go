@@ -131,6 +131,9 @@ func printCredential(cs *client.CredentialStatus, w io.Writer, p Painter) {
 	fmt.Fprintf(w, "  - Scopes: %s\n", safeText(orNone(wire.JoinScope(cs.Scopes))))
 	fmt.Fprintf(w, "  - Expiry: %s\n", cs.Expiry)
 	fmt.Fprintf(w, "  - Token: %s\n", cs.Token)
+	if cs.DPoPBound {
+		fmt.Fprintf(w, "  - Bound to a DPoP key (RFC 9449): usable by agentauth only\n")
+	}
 	if !cs.Usable() {
 		fmt.Fprintf(w, "  - To log in again, run: %s\n", cs.LoginCommand())
 	}

@@ -7,8 +7,11 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	"golang.org/x/oauth2"
+
+	"github.com/agentauth/agentauth/wire"
 )
 
 // Client authentication methods (RFC 7591 §2, RFC 6749 §2.3.1).
@@ -16,6 +19,9 @@ const (
 	AuthMethodNone              = "none"
 	AuthMethodClientSecretBasic = "client_secret_basic"
 	AuthMethodClientSecretPost  = "client_secret_post"
+	// AuthMethodPrivateKeyJWT signs a JWT client assertion with the
+	// client's private key (RFC 7523 §2.2; OpenID Connect Core §9).
+	AuthMethodPrivateKeyJWT = "private_key_jwt"
 )
 
 // Client is an OAuth client as the token, revocation and device
@@ -27,6 +33,14 @@ type Client struct {
 	// AuthMethod is one of the AuthMethod constants; empty means
 	// client_secret_basic with a secret, none without.
 	AuthMethod string
+	// PrivateKey is the PEM private key of a private_key_jwt client, and
+	// Audience the authorization server's issuer, the assertion's aud.
+	PrivateKey string
+	Audience   string
+	// DPoP, when set, proves possession of this key on token requests
+	// (RFC 9449 §5); dpopNonce is the server's nonce (§8).
+	DPoP      *wire.DPoPKey
+	dpopNonce string
 }
 
 // ChooseAuthMethod picks how a client authenticates to the token endpoint
@@ -70,9 +84,13 @@ func (c Client) check() error {
 		if c.Secret == "" {
 			return fmt.Errorf("client authentication %s needs a client secret", m)
 		}
+	case AuthMethodPrivateKeyJWT:
+		if c.PrivateKey == "" {
+			return fmt.Errorf("client authentication %s needs a private key", m)
+		}
 	default:
-		return fmt.Errorf("client authentication %q is not supported (only %s, %s, %s)",
-			m, AuthMethodNone, AuthMethodClientSecretBasic, AuthMethodClientSecretPost)
+		return fmt.Errorf("client authentication %q is not supported (only %s, %s, %s, %s)",
+			m, AuthMethodNone, AuthMethodClientSecretBasic, AuthMethodClientSecretPost, AuthMethodPrivateKeyJWT)
 	}
 	return nil
 }
@@ -80,7 +98,8 @@ func (c Client) check() error {
 // newRequest builds a POST of form to an OAuth endpoint carrying the
 // client's credentials: client_secret_basic is HTTP Basic over the
 // form-urlencoded id and secret (RFC 6749 §2.3.1); client_secret_post puts
-// both in the form; none sends client_id alone.
+// both in the form; none sends client_id alone; private_key_jwt adds a
+// signed client assertion (RFC 7523 §2.2) to client_id.
 func (c Client) newRequest(endpoint string, form url.Values) (*http.Request, error) {
 	form = maps.Clone(form)
 	if form == nil {
@@ -90,8 +109,16 @@ func (c Client) newRequest(endpoint string, form url.Values) (*http.Request, err
 	if method != AuthMethodClientSecretBasic {
 		form.Set("client_id", c.ID)
 	}
-	if method == AuthMethodClientSecretPost {
+	switch method {
+	case AuthMethodClientSecretPost:
 		form.Set("client_secret", c.Secret)
+	case AuthMethodPrivateKeyJWT:
+		assertion, err := clientAssertion(c, time.Now())
+		if err != nil {
+			return nil, err
+		}
+		form.Set("client_assertion_type", ClientAssertionType)
+		form.Set("client_assertion", assertion)
 	}
 	req, err := http.NewRequest(http.MethodPost, endpoint, strings.NewReader(form.Encode()))
 	if err != nil {
@@ -102,6 +129,13 @@ func (c Client) newRequest(endpoint string, form url.Values) (*http.Request, err
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Accept", "application/json")
+	if c.DPoP != nil {
+		proof, err := c.DPoP.Proof(http.MethodPost, endpoint, "", c.dpopNonce, time.Now())
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set(wire.HeaderDPoP, proof)
+	}
 	return req, nil
 }
 

@@ -19,8 +19,8 @@ import (
 type Token struct {
 	AccessToken  string
 	RefreshToken string
-	// TokenType is always "Bearer": a token response of another type is
-	// refused.
+	// TokenType is "Bearer", or "DPoP" for a token bound to the client's
+	// DPoP key (RFC 9449 §5); a token response of another type is refused.
 	TokenType string
 	// Expiry is zero when the AS gave no expires_in; it is at most
 	// MaxTokenLifetime away.
@@ -83,20 +83,38 @@ const maxQuoted = 64
 // and checks its answer with tokenResponse.token; requested is the scope to
 // record when the answer has none. Errors wrap *wire.OAuthError and, for
 // invalid_grant and invalid_client, their sentinel.
+//
+// With client.DPoP the request carries a DPoP proof (RFC 9449 §5) and is
+// sent once more with the server's nonce when it answers use_dpop_nonce
+// (§8); the answer may then be a DPoP token.
 func requestToken(ctx context.Context, hc *http.Client, endpoint string, client Client, form url.Values, requested []string) (*Token, error) {
 	resp, body, err := postForm(ctx, hc, "token_endpoint", endpoint, client, form)
 	if err != nil {
 		return nil, err
 	}
+	if client.DPoP != nil && resp.StatusCode == http.StatusBadRequest && resp.Header.Get(wire.HeaderDPoPNonce) != "" {
+		var oe *wire.OAuthError
+		if errors.As(oauthError(resp, body), &oe) && oe.Code == wire.ErrUseDPoPNonce {
+			client.dpopNonce = resp.Header.Get(wire.HeaderDPoPNonce)
+			if resp, body, err = postForm(ctx, hc, "token_endpoint", endpoint, client, form); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, grantError(formError(resp, body, client, form))
 	}
-	return readToken(endpoint, resp, body, requested)
+	return readTokenOf(endpoint, resp, body, requested, client.DPoP != nil)
 }
 
 // readToken reads a 200 answer of a token endpoint: an error field is the
 // grant's error (RFC 6749 §5.2), anything else is checked (tokenResponse.token).
 func readToken(endpoint string, resp *http.Response, body []byte, requested []string) (*Token, error) {
+	return readTokenOf(endpoint, resp, body, requested, false)
+}
+
+// readTokenOf is readToken; dpop accepts a DPoP token.
+func readTokenOf(endpoint string, resp *http.Response, body []byte, requested []string, dpop bool) (*Token, error) {
 	var tr tokenResponse
 	jsonErr := json.Unmarshal(body, &tr)
 	if tr.Error != "" {
@@ -105,7 +123,7 @@ func readToken(endpoint string, resp *http.Response, body []byte, requested []st
 	if jsonErr != nil {
 		return nil, fmt.Errorf("cannot read the token response of %s: %w", endpoint, jsonErr)
 	}
-	t, err := tr.token(time.Now(), requested)
+	t, err := tr.token(time.Now(), requested, dpop)
 	if err != nil {
 		return nil, fmt.Errorf("the token response of %s is invalid: %w\nReport it to the authorization server's operator.", endpoint, err)
 	}
@@ -117,14 +135,18 @@ func readToken(endpoint string, resp *http.Response, body []byte, requested []st
 // must be Bearer in any case (RFC 6749 §7.1, RFC 6750 §4), and is Bearer when
 // absent; expires_in, when present, must be a positive number of seconds,
 // and is capped at MaxTokenLifetime.
-func (tr *tokenResponse) token(now time.Time, requested []string) (*Token, error) {
+func (tr *tokenResponse) token(now time.Time, requested []string, dpop bool) (*Token, error) {
 	if tr.AccessToken == "" {
 		return nil, errors.New("it has no access_token")
 	}
-	if tr.TokenType != "" && !strings.EqualFold(tr.TokenType, "Bearer") {
+	tokenType := "Bearer"
+	switch {
+	case dpop && strings.EqualFold(tr.TokenType, wire.TokenTypeDPoP):
+		tokenType = wire.TokenTypeDPoP
+	case tr.TokenType != "" && !strings.EqualFold(tr.TokenType, "Bearer"):
 		return nil, fmt.Errorf("token_type %s is not Bearer, the only type agentauth can send (RFC 6750)", quote(tr.TokenType))
 	}
-	t := &Token{AccessToken: tr.AccessToken, RefreshToken: tr.RefreshToken, TokenType: "Bearer", Scopes: requested}
+	t := &Token{AccessToken: tr.AccessToken, RefreshToken: tr.RefreshToken, TokenType: tokenType, Scopes: requested}
 	if tr.Scope != nil && *tr.Scope != "" {
 		t.Scopes = wire.SplitScope(*tr.Scope)
 	}

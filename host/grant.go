@@ -22,6 +22,9 @@ type Grant struct {
 	// JTI is the token's identifier (RFC 7519 §4.1.7), when it has one.
 	JTI    string
 	Issuer string
+	// JKT is the thumbprint of the DPoP key the token is bound to (cnf,
+	// RFC 9449 §6.1): the HTTP face then requires a proof of it.
+	JKT string
 }
 
 // HasScopes reports whether the grant holds every scope in need.

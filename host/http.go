@@ -62,6 +62,7 @@ func (h *Host) HTTPHandler() http.Handler {
 	f := &httpFace{h: h, path: cmp.Or(u.Path, "/"), metadataURL: h.ResourceMetadataURL()}
 	mu, _ := url.Parse(f.metadataURL)
 	f.metadataPath = mu.Path
+	f.jtis = newJTICache(MaxDPoPJTIs)
 	f.maxBody = h.maxMsg
 	if f.maxBody <= 0 {
 		f.maxBody = wire.DefaultMaxMessageSize
@@ -75,6 +76,8 @@ type httpFace struct {
 	metadataPath string
 	metadataURL  string
 	maxBody      int64
+	// jtis are the DPoP proofs seen (RFC 9449 §11.1).
+	jtis *jtiCache
 }
 
 func (f *httpFace) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -117,6 +120,8 @@ type httpRefusal struct {
 	status    int
 	challenge map[string]string
 	err       *wire.Error
+	// dpop makes the challenge a DPoP one (RFC 9449 §7.1).
+	dpop bool
 }
 
 func (f *httpFace) serveMCP(w http.ResponseWriter, r *http.Request) {
@@ -137,12 +142,15 @@ func (f *httpFace) serveMCP(w http.ResponseWriter, r *http.Request) {
 			err: wire.Errorf(wire.CodeInvalidRequest, "invalid request: %s is not served here; POST one JSON-RPC message", r.Method)})
 		return
 	}
-	token, ref := f.credentials(w, r)
+	token, scheme, ref := f.credentials(w, r)
 	if ref != nil {
 		f.refuse(w, wire.ID{}, ref)
 		return
 	}
 	grant, ref := f.authenticate(r.Context(), token)
+	if ref == nil {
+		ref = f.checkDPoP(r, scheme, token, grant)
+	}
 	if ref != nil {
 		f.refuse(w, wire.ID{}, ref)
 		return
@@ -219,8 +227,10 @@ func writeEventStream(w http.ResponseWriter, msgs []*wire.Message) {
 // (RFC 6750 §2.1) and refuses, with 400 invalid_request (§3.1), a token in
 // the query string (§2.3) or a form body (§2.2), several Authorization
 // headers, a malformed Bearer header, and a body that is not JSON (415).
-// Another authentication scheme counts as no token (§3).
-func (f *httpFace) credentials(w http.ResponseWriter, r *http.Request) (string, *httpRefusal) {
+// Another authentication scheme than Bearer or DPoP (RFC 9449 §7.1, whose
+// proof checkDPoP checks) counts as no token (§3). It returns the token and
+// its scheme, Bearer or DPoP.
+func (f *httpFace) credentials(w http.ResponseWriter, r *http.Request) (token, scheme string, ref *httpRefusal) {
 	invalid := func(desc string) *httpRefusal {
 		return &httpRefusal{status: http.StatusBadRequest,
 			challenge: map[string]string{"error": wire.ErrInvalidRequest, "error_description": desc},
@@ -229,7 +239,7 @@ func (f *httpFace) credentials(w http.ResponseWriter, r *http.Request) (string, 
 	// Descriptions go into WWW-Authenticate: printable ASCII only.
 	const headerOnly = "send it in the Authorization header (RFC 6750 section 2.1)"
 	if r.URL.Query().Has("access_token") {
-		return "", invalid("An access token in the query string is refused: " + headerOnly)
+		return "", "", invalid("An access token in the query string is refused: " + headerOnly)
 	}
 	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	switch ct {
@@ -237,29 +247,34 @@ func (f *httpFace) credentials(w http.ResponseWriter, r *http.Request) (string, 
 	case "application/x-www-form-urlencoded":
 		r.Body = http.MaxBytesReader(w, r.Body, f.maxBody)
 		if err := r.ParseForm(); err == nil && r.PostForm.Has("access_token") {
-			return "", invalid("An access token in the request body is refused: " + headerOnly)
+			return "", "", invalid("An access token in the request body is refused: " + headerOnly)
 		}
 		fallthrough
 	default:
-		return "", &httpRefusal{status: http.StatusUnsupportedMediaType,
+		return "", "", &httpRefusal{status: http.StatusUnsupportedMediaType,
 			err: wire.Errorf(wire.CodeInvalidRequest, "invalid request: the body must be one JSON-RPC message with Content-Type: application/json")}
 	}
 	values := r.Header.Values("Authorization")
 	switch {
 	case len(values) == 0:
-		return "", nil
+		return "", "", nil
 	case len(values) > 1:
-		return "", invalid("The request has more than one Authorization header")
+		return "", "", invalid("The request has more than one Authorization header")
 	}
 	scheme, rest, _ := strings.Cut(values[0], " ")
-	if !strings.EqualFold(scheme, "Bearer") {
-		return "", nil
+	switch {
+	case strings.EqualFold(scheme, "Bearer"):
+		scheme = "Bearer"
+	case strings.EqualFold(scheme, wire.TokenTypeDPoP):
+		scheme = wire.TokenTypeDPoP
+	default:
+		return "", "", nil
 	}
-	token := strings.TrimLeft(rest, " ")
+	token = strings.TrimLeft(rest, " ")
 	if !isB64Token(token) {
-		return "", invalid("The Authorization header must be Bearer followed by one token (RFC 6750 section 2.1)")
+		return "", "", invalid("The Authorization header must be " + scheme + " followed by one token (RFC 6750 section 2.1)")
 	}
-	return token, nil
+	return token, scheme, nil
 }
 
 // isB64Token checks the RFC 6750 §2.1 b64token syntax.
@@ -308,7 +323,11 @@ func (f *httpFace) refuse(w http.ResponseWriter, id wire.ID, ref *httpRefusal) {
 		for k, v := range ref.challenge {
 			params[k] = v
 		}
-		w.Header().Set("WWW-Authenticate", wire.FormatBearerChallenge(params))
+		ch := wire.FormatBearerChallenge(params)
+		if ref.dpop {
+			ch = wire.TokenTypeDPoP + strings.TrimPrefix(ch, "Bearer")
+		}
+		w.Header().Set("WWW-Authenticate", ch)
 	}
 	writeHTTPJSON(w, ref.status, wire.NewErrorResponse(id, ref.err))
 }

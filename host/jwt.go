@@ -78,6 +78,10 @@ type jwsHeader struct {
 type accessClaims struct {
 	Scope    string `json:"scope"`
 	ClientID string `json:"client_id"`
+	// Cnf is the key binding of a DPoP-bound token (RFC 9449 §6.1).
+	Cnf *struct {
+		JKT string `json:"jkt"`
+	} `json:"cnf"`
 }
 
 func (v *jwtValidator) validate(ctx context.Context, token string) (*Grant, error) {
@@ -154,8 +158,15 @@ func (v *jwtValidator) validate(ctx context.Context, token string) (*Grant, erro
 	case !now.Before(c.Expiry.Time()):
 		return nil, errExpired
 	}
-	return &Grant{Subject: c.Subject, ClientID: extra.ClientID, Scopes: wire.SplitScope(extra.Scope),
-		Expiry: c.Expiry.Time(), JTI: c.ID, Issuer: c.Issuer}, nil
+	g := &Grant{Subject: c.Subject, ClientID: extra.ClientID, Scopes: wire.SplitScope(extra.Scope),
+		Expiry: c.Expiry.Time(), JTI: c.ID, Issuer: c.Issuer}
+	if extra.Cnf != nil {
+		if extra.Cnf.JKT == "" {
+			return nil, invalidf("The access token's cnf has no jkt (RFC 9449 section 6.1)")
+		}
+		g.JKT = extra.Cnf.JKT
+	}
+	return g, nil
 }
 
 // accessTokenTypes are the RFC 9068 §4 typ values, in lower case.

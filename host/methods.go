@@ -703,6 +703,18 @@ func (s *session) accept(ctx context.Context, cands []*scheme, token string, sco
 	var failure error
 	for _, sc := range cands {
 		g, err := h.validate(ctx, sc, token, false)
+		if err == nil && g.JKT != "" {
+			// A DPoP-bound token (RFC 9449 §6) is only good with a proof of
+			// its key per request, which a connection's authenticate
+			// cannot carry: whoever holds it without the key must not
+			// get in this way.
+			ch := h.challenge(sc, schemeStatus{})
+			ch.Error = wire.ErrInvalidToken
+			ch.ErrorDescription = "the token is bound to a DPoP key (RFC 9449); send it to the HTTP face with a DPoP proof per request"
+			h.log.Info("auth decision", "conn", s.id, "scheme", sc.ID, "outcome", "rejected", "reason", "DPoP-bound token on a connection")
+			chs = append(chs, ch)
+			continue
+		}
 		if err == nil && len(scopes) > 0 {
 			var missing []string
 			for _, want := range scopes {

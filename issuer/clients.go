@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -13,6 +14,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/go-jose/go-jose/v4"
 
 	"github.com/agentauth/agentauth/state"
 )
@@ -29,6 +32,8 @@ type client struct {
 	secretHash   [sha256.Size]byte
 	redirectURIs []string
 	grantTypes   []string
+	// jwks are the public keys of a private_key_jwt client.
+	jwks *jose.JSONWebKeySet
 
 	// registered marks a client from the registration endpoint, kept in
 	// the Store: it counts against maxRegistrations and, while issued is
@@ -71,6 +76,11 @@ func (i *Issuer) clientTx(tx state.Tx, id string) (*client, error) {
 	}
 	c := &client{id: r.ID, name: r.Name, authMethod: r.AuthMethod, redirectURIs: r.RedirectURIs, grantTypes: r.GrantTypes,
 		registered: true, issued: r.Issued, lastActive: r.LastActive}
+	if len(r.JWKS) > 0 {
+		if c.jwks, err = checkJWKS(r.JWKS); err != nil {
+			return nil, fmt.Errorf("cannot read client %s: %w", r.ID, err)
+		}
+	}
 	copy(c.secretHash[:], r.SecretHash)
 	return c, nil
 }
@@ -81,7 +91,14 @@ func (i *Issuer) clientTx(tx state.Tx, id string) (*client, error) {
 func (i *Issuer) putClientTx(tx state.Tx, c *client) error {
 	r := clientRecord{ID: c.id, Name: c.name, AuthMethod: c.authMethod, RedirectURIs: c.redirectURIs, GrantTypes: c.grantTypes,
 		Issued: c.issued, LastActive: c.lastActive}
-	if !c.public() {
+	if c.jwks != nil {
+		b, err := json.Marshal(c.jwks)
+		if err != nil {
+			return err
+		}
+		r.JWKS = b
+	}
+	if c.hasSecret() {
 		r.SecretHash = c.secretHash[:]
 	}
 	var expires time.Time
@@ -114,6 +131,11 @@ func (i *Issuer) issuedClientTx(tx state.Tx, id string) error {
 }
 
 func (c *client) public() bool { return c.authMethod == AuthNone }
+
+// hasSecret reports whether the client authenticates with a secret.
+func (c *client) hasSecret() bool {
+	return c.authMethod == AuthClientSecretBasic || c.authMethod == AuthClientSecretPost
+}
 
 func (c *client) allows(grantType string) bool { return slices.Contains(c.grantTypes, grantType) }
 
@@ -252,6 +274,12 @@ func (c *client) matchRedirect(requested string) bool {
 // credentials (§2.3.1), client_secret in the body, or client_id alone for a
 // public client. The method must be the client's registered one.
 func (i *Issuer) authenticateClient(r *http.Request, form url.Values) (*client, *oauthError) {
+	if form.Has("client_assertion") || form.Has("client_assertion_type") {
+		if _, _, basic := r.BasicAuth(); basic || form.Has("client_secret") {
+			return nil, badRequest("invalid_request", "use one client authentication method, not a client assertion and a secret")
+		}
+		return i.authenticateAssertion(r, form)
+	}
 	id, secret, basic := r.BasicAuth()
 	method := AuthNone
 	if basic {

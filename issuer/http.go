@@ -32,9 +32,9 @@ var allPaths = []string{
 	pathDeviceAuthorization, pathDevice, pathRevoke, pathIntrospect, pathRegister, pathJWKS,
 }
 
-var supportedGrants = []string{wire.GrantAuthorizationCode, wire.GrantRefreshToken, wire.GrantDeviceCode}
+var supportedGrants = []string{wire.GrantAuthorizationCode, wire.GrantRefreshToken, wire.GrantDeviceCode, wire.GrantClientCredentials}
 
-var supportedAuthMethods = []string{AuthNone, AuthClientSecretBasic, AuthClientSecretPost}
+var supportedAuthMethods = []string{AuthNone, AuthClientSecretBasic, AuthClientSecretPost, AuthPrivateKeyJWT}
 
 // maxBodyBytes bounds every request body the issuer reads.
 const maxBodyBytes = 64 << 10
@@ -103,6 +103,8 @@ type oauthError struct {
 	status int
 	body   wire.OAuthError
 	basic  bool // the client tried HTTP Basic: answer with a challenge
+	// nonce is sent as DPoP-Nonce (RFC 9449 §8).
+	nonce string
 }
 
 func badRequest(code, desc string) *oauthError {
@@ -124,6 +126,9 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 func writeError(w http.ResponseWriter, e *oauthError) {
 	if e.basic {
 		w.Header().Set("WWW-Authenticate", `Basic realm="agentauth"`)
+	}
+	if e.nonce != "" {
+		w.Header().Set(wire.HeaderDPoPNonce, e.nonce)
 	}
 	writeJSON(w, e.status, e.body)
 }

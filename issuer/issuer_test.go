@@ -52,8 +52,8 @@ func TestMetadata(t *testing.T) {
 	want := wire.AuthServerMetadata{
 		ScopesSupported:                            []string{"agent:use"},
 		ResponseTypesSupported:                     []string{"code"},
-		GrantTypesSupported:                        []string{wire.GrantAuthorizationCode, wire.GrantRefreshToken, wire.GrantDeviceCode},
-		TokenEndpointAuthMethodsSupported:          []string{"none", "client_secret_basic", "client_secret_post"},
+		GrantTypesSupported:                        []string{wire.GrantAuthorizationCode, wire.GrantRefreshToken, wire.GrantDeviceCode, wire.GrantClientCredentials},
+		TokenEndpointAuthMethodsSupported:          []string{"none", "client_secret_basic", "client_secret_post", "private_key_jwt"},
 		CodeChallengeMethodsSupported:              []string{"S256"},
 		AuthorizationResponseIssParameterSupported: true,
 	}

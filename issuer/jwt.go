@@ -17,6 +17,13 @@ type accessClaims struct {
 	ID       string `json:"jti"`
 	ClientID string `json:"client_id"`
 	Scope    string `json:"scope,omitempty"`
+	// Cnf binds the token to a DPoP key (RFC 9449 §6.1).
+	Cnf *confirmation `json:"cnf,omitempty"`
+}
+
+// confirmation is the cnf claim (RFC 7800 §3.1) of a DPoP-bound token.
+type confirmation struct {
+	JKT string `json:"jkt"`
 }
 
 // parseAccessToken returns the claims of an access token this issuer

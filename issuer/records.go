@@ -58,6 +58,9 @@ type grantRecord struct {
 	// other of its refresh tokens was rotated, and presenting it is reuse.
 	Refresh string `json:"refresh,omitempty"`
 	Revoked bool   `json:"revoked,omitempty"`
+	// JKT binds the family's tokens to a DPoP key (RFC 9449 §5): its
+	// refreshes need a proof with that key.
+	JKT string `json:"jkt,omitempty"`
 }
 
 type issuedAccess struct {
@@ -80,6 +83,8 @@ type clientRecord struct {
 	SecretHash   []byte   `json:"secret_sha256,omitempty"`
 	RedirectURIs []string `json:"redirect_uris,omitempty"`
 	GrantTypes   []string `json:"grant_types"`
+	// JWKS are the public keys of a private_key_jwt client.
+	JWKS json.RawMessage `json:"jwks,omitempty"`
 	// Issued is set once the client was issued a token; until then the
 	// record expires unusedClientTTL after LastActive.
 	Issued     bool      `json:"issued,omitempty"`

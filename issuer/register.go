@@ -30,6 +30,10 @@ type registration struct {
 	GrantTypes              []string `json:"grant_types"`
 	ResponseTypes           []string `json:"response_types"`
 	ClientName              string   `json:"client_name,omitempty"`
+	// JWKS are a private_key_jwt client's public keys (inline only: a
+	// jwks_uri is refused).
+	JWKS    json.RawMessage `json:"jwks,omitempty"`
+	JWKSURI string          `json:"jwks_uri,omitempty"`
 }
 
 // registrationResponse is the RFC 7591 §3.2.1 response.
@@ -84,7 +88,10 @@ func (i *Issuer) register(w http.ResponseWriter, r *http.Request) (*registration
 		redirectURIs: m.RedirectURIs,
 		grantTypes:   m.GrantTypes,
 	}
-	if !c.public() {
+	if len(m.JWKS) > 0 {
+		c.jwks, _ = checkJWKS(m.JWKS) // checked by checkRegistration
+	}
+	if c.hasSecret() {
 		resp.ClientSecret = randomToken()
 		c.secretHash = sha256.Sum256([]byte(resp.ClientSecret))
 		resp.ClientSecretExpiresAt = new(int64)
@@ -131,6 +138,16 @@ func (i *Issuer) checkRegistration(m *registration) *oauthError {
 	}
 	if !slices.Contains(supportedAuthMethods, m.TokenEndpointAuthMethod) {
 		return badRequest("invalid_client_metadata", fmt.Sprintf("token_endpoint_auth_method %q is not supported", m.TokenEndpointAuthMethod))
+	}
+	switch {
+	case m.JWKSURI != "":
+		return badRequest("invalid_client_metadata", "jwks_uri is not supported: send the public keys inline as jwks")
+	case (m.TokenEndpointAuthMethod == AuthPrivateKeyJWT) != (len(m.JWKS) > 0):
+		return badRequest("invalid_client_metadata", "jwks goes with token_endpoint_auth_method private_key_jwt, which needs it")
+	case len(m.JWKS) > 0:
+		if _, err := checkJWKS(m.JWKS); err != nil {
+			return badRequest("invalid_client_metadata", err.Error())
+		}
 	}
 	if len(m.GrantTypes) == 0 {
 		m.GrantTypes = []string{wire.GrantAuthorizationCode}

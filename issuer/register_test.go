@@ -112,7 +112,7 @@ func TestRegisterRefusesBadMetadata(t *testing.T) {
 		{"redirect with user info", `{"redirect_uris":["https://u:p@app.example/cb"]}`, "invalid_redirect_uri"},
 		{"no redirect for the code grant", `{"token_endpoint_auth_method":"none"}`, "invalid_redirect_uri"},
 		{"unknown auth method", `{"redirect_uris":["https://app.example/cb"],"token_endpoint_auth_method":"private_key_jwt"}`, "invalid_client_metadata"},
-		{"client credentials", `{"redirect_uris":["https://app.example/cb"],"grant_types":["client_credentials"]}`, "invalid_client_metadata"},
+		{"password grant", `{"redirect_uris":["http://127.0.0.1/cb"],"grant_types":["password"]}`, "invalid_client_metadata"},
 		{"implicit", `{"redirect_uris":["https://app.example/cb"],"response_types":["token"]}`, "invalid_client_metadata"},
 		{"redirect_uris not a list", `{"redirect_uris":"https://app.example/cb"}`, "invalid_client_metadata"},
 		{"malformed JSON", `{"redirect_uris":`, "invalid_client_metadata"},

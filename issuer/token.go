@@ -62,6 +62,8 @@ func (i *Issuer) token(w http.ResponseWriter, r *http.Request) (*tokenResponse, 
 		redeem = i.redeemRefreshTx
 	case wire.GrantDeviceCode:
 		redeem = i.redeemDeviceTx
+	case wire.GrantClientCredentials:
+		redeem = i.redeemClientCredentialsTx
 	}
 	ctx := r.Context()
 	now := i.clock(ctx)
@@ -69,11 +71,18 @@ func (i *Issuer) token(w http.ResponseWriter, r *http.Request) (*tokenResponse, 
 	if err != nil {
 		return nil, i.storeFailed(err)
 	}
+	dp := &issuing{now: now, key: key}
+	if e := i.checkTokenDPoP(r, dp); e != nil {
+		return nil, e
+	}
+	if dp.nonce != "" {
+		w.Header().Set(wire.HeaderDPoPNonce, dp.nonce)
+	}
 	var resp *tokenResponse
 	var revoked []string
 	err = i.store.Update(ctx, func(tx state.Tx) error {
 		var err error
-		resp, revoked, e, err = redeem(&issuing{tx: tx, now: now, key: key}, c, form)
+		resp, revoked, e, err = redeem(&issuing{tx: tx, now: now, key: key, jkt: dp.jkt}, c, form)
 		return err
 	})
 	if err != nil {
@@ -89,6 +98,12 @@ type issuing struct {
 	tx  state.Tx
 	now time.Time
 	key *signingKey
+	// noRefresh withholds the refresh token (client credentials, RFC
+	// 6749 §4.4.3).
+	noRefresh bool
+	// jkt is the thumbprint of the request's DPoP key (RFC 9449 §5), and
+	// nonce the DPoP-Nonce to send with the answer.
+	jkt, nonce string
 }
 
 // redeemFunc redeems one grant type inside a transaction: the response or
@@ -226,6 +241,27 @@ func (i *Issuer) redeemRefreshTx(is *issuing, c *client, form url.Values) (*toke
 	return i.issueTx(is, c, rt.GrantID, g, scope)
 }
 
+// redeemClientCredentialsTx is the client credentials grant (RFC 6749
+// §4.4.2): a confidential client gets a token for itself (its id is the
+// subject), for the scope and resource it names (else the defaults),
+// without a refresh token (§4.4.3). Each grant is a family of its own.
+func (i *Issuer) redeemClientCredentialsTx(is *issuing, c *client, form url.Values) (*tokenResponse, []string, *oauthError, error) {
+	if c.public() {
+		return nil, nil, badRequest("unauthorized_client", "the client credentials grant needs a confidential client (RFC 6749 §4.4); register one with a client_secret_basic, client_secret_post or private_key_jwt token_endpoint_auth_method"), nil
+	}
+	scope, e := i.requestedScope(form)
+	if e != nil {
+		return nil, nil, e, nil
+	}
+	resource, e := i.requestedResource(form)
+	if e != nil {
+		return nil, nil, e, nil
+	}
+	is.noRefresh = true
+	g := &grantRecord{ClientID: c.id, Subject: c.id, Scope: scope, Resource: resource}
+	return i.issueTx(is, c, randomID(), g, scope)
+}
+
 // maxFamilyAccess bounds the live access tokens of one family (one
 // login, through its refreshes): a refresh beyond it revokes the oldest.
 const maxFamilyAccess = 50
@@ -235,9 +271,21 @@ const maxFamilyAccess = 50
 // jtis it revoked to keep within maxFamilyAccess.
 func (i *Issuer) issueTx(is *issuing, c *client, id string, g *grantRecord, scope string) (*tokenResponse, []string, *oauthError, error) {
 	tx, now := is.tx, is.now
+	switch {
+	case g.JKT != "" && g.JKT != is.jkt:
+		return nil, nil, badRequest("invalid_grant", "the grant is bound to a DPoP key: send a DPoP proof made with that key (RFC 9449 §5)"), nil
+	case g.JKT == "":
+		g.JKT = is.jkt
+	}
+	var cnf *confirmation
+	tokenType := "Bearer"
+	if g.JKT != "" {
+		cnf, tokenType = &confirmation{JKT: g.JKT}, wire.TokenTypeDPoP
+	}
 	jti := randomID()
 	expires := now.Add(i.opts.TokenTTL)
 	at, err := jwt.Signed(is.key.signer).Claims(accessClaims{
+		Cnf:      cnf,
 		Issuer:   i.opts.Issuer,
 		Subject:  g.Subject,
 		Audience: g.Resource,
@@ -266,8 +314,8 @@ func (i *Issuer) issueTx(is *issuing, c *client, id string, g *grantRecord, scop
 		g.Access = g.Access[1:]
 	}
 	g.Access = append(g.Access, issuedAccess{JTI: jti, Expires: expires})
-	resp := &tokenResponse{AccessToken: at, TokenType: "Bearer", ExpiresIn: int64(i.opts.TokenTTL / time.Second), Scope: scope}
-	if c.allows(wire.GrantRefreshToken) {
+	resp := &tokenResponse{AccessToken: at, TokenType: tokenType, ExpiresIn: int64(i.opts.TokenTTL / time.Second), Scope: scope}
+	if c.allows(wire.GrantRefreshToken) && !is.noRefresh {
 		resp.RefreshToken = randomToken()
 		g.Refresh = hash(resp.RefreshToken)
 		rt := refreshRecord{GrantID: id, Expires: now.Add(i.opts.RefreshTTL)}

@@ -250,3 +250,17 @@ func TestNoRefreshTokenWithoutTheGrantType(t *testing.T) {
 	}
 	wantError(t, s.refresh("once", "anything"), 400, "unauthorized_client")
 }
+
+// TestClientCredentials: a registered confidential client gets a token for
+// itself with the client credentials grant (RFC 6749 §4.4), without a
+// refresh token; a public client is refused.
+func TestClientCredentials(t *testing.T) {
+	s := start(t, issuer.Options{})
+	reg := s.postJSON("/register", `{"grant_types":["client_credentials"],"token_endpoint_auth_method":"client_secret_post"}`)
+	id, secret := reg.str(t, "client_id"), reg.str(t, "client_secret")
+	tok := wantOK(t, s.post("/token", url.Values{"grant_type": {"client_credentials"}, "client_id": {id}, "client_secret": {secret}, "scope": {"agent:use"}}))
+	if tok["refresh_token"] != nil || tok["access_token"] == nil {
+		t.Errorf("client credentials answer %v, want an access token and no refresh token", tok)
+	}
+	wantError(t, s.post("/token", url.Values{"grant_type": {"client_credentials"}, "client_id": {issuer.CLIClientID}}), 400, "unauthorized_client")
+}

@@ -29,8 +29,11 @@ type ClientRegistration struct {
 	ClientID     string `json:"client_id"`
 	ClientSecret string `json:"client_secret,omitempty"`
 	// AuthMethod is the token endpoint auth method (RFC 7591 §2):
-	// none, client_secret_basic or client_secret_post.
+	// none, client_secret_basic, client_secret_post or private_key_jwt.
 	AuthMethod string `json:"auth_method,omitempty"`
+	// PrivateKey is the PEM private key of a private_key_jwt client
+	// (RFC 7523 §2.2), a secret like ClientSecret.
+	PrivateKey string `json:"private_key,omitempty"`
 	// Source is how the client was obtained: "dcr", "preregistered" or "cimd".
 	Source string `json:"source,omitempty"`
 	// RegistrationClientURI and RegistrationAccessToken are returned by
@@ -52,10 +55,22 @@ type Credential struct {
 	Target string `json:"target,omitempty"`
 	// NoResource records a login without the RFC 8707 resource parameter
 	// (login --no-resource), so refreshes leave it out too.
-	NoResource   bool   `json:"no_resource,omitempty"`
-	AccessToken  string `json:"access_token"`
-	RefreshToken string `json:"refresh_token,omitempty"`
-	TokenType    string `json:"token_type,omitempty"`
+	NoResource bool `json:"no_resource,omitempty"`
+	// Grant is the grant that got the token when it is renewed by running
+	// it again rather than by a refresh token: "client_credentials"
+	// (RFC 6749 §4.4.3). Empty for the others.
+	Grant string `json:"grant,omitempty"`
+	// AssertionSource is where a JWT bearer credential's assertion is read
+	// again at renewal: "file:PATH" or "env:NAME" (never the assertion).
+	AssertionSource string `json:"assertion_source,omitempty"`
+	// IdPTokenEndpoint and IdPClientID are the enterprise IdP of
+	// enterprise-managed authorization, where the identity assertion is
+	// exchanged (RFC 8693) for an ID-JAG at each renewal.
+	IdPTokenEndpoint string `json:"idp_token_endpoint,omitempty"`
+	IdPClientID      string `json:"idp_client_id,omitempty"`
+	AccessToken      string `json:"access_token"`
+	RefreshToken     string `json:"refresh_token,omitempty"`
+	TokenType        string `json:"token_type,omitempty"`
 	// Expiry is when the access token expires; zero means unknown.
 	Expiry time.Time `json:"expiry,omitzero"`
 	// Obtained is when the access token was obtained (login or refresh),
@@ -81,6 +96,9 @@ type Credential struct {
 	// status shows it as rejected and no command uses it until a new login
 	// replaces it.
 	Rejected string `json:"rejected,omitempty"`
+	// DPoPKey is the PEM private key the token is bound to (RFC 9449),
+	// generated at login and never exported; empty for a bearer token.
+	DPoPKey string `json:"dpop_key,omitempty"`
 	// UpdatedAt is set by Put to the time of the write.
 	UpdatedAt time.Time `json:"updated_at,omitzero"`
 }

@@ -56,6 +56,12 @@ SERVER_SCENARIOS=(
 	 prompts-get-with-args server-sse-multiple-streams caching http-custom-header-server-validation
 	 input-required-result-unsupported-methods input-required-result-validate-input"
 )
+# Authorization extension scenarios (issue 16), run without a spec version
+# against ext-client.sh: login --client-credentials, --assertion-file or
+# --id-token-file with the IdP's token endpoint, then call, for the
+# machine and enterprise scenarios; client.sh with --dpop for DPoP.
+EXTENSION_SCENARIOS=(auth/client-credentials-basic auth/client-credentials-jwt auth/dpop auth/dpop-nonce auth/wif-jwt-bearer
+	auth/enterprise-managed-authorization)
 
 # The suite splits --command on spaces.
 case "$here" in *[[:space:]]*)
@@ -158,6 +164,7 @@ run() { # KIND SPEC SCENARIO
 	mkdir -p "$out"
 	case "$kind" in
 	client) args=(client --command "bash $here/client.sh" --scenario "$scenario" --spec-version "$spec") ;;
+	extension) args=(client --command "bash $here/ext-client.sh" --scenario "$scenario") ;;
 	server) args=(server --url "http://localhost:$proxy_port/mcp" --scenario "$scenario" --spec-version "$spec") ;;
 	esac
 	"${conformance[@]}" "${args[@]}" --output-dir "$out" >"$out/output.txt" 2>&1 || rc=$?
@@ -205,6 +212,8 @@ for line in "${SERVER_SCENARIOS[@]}"; do
 	words=($line)
 	for s in "${words[@]:1}"; do run server "${words[0]}" "$s"; done
 done
+
+for s in "${EXTENSION_SCENARIOS[@]}"; do run extension extension "$s"; done
 
 echo "run.sh: results in $results; $xfailed expected failure(s) not counted" >&2
 echo "$passed passed, $failed failed"

@@ -1,0 +1,169 @@
+package host
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/oauth2"
+
+	"github.com/agentauth/agentauth/issuer"
+	"github.com/agentauth/agentauth/wire"
+)
+
+// BenchmarkMCPPostBearer and BenchmarkMCPPostDPoP measure POST /mcp (a
+// whoami request) over loopback from parallel clients with a token of the
+// embedded issuer: a plain bearer token, and a DPoP-bound one (RFC 9449)
+// presented with a proof per request, which the HTTP face verifies (ES256
+// signature, htm, htu, iat, ath, jkt) and records in its jti cache. The
+// proofs are signed before the timer starts: the figures are the server's.
+// Run: go test -run '^$' -bench 'MCPPost(Bearer|DPoP)' ./host
+func BenchmarkMCPPostBearer(b *testing.B) { benchmarkDPoPPost(b, false) }
+
+func BenchmarkMCPPostDPoP(b *testing.B) { benchmarkDPoPPost(b, true) }
+
+func benchmarkDPoPPost(b *testing.B, dpop bool) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	origin := "http://" + ln.Addr().String()
+	iss, err := issuer.New(issuer.Options{Issuer: origin, AutoApprove: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg, err := ParseConfig([]byte(`{"schemes": [{"id": "dev", "authorizationServers": ["embedded"], "scopesSupported": ["agent:use"], "validation": {"type": "jwt"}}]}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.Resolve(origin)
+	h, err := New(Options{Config: cfg})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(h.Close)
+	mux := http.NewServeMux()
+	for _, p := range iss.Paths() {
+		mux.Handle(p, iss.Handler())
+	}
+	mux.Handle("/", h.HTTPHandler())
+	srv := &httptest.Server{Listener: ln, Config: &http.Server{Handler: mux}}
+	srv.Start()
+	b.Cleanup(srv.Close)
+
+	var key *wire.DPoPKey
+	if dpop {
+		if key, _, err = wire.NewDPoPKey(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	token := dpopToken(b, origin, key)
+	// One proof per request (and one for the warm-up), signed beforehand.
+	proofs := make([]string, b.N+1)
+	if dpop {
+		for i := range proofs {
+			if proofs[i], err = key.Proof(http.MethodPost, origin+"/mcp", token, "", time.Now()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	var next atomic.Int64
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
+	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"whoami"}`)
+	post := func() error {
+		req, err := http.NewRequest(http.MethodPost, origin+"/mcp", bytes.NewReader(body))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		if dpop {
+			req.Header.Set("Authorization", "DPoP "+token)
+			req.Header.Set("DPoP", proofs[next.Add(1)-1])
+		} else {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return &url.Error{Op: "POST", URL: req.URL.String(), Err: io.ErrUnexpectedEOF}
+		}
+		return nil
+	}
+	if err := post(); err != nil { // fetch the JWKS outside the timing
+		b.Fatal(err)
+	}
+	b.SetParallelism(4)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := post(); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
+}
+
+// dpopToken gets an access token from an auto-approving embedded issuer
+// with the code grant; with key, DPoP-bound (after the nonce round trip).
+func dpopToken(b *testing.B, origin string, key *wire.DPoPKey) string {
+	b.Helper()
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	verifier := oauth2.GenerateVerifier()
+	redirect := "http://127.0.0.1:1/callback"
+	q := url.Values{"response_type": {"code"}, "client_id": {issuer.CLIClientID}, "redirect_uri": {redirect}, "state": {"s"},
+		"code_challenge": {oauth2.S256ChallengeFromVerifier(verifier)}, "code_challenge_method": {"S256"}, "resource": {origin + "/mcp"}}
+	resp, err := noRedirect.Get(origin + "/authorize?" + q.Encode())
+	if err != nil {
+		b.Fatal(err)
+	}
+	resp.Body.Close()
+	loc, err := url.Parse(resp.Header.Get("Location"))
+	if err != nil || loc.Query().Get("code") == "" {
+		b.Fatalf("authorize: %s %q", resp.Status, resp.Header.Get("Location"))
+	}
+	form := url.Values{"grant_type": {"authorization_code"}, "code": {loc.Query().Get("code")}, "redirect_uri": {redirect},
+		"client_id": {issuer.CLIClientID}, "code_verifier": {verifier}}
+	nonce := ""
+	for range 2 {
+		req, _ := http.NewRequest(http.MethodPost, origin+"/token", strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		if key != nil {
+			proof, err := key.Proof(http.MethodPost, origin+"/token", "", nonce, time.Now())
+			if err != nil {
+				b.Fatal(err)
+			}
+			req.Header.Set("DPoP", proof)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var tok struct {
+			AccessToken string `json:"access_token"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&tok)
+		resp.Body.Close()
+		if tok.AccessToken != "" {
+			return tok.AccessToken
+		}
+		if nonce = resp.Header.Get("DPoP-Nonce"); nonce == "" || err != nil {
+			b.Fatalf("token: %s %v", resp.Status, err)
+		}
+	}
+	b.Fatal("token: no token after the nonce round trip")
+	return ""
+}
