@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -251,17 +250,6 @@ func fetchBrowser(u string) error {
 	return nil
 }
 
-// assertNoSecrets fails when any output holds a token, code or secret.
-func assertNoSecrets(t *testing.T, outputs ...string) {
-	t.Helper()
-	for _, o := range outputs {
-		for _, s := range []string{"rt-secret", "at-secret", "good-code", "dev-code-secret", "dcr-secret", "s3cret", fakeJWTHeader} {
-			if strings.Contains(o, s) {
-				t.Errorf("output reveals a secret (%s):\n%s", s, o)
-			}
-		}
-	}
-}
 
 // formsWith returns the token requests of one grant type.
 func (f *oauthFake) formsWith(grant string) []url.Values {
