@@ -250,7 +250,6 @@ func fetchBrowser(u string) error {
 	return nil
 }
 
-
 // formsWith returns the token requests of one grant type.
 func (f *oauthFake) formsWith(grant string) []url.Values {
 	f.mu.Lock()

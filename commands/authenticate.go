@@ -291,18 +291,22 @@ func writeJSONLine(w io.Writer, v any) error {
 // agent is authenticated; -32000 (AuthRequired) is exit 4 with the
 // agent's message.
 func (opts *AuthenticateOptions) runMethod(ctx context.Context) error {
-	sess, err := opts.Client.OpenHost(ctx, opts.Target, true)
+	sess, _, err := opts.Client.OpenHostWith(ctx, opts.Target, true, wire.NewInitializeParams(wire.DialectACP, "agentauth-authenticate"))
 	if err != nil {
 		return err
 	}
 	defer sess.Close()
-	err = wire.AuthenticateMethod(ctx, sess.Client, opts.MethodID)
+	authenticated, err := wire.AuthenticateMethod(ctx, sess.Client, opts.MethodID)
 	var rpc *wire.Error
 	switch {
 	case errors.As(err, &rpc) && (rpc.Code == wire.CodeACPAuthRequired || rpc.Code == wire.CodeAuthRequired):
 		return &AuthError{Err: fmt.Errorf("cannot authenticate with method %s: %s", opts.MethodID, rpc.Message)}
 	case err != nil:
 		return fmt.Errorf("cannot authenticate with method %s: %w", opts.MethodID, err)
+	case !authenticated:
+		// An agent host (not an ACP agent) reads {methodId} without a
+		// token as a sign-out and says {"authenticated": false}.
+		return &AuthError{Err: fmt.Errorf("cannot authenticate with method %s: %s answered {\"authenticated\": false} (an agent host, not an ACP agent?)", opts.MethodID, wire.RedactTarget(opts.Target))}
 	}
 	if opts.JSON {
 		fmt.Fprintf(opts.IO.Out, "{\"target\":%q,\"methodId\":%q,\"authenticated\":true}\n", wire.RedactTarget(opts.Target), opts.MethodID)

@@ -26,6 +26,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"github.com/zalando/go-keyring"
 
+	"github.com/agentauth/agentauth/client"
 	"github.com/agentauth/agentauth/host"
 	"github.com/agentauth/agentauth/issuer"
 	"github.com/agentauth/agentauth/state"
@@ -39,6 +40,9 @@ type ServeOptions struct {
 	LogLevel   slog.Level
 	HTTPClient *http.Client
 	Now        func() time.Time
+	// Credentials opens agentauth's own credential store, for ACP
+	// agent-type methods (host.Options.StoredToken); nil: not used.
+	Credentials func() (*client.Credentials, error)
 
 	Listen          string
 	AddrFile        string
@@ -260,7 +264,7 @@ Logs go to stderr (or --log-file), never tokens.`,
 				}
 			}
 			opts.IO = f.IO
-			opts.HTTPClient = f.HTTPClient
+			opts.HTTPClient, opts.Credentials = f.HTTPClient, f.Client().Credentials
 			opts.Now = f.Now
 			opts.LogLevel = slog.LevelInfo
 			if f.Verbose {
@@ -446,7 +450,7 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 		}
 	}
 	h, err := host.New(host.Options{Config: cfg, AuthScope: opts.AuthScope, Logger: logger, HTTPClient: opts.HTTPClient,
-		Now: opts.Now, MaxMessageSize: wire.DefaultMaxMessageSize, Version: Version, Store: st})
+		Now: opts.Now, MaxMessageSize: wire.DefaultMaxMessageSize, Version: Version, Store: st, StoredToken: opts.storedToken()})
 	if err != nil {
 		return err
 	}
@@ -802,4 +806,34 @@ func writeFileAtomic(path string, data []byte) error {
 		return fmt.Errorf("cannot write %s: %w", path, err)
 	}
 	return nil
+}
+
+// storedToken is host.Options.StoredToken over agentauth's own credential
+// store: the usable (refreshed when needed) access token of the credential
+// a client of the resource would get (client.CredentialFor, with the
+// binding rule: the resource's own origin), or an error naming the login.
+func (opts *ServeOptions) storedToken() func(ctx context.Context, schemeID, resource string, servers []string) (string, error) {
+	if opts.Credentials == nil {
+		return nil
+	}
+	return func(ctx context.Context, schemeID, resource string, servers []string) (string, error) {
+		cs, err := opts.Credentials()
+		if err != nil {
+			return "", err
+		}
+		creds, err := cs.ForTarget(ctx, resource, "")
+		if err != nil {
+			return "", err
+		}
+		r := wire.Requirement{SchemeID: schemeID, Resource: resource, AuthorizationServers: servers}
+		c := client.CredentialFor(creds, resource, r)
+		if c == nil {
+			return "", fmt.Errorf("agentauth stores no credential for %s; run: agentauth login %s", resource, resource)
+		}
+		cur, err := cs.Usable(ctx, c.Key, resource)
+		if err != nil {
+			return "", err
+		}
+		return cur.AccessToken, nil
+	}
 }

@@ -90,8 +90,8 @@ func TestServeFlags(t *testing.T) {
 		{args: []string{"--state-key-keyring", "--state-key-file", "k"}, wantCode: ExitUsage},
 		{args: []string{"--issuer", "https://as.example", "--state-key-file", "k"}, wantCode: ExitUsage},
 	}, serveCommand, func(f *Factory, o *ServeOptions) bool {
-		ok := o.IO == f.IO && o.HTTPClient == f.HTTPClient && o.Now != nil
-		o.IO, o.HTTPClient, o.Now = nil, nil, nil
+		ok := o.IO == f.IO && o.HTTPClient == f.HTTPClient && o.Now != nil && o.Credentials != nil
+		o.IO, o.HTTPClient, o.Now, o.Credentials = nil, nil, nil, nil
 		return ok
 	})
 }

@@ -57,6 +57,11 @@ type Options struct {
 	// Store keeps the agent sessions (createSession); default a new
 	// state.Memory, which dies with the host.
 	Store state.Store
+	// StoredToken, when set, gives an ACP agent-type method the access
+	// token agentauth's own credential store holds for the scheme (the
+	// agent signs itself in: ACP authenticate {methodId} without a
+	// token); its error says what is missing (the login to run).
+	StoredToken func(ctx context.Context, schemeID, resource string, authorizationServers []string) (string, error)
 }
 
 // Host serves the protocol on any number of connections.
@@ -71,6 +76,8 @@ type Host struct {
 	seq      atomic.Int64                 // the published dialect's serverSeq
 	shared   *grantTable                  // the host-wide table when AuthScope is host
 	sessions *agentSessions
+	// storedToken is Options.StoredToken.
+	storedToken func(ctx context.Context, schemeID, resource string, authorizationServers []string) (string, error)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -111,7 +118,7 @@ func New(opts Options) (*Host, error) {
 	if err := opts.Config.checkResolved(); err != nil {
 		return nil, fmt.Errorf("cannot start the host: %w", err)
 	}
-	h := &Host{cfg: opts.Config, log: opts.Logger, now: opts.Now, maxMsg: opts.MaxMessageSize, version: cmp.Or(opts.Version, "dev"),
+	h := &Host{storedToken: opts.StoredToken, cfg: opts.Config, log: opts.Logger, now: opts.Now, maxMsg: opts.MaxMessageSize, version: cmp.Or(opts.Version, "dev"),
 		sessions: &agentSessions{store: opts.Store}, conns: map[*session]struct{}{}, revoked: map[string]time.Time{}}
 	switch opts.AuthScope {
 	case "", AuthScopeConnection:

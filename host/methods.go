@@ -659,21 +659,31 @@ func (s *session) authenticate(ctx context.Context, params json.RawMessage) (any
 
 // authenticateACP answers ACP's authenticate {methodId} for an agent-type
 // method: the agent authenticates with the token the client handed it
-// under _meta (ACPTokenMetaKey), or with the grant the connection already
-// holds; otherwise -32000 says what is missing.
+// under _meta (ACPTokenMetaKey), with the grant the connection already
+// holds, or with the credential agentauth's own store holds for the method
+// (Options.StoredToken: the agent signs itself in); otherwise -32000 says
+// what is missing.
 func (s *session) authenticateACP(ctx context.Context, sc *scheme, p wire.AuthenticateParams) (any, *wire.Error) {
 	h := s.h
 	token, _ := p.Meta[wire.ACPTokenMetaKey].(string)
 	if token == "" {
 		token = p.Token
 	}
-	if token == "" {
-		if s.table().view(h.now())[sc.ID].grant != nil {
-			return struct{}{}, nil
+	if token == "" && s.table().view(h.now())[sc.ID].grant != nil {
+		return struct{}{}, nil
+	}
+	missing := fmt.Sprintf("obtain a token for %s from %s (agentauth login) and pass it in authenticate's _meta[%q]",
+		h.cfg.Resource, strings.Join(sc.AuthorizationServers, ", "), wire.ACPTokenMetaKey)
+	if token == "" && h.storedToken != nil {
+		t, err := h.storedToken(ctx, sc.ID, h.cfg.Resource, sc.AuthorizationServers)
+		if err != nil {
+			missing = err.Error()
 		}
+		token = t
+	}
+	if token == "" {
 		ch := h.challenge(sc, schemeStatus{})
-		ch.ErrorDescription = fmt.Sprintf("no credential for method %s: obtain a token for %s from %s (agentauth login) and pass it in authenticate's _meta[%q]",
-			sc.ID, h.cfg.Resource, strings.Join(sc.AuthorizationServers, ", "), wire.ACPTokenMetaKey)
+		ch.ErrorDescription = fmt.Sprintf("no credential for method %s: %s", sc.ID, missing)
 		e := *h.authRequired([]wire.Challenge{ch})
 		e.Code, e.Message = wire.CodeACPAuthRequired, "Authentication required: "+ch.ErrorDescription
 		return nil, &e

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -229,11 +230,19 @@ func SplitCommandLine(s string) ([]string, error) {
 // NewInitializeParams builds initialize's params for dialect d.
 func NewInitializeParams(d Dialect, clientID string) InitializeParams {
 	p := InitializeParams{ClientID: clientID}
-	if d == DialectPublished {
+	switch d {
+	case DialectPublished:
 		p.Channel = RootChannel
 		p.ProtocolVersions = PublishedProtocolVersions
 		p.InitialSubscriptions = []string{RootChannel}
-	} else {
+	case DialectACP:
+		// ACP InitializeRequest: protocolVersion 1, no client
+		// capabilities (agentauth offers no file system or terminal).
+		v := DesignProtocolVersion
+		p.ProtocolVersion = &v
+		p.ClientCapabilities = json.RawMessage(`{}`)
+		p.ClientInfo = json.RawMessage(`{"name":"agentauth"}`)
+	default:
 		v := DesignProtocolVersion
 		p.ProtocolVersion = &v
 	}
@@ -299,6 +308,14 @@ func Authenticate(ctx context.Context, c *Client, d Dialect, r Requirement, toke
 // AuthenticateMethod runs ACP's authenticate {methodId}: {} is a success,
 // and an agent that still lacks a credential answers -32000
 // (CodeACPAuthRequired).
-func AuthenticateMethod(ctx context.Context, c *Client, methodID string) error {
-	return c.Call(ctx, MethodAuthenticate, map[string]string{"methodId": methodID}, nil)
+func AuthenticateMethod(ctx context.Context, c *Client, methodID string) (authenticated bool, err error) {
+	var res struct {
+		Authenticated *bool `json:"authenticated"`
+	}
+	if err := c.Call(ctx, MethodAuthenticate, map[string]string{"methodId": methodID}, &res); err != nil {
+		return false, err
+	}
+	// ACP answers {} (AuthenticateResponse); an agent host that read the
+	// request as a sign-out answers {"authenticated": false}.
+	return res.Authenticated == nil || *res.Authenticated, nil
 }
