@@ -26,6 +26,10 @@ const GrantJWTBearer = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 // longer-lived one could be replayed after its jti was forgotten.
 const maxGrantAssertionLifetime = time.Hour
 
+// typIDJAG is the JWT typ of an identity assertion JWT authorization
+// grant (ID-JAG), the assertion of MCP's enterprise-managed authorization.
+const typIDJAG = "oauth-id-jag+jwt"
+
 // maxAssertionIssuers bounds the trusted assertion issuers.
 const maxAssertionIssuers = 20
 
@@ -68,7 +72,8 @@ func ParseAssertionKeys(data []byte) (*jose.JSONWebKeySet, error) {
 // redeemJWTBearerTx is the JWT bearer grant (RFC 7523 §2.1, §3): an
 // assertion signed by a trusted issuer's key, its aud the issuer or the
 // token endpoint, with exp (at most maxGrantAssertionLifetime away), a sub
-// that becomes the token's subject, and a jti never seen before. No
+// that becomes the token's subject, and a jti never seen before. An ID-JAG
+// (typ oauth-id-jag+jwt) must name the requesting client as client_id. No
 // refresh token: the client presents a fresh assertion instead.
 func (i *Issuer) redeemJWTBearerTx(is *issuing, c *client, form url.Values) (*tokenResponse, []string, *oauthError, error) {
 	raw := form.Get("assertion")
@@ -93,9 +98,12 @@ func (i *Issuer) redeemJWTBearerTx(is *issuing, c *client, form url.Values) (*to
 		return nil, nil, badRequest("invalid_grant", "the assertion's issuer is not trusted: start serve with --trust-assertion-issuer ISSUER=KEYFILE"), nil
 	}
 	var claims jwt.Claims
+	var jag struct {
+		ClientID string `json:"client_id"`
+	}
 	verified := false
 	for _, k := range trusted.Keys.Keys {
-		if tok.Claims(k.Key, &claims) == nil {
+		if tok.Claims(k.Key, &claims, &jag) == nil {
 			verified = true
 			break
 		}
@@ -110,6 +118,8 @@ func (i *Issuer) redeemJWTBearerTx(is *issuing, c *client, form url.Values) (*to
 		return nil, nil, badRequest("invalid_grant", fmt.Sprintf("the assertion lives longer than %s", maxGrantAssertionLifetime)), nil
 	case checkSubject(claims.Subject) != nil:
 		return nil, nil, badRequest("invalid_grant", "the assertion's sub must be 1 to 255 printable characters"), nil
+	case len(tok.Headers) == 1 && tok.Headers[0].ExtraHeaders[jose.HeaderType] == typIDJAG && jag.ClientID != c.id:
+		return nil, nil, badRequest("invalid_grant", "the ID-JAG was issued for another client (client_id): log in with the --client-id the identity provider names"), nil
 	}
 	if err := claims.ValidateWithLeeway(jwt.Expected{Issuer: trusted.Issuer, AnyAudience: jwt.Audience{i.opts.Issuer, i.opts.Issuer + pathToken}, Time: now}, assertionLeeway); err != nil {
 		return nil, nil, badRequest("invalid_grant", "the assertion is not valid here: "+err.Error()), nil
