@@ -75,6 +75,10 @@ type ServeOptions struct {
 	// AllowRedirectOrigins is --allow-redirect-origin: https origins the
 	// embedded issuer accepts redirect URIs on besides loopback.
 	AllowRedirectOrigins []string
+	// AssertionIssuers are --trust-assertion-issuer ISS=KEYFILE: the
+	// issuers whose JWT bearer assertions (RFC 7523) the embedded issuer
+	// accepts, with their keys.
+	AssertionIssuers []issuer.AssertionIssuer
 	// IssuerFlags lists the embedded issuer's flags given on the command
 	// line: an error when the embedded issuer does not run.
 	IssuerFlags []string
@@ -106,7 +110,7 @@ const (
 
 // embeddedIssuerFlags configure the embedded issuer.
 var embeddedIssuerFlags = []string{"auto-approve", "dev-user", "token-ttl", "refresh-ttl", "code-ttl", "device-interval", "allow-redirect-origin",
-	"state-key-file", "state-key-keyring", "key-rotation", "rotate-key"}
+	"trust-assertion-issuer", "state-key-file", "state-key-keyring", "key-rotation", "rotate-key"}
 
 // minStateKeyBytes is the least a --state-key-file holds.
 const minStateKeyBytes = 32
@@ -202,6 +206,7 @@ Logs go to stderr (or --log-file), never tokens.`,
 			&cli.DurationFlag{Name: "code-ttl", Value: issuer.DefaultCodeTTL, Usage: "embedded issuer: authorization code lifetime `DURATION`", Destination: &opts.CodeTTL},
 			&cli.DurationFlag{Name: "device-interval", Value: issuer.DefaultDeviceInterval, Usage: "embedded issuer: the device flow's polling interval `DURATION` (faster polls get slow_down)", Destination: &opts.DeviceInterval},
 			&cli.StringSliceFlag{Name: "allow-redirect-origin", Usage: "embedded issuer: also accept client redirect URIs on the https `ORIGIN` (repeatable; loopback http is always accepted)"},
+			&cli.StringSliceFlag{Name: "trust-assertion-issuer", Usage: "embedded issuer: accept JWT bearer assertions (RFC 7523: workload identity, ID-JAG) whose iss is `ISS=KEYFILE`, signed by a key of KEYFILE (a JWKS document or a PEM public key); the assertion's sub becomes the token's subject (repeatable)"},
 			&cli.StringFlag{Name: "data-dir", Usage: "keep the state (issuer, agent sessions) in an SQLite file in `DIR` (default $XDG_STATE_HOME/agentauth/serve; '' is --ephemeral)"},
 			&cli.BoolFlag{Name: "ephemeral", Usage: "keep the state in memory: it dies with the process"},
 			&cli.StringFlag{Name: "database", Usage: "keep the state in the PostgreSQL database `URL` (postgres://…), shared by serve replicas", Destination: &opts.Database},
@@ -244,6 +249,13 @@ Logs go to stderr (or --log-file), never tokens.`,
 				}
 			}
 			opts.AllowRedirectOrigins = c.StringSlice("allow-redirect-origin")
+			for _, v := range c.StringSlice("trust-assertion-issuer") {
+				a, err := readAssertionIssuer(v)
+				if err != nil {
+					return usageErrorf("--trust-assertion-issuer: %v", err)
+				}
+				opts.AssertionIssuers = append(opts.AssertionIssuers, a)
+			}
 			if err := stateFlags(c, opts); err != nil {
 				return err
 			}
@@ -275,6 +287,23 @@ Logs go to stderr (or --log-file), never tokens.`,
 			return run(ctx, opts)
 		},
 	}
+}
+
+// readAssertionIssuer reads a --trust-assertion-issuer ISS=KEYFILE.
+func readAssertionIssuer(v string) (issuer.AssertionIssuer, error) {
+	iss, path, ok := strings.Cut(v, "=")
+	if !ok || iss == "" || path == "" {
+		return issuer.AssertionIssuer{}, fmt.Errorf("want ISS=KEYFILE (the assertions' iss, then a JWKS or PEM public key file), not %q", v)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return issuer.AssertionIssuer{}, fmt.Errorf("cannot read the keys of %s: %w", iss, err)
+	}
+	keys, err := issuer.ParseAssertionKeys(data)
+	if err != nil {
+		return issuer.AssertionIssuer{}, fmt.Errorf("cannot use %s as the keys of %s: %w", path, iss, err)
+	}
+	return issuer.AssertionIssuer{Issuer: iss, Keys: keys}, nil
 }
 
 // stateFlags sets DataDir and checks the state flags' combinations.
@@ -442,7 +471,7 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 			Issuer: issuerOrigin, DefaultResource: cfg.Resource,
 			TokenTTL: opts.TokenTTL, RefreshTTL: opts.RefreshTTL, CodeTTL: opts.CodeTTL, DeviceInterval: opts.DeviceInterval,
 			AutoApprove: opts.AutoApprove, Subject: opts.DevUser, ScopesSupported: scopes, Clients: clients,
-			AllowedRedirectOrigins: opts.AllowRedirectOrigins, Logger: logger, Now: opts.Now,
+			AllowedRedirectOrigins: opts.AllowRedirectOrigins, AssertionIssuers: opts.AssertionIssuers, Logger: logger, Now: opts.Now,
 			Store: st, StateKey: key, KeyRotation: opts.KeyRotation, RotateKey: opts.RotateKey,
 		})
 		if err != nil {

@@ -108,6 +108,9 @@ func DeviceCode(ctx context.Context, hc *http.Client, req DeviceRequest) (*Token
 	poll := *cfg
 	poll.Scopes = nil // a token poll carries no scope (RFC 8628 §3.4)
 	g := bounded(hc)
+	if req.Client.DPoP != nil {
+		g.Transport = &dpopPolls{next: g.Transport, endpoint: md.TokenEndpoint, key: req.Client.DPoP, nonce: req.Client.dpopNonce}
+	}
 	answer := &tokenAnswer{next: g.Transport, endpoint: md.TokenEndpoint}
 	g.Transport = answer
 	_, err = poll.DeviceAccessToken(context.WithValue(ctx, oauth2.HTTPClient, g), da, opts...)
@@ -116,7 +119,64 @@ func DeviceCode(ctx context.Context, hc *http.Client, req DeviceRequest) (*Token
 		return nil, pollError(ctx, err)
 	}
 	// A token was issued (whether or not x/oauth2 could read it).
-	return readToken(md.TokenEndpoint, answer.resp, answer.body, req.Scopes)
+	return readTokenOf(md.TokenEndpoint, answer.resp, answer.body, req.Scopes, req.Client.DPoP != nil)
+}
+
+// dpopPolls adds a fresh DPoP proof (RFC 9449 §5) to each token poll, with
+// the server's latest DPoP-Nonce, and sends a poll once more when the
+// server answers use_dpop_nonce with a new nonce (§8).
+type dpopPolls struct {
+	next     http.RoundTripper
+	endpoint string
+	key      *wire.DPoPKey
+	nonce    string
+}
+
+func (d *dpopPolls) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method != http.MethodPost || r.URL.String() != d.endpoint {
+		return d.roundTrip(r)
+	}
+	resp, err := d.send(r)
+	if err != nil || resp.StatusCode != http.StatusBadRequest || resp.Header.Get(wire.HeaderDPoPNonce) == "" || r.GetBody == nil {
+		return resp, err
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxBodySize))
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	var oe *wire.OAuthError
+	if !errors.As(oauthError(resp, body), &oe) || oe.Code != wire.ErrUseDPoPNonce {
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		return resp, nil
+	}
+	again := r.Clone(r.Context())
+	if again.Body, err = r.GetBody(); err != nil {
+		return nil, err
+	}
+	return d.send(again)
+}
+
+// send sends a poll with a new proof and keeps the nonce of its answer.
+func (d *dpopPolls) send(r *http.Request) (*http.Response, error) {
+	proof, err := d.key.Proof(http.MethodPost, d.endpoint, "", d.nonce, time.Now())
+	if err != nil {
+		return nil, fmt.Errorf("cannot make a DPoP proof: %w", err)
+	}
+	r = r.Clone(r.Context())
+	r.Header.Set(wire.HeaderDPoP, proof)
+	resp, err := d.roundTrip(r)
+	if err == nil && resp.Header.Get(wire.HeaderDPoPNonce) != "" {
+		d.nonce = resp.Header.Get(wire.HeaderDPoPNonce)
+	}
+	return resp, err
+}
+
+func (d *dpopPolls) roundTrip(r *http.Request) (*http.Response, error) {
+	if d.next == nil {
+		return http.DefaultTransport.RoundTrip(r)
+	}
+	return d.next.RoundTrip(r)
 }
 
 // tokenAnswer keeps the 200 answer of the token endpoint for readToken.

@@ -9,6 +9,11 @@
 // rotation with reuse detection, the device authorization grant (RFC 8628),
 // revocation (RFC 7009), introspection (RFC 7662), open dynamic client
 // registration (RFC 7591) and JWT access tokens (RFC 9068) signed with ES256.
+// With Options.AssertionIssuers it also runs the JWT bearer grant (RFC 7523
+// §2.1) for workload identity tokens and enterprise ID-JAGs: the
+// assertion's sub becomes the token's subject, its jti is remembered
+// (maxAssertionJTIs, shared with client assertions) until it expires, at
+// most maxGrantAssertionLifetime (1 hour) away.
 //
 // Its state (registered clients, codes, device codes, grants, refresh
 // tokens, revocations, pending consent pages and signing keys) lives in a

@@ -32,7 +32,7 @@ var allPaths = []string{
 	pathDeviceAuthorization, pathDevice, pathRevoke, pathIntrospect, pathRegister, pathJWKS,
 }
 
-var supportedGrants = []string{wire.GrantAuthorizationCode, wire.GrantRefreshToken, wire.GrantDeviceCode, wire.GrantClientCredentials}
+var supportedGrants = []string{wire.GrantAuthorizationCode, wire.GrantRefreshToken, wire.GrantDeviceCode, wire.GrantClientCredentials, GrantJWTBearer}
 
 var supportedAuthMethods = []string{AuthNone, AuthClientSecretBasic, AuthClientSecretPost, AuthPrivateKeyJWT}
 

@@ -118,6 +118,10 @@ type Options struct {
 	// Clients are pre-registered in addition to agentauth-cli. They live
 	// in the process, not in Store.
 	Clients []Client
+	// AssertionIssuers are trusted to issue JWT bearer assertions (RFC
+	// 7523 §2.1), whose sub becomes the token's subject. Without any, the
+	// JWT bearer grant is neither advertised nor accepted.
+	AssertionIssuers []AssertionIssuer
 	// Store keeps the issuer's state: registered clients, codes, device
 	// codes, grants, refresh and access tokens, revocations and signing
 	// keys. Default: a new state.Memory, which dies with the process.
@@ -177,6 +181,9 @@ func New(opts Options) (*Issuer, error) {
 	setDefault(&opts.DeviceCodeTTL, DefaultDeviceCodeTTL)
 	setDefault(&opts.DeviceInterval, DefaultDeviceInterval)
 	setDefault(&opts.KeyRotation, DefaultKeyRotation)
+	if err := checkAssertionIssuers(opts.AssertionIssuers); err != nil {
+		return nil, err
+	}
 	if opts.StateKey != nil && len(opts.StateKey) != StateKeySize {
 		return nil, fmt.Errorf("cannot use a state key of %d bytes: want %d", len(opts.StateKey), StateKeySize)
 	}
@@ -256,6 +263,9 @@ func New(opts Options) (*Issuer, error) {
 		CodeChallengeMethodsSupported:              []string{"S256"},
 		AuthorizationResponseIssParameterSupported: true,
 		ClientIDMetadataDocumentSupported:          true,
+	}
+	if len(opts.AssertionIssuers) == 0 {
+		i.meta.GrantTypesSupported = slices.DeleteFunc(i.meta.GrantTypesSupported, func(g string) bool { return g == GrantJWTBearer })
 	}
 	i.handler = i.routes()
 	return i, nil

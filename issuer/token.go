@@ -64,6 +64,11 @@ func (i *Issuer) token(w http.ResponseWriter, r *http.Request) (*tokenResponse, 
 		redeem = i.redeemDeviceTx
 	case wire.GrantClientCredentials:
 		redeem = i.redeemClientCredentialsTx
+	case GrantJWTBearer:
+		if len(i.opts.AssertionIssuers) == 0 {
+			return nil, badRequest("unsupported_grant_type", "this server trusts no assertion issuer: start serve with --trust-assertion-issuer ISSUER=KEYFILE")
+		}
+		redeem = i.redeemJWTBearerTx
 	}
 	ctx := r.Context()
 	now := i.clock(ctx)

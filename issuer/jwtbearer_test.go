@@ -1,0 +1,117 @@
+package issuer_test
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/pem"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
+
+	"github.com/agentauth/agentauth/issuer"
+)
+
+const ciIssuer = "https://ci.example"
+
+// assertionFor signs a JWT bearer assertion for the test server's issuer.
+func assertionFor(t *testing.T, key *ecdsa.PrivateKey, claims jwt.Claims) string {
+	t.Helper()
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: key}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := jwt.Signed(signer).Claims(claims).Serialize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestJWTBearerGrant(t *testing.T) {
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	s := start(t, issuer.Options{Clients: []issuer.Client{rs}, AssertionIssuers: []issuer.AssertionIssuer{
+		{Issuer: ciIssuer, Keys: &jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey}}}}}})
+	if !slices.Contains(s.iss.Metadata().GrantTypesSupported, issuer.GrantJWTBearer) {
+		t.Error("the metadata does not advertise the JWT bearer grant")
+	}
+	valid := func(jti string) jwt.Claims {
+		return jwt.Claims{Issuer: ciIssuer, Subject: "repo:acme/app", Audience: jwt.Audience{s.url}, ID: jti,
+			Expiry: jwt.NewNumericDate(epoch.Add(5 * time.Minute))}
+	}
+	grant := func(c jwt.Claims) reply {
+		return s.post("/token", url.Values{"grant_type": {issuer.GrantJWTBearer}, "client_id": {issuer.CLIClientID}, "assertion": {assertionFor(t, key, c)}})
+	}
+	tok := wantOK(t, grant(valid("one")))
+	if tok["refresh_token"] != nil {
+		t.Error("the JWT bearer grant issued a refresh token")
+	}
+	at := s.introspect(tok["access_token"].(string))
+	if at["sub"] != "repo:acme/app" {
+		t.Errorf("sub %v, want the assertion's", at["sub"])
+	}
+	wantError(t, grant(valid("one")), http.StatusBadRequest, "invalid_grant") // replayed jti
+
+	bad := map[string]func(c *jwt.Claims){
+		"untrusted issuer": func(c *jwt.Claims) { c.Issuer = "https://other.example" },
+		"other audience":   func(c *jwt.Claims) { c.Audience = jwt.Audience{"https://rs.example"} },
+		"no jti":           func(c *jwt.Claims) { c.ID = "" },
+		"no sub":           func(c *jwt.Claims) { c.Subject = "" },
+		"expired":          func(c *jwt.Claims) { c.Expiry = jwt.NewNumericDate(epoch.Add(-time.Minute)) },
+		"too long":         func(c *jwt.Claims) { c.Expiry = jwt.NewNumericDate(epoch.Add(2 * time.Hour)) },
+	}
+	for name, edit := range bad {
+		c := valid(name)
+		edit(&c)
+		wantError(t, grant(c), http.StatusBadRequest, "invalid_grant")
+	}
+	other, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	r := s.post("/token", url.Values{"grant_type": {issuer.GrantJWTBearer}, "client_id": {issuer.CLIClientID}, "assertion": {assertionFor(t, other, valid("other key"))}})
+	wantError(t, r, http.StatusBadRequest, "invalid_grant")
+}
+
+func TestJWTBearerGrantNeedsTrustedIssuers(t *testing.T) {
+	s := start(t, issuer.Options{})
+	if slices.Contains(s.iss.Metadata().GrantTypesSupported, issuer.GrantJWTBearer) {
+		t.Error("the metadata advertises the JWT bearer grant, which no issuer can use")
+	}
+	r := s.post("/token", url.Values{"grant_type": {issuer.GrantJWTBearer}, "client_id": {issuer.CLIClientID}, "assertion": {"x.y.z"}})
+	wantError(t, r, http.StatusBadRequest, "unsupported_grant_type")
+	if !strings.Contains(r.str(t, "error_description"), "--trust-assertion-issuer") {
+		t.Errorf("the refusal does not name the fix: %s", r.body)
+	}
+	keys := &jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &ecdsa.PublicKey{}}}}
+	if _, err := issuer.New(issuer.Options{Issuer: "http://127.0.0.1:1", AssertionIssuers: []issuer.AssertionIssuer{
+		{Issuer: ciIssuer, Keys: keys}, {Issuer: ciIssuer, Keys: keys}}}); err == nil {
+		t.Error("New accepted the same assertion issuer twice")
+	}
+}
+
+func TestParseAssertionKeys(t *testing.T) {
+	p256, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	p384, _ := ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
+	pemOf := func(k *ecdsa.PrivateKey) []byte {
+		der, _ := x509.MarshalPKIXPublicKey(&k.PublicKey)
+		return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
+	}
+	if set, err := issuer.ParseAssertionKeys(pemOf(p256)); err != nil || len(set.Keys) != 1 {
+		t.Errorf("P-256 PEM: %v", err)
+	}
+	if _, err := issuer.ParseAssertionKeys(pemOf(p384)); err == nil {
+		t.Error("a P-384 key was accepted")
+	}
+	if set, err := issuer.ParseAssertionKeys([]byte(`{"keys":[{"kty":"EC","crv":"P-256","x":"` + base64.RawURLEncoding.EncodeToString(p256.X.FillBytes(make([]byte, 32))) + `","y":"` + base64.RawURLEncoding.EncodeToString(p256.Y.FillBytes(make([]byte, 32))) + `"}]}`)); err != nil || len(set.Keys) != 1 {
+		t.Errorf("JWKS: %v", err)
+	}
+	if _, err := issuer.ParseAssertionKeys([]byte("not a key")); err == nil {
+		t.Error("garbage was accepted")
+	}
+}
