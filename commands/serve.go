@@ -149,7 +149,9 @@ authMethods, authenticate {methodId}, -32000 AuthRequired, logout).
 SIGHUP re-reads --config: added, changed and removed schemes take effect at
 once and are pushed (notify/authRequired "required", or a root/agentsChanged
 action to root channel subscribers). A config that does not parse is
-refused, with the key named in the log, and the running one stays.
+refused, with the key named in the log, and the running one stays. With
+--database, a reload on SIGHUP reaches the other replicas (LISTEN/NOTIFY):
+each re-reads its own --config, so replicas sharing the file follow it.
 
 On one listener (default 127.0.0.1:7777):
   /, /ws                                    WebSocket upgrades
@@ -503,7 +505,7 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 	}
 
 	if opts.ConfigPath != "" {
-		stopReload := reloadOnHangup(ctx, opts, h, embedded, issuerOrigin, logger)
+		stopReload := reloadOnHangup(ctx, opts, h, st, embedded, issuerOrigin, logger)
 		defer stopReload()
 	}
 
@@ -654,20 +656,35 @@ func newHTTPServer(h http.Handler, logger *slog.Logger) *http.Server {
 // reloadOnHangup re-reads --config on SIGHUP and puts it in force
 // (host.Reload). A config that does not parse or check is refused, with the
 // key named, and the running one stays in force; so is one that would need
-// the embedded issuer when it is not running. It returns the function that
-// stops listening for SIGHUP.
-func reloadOnHangup(ctx context.Context, opts *ServeOptions, h *host.Host, embedded bool, issuerOrigin string, logger *slog.Logger) func() {
+// the embedded issuer when it is not running. A reload on SIGHUP is
+// published to the replicas sharing st (PostgreSQL), and each of them
+// re-reads its own --config in turn, without publishing again. It returns
+// the function that stops listening for SIGHUP.
+func reloadOnHangup(ctx context.Context, opts *ServeOptions, h *host.Host, st state.Store, embedded bool, issuerOrigin string, logger *slog.Logger) func() {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
+	// remote holds one pending reload published by another replica: more
+	// arriving meanwhile need no second read.
+	remote := make(chan struct{}, 1)
+	st.OnConfigChanged(func() {
+		select {
+		case remote <- struct{}{}:
+		default:
+		}
+	})
 	done := make(chan struct{})
 	go func() {
 		for {
+			publish := false
 			select {
 			case <-ctx.Done():
 				return
 			case <-done:
 				return
 			case <-hup:
+				publish = true
+			case <-remote:
+				logger.Info("config changed on another replica; re-reading --config")
 			}
 			cfg, err := serveConfig(opts)
 			switch {
@@ -680,6 +697,12 @@ func reloadOnHangup(ctx context.Context, opts *ServeOptions, h *host.Host, embed
 			}
 			if err != nil {
 				logger.Error("config reload refused; the running config stays in force", "err", err)
+				continue
+			}
+			if publish {
+				if err := st.PublishConfigChanged(ctx); err != nil {
+					logger.Warn("config reloaded, but the other replicas cannot be told: send them SIGHUP", "err", err)
+				}
 			}
 		}
 	}()

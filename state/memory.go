@@ -58,6 +58,12 @@ func (m *Memory) PublishRevoked(context.Context, []string) error { return nil }
 // OnRevoked does nothing: no other process publishes.
 func (m *Memory) OnRevoked(func([]string)) {}
 
+// PublishConfigChanged does nothing: no other process shares the store.
+func (m *Memory) PublishConfigChanged(context.Context) error { return nil }
+
+// OnConfigChanged does nothing: no other process publishes.
+func (m *Memory) OnConfigChanged(func()) {}
+
 // Close does nothing.
 func (m *Memory) Close() error { return nil }
 

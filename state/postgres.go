@@ -14,7 +14,8 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 )
 
-// revokedChannel is the LISTEN/NOTIFY channel of revocations.
+// revokedChannel is the LISTEN/NOTIFY channel of revocations and
+// configuration changes.
 const revokedChannel = "agentauth_revoked"
 
 // Bounds of the PostgreSQL store.
@@ -35,25 +36,28 @@ const (
 const migrationLock = 0x61676175 // "agau"
 
 // Postgres is a Store in a PostgreSQL database, shared by several serve
-// replicas. Revocations published by one reach the others through
-// LISTEN/NOTIFY on a connection of its own.
+// replicas. Revocations and configuration changes published by one reach
+// the others through LISTEN/NOTIFY on a connection of its own.
 type Postgres struct {
 	*sqlStore
 	target string
 	// id names this process in its notifications, which it ignores.
 	id string
 
-	mu   sync.Mutex
-	subs []func([]string)
+	mu         sync.Mutex
+	subs       []func([]string)
+	configSubs []func()
 
 	stop context.CancelFunc
 	done chan struct{}
 }
 
-// notification is a NOTIFY payload.
+// notification is a NOTIFY payload: revoked jtis, or a configuration
+// change.
 type notification struct {
-	From string   `json:"from"`
-	JTIs []string `json:"jtis"`
+	From   string   `json:"from"`
+	JTIs   []string `json:"jtis"`
+	Config bool     `json:"config,omitempty"`
 }
 
 // OpenPostgres connects to the database url (postgres://…), migrates it,
@@ -109,8 +113,8 @@ func (p *Postgres) listen(ctx context.Context, cfg *pgx.ConnConfig) (*pgx.Conn, 
 	return conn, nil
 }
 
-// receive hands the other processes' notifications to the OnRevoked
-// callbacks, reconnecting when the connection drops, until ctx ends.
+// receive hands the other processes' notifications to the OnRevoked and
+// OnConfigChanged callbacks, reconnecting when the connection drops, until ctx ends.
 // Revocations sent while it was disconnected are missed: those tokens are
 // refused by the issuer, and by this replica's host once its cache of them
 // expires.
@@ -130,7 +134,14 @@ func (p *Postgres) receive(ctx context.Context, cfg *pgx.ConnConfig, conn *pgx.C
 			}
 			p.mu.Lock()
 			subs := append([]func([]string){}, p.subs...)
+			configSubs := append([]func(){}, p.configSubs...)
 			p.mu.Unlock()
+			if msg.Config {
+				for _, fn := range configSubs {
+					fn()
+				}
+				continue
+			}
 			for _, fn := range subs {
 				fn(msg.JTIs)
 			}
@@ -171,6 +182,27 @@ func (p *Postgres) OnRevoked(fn func(jtis []string)) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.subs = append(p.subs, fn)
+}
+
+// PublishConfigChanged notifies the other replicas that serve's
+// configuration was reloaded.
+func (p *Postgres) PublishConfigChanged(ctx context.Context) error {
+	b, err := json.Marshal(notification{From: p.id, Config: true})
+	if err != nil {
+		return err
+	}
+	if _, err := p.db.ExecContext(ctx, `SELECT pg_notify($1, $2)`, revokedChannel, string(b)); err != nil {
+		return fmt.Errorf("cannot notify the other replicas: %w", err)
+	}
+	return nil
+}
+
+// OnConfigChanged registers fn for the configuration changes other
+// processes publish.
+func (p *Postgres) OnConfigChanged(fn func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.configSubs = append(p.configSubs, fn)
 }
 
 // Close stops listening and closes the connections.

@@ -50,17 +50,32 @@ type dialect struct {
 	dollars bool // placeholders are $1, $2… rather than ?
 }
 
+// maxBatchRows bounds the records one statement writes or deletes when a
+// transaction's writes are flushed; more take several statements. A
+// statement per size is prepared when the store opens.
+const maxBatchRows = 4
+
 // sqlStore is a Store on database/sql.
 type sqlStore struct {
 	db *sql.DB
 	d  dialect
 	// prepared statements, for the dialect
-	get, getLocked, put, del, count, delExpired, delFirst, list, sweep *sql.Stmt
+	get, getLocked, count, delExpired, delFirst, list, sweep *sql.Stmt
+
+	// batches holds the prepared statements that write or delete n
+	// records at once, n from 1 to maxBatchRows.
+	batches map[batchShape]*sql.Stmt
+}
+
+// batchShape names a batch statement: n upserts, or n deletions.
+type batchShape struct {
+	n   int
+	del bool
 }
 
 // newSQLStore prepares the statements of a migrated database.
 func newSQLStore(ctx context.Context, db *sql.DB, d dialect) (*sqlStore, error) {
-	s := &sqlStore{db: db, d: d}
+	s := &sqlStore{db: db, d: d, batches: map[batchShape]*sql.Stmt{}}
 	get := `SELECT value FROM ` + table + ` WHERE kind = ? AND key = ?`
 	for _, q := range []struct {
 		stmt **sql.Stmt
@@ -68,9 +83,6 @@ func newSQLStore(ctx context.Context, db *sql.DB, d dialect) (*sqlStore, error) 
 	}{
 		{&s.get, get},
 		{&s.getLocked, get + d.forUpdate},
-		{&s.put, `INSERT INTO ` + table + ` (kind, key, value, expires) VALUES (?, ?, ?, ?)
-			ON CONFLICT (kind, key) DO UPDATE SET value = excluded.value, expires = excluded.expires`},
-		{&s.del, `DELETE FROM ` + table + ` WHERE kind = ? AND key = ?`},
 		{&s.count, `SELECT count(*) FROM ` + table + ` WHERE kind = ?`},
 		{&s.delExpired, `DELETE FROM ` + table + ` WHERE kind = ? AND key IN
 			(SELECT key FROM ` + table + ` WHERE kind = ? AND expires > 0 AND expires < ? LIMIT ?)`},
@@ -85,7 +97,26 @@ func newSQLStore(ctx context.Context, db *sql.DB, d dialect) (*sqlStore, error) 
 			return nil, fmt.Errorf("cannot prepare the state queries: %w", err)
 		}
 	}
+	for n := 1; n <= maxBatchRows; n++ {
+		for _, del := range []bool{false, true} {
+			b := batchShape{n: n, del: del}
+			st, err := db.PrepareContext(ctx, rebind(batchSQL(b), d.dollars))
+			if err != nil {
+				return nil, fmt.Errorf("cannot prepare the state queries: %w", err)
+			}
+			s.batches[b] = st
+		}
+	}
 	return s, nil
+}
+
+// batchSQL is the statement of shape b.
+func batchSQL(b batchShape) string {
+	if b.del {
+		return `DELETE FROM ` + table + ` WHERE (kind, key) IN (` + strings.Repeat(`(?, ?), `, b.n-1) + `(?, ?))`
+	}
+	return `INSERT INTO ` + table + ` (kind, key, value, expires) VALUES ` + strings.Repeat(`(?, ?, ?, ?), `, b.n-1) + `(?, ?, ?, ?)
+		ON CONFLICT (kind, key) DO UPDATE SET value = excluded.value, expires = excluded.expires`
 }
 
 // rebind turns ? placeholders into $n for PostgreSQL.
@@ -161,7 +192,12 @@ func (s *sqlStore) run(ctx context.Context, readOnly bool, fn func(Tx) error) er
 	if err != nil {
 		return fmt.Errorf("cannot begin a state transaction: %w", err)
 	}
-	if err := fn(&sqlTx{s: s, tx: tx, ctx: ctx, readOnly: readOnly}); err != nil {
+	t := &sqlTx{s: s, tx: tx, ctx: ctx, readOnly: readOnly, pending: map[recordID]int{}}
+	if err := fn(t); err != nil {
+		tx.Rollback()
+		return err
+	}
+	if err := t.flush(); err != nil {
 		tx.Rollback()
 		return err
 	}
@@ -180,17 +216,86 @@ func (s *sqlStore) Sweep(ctx context.Context, now time.Time, limit int) (int, er
 	return int(n), err
 }
 
+// sqlTx keeps its writes until it commits, or until a statement that
+// reads many records needs them, and then sends them in as few statements
+// as it can: one token request is one upsert of its records and one
+// deletion.
 type sqlTx struct {
 	s        *sqlStore
 	tx       *sql.Tx
 	ctx      context.Context
 	readOnly bool
+	// writes are the records written (value set) or deleted (deleted)
+	// and not yet sent, pending their index in writes by record.
+	writes  []write
+	pending map[recordID]int
+}
+
+type recordID struct {
+	kind Kind
+	key  string
+}
+
+type write struct {
+	recordID
+	value   []byte
+	expires time.Time
+	deleted bool
+}
+
+// buffer records a write or deletion, replacing an earlier one of the
+// same record.
+func (t *sqlTx) buffer(w write) {
+	if n, ok := t.pending[w.recordID]; ok {
+		t.writes[n] = w
+		return
+	}
+	t.pending[w.recordID] = len(t.writes)
+	t.writes = append(t.writes, w)
+}
+
+// flush sends the buffered writes: the deletions, then the upserts, in
+// statements of at most maxBatchRows records.
+func (t *sqlTx) flush() error {
+	if len(t.writes) == 0 {
+		return nil
+	}
+	var dels, puts []any
+	for _, w := range t.writes {
+		if w.deleted {
+			dels = append(dels, string(w.kind), w.key)
+		} else {
+			puts = append(puts, string(w.kind), w.key, w.value, millis(w.expires))
+		}
+	}
+	t.writes, t.pending = t.writes[:0], map[recordID]int{}
+	for _, b := range []struct {
+		args []any
+		cols int
+		del  bool
+	}{{dels, 2, true}, {puts, 4, false}} {
+		for len(b.args) > 0 {
+			n := min(len(b.args)/b.cols, maxBatchRows)
+			st := t.s.batches[batchShape{n: n, del: b.del}]
+			if _, err := t.stmt(st).ExecContext(t.ctx, b.args[:n*b.cols]...); err != nil {
+				return fmt.Errorf("cannot write the state: %w", err)
+			}
+			b.args = b.args[n*b.cols:]
+		}
+	}
+	return nil
 }
 
 // stmt binds a prepared statement to the transaction.
 func (t *sqlTx) stmt(s *sql.Stmt) *sql.Stmt { return t.tx.StmtContext(t.ctx, s) }
 
 func (t *sqlTx) Get(kind Kind, key string) ([]byte, error) {
+	if n, ok := t.pending[recordID{kind, key}]; ok {
+		if t.writes[n].deleted {
+			return nil, ErrNotFound
+		}
+		return t.writes[n].value, nil
+	}
 	q := t.s.getLocked
 	if t.readOnly {
 		q = t.s.get
@@ -207,20 +312,19 @@ func (t *sqlTx) Get(kind Kind, key string) ([]byte, error) {
 }
 
 func (t *sqlTx) Put(kind Kind, key string, value []byte, expires time.Time) error {
-	if _, err := t.stmt(t.s.put).ExecContext(t.ctx, string(kind), key, value, millis(expires)); err != nil {
-		return fmt.Errorf("cannot write %s: %w", kind, err)
-	}
+	t.buffer(write{recordID: recordID{kind, key}, value: value, expires: expires})
 	return nil
 }
 
 func (t *sqlTx) Delete(kind Kind, key string) error {
-	if _, err := t.stmt(t.s.del).ExecContext(t.ctx, string(kind), key); err != nil {
-		return fmt.Errorf("cannot delete %s: %w", kind, err)
-	}
+	t.buffer(write{recordID: recordID{kind, key}, deleted: true})
 	return nil
 }
 
 func (t *sqlTx) Count(kind Kind) (int, error) {
+	if err := t.flush(); err != nil {
+		return 0, err
+	}
 	var n int
 	if err := t.stmt(t.s.count).QueryRowContext(t.ctx, string(kind)).Scan(&n); err != nil {
 		return 0, fmt.Errorf("cannot count %s: %w", kind, err)
@@ -229,6 +333,9 @@ func (t *sqlTx) Count(kind Kind) (int, error) {
 }
 
 func (t *sqlTx) DeleteExpired(kind Kind, before time.Time, limit int) (int, error) {
+	if err := t.flush(); err != nil {
+		return 0, err
+	}
 	res, err := t.stmt(t.s.delExpired).ExecContext(t.ctx, string(kind), string(kind), millis(before), limit)
 	if err != nil {
 		return 0, fmt.Errorf("cannot delete expired %s: %w", kind, err)
@@ -238,6 +345,9 @@ func (t *sqlTx) DeleteExpired(kind Kind, before time.Time, limit int) (int, erro
 }
 
 func (t *sqlTx) DeleteFirstExpiring(kind Kind) error {
+	if err := t.flush(); err != nil {
+		return err
+	}
 	if _, err := t.stmt(t.s.delFirst).ExecContext(t.ctx, string(kind), string(kind)); err != nil {
 		return fmt.Errorf("cannot evict %s: %w", kind, err)
 	}
@@ -245,6 +355,9 @@ func (t *sqlTx) DeleteFirstExpiring(kind Kind) error {
 }
 
 func (t *sqlTx) List(kind Kind) ([]Record, error) {
+	if err := t.flush(); err != nil {
+		return nil, err
+	}
 	rows, err := t.stmt(t.s.list).QueryContext(t.ctx, string(kind))
 	if err != nil {
 		return nil, fmt.Errorf("cannot list %s: %w", kind, err)

@@ -82,5 +82,11 @@ func (s *SQLite) PublishRevoked(context.Context, []string) error { return nil }
 // OnRevoked does nothing: one process uses the file.
 func (s *SQLite) OnRevoked(func([]string)) {}
 
+// PublishConfigChanged does nothing: one process uses the file.
+func (s *SQLite) PublishConfigChanged(context.Context) error { return nil }
+
+// OnConfigChanged does nothing: one process uses the file.
+func (s *SQLite) OnConfigChanged(func()) {}
+
 // Close closes the database.
 func (s *SQLite) Close() error { return s.db.Close() }

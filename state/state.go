@@ -52,6 +52,13 @@ type Store interface {
 	// OnRevoked registers fn to be called with the jtis that other
 	// processes publish.
 	OnRevoked(fn func(jtis []string))
+	// PublishConfigChanged tells the other processes sharing the store
+	// that serve's configuration was reloaded, so that each re-reads its
+	// own; a store no other process shares does nothing.
+	PublishConfigChanged(ctx context.Context) error
+	// OnConfigChanged registers fn to be called when another process
+	// publishes a configuration change.
+	OnConfigChanged(fn func())
 	// Close releases the store.
 	Close() error
 }

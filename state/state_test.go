@@ -3,6 +3,7 @@ package state
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -155,5 +156,62 @@ func TestSQLiteMigrations(t *testing.T) {
 	var ne *NewerSchemaError
 	if !errors.As(err, &ne) || ne.Have != len(newer) || ne.Know != len(older) {
 		t.Fatalf("an older binary opened a newer database: %v", err)
+	}
+}
+
+// TestTxReadsItsWrites: a transaction reads back what it wrote and deleted
+// before committing (the SQL stores send writes at commit, in batches), a
+// later write of a record replaces an earlier one, and more records than
+// one batch holds all reach the store.
+func TestTxReadsItsWrites(t *testing.T) {
+	ctx := context.Background()
+	for name, s := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			many := 2*maxBatchRows + 1
+			err := s.Update(ctx, func(tx Tx) error {
+				for k := range many {
+					if err := tx.Put("grant", fmt.Sprint(k), []byte("old"), time.Time{}); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = s.Update(ctx, func(tx Tx) error {
+				for k := range many {
+					if err := tx.Delete("grant", fmt.Sprint(k)); err != nil {
+						return err
+					}
+				}
+				tx.Put("grant", "0", []byte("new"), time.Time{})
+				tx.Put("grant", "0", []byte("newer"), time.Time{})
+				if v, err := tx.Get("grant", "0"); err != nil || string(v) != "newer" {
+					t.Errorf("Get of a record written twice in the transaction: %q, %v; want newer", v, err)
+				}
+				if _, err := tx.Get("grant", "1"); !errors.Is(err, ErrNotFound) {
+					t.Errorf("Get of a record deleted in the transaction: %v, want ErrNotFound", err)
+				}
+				n, err := tx.Count("grant")
+				if err == nil && n != 1 {
+					t.Errorf("Count in the transaction: %d, want 1", n)
+				}
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = s.View(ctx, func(tx Tx) error {
+				recs, err := tx.List("grant")
+				if err == nil && (len(recs) != 1 || recs[0].Key != "0" || string(recs[0].Value) != "newer") {
+					t.Errorf("after commit: %v, want only 0=newer", recs)
+				}
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }
