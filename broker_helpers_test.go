@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"context"
 	"crypto/rand"
 	"encoding/json"
 	"flag"
@@ -12,12 +14,16 @@ import (
 	"net/http/cookiejar"
 	"net/url"
 	"os"
+	"os/exec"
 	"os/signal"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/coder/websocket"
 )
 
 // The broker_*.txtar scripts' helpers: brokerbrowser, the user's browser
@@ -26,6 +32,106 @@ import (
 func init() {
 	scriptPrograms["brokerbrowser"] = brokerBrowserMain
 	scriptPrograms["legacyupstream"] = legacyUpstreamMain
+	scriptPrograms["brokerrpc"] = brokerRPCMain
+}
+
+// brokerRPCMain is an agent host client on one connection, WebSocket
+// (ws://…) or stdio (stdio:COMMAND, run by sh -c): it sends the
+// JSON-RPC requests INIT, AUTH and CALL (ids 1, 2, 3) and prints every
+// message it reads ("< JSON"). When CALL is refused with a sign-in URL
+// it writes that answer to -ask FILE, then waits: -wait push for a
+// notification naming the upstream (AHP), or -wait METHODID for ACP's
+// authenticate {methodId} to answer; then it sends CALL again (id 5).
+// Usage: brokerrpc -ask FILE -wait push|METHODID TARGET INIT AUTH CALL
+func brokerRPCMain() {
+	fs := flag.NewFlagSet("brokerrpc", flag.ExitOnError)
+	askFile := fs.String("ask", "", "write the sign-in answer to `FILE`")
+	wait := fs.String("wait", "push", "push, or the ACP auth `METHODID` to authenticate with")
+	fs.Parse(os.Args[1:])
+	fail := func(format string, args ...any) {
+		fmt.Fprintf(os.Stderr, "brokerrpc: "+format+"\n", args...)
+		os.Exit(1)
+	}
+	if fs.NArg() != 4 {
+		fail("usage: brokerrpc -ask FILE -wait push|METHODID TARGET INIT AUTH CALL")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var send func(string) error
+	var read func() ([]byte, error)
+	if cmdline, ok := strings.CutPrefix(fs.Arg(0), "stdio:"); ok {
+		cmd := exec.CommandContext(ctx, "sh", "-c", cmdline)
+		cmd.Stderr = os.Stderr
+		in, _ := cmd.StdinPipe()
+		out, _ := cmd.StdoutPipe()
+		if err := cmd.Start(); err != nil {
+			fail("%v", err)
+		}
+		defer func() { in.Close(); cmd.Wait() }()
+		sc := bufio.NewScanner(out)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		send = func(m string) error { _, err := io.WriteString(in, m+"\n"); return err }
+		read = func() ([]byte, error) {
+			if !sc.Scan() {
+				return nil, fmt.Errorf("stdout closed: %v", sc.Err())
+			}
+			return sc.Bytes(), nil
+		}
+	} else {
+		c, _, err := websocket.Dial(ctx, fs.Arg(0), nil)
+		if err != nil {
+			fail("%v", err)
+		}
+		defer c.CloseNow()
+		send = func(m string) error { return c.Write(ctx, websocket.MessageText, []byte(m)) }
+		read = func() ([]byte, error) { _, b, err := c.Read(ctx); return b, err }
+	}
+	type msg struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Error  *struct {
+			Data struct {
+				URL string `json:"url"`
+			} `json:"data"`
+		} `json:"error"`
+		Raw []byte `json:"-"`
+	}
+	// until reads messages, printing each, up to the answer to id (or,
+	// for id "", a notification that names an upstream).
+	until := func(id string) msg {
+		for {
+			b, err := read()
+			if err != nil {
+				fail("%v", err)
+			}
+			fmt.Printf("< %s\n", b)
+			var m msg
+			json.Unmarshal(b, &m)
+			m.Raw = b
+			if id == "" && m.Method != "" && strings.Contains(string(b), `"upstream"`) || id != "" && string(m.ID) == id {
+				return m
+			}
+		}
+	}
+	call := func(id, req string) msg {
+		if err := send(req); err != nil {
+			fail("%v", err)
+		}
+		return until(id)
+	}
+	call("1", fs.Arg(1))
+	call("2", fs.Arg(2))
+	m := call("3", fs.Arg(3))
+	if m.Error == nil || m.Error.Data.URL == "" {
+		return
+	}
+	os.WriteFile(*askFile, append(m.Raw, '\n'), 0o600)
+	if *wait == "push" {
+		until("")
+	} else {
+		call("4", `{"jsonrpc":"2.0","id":4,"method":"authenticate","params":{"methodId":`+strconv.Quote(*wait)+`}}`)
+	}
+	call("5", strings.Replace(fs.Arg(3), `"id":3`, `"id":5`, 1))
 }
 
 // signInURLRE finds a sign-in link (or a saved callback URL) in a file.

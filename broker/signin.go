@@ -133,9 +133,11 @@ func (b *Broker) Start(ctx context.Context, id string) (*Started, error) {
 		if !now.Before(p.Expires) {
 			return nil
 		}
-		sealed, err := b.seal([]byte(verifier), "verifier")
-		if err != nil {
-			return err
+		var sealed []byte
+		if u := b.upstreams[p.Upstream]; u != nil && u.PKCE {
+			if sealed, err = b.seal([]byte(verifier), "verifier"); err != nil {
+				return err
+			}
 		}
 		return putJSON(tx, kindState, hashOf(st), stateRecord{Session: p.Session, Upstream: p.Upstream, ElicitationID: id,
 			Verifier: sealed, Cookie: hashOf(cookie), Expires: p.Expires}, p.Expires)
