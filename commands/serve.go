@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"slices"
 	"strings"
@@ -513,7 +514,7 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 	}
 
 	if opts.ConfigPath != "" {
-		stopReload := reloadOnHangup(ctx, opts, h, st, embedded, issuerOrigin, logger)
+		stopReload := reloadOnHangup(ctx, opts, h, st, embedded, issuerOrigin, cfg.Upstreams, logger)
 		defer stopReload()
 	}
 
@@ -668,7 +669,7 @@ func newHTTPServer(h http.Handler, logger *slog.Logger) *http.Server {
 // published to the replicas sharing st (PostgreSQL), and each of them
 // re-reads its own --config in turn, without publishing again. It returns
 // the function that stops listening for SIGHUP.
-func reloadOnHangup(ctx context.Context, opts *ServeOptions, h *host.Host, st state.Store, embedded bool, issuerOrigin string, logger *slog.Logger) func() {
+func reloadOnHangup(ctx context.Context, opts *ServeOptions, h *host.Host, st state.Store, embedded bool, issuerOrigin string, upstreams []host.Upstream, logger *slog.Logger) func() {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	// remote holds one pending reload published by another replica: more
@@ -702,6 +703,9 @@ func reloadOnHangup(ctx context.Context, opts *ServeOptions, h *host.Host, st st
 			default:
 				cfg.Resolve(issuerOrigin)
 				err = h.Reload(cfg)
+			}
+			if err == nil && !reflect.DeepEqual(cfg.Upstreams, upstreams) {
+				logger.Warn("the upstreams changed; they take effect when serve restarts (the running ones stay in force)")
 			}
 			if err != nil {
 				logger.Error("config reload refused; the running config stays in force", "err", err)
