@@ -49,7 +49,8 @@ type stateRecord struct {
 
 // Ask hands out a sign-in of session sid to upstream: a pending one of
 // the same session and upstream not yet opened is handed out again.
-// It refuses past MaxPendingPerSession and MaxPending.
+// It refuses past MaxPendingPerSession (sign-ins not yet opened) and
+// MaxPending (every sign-in not yet completed, opened or not).
 func (b *Broker) Ask(ctx context.Context, sid, upstream string) (*Ask, error) {
 	u := b.upstreams[upstream]
 	if u == nil {
@@ -59,7 +60,13 @@ func (b *Broker) Ask(ctx context.Context, sid, upstream string) (*Ask, error) {
 	var id string
 	var expires time.Time
 	err := b.opts.Store.Update(ctx, func(tx state.Tx) error {
-		if _, err := tx.DeleteExpired(kindPending, now, maxSweep); err != nil {
+		for _, k := range []state.Kind{kindPending, kindState} {
+			if _, err := tx.DeleteExpired(k, now, maxSweep); err != nil {
+				return err
+			}
+		}
+		started, err := tx.Count(kindState)
+		if err != nil {
 			return err
 		}
 		recs, err := tx.List(kindPending)
@@ -78,7 +85,7 @@ func (b *Broker) Ask(ctx context.Context, sid, upstream string) (*Ask, error) {
 			}
 			mine++
 		}
-		if mine >= MaxPendingPerSession || len(recs) >= MaxPending {
+		if mine >= MaxPendingPerSession || len(recs)+started >= MaxPending {
 			return ErrTooManyPending
 		}
 		id, expires = rand.Text(), now.Add(b.lifetime)

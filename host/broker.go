@@ -131,8 +131,11 @@ func (f *httpFace) callUpstream(ctx context.Context, g *Grant, args map[string]j
 		return nil, wire.Errorf(wire.CodeInvalidParams, `invalid params: %s takes {"upstream": ID}, one of %s`, toolUpstreamCall, strings.Join(ids, ", "))
 	}
 	if req.stateless {
-		if _, ok := req.capabilities["elicitation"]; !ok {
-			return nil, wire.Errorf(codeMissingClientCapability, "missing required client capability: this tool may need to send the user to a sign-in page; declare elicitation (url) in _meta %s", metaClientCapabilities).
+		// URL mode is a submode the client declares (MCP "Elicitation",
+		// Capabilities: {"elicitation": {}} alone means form only).
+		var modes map[string]json.RawMessage
+		if json.Unmarshal(req.capabilities["elicitation"], &modes) != nil || modes["url"] == nil {
+			return nil, wire.Errorf(codeMissingClientCapability, `missing required client capability: this tool may need to send the user to a sign-in page; declare {"elicitation": {"url": {}}} in _meta %s`, metaClientCapabilities).
 				WithData(map[string]any{"requiredCapabilities": map[string]any{"elicitation": map[string]any{"url": map[string]any{}}}})
 		}
 	}
