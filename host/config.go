@@ -148,11 +148,6 @@ type Upstream struct {
 	API string `json:"api"`
 }
 
-// HasSecret reports whether the upstream's client has a secret.
-func (u Upstream) HasSecret() bool {
-	return u.ClientSecret != "" || u.ClientSecretFile != "" || u.ClientSecretEnv != ""
-}
-
 // UsesPKCE reports whether sign-ins to the upstream use PKCE S256.
 func (u Upstream) UsesPKCE() bool { return u.PKCE != PKCENone }
 
