@@ -232,7 +232,8 @@ func brokerBrowserMain() {
 //	POST /token      authorization_code (single use, redirect_uri checked)
 //	                 and refresh_token; tokens live -ttl
 //	POST /revoke     RFC 7009
-//	POST /api        {"user": "carol", "token": N} for a live token, else 401
+//	POST /api        {"user": "carol", "workspace": "Rally"} for a live token, else 401
+//	POST /forget-all drops every token, as an administrator revoking them
 //
 // It logs one line per event to stderr and writes its HOST:PORT to -addr-file.
 // Usage: legacyupstream -addr-file FILE -secret S [-auth basic|post] [-ttl D]
@@ -330,6 +331,13 @@ func legacyUpstreamMain() {
 		delete(refresh, r.PostForm.Get("token"))
 		delete(access, r.PostForm.Get("token"))
 		logf("revoke: %s", r.PostForm.Get("token_type_hint"))
+	})
+	mux.HandleFunc("POST /forget-all", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		clear(access)
+		clear(refresh)
+		mu.Unlock()
+		logf("forgot every token")
 	})
 	mux.HandleFunc("POST /api", func(w http.ResponseWriter, r *http.Request) {
 		tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")

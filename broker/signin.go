@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -108,6 +109,10 @@ func (b *Broker) Ask(ctx context.Context, sid, upstream string) (*Ask, error) {
 	}, nil
 }
 
+// LogID names a sign-in in logs: a hash prefix, since the id itself lets
+// whoever opens its link first bind their browser to the sign-in.
+func LogID(elicitationID string) string { return hashOf(elicitationID)[:12] }
+
 // Started is what /auth/start does: redirect the browser, with a cookie.
 type Started struct {
 	// Redirect is the upstream's authorization request URL.
@@ -182,7 +187,7 @@ func (b *Broker) Start(ctx context.Context, id string) (*Started, error) {
 	} else {
 		redirect.RawQuery = q.Encode()
 	}
-	b.log.Info("broker: sign-in started", "upstream", u.ID, "elicitation", id)
+	b.log.Info("broker: sign-in started", "upstream", u.ID, "elicitation", LogID(id))
 	return &Started{Redirect: redirect.String(), CookieName: cookieName(st), CookieValue: cookie, Expires: p.Expires}, nil
 }
 
@@ -280,7 +285,7 @@ func (b *Broker) Callback(ctx context.Context, q url.Values, cookie func(name st
 	if err := b.putToken(ctx, rec.Session, u.ID, tok); err != nil {
 		return nil, err
 	}
-	b.log.Info("broker: signed in", "upstream", u.ID, "elicitation", rec.ElicitationID)
+	b.log.Info("broker: signed in", "upstream", u.ID, "elicitation", LogID(rec.ElicitationID))
 	b.notify(rec.Session, u.ID)
 	return &Completed{Session: rec.Session, Upstream: u, ElicitationID: rec.ElicitationID}, nil
 }
@@ -321,9 +326,32 @@ func (b *Broker) notify(sid, upstream string) {
 	}
 }
 
+// Pending says until when the session has a sign-in to the upstream
+// under way (handed out or opened, not expired); zero for none.
+func (b *Broker) Pending(ctx context.Context, sid, upstream string) (time.Time, error) {
+	now := b.now()
+	var until time.Time
+	err := b.opts.Store.View(ctx, func(tx state.Tx) error {
+		for _, k := range []state.Kind{kindPending, kindState} {
+			recs, err := tx.List(k)
+			if err != nil {
+				return err
+			}
+			for _, r := range recs {
+				var p pendingRecord // stateRecord shares its fields
+				if json.Unmarshal(r.Value, &p) == nil && p.Session == sid && p.Upstream == upstream && now.Before(p.Expires) && p.Expires.After(until) {
+					until = p.Expires
+				}
+			}
+		}
+		return nil
+	})
+	return until, err
+}
+
 // Wait returns when the session is signed in to the upstream, or with an
-// error when ctx ends first or after the state lifetime.
-func (b *Broker) Wait(ctx context.Context, sid, upstream string) error {
+// error when ctx ends first or at until.
+func (b *Broker) Wait(ctx context.Context, sid, upstream string, until time.Time) error {
 	k := tokenKey(sid, upstream)
 	c := make(chan struct{})
 	b.mu.Lock()
@@ -345,7 +373,7 @@ func (b *Broker) Wait(ctx context.Context, sid, upstream string) error {
 	if ok, _, err := b.Status(ctx, sid, upstream); err == nil && ok {
 		return nil
 	}
-	t := time.NewTimer(b.lifetime)
+	t := time.NewTimer(until.Sub(b.now()))
 	defer t.Stop()
 	select {
 	case <-c:
