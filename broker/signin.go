@@ -258,8 +258,10 @@ func (b *Broker) Callback(ctx context.Context, q url.Values, cookie func(name st
 	if u == nil {
 		return nil, refused("The upstream of this sign-in is no longer configured.")
 	}
-	if iss, ok := q["iss"]; ok || u.IssRequired {
-		if !ok || len(iss) != 1 || u.Issuer == "" || iss[0] != u.Issuer {
+	// Without a known issuer (explicit endpoints only) there is nothing
+	// to compare an iss with.
+	if iss, ok := q["iss"]; (ok || u.IssRequired) && u.Issuer != "" {
+		if !ok || len(iss) != 1 || iss[0] != u.Issuer {
 			b.log.Warn("broker: callback refused", "upstream", u.ID, "reason", "iss is not the upstream's issuer (RFC 9207)")
 			return nil, refused("The sign-in answer came from another authorization server than %s's (RFC 9207). Nothing was stored.", u.Label)
 		}

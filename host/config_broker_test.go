@@ -20,7 +20,7 @@ func TestUpstreamConfigErrorsNameTheKey(t *testing.T) {
 		{"duplicate id", cfg(`{"id": "r", "clientId": "c", `+ep+`}, {"id": "r", "clientId": "c", `+ep+`}`, ""), `upstreams[1].id: duplicate upstream id "r"`},
 		{"missing client id", cfg(`{"id": "r", `+ep+`}`, ""), "upstreams[0].clientId: missing"},
 		{"no endpoints", cfg(`{"id": "r", "clientId": "c"}`, ""), "upstreams[0]: needs issuer"},
-		{"issuer and endpoints", cfg(`{"id": "r", "clientId": "c", "issuer": "https://rally.example", `+ep+`}`, ""), "upstreams[0].issuer: give either issuer"},
+		{"one endpoint", cfg(`{"id": "r", "clientId": "c", "issuer": "https://rally.example", "tokenEndpoint": "https://rally.example/t"}`, ""), "upstreams[0]: give both authorizationEndpoint and tokenEndpoint"},
 		{"http endpoint", cfg(`{"id": "r", "clientId": "c", "authorizationEndpoint": "http://rally.example/a", "tokenEndpoint": "https://rally.example/t"}`, ""), "upstreams[0].authorizationEndpoint: \"http://rally.example/a\" must use https"},
 		{"two secrets", cfg(`{"id": "r", "clientId": "c", `+ep+`, "clientSecret": "x", "clientSecretEnv": "X"}`, ""), "upstreams[0].clientSecret: give one of clientSecret, clientSecretFile and clientSecretEnv"},
 		{"post without secret", cfg(`{"id": "r", "clientId": "c", `+ep+`, "tokenEndpointAuthMethod": "client_secret_post"}`, ""), "upstreams[0].tokenEndpointAuthMethod: client_secret_post needs a secret"},
