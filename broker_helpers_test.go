@@ -236,13 +236,14 @@ func brokerBrowserMain() {
 //	POST /forget-all drops every token, as an administrator revoking them
 //
 // It logs one line per event to stderr and writes its HOST:PORT to -addr-file.
-// Usage: legacyupstream -addr-file FILE -secret S [-auth basic|post] [-ttl D]
+// Usage: legacyupstream -addr-file FILE -secret S [-auth basic|post] [-ttl D] [-issued DIR]
 func legacyUpstreamMain() {
 	fs := flag.NewFlagSet("legacyupstream", flag.ExitOnError)
 	addrFile := fs.String("addr-file", "", "write HOST:PORT to `FILE`")
 	secret := fs.String("secret", "", "the client secret of client rally-mcp")
 	auth := fs.String("auth", "basic", "client authentication: basic or post")
 	ttl := fs.Duration("ttl", time.Hour, "access token lifetime")
+	issued := fs.String("issued", "", "write the latest tokens issued to `DIR`/access.tok and refresh.tok")
 	fs.Parse(os.Args[1:])
 	const clientID = "rally-mcp"
 	type code struct{ redirect string }
@@ -278,6 +279,10 @@ func legacyUpstreamMain() {
 		at, rt := rand.Text(), rand.Text()
 		access[at] = time.Now().Add(*ttl)
 		refresh[rt] = true
+		if *issued != "" {
+			os.WriteFile(*issued+"/access.tok", []byte(at+"\n"), 0o600)
+			os.WriteFile(*issued+"/refresh.tok", []byte(rt+"\n"), 0o600)
+		}
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(map[string]any{"access_token": at, "token_type": "bearer", "expires_in": int(ttl.Seconds()), "refresh_token": rt})
 	}
