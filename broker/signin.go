@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentauth/agentauth/flows"
 	"github.com/agentauth/agentauth/state"
+	"github.com/agentauth/agentauth/wire"
 )
 
 // Ask is a sign-in handed to a client: what it shows the user (the "ask"
@@ -169,7 +170,7 @@ func (b *Broker) Start(ctx context.Context, id string) (*Started, error) {
 	}
 	q := url.Values{"response_type": {"code"}, "client_id": {u.Client.ID}, "redirect_uri": {b.RedirectURI()}, "state": {st}}
 	if len(u.Scopes) > 0 {
-		q.Set("scope", joinScopes(u.Scopes))
+		q.Set("scope", wire.JoinScope(u.Scopes))
 	}
 	if u.PKCE {
 		q.Set("code_challenge", oauth2.S256ChallengeFromVerifier(verifier))
@@ -189,17 +190,6 @@ func (b *Broker) Start(ctx context.Context, id string) (*Started, error) {
 	}
 	b.log.Info("broker: sign-in started", "upstream", u.ID, "elicitation", LogID(id))
 	return &Started{Redirect: redirect.String(), CookieName: cookieName(st), CookieValue: cookie, Expires: p.Expires}, nil
-}
-
-func joinScopes(s []string) string {
-	out := ""
-	for i, v := range s {
-		if i > 0 {
-			out += " "
-		}
-		out += v
-	}
-	return out
 }
 
 // CallbackError is a refused callback: Message is for the user's page.
