@@ -140,8 +140,11 @@ type HTTPSession struct {
 	// OnMessage, when set, receives each request or notification the
 	// server sends on a response stream before its response. Requests are
 	// answered by the session: ping with an empty result, others with
-	// -32601, since agentauth declares no client capabilities.
+	// -32601 (no server-initiated request is served).
 	OnMessage func(*Message)
+	// Capabilities are the client capabilities declared in initialize
+	// and in MCP 2026-07-28's request _meta; nil declares none ({}).
+	Capabilities json.RawMessage
 
 	nextID          atomic.Int64
 	mu              sync.Mutex
@@ -233,7 +236,7 @@ func (s *HTTPSession) discover(ctx context.Context) (*MCPInitializeResult, error
 func (s *HTTPSession) initialize(ctx context.Context, clientName, version string) (*MCPInitializeResult, error) {
 	params := map[string]any{
 		"protocolVersion": MCPProtocolVersion,
-		"capabilities":    map[string]any{},
+		"capabilities":    s.capabilities(),
 		"clientInfo":      MCPImplementation{Name: clientName, Version: version},
 	}
 	var raw json.RawMessage
@@ -257,6 +260,14 @@ func (s *HTTPSession) initialize(ctx context.Context, clientName, version string
 	return &res, nil
 }
 
+// capabilities are the declared client capabilities, {} when none.
+func (s *HTTPSession) capabilities() json.RawMessage {
+	if s.Capabilities == nil {
+		return json.RawMessage(`{}`)
+	}
+	return s.Capabilities
+}
+
 // stateless reports whether the session speaks MCP 2026-07-28.
 func (s *HTTPSession) stateless() bool {
 	s.mu.Lock()
@@ -265,7 +276,7 @@ func (s *HTTPSession) stateless() bool {
 }
 
 // withMeta adds the MCP 2026-07-28 request _meta (protocol version, client
-// info, capabilities: agentauth declares none) to params, keeping any
+// info, Capabilities) to params, keeping any
 // _meta the caller set. Params that are not an object are left alone.
 func (s *HTTPSession) withMeta(params any) (any, error) {
 	obj := map[string]json.RawMessage{}
@@ -286,7 +297,7 @@ func (s *HTTPSession) withMeta(params any) (any, error) {
 	meta[metaProtocolVersion] = MCPStatelessVersion
 	meta[metaClientInfo] = s.clientInfo
 	s.mu.Unlock()
-	meta[metaClientCapabilities] = map[string]any{}
+	meta[metaClientCapabilities] = s.capabilities()
 	b, err := json.Marshal(meta)
 	if err != nil {
 		return nil, err
