@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/agentauth/agentauth/wire"
 )
@@ -67,13 +68,19 @@ func signInRequired(method string, ask wire.SignInAsk, reason string) error {
 }
 
 // upstreamName is "Rally (rally1.rallydev.com)": the label (else the id)
-// and the host where the user signs in.
+// and the host where the user signs in, on one line (errors are printed
+// with their line breaks).
 func upstreamName(u wire.Upstream) string {
 	name := cmp.Or(u.Label, u.ID, "the upstream service")
 	if u.Host != "" {
 		name += " (" + u.Host + ")"
 	}
-	return name
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return -1
+		}
+		return r
+	}, name)
 }
 
 // signInWait is how the call learns that a sign-in completed.
@@ -424,4 +431,29 @@ func upstreamSignedIn(m *wire.Message, upstream string) bool {
 		id = u.ID
 	}
 	return id != "" && id == upstream
+}
+
+// upstreamStatus adds to doc the upstream sign-ins the server holds for
+// the caller: GET {origin}/auth-status with the token of an accepted
+// scheme. A server without a broker (404) adds nothing.
+func (cl *Client) upstreamStatus(ctx context.Context, target string, doc *TargetStatusDoc) {
+	origin := HTTPOrigin(target)
+	var token string
+	for _, s := range doc.Schemes {
+		if c := s.SchemeResult.Credential(); s.Accepted && c != nil {
+			token = c.AccessToken
+			break
+		}
+	}
+	if origin == "" || token == "" {
+		return
+	}
+	st, err := cl.getAuthStatus(ctx, origin+"/auth-status", token)
+	switch {
+	case errors.Is(err, errNoBroker):
+	case err != nil:
+		doc.UpstreamsError = err.Error()
+	default:
+		doc.Upstreams = st.Upstreams
+	}
 }

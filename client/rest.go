@@ -133,7 +133,7 @@ func (cl *Client) postTool(ctx context.Context, req RESTCall, args json.RawMessa
 		if !json.Valid(body) {
 			return nil, nil, fmt.Errorf("cannot read the answer of %s: it is not JSON", req.Tool)
 		}
-		return body, nil, nil
+		return bytes.TrimSpace(body), nil, nil
 	case resp.StatusCode == http.StatusUnauthorized && ct == "application/json":
 		var b wire.AuthenticationRequiredBody
 		if json.Unmarshal(body, &b) == nil && b.Error == wire.ErrAuthenticationRequired && b.AuthURL != "" {
