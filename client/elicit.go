@@ -186,9 +186,6 @@ func (cl *Client) pollAuthStatus(ctx context.Context, statusURL, token string) e
 	}
 }
 
-// errNoBroker is a 404 from /auth-status: the server brokers no upstream.
-var errNoBroker = errors.New("the server brokers no upstream sign-in")
-
 // getAuthStatus sends GET statusURL with the bearer token (RFC 6750 §2.1).
 func (cl *Client) getAuthStatus(ctx context.Context, statusURL, token string) (*wire.AuthStatus, error) {
 	hc := cl.HTTPClient
@@ -206,10 +203,7 @@ func (cl *Client) getAuthStatus(ctx context.Context, statusURL, token string) (*
 		return nil, fmt.Errorf("cannot ask for the sign-in state: %w", err)
 	}
 	defer resp.Body.Close()
-	switch {
-	case resp.StatusCode == http.StatusNotFound:
-		return nil, errNoBroker
-	case resp.StatusCode != http.StatusOK:
+	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("cannot ask for the sign-in state: %s answered HTTP %d", hostOf(statusURL), resp.StatusCode)
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAuthStatusBody+1))
@@ -435,7 +429,9 @@ func upstreamSignedIn(m *wire.Message, upstream string) bool {
 
 // upstreamStatus adds to doc the upstream sign-ins the server holds for
 // the caller: GET {origin}/auth-status with the token of an accepted
-// scheme. A server without a broker (404) adds nothing.
+// scheme. Only a 200 counts: any other answer (404 from a server without
+// a broker, 426 from a WebSocket-only host) means nothing to show, and is
+// logged at debug level.
 func (cl *Client) upstreamStatus(ctx context.Context, target string, doc *TargetStatusDoc) {
 	origin := HTTPOrigin(target)
 	var token string
@@ -449,11 +445,9 @@ func (cl *Client) upstreamStatus(ctx context.Context, target string, doc *Target
 		return
 	}
 	st, err := cl.getAuthStatus(ctx, origin+"/auth-status", token)
-	switch {
-	case errors.Is(err, errNoBroker):
-	case err != nil:
-		doc.UpstreamsError = err.Error()
-	default:
-		doc.Upstreams = st.Upstreams
+	if err != nil {
+		cl.logger().Debug("no upstream sign-ins to show", "err", err)
+		return
 	}
+	doc.Upstreams = st.Upstreams
 }

@@ -136,8 +136,6 @@ type TargetStatusDoc struct {
 	// Upstreams are the services the server signs the user in to
 	// (issue 15), from its /auth-status; absent when it brokers none.
 	Upstreams []wire.UpstreamStatus `json:"upstreams,omitempty"`
-	// UpstreamsError says why /auth-status could not be read.
-	UpstreamsError string `json:"upstreamsError,omitempty"`
 	// Failure is the *AuthError when a required scheme is not
 	// authenticated.
 	Failure *AuthError `json:"-"`

@@ -311,9 +311,6 @@ func writeJSONIndent(w io.Writer, v any) error {
 // caller (issue 15): "✓ Rally (rally1.rallydev.com): signed in, expires in
 // 59m" or "X Rally: not signed in".
 func printUpstreams(doc *client.TargetStatusDoc, w io.Writer, p Painter, now time.Time) {
-	if doc.UpstreamsError != "" {
-		fmt.Fprintf(w, "  Upstream sign-ins: %s\n", safeText(doc.UpstreamsError))
-	}
 	if len(doc.Upstreams) == 0 {
 		return
 	}

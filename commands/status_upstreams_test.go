@@ -30,9 +30,4 @@ func TestPrintUpstreams(t *testing.T) {
 	if b.String() != want {
 		t.Errorf("got:\n%s\nwant:\n%s", b.String(), want)
 	}
-	b.Reset()
-	printUpstreams(&client.TargetStatusDoc{UpstreamsError: "cannot ask for the sign-in state: h answered HTTP 500"}, &b, Painter{}, now)
-	if b.String() != "  Upstream sign-ins: cannot ask for the sign-in state: h answered HTTP 500\n" {
-		t.Errorf("got %q", b.String())
-	}
 }
