@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"slices"
 	"strings"
@@ -26,6 +27,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"github.com/zalando/go-keyring"
 
+	"github.com/agentauth/agentauth/broker"
 	"github.com/agentauth/agentauth/client"
 	"github.com/agentauth/agentauth/host"
 	"github.com/agentauth/agentauth/issuer"
@@ -423,9 +425,10 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 	if !embedded && len(opts.IssuerFlags) > 0 {
 		return usageErrorf("%s configure the embedded issuer, and no scheme uses it (name \"embedded\" in a scheme's authorizationServers with jwt or introspection validation)", strings.Join(opts.IssuerFlags, ", "))
 	}
-	listening := !opts.Stdio || embedded
+	// The broker's /auth/start and /callback need the listener.
+	listening := !opts.Stdio || embedded || len(cfg.Upstreams) > 0
 	if !listening && opts.AddrFile != "" {
-		return usageErrorf("--addr-file applies to the listener, and with --stdio nothing listens unless a scheme uses the embedded issuer")
+		return usageErrorf("--addr-file applies to the listener, and with --stdio nothing listens unless a scheme uses the embedded issuer or the config has upstreams")
 	}
 
 	// Nothing listens with --stdio alone: an empty resource and "embedded"
@@ -459,8 +462,8 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 	}
 	defer st.Close()
 	var iss *issuer.Issuer
-	if embedded {
-		var key []byte
+	var key []byte
+	if embedded || len(cfg.Upstreams) > 0 {
 		if opts.StateKeyKeyring {
 			key, err = keyringStateKey(stateDesc, stateKeyringTimeout)
 		} else {
@@ -469,6 +472,8 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 		if err != nil {
 			return err
 		}
+	}
+	if embedded {
 		iss, err = issuer.New(issuer.Options{
 			Issuer: issuerOrigin, DefaultResource: cfg.Resource,
 			TokenTTL: opts.TokenTTL, RefreshTTL: opts.RefreshTTL, CodeTTL: opts.CodeTTL, DeviceInterval: opts.DeviceInterval,
@@ -480,8 +485,12 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 			return fmt.Errorf("cannot start the embedded issuer: %w", err)
 		}
 	}
+	brk, err := newBroker(ctx, cfg, st, key, issuerOrigin, opts.HTTPClient, logger, opts.Now)
+	if err != nil {
+		return err
+	}
 	h, err := host.New(host.Options{Config: cfg, AuthScope: opts.AuthScope, Logger: logger, HTTPClient: opts.HTTPClient,
-		Now: opts.Now, MaxMessageSize: wire.DefaultMaxMessageSize, Version: Version, Store: st, StoredToken: opts.storedToken()})
+		Now: opts.Now, MaxMessageSize: wire.DefaultMaxMessageSize, Version: Version, Store: st, StoredToken: opts.storedToken(), Broker: brk})
 	if err != nil {
 		return err
 	}
@@ -505,14 +514,14 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 	}
 
 	if opts.ConfigPath != "" {
-		stopReload := reloadOnHangup(ctx, opts, h, st, embedded, issuerOrigin, logger)
+		stopReload := reloadOnHangup(ctx, opts, h, st, embedded, issuerOrigin, cfg.Upstreams, logger)
 		defer stopReload()
 	}
 
 	var srv *http.Server
 	served := make(chan error, 1)
 	if listening {
-		mux, err := newServeMux(h, iss, opts.ConnectionToken, !opts.Stdio)
+		mux, err := newServeMux(h, iss, brk, opts.ConnectionToken, !opts.Stdio)
 		if err != nil {
 			return err
 		}
@@ -660,7 +669,7 @@ func newHTTPServer(h http.Handler, logger *slog.Logger) *http.Server {
 // published to the replicas sharing st (PostgreSQL), and each of them
 // re-reads its own --config in turn, without publishing again. It returns
 // the function that stops listening for SIGHUP.
-func reloadOnHangup(ctx context.Context, opts *ServeOptions, h *host.Host, st state.Store, embedded bool, issuerOrigin string, logger *slog.Logger) func() {
+func reloadOnHangup(ctx context.Context, opts *ServeOptions, h *host.Host, st state.Store, embedded bool, issuerOrigin string, upstreams []host.Upstream, logger *slog.Logger) func() {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	// remote holds one pending reload published by another replica: more
@@ -694,6 +703,9 @@ func reloadOnHangup(ctx context.Context, opts *ServeOptions, h *host.Host, st st
 			default:
 				cfg.Resolve(issuerOrigin)
 				err = h.Reload(cfg)
+			}
+			if err == nil && !reflect.DeepEqual(cfg.Upstreams, upstreams) {
+				logger.Warn("the upstreams changed; they take effect when serve restarts (the running ones stay in force)")
 			}
 			if err != nil {
 				logger.Error("config reload refused; the running config stays in force", "err", err)
@@ -806,7 +818,7 @@ func embeddedScopes(cfg *host.Config) []string {
 // and /ws (unless the session is on stdio), the embedded issuer's
 // endpoints, and the host's HTTP face (RFC 9728 metadata, POST to the
 // resource's path) as the catch-all.
-func newServeMux(h *host.Host, iss *issuer.Issuer, connectionToken string, websocket bool) (*http.ServeMux, error) {
+func newServeMux(h *host.Host, iss *issuer.Issuer, brk *broker.Broker, connectionToken string, websocket bool) (*http.ServeMux, error) {
 	mux := http.NewServeMux()
 	if websocket {
 		ws := h.WebSocketHandler(connectionToken)
@@ -822,6 +834,14 @@ func newServeMux(h *host.Host, iss *issuer.Issuer, connectionToken string, webso
 			mux.Handle(p, iss.Handler())
 		}
 	}
+	if brk != nil {
+		mux.Handle("GET /auth/start", brk.Handler())
+		mux.Handle("GET /callback", brk.Handler())
+	}
+	bh := h.BrokerHandler()
+	mux.Handle("GET /auth-status", bh)
+	mux.Handle("POST /auth/logout", bh)
+	mux.Handle("POST /tools/{name}", bh)
 	mux.Handle("/", h.HTTPHandler())
 	return mux, nil
 }

@@ -37,6 +37,17 @@ type Config struct {
 	Schemes  []Scheme `json:"schemes"`
 	// MethodScopes lists the extra scopes a gated method needs.
 	MethodScopes map[string][]string `json:"methodScopes"`
+	// Upstreams are the APIs serve calls as the user, signing each
+	// session in to them itself (see package broker).
+	Upstreams []Upstream `json:"upstreams"`
+	// MethodUpstreams lists the upstreams a gated method needs a sign-in to.
+	MethodUpstreams map[string][]string `json:"methodUpstreams"`
+	// StateLifetime bounds a pending upstream sign-in (default
+	// DefaultStateLifetime).
+	StateLifetime Duration `json:"stateLifetime"`
+	// RevokeOnLogout revokes a session's upstream tokens at the upstream
+	// when it logs out (default true).
+	RevokeOnLogout *bool `json:"revokeOnLogout"`
 }
 
 // Scheme is one auth requirement (PROTOCOL.md "Auth requirements").
@@ -98,6 +109,52 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	*d = Duration(v)
 	return nil
 }
+
+// DefaultStateLifetime bounds a pending upstream sign-in (seed 004: the
+// state expires after 10 minutes).
+const DefaultStateLifetime = 10 * time.Minute
+
+// PKCE settings of an upstream (RFC 7636).
+const (
+	PKCES256 = "S256"
+	PKCENone = "none"
+)
+
+// Upstream is an API serve calls as the user: serve is the OAuth client of
+// its authorization server (RFC 6749 §4.1), named by issuer (discovered at
+// start, RFC 8414 then OpenID Connect) or by explicit endpoints.
+type Upstream struct {
+	ID                    string `json:"id"`
+	Label                 string `json:"label"`
+	Issuer                string `json:"issuer"`
+	AuthorizationEndpoint string `json:"authorizationEndpoint"`
+	TokenEndpoint         string `json:"tokenEndpoint"`
+	RevocationEndpoint    string `json:"revocationEndpoint"`
+	ClientID              string `json:"clientId"`
+	// At most one of the three secret sources; none for a public client.
+	ClientSecret     string `json:"clientSecret"`
+	ClientSecretFile string `json:"clientSecretFile"`
+	ClientSecretEnv  string `json:"clientSecretEnv"`
+	// TokenEndpointAuthMethod is client_secret_basic (default with a
+	// secret) or client_secret_post (RFC 7591 §2); none without a secret.
+	TokenEndpointAuthMethod string   `json:"tokenEndpointAuthMethod"`
+	Scopes                  []string `json:"scopes"`
+	// PKCE is "S256" (default) or "none", for an upstream that cannot.
+	PKCE string `json:"pkce"`
+	// Resource is sent as the RFC 8707 resource indicator when set.
+	Resource string `json:"resource"`
+	// API is the URL the upstream_call tool POSTs to with the user's
+	// upstream token.
+	API string `json:"api"`
+}
+
+// HasSecret reports whether the upstream's client has a secret.
+func (u Upstream) HasSecret() bool {
+	return u.ClientSecret != "" || u.ClientSecretFile != "" || u.ClientSecretEnv != ""
+}
+
+// UsesPKCE reports whether sign-ins to the upstream use PKCE S256.
+func (u Upstream) UsesPKCE() bool { return u.PKCE != PKCENone }
 
 // allowedAlgorithms is the JWS allow-list (RFC 8725 §3.1).
 var allowedAlgorithms = []string{"ES256", "RS256", "EdDSA"}
@@ -164,6 +221,26 @@ func (c *Config) check() error {
 		}
 		if err := s.Validation.check(p+".validation", s); err != nil {
 			return err
+		}
+	}
+	upstreams := map[string]bool{}
+	for i, u := range c.Upstreams {
+		if err := u.check(fmt.Sprintf("upstreams[%d]", i)); err != nil {
+			return err
+		}
+		if upstreams[u.ID] {
+			return fmt.Errorf("upstreams[%d].id: duplicate upstream id %q", i, u.ID)
+		}
+		upstreams[u.ID] = true
+	}
+	for method, ids := range c.MethodUpstreams {
+		if !slices.Contains(gatedMethods, method) {
+			return fmt.Errorf("methodUpstreams.%s: not a gated method (%s)", method, strings.Join(gatedMethods, ", "))
+		}
+		for i, id := range ids {
+			if !upstreams[id] {
+				return fmt.Errorf("methodUpstreams.%s[%d]: no upstream has the id %q (add it to upstreams)", method, i, id)
+			}
 		}
 	}
 	for method, scopes := range c.MethodScopes {
@@ -255,6 +332,80 @@ func (v Validation) check(p string, s Scheme) error {
 		}
 	}
 	return nil
+}
+
+func (u Upstream) check(p string) error {
+	if u.ID == "" {
+		return fmt.Errorf("%s.id: missing", p)
+	}
+	if !isUpstreamID(u.ID) {
+		return fmt.Errorf("%s.id: %q must be letters, digits, '-' and '_' only", p, u.ID)
+	}
+	if u.ClientID == "" {
+		return fmt.Errorf("%s.clientId: missing (the client id the upstream registered serve under)", p)
+	}
+	explicit := u.AuthorizationEndpoint != "" || u.TokenEndpoint != ""
+	switch {
+	case u.Issuer != "" && explicit:
+		return fmt.Errorf("%s.issuer: give either issuer (discovered) or authorizationEndpoint and tokenEndpoint, not both", p)
+	case u.Issuer == "" && (u.AuthorizationEndpoint == "" || u.TokenEndpoint == ""):
+		return fmt.Errorf("%s: needs issuer (discovered with RFC 8414) or both authorizationEndpoint and tokenEndpoint", p)
+	}
+	for _, e := range []struct{ key, url string }{
+		{"issuer", u.Issuer}, {"authorizationEndpoint", u.AuthorizationEndpoint}, {"tokenEndpoint", u.TokenEndpoint},
+		{"revocationEndpoint", u.RevocationEndpoint}, {"api", u.API},
+	} {
+		if e.url != "" {
+			if err := checkFetchURL(e.url); err != nil {
+				return fmt.Errorf("%s.%s: %w", p, e.key, err)
+			}
+		}
+	}
+	if u.Resource != "" {
+		if err := checkResource(u.Resource); err != nil {
+			return fmt.Errorf("%s.resource: %w", p, err)
+		}
+	}
+	sources := 0
+	for _, s := range []string{u.ClientSecret, u.ClientSecretFile, u.ClientSecretEnv} {
+		if s != "" {
+			sources++
+		}
+	}
+	if sources > 1 {
+		return fmt.Errorf("%s.clientSecret: give one of clientSecret, clientSecretFile and clientSecretEnv", p)
+	}
+	switch u.TokenEndpointAuthMethod {
+	case "":
+	case "client_secret_basic", "client_secret_post":
+		if sources == 0 {
+			return fmt.Errorf("%s.tokenEndpointAuthMethod: %s needs a secret: set clientSecret, clientSecretFile or clientSecretEnv", p, u.TokenEndpointAuthMethod)
+		}
+	case "none":
+		if sources > 0 {
+			return fmt.Errorf("%s.tokenEndpointAuthMethod: none sends no secret: remove the client secret or use client_secret_basic", p)
+		}
+	default:
+		return fmt.Errorf("%s.tokenEndpointAuthMethod: %q is not supported (client_secret_basic, client_secret_post or none)", p, u.TokenEndpointAuthMethod)
+	}
+	switch u.PKCE {
+	case "", PKCES256, PKCENone:
+	default:
+		return fmt.Errorf("%s.pkce: %q is not supported (S256, or none for an upstream that cannot do PKCE)", p, u.PKCE)
+	}
+	if u.PKCE == PKCENone && sources == 0 {
+		return fmt.Errorf("%s.pkce: none needs a client secret: a public client without PKCE is refused (RFC 9700 §2.1.1)", p)
+	}
+	return checkScopes(p+".scopes", u.Scopes)
+}
+
+func isUpstreamID(s string) bool {
+	for _, r := range s {
+		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return len(s) <= 64
 }
 
 func checkScopes(p string, scopes []string) error {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/agentauth/agentauth/broker"
 	"github.com/agentauth/agentauth/state"
 	"github.com/agentauth/agentauth/wire"
 )
@@ -62,6 +63,9 @@ type Options struct {
 	// agent signs itself in: ACP authenticate {methodId} without a
 	// token); its error says what is missing (the login to run).
 	StoredToken func(ctx context.Context, schemeID, resource string, authorizationServers []string) (string, error)
+	// Broker, when set, signs sessions in to the config's upstreams (see
+	// broker.go).
+	Broker *broker.Broker
 }
 
 // Host serves the protocol on any number of connections.
@@ -78,6 +82,7 @@ type Host struct {
 	sessions *agentSessions
 	// storedToken is Options.StoredToken.
 	storedToken func(ctx context.Context, schemeID, resource string, authorizationServers []string) (string, error)
+	broker      *broker.Broker
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -141,6 +146,7 @@ func New(opts Options) (*Host, error) {
 		h.client = &http.Client{Timeout: fetchTimeout}
 	}
 	h.reqs.Store(h.build(opts.Config, nil))
+	h.useBroker(opts.Broker)
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	return h, nil
 }

@@ -225,6 +225,7 @@ func (s *session) handle(ctx context.Context, data []byte) {
 	case published && slices.Contains([]string{wire.MethodCreateSession, wire.MethodListSessions, wire.MethodDisposeSession}, m.Method):
 		result, rerr = s.shippedSession(ctx, m.Method, m.Params)
 	case m.Method == wire.MethodLogout && acp:
+		h.logoutUpstreams(ctx, h.viewGrant(s.table().view(h.now())))
 		for _, sc := range h.r().schemes {
 			h.release(s.table(), sc, s)
 		}
@@ -298,6 +299,9 @@ func (h *Host) call(ctx context.Context, method string, params json.RawMessage, 
 			h.log.Info("auth decision", append(who, "method", method, "scheme", ch.SchemeID, "subject", subjectOf(v, ch.SchemeID),
 				"outcome", "denied", "reason", ch.Error+": "+ch.ErrorDescription)...)
 		}
+		return nil, rerr
+	}
+	if rerr := h.upstreamGate(ctx, method, v); rerr != nil {
 		return nil, rerr
 	}
 	owner := h.principal(v)
@@ -473,6 +477,7 @@ func (h *Host) initialize(params json.RawMessage) (any, wire.Dialect, bool, *wir
 	if d == wire.DialectACP {
 		// ACP capabilities are objects whose presence is the flag.
 		res["agentCapabilities"] = map[string]any{"getAuthState": true, "auth": map[string]any{"logout": struct{}{}}}
+		methods = append(methods, h.acpUpstreamMethods()...)
 	}
 	res["authMethods"] = methods
 	return res, d, root, nil
@@ -614,13 +619,16 @@ func (s *session) authenticate(ctx context.Context, params json.RawMessage) (any
 	if p.ExpiresIn != nil && *p.ExpiresIn <= 0 {
 		return nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: expiresIn must be a positive number of seconds, not %d", *p.ExpiresIn)
 	}
+	s.mu.Lock()
+	published, acp := s.dialect == wire.DialectPublished, s.dialect == wire.DialectACP
+	s.mu.Unlock()
+	if acp && isUpstreamMethod(p.MethodID) {
+		return s.authenticateUpstream(ctx, p.MethodID)
+	}
 	cands, rerr := h.candidates(p)
 	if rerr != nil {
 		return nil, rerr
 	}
-	s.mu.Lock()
-	published, acp := s.dialect == wire.DialectPublished, s.dialect == wire.DialectACP
-	s.mu.Unlock()
 	if acp {
 		return s.authenticateACP(ctx, cands[0], p)
 	}
