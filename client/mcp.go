@@ -310,6 +310,7 @@ func (cl *Client) AuthenticateHTTP(ctx context.Context, cs *Credentials, target 
 	res.Refreshed = refreshed
 	if res.Accepted {
 		res.accept(cur)
+		res.credential = cur
 	}
 	return res, nil
 }
