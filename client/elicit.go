@@ -112,13 +112,16 @@ func (cl *Client) followSignIn(ctx context.Context, method string, ask wire.Sign
 	}
 	if cl.Browser != nil {
 		if err := cl.Browser(ask.URL); err != nil {
-			cl.UI.Warn(err.Error() + "; open the URL above yourself.")
+			// The opener's own advice is about logins: only its failure
+			// is of use here (--verbose).
+			cl.logger().Debug("cannot open the sign-in URL", "err", err)
+			cl.UI.Warn("Cannot open a browser: open the URL above yourself.")
 		}
 	}
 	timeout := cmp.Or(opts.WaitTimeout, DefaultSignInWait)
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	stop := cl.UI.Wait("Waiting for the sign-in to "+cmp.Or(ask.Upstream.Label, ask.Upstream.ID), time.Now().Add(timeout))
+	stop := cl.UI.Wait("Waiting for the sign-in to "+cmp.Or(ask.Upstream.Label, ask.Upstream.ID), cl.Now().Add(timeout))
 	err := cl.waitSignIn(wctx, method, ask, w)
 	stop()
 	switch {

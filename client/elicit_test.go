@@ -200,6 +200,12 @@ func TestCallMCPFollowsURLElicitation(t *testing.T) {
 		{name: "the user never signs in: timeout", fake: elicitConfig{meta: true}, opts: SignInOptions{WaitTimeout: 100 * time.Millisecond},
 			browser: func(string) error { return nil }, wantCalls: 1, wantStatus: []string{"Bearer tok-1"},
 			wantReason: "did not complete within 100ms"},
+		{name: "a browser that fails: the user is told to open the URL", fake: elicitConfig{meta: true}, opts: SignInOptions{WaitTimeout: 100 * time.Millisecond},
+			browser: func(string) error {
+				return errors.New("cannot use $BROWSER: exit status 1; log in with --device instead")
+			},
+			wantCalls: 1, wantStatus: []string{"Bearer tok-1"}, wantReason: "did not complete within 100ms",
+			wantLines: []string{"warning: Cannot open a browser: open the URL above yourself."}},
 		{name: "a status URL on another origin gets no token", fake: elicitConfig{meta: true, authStatus: "http://127.0.0.2:9/auth-status"},
 			wantCalls: 1, wantReason: "offers no way to learn when it completes"},
 		{name: "a URL that is not http(s) is neither shown nor opened", fake: elicitConfig{meta: true, url: "javascript:alert(1)"},

@@ -62,6 +62,12 @@ authenticated, 4 otherwise. --json: {"target", "kind", "dialect",
 authenticate --json, plus "authenticated", "hostBefore", "hostAfter",
 "credential" (as above)]}.
 
+A server that signs you in to other services itself (serve "upstreams",
+issue 15) adds each one's sign-in from its /auth-status, for example
+"✓ Rally (rally1.rallydev.com): signed in, expires in 59m" or "X Rally: not
+signed in" (--json: "upstreams": [{"upstream", "label", "host",
+"authenticated", "expiresAt"}]); a server without one shows nothing more.
+
 The report is the command's output, so it goes to stdout (like gh auth
 status and git status); errors and the login hint go to stderr.`,
 		Flags: []cli.Flag{
