@@ -35,7 +35,7 @@ and prints the tool's JSON result.`
 func signInFlags(opts *CallOptions) []cli.Flag {
 	return []cli.Flag{
 		&cli.BoolFlag{Name: "no-wait", Usage: "when the server asks for an upstream sign-in, print the URL and exit 4 instead of waiting", Destination: &opts.SignIn.NoWait},
-		&cli.DurationFlag{Name: "wait-timeout", Value: client.DefaultSignInWait, Usage: "how long to wait for an upstream sign-in to complete", Destination: &opts.SignIn.WaitTimeout},
+		&cli.DurationFlag{Name: "wait-timeout", Value: client.DefaultSignInWait, Usage: "wait at most `DURATION` (e.g. 2m) for an upstream sign-in to complete", Destination: &opts.SignIn.WaitTimeout},
 		&cli.BoolFlag{Name: "rest", Usage: "TARGET is a plain HTTP tool server: POST PARAMS_JSON to TARGET/tools/METHOD", Destination: &opts.REST},
 	}
 }
