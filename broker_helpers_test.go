@@ -232,16 +232,18 @@ func brokerBrowserMain() {
 //	POST /token      authorization_code (single use, redirect_uri checked)
 //	                 and refresh_token; tokens live -ttl
 //	POST /revoke     RFC 7009
-//	POST /api        {"user": "carol", "token": N} for a live token, else 401
+//	POST /api        {"user": "carol", "workspace": "Rally"} for a live token, else 401
+//	POST /forget-all drops every token, as an administrator revoking them
 //
 // It logs one line per event to stderr and writes its HOST:PORT to -addr-file.
-// Usage: legacyupstream -addr-file FILE -secret S [-auth basic|post] [-ttl D]
+// Usage: legacyupstream -addr-file FILE -secret S [-auth basic|post] [-ttl D] [-issued DIR]
 func legacyUpstreamMain() {
 	fs := flag.NewFlagSet("legacyupstream", flag.ExitOnError)
 	addrFile := fs.String("addr-file", "", "write HOST:PORT to `FILE`")
 	secret := fs.String("secret", "", "the client secret of client rally-mcp")
 	auth := fs.String("auth", "basic", "client authentication: basic or post")
 	ttl := fs.Duration("ttl", time.Hour, "access token lifetime")
+	issued := fs.String("issued", "", "write the latest tokens issued to `DIR`/access.tok and refresh.tok")
 	fs.Parse(os.Args[1:])
 	const clientID = "rally-mcp"
 	type code struct{ redirect string }
@@ -277,6 +279,10 @@ func legacyUpstreamMain() {
 		at, rt := rand.Text(), rand.Text()
 		access[at] = time.Now().Add(*ttl)
 		refresh[rt] = true
+		if *issued != "" {
+			os.WriteFile(*issued+"/access.tok", []byte(at+"\n"), 0o600)
+			os.WriteFile(*issued+"/refresh.tok", []byte(rt+"\n"), 0o600)
+		}
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(map[string]any{"access_token": at, "token_type": "bearer", "expires_in": int(ttl.Seconds()), "refresh_token": rt})
 	}
@@ -330,6 +336,13 @@ func legacyUpstreamMain() {
 		delete(refresh, r.PostForm.Get("token"))
 		delete(access, r.PostForm.Get("token"))
 		logf("revoke: %s", r.PostForm.Get("token_type_hint"))
+	})
+	mux.HandleFunc("POST /forget-all", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		clear(access)
+		clear(refresh)
+		mu.Unlock()
+		logf("forgot every token")
 	})
 	mux.HandleFunc("POST /api", func(w http.ResponseWriter, r *http.Request) {
 		tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")

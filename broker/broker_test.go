@@ -385,3 +385,30 @@ func TestTokensSealedWithKey(t *testing.T) {
 		t.Fatalf("token without the key: %v", err)
 	}
 }
+
+func TestPendingAndWait(t *testing.T) {
+	ctx := context.Background()
+	as := newFakeAS(t)
+	c := &clock{t: time.Now()}
+	b := newBroker(t, as, state.NewMemory(), nil, c)
+	sid := b.Session("alice", "cli")
+	if until, err := b.Pending(ctx, sid, "rally"); err != nil || !until.IsZero() {
+		t.Fatalf("pending before any ask: %v, %v", until, err)
+	}
+	q, cookie := start(t, b, as, sid)
+	until, err := b.Pending(ctx, sid, "rally")
+	if err != nil || until.IsZero() {
+		t.Fatalf("pending after the link was opened: %v, %v", until, err)
+	}
+	if other, _ := b.Pending(ctx, b.Session("bob", "cli"), "rally"); !other.IsZero() {
+		t.Fatal("bob has alice's pending sign-in")
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- b.Wait(ctx, sid, "rally", time.Now().Add(time.Minute)) }()
+	if _, err := b.Callback(ctx, q, cookie); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-waited; err != nil {
+		t.Fatalf("Wait: %v", err)
+	}
+}

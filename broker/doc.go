@@ -16,4 +16,7 @@
 //
 // broker owns its records in the state store (kinds broker_*) and imports
 // flows, state and wire only; the host asks it for tokens and sign-ins.
+// The upstream tokens are kept (the refresh token must be used, so it is
+// not hashed), sealed with AES-256-GCM under the state key when serve has
+// one (--state-key-file), in clear in the store otherwise.
 package broker

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/agentauth/agentauth/flows"
 	"github.com/agentauth/agentauth/state"
+	"github.com/agentauth/agentauth/wire"
 )
 
 // Ask is a sign-in handed to a client: what it shows the user (the "ask"
@@ -49,7 +51,8 @@ type stateRecord struct {
 
 // Ask hands out a sign-in of session sid to upstream: a pending one of
 // the same session and upstream not yet opened is handed out again.
-// It refuses past MaxPendingPerSession and MaxPending.
+// It refuses past MaxPendingPerSession (sign-ins not yet opened) and
+// MaxPending (every sign-in not yet completed, opened or not).
 func (b *Broker) Ask(ctx context.Context, sid, upstream string) (*Ask, error) {
 	u := b.upstreams[upstream]
 	if u == nil {
@@ -59,7 +62,13 @@ func (b *Broker) Ask(ctx context.Context, sid, upstream string) (*Ask, error) {
 	var id string
 	var expires time.Time
 	err := b.opts.Store.Update(ctx, func(tx state.Tx) error {
-		if _, err := tx.DeleteExpired(kindPending, now, maxSweep); err != nil {
+		for _, k := range []state.Kind{kindPending, kindState} {
+			if _, err := tx.DeleteExpired(k, now, maxSweep); err != nil {
+				return err
+			}
+		}
+		started, err := tx.Count(kindState)
+		if err != nil {
 			return err
 		}
 		recs, err := tx.List(kindPending)
@@ -78,7 +87,7 @@ func (b *Broker) Ask(ctx context.Context, sid, upstream string) (*Ask, error) {
 			}
 			mine++
 		}
-		if mine >= MaxPendingPerSession || len(recs) >= MaxPending {
+		if mine >= MaxPendingPerSession || len(recs)+started >= MaxPending {
 			return ErrTooManyPending
 		}
 		id, expires = rand.Text(), now.Add(b.lifetime)
@@ -100,6 +109,10 @@ func (b *Broker) Ask(ctx context.Context, sid, upstream string) (*Ask, error) {
 		Expires:       expires,
 	}, nil
 }
+
+// LogID names a sign-in in logs: a hash prefix, since the id itself lets
+// whoever opens its link first bind their browser to the sign-in.
+func LogID(elicitationID string) string { return hashOf(elicitationID)[:12] }
 
 // Started is what /auth/start does: redirect the browser, with a cookie.
 type Started struct {
@@ -157,7 +170,7 @@ func (b *Broker) Start(ctx context.Context, id string) (*Started, error) {
 	}
 	q := url.Values{"response_type": {"code"}, "client_id": {u.Client.ID}, "redirect_uri": {b.RedirectURI()}, "state": {st}}
 	if len(u.Scopes) > 0 {
-		q.Set("scope", joinScopes(u.Scopes))
+		q.Set("scope", wire.JoinScope(u.Scopes))
 	}
 	if u.PKCE {
 		q.Set("code_challenge", oauth2.S256ChallengeFromVerifier(verifier))
@@ -175,19 +188,8 @@ func (b *Broker) Start(ctx context.Context, id string) (*Started, error) {
 	} else {
 		redirect.RawQuery = q.Encode()
 	}
-	b.log.Info("broker: sign-in started", "upstream", u.ID, "elicitation", id)
+	b.log.Info("broker: sign-in started", "upstream", u.ID, "elicitation", LogID(id))
 	return &Started{Redirect: redirect.String(), CookieName: cookieName(st), CookieValue: cookie, Expires: p.Expires}, nil
-}
-
-func joinScopes(s []string) string {
-	out := ""
-	for i, v := range s {
-		if i > 0 {
-			out += " "
-		}
-		out += v
-	}
-	return out
 }
 
 // CallbackError is a refused callback: Message is for the user's page.
@@ -246,8 +248,10 @@ func (b *Broker) Callback(ctx context.Context, q url.Values, cookie func(name st
 	if u == nil {
 		return nil, refused("The upstream of this sign-in is no longer configured.")
 	}
-	if iss, ok := q["iss"]; ok || u.IssRequired {
-		if !ok || len(iss) != 1 || u.Issuer == "" || iss[0] != u.Issuer {
+	// Without a known issuer (explicit endpoints only) there is nothing
+	// to compare an iss with.
+	if iss, ok := q["iss"]; (ok || u.IssRequired) && u.Issuer != "" {
+		if !ok || len(iss) != 1 || iss[0] != u.Issuer {
 			b.log.Warn("broker: callback refused", "upstream", u.ID, "reason", "iss is not the upstream's issuer (RFC 9207)")
 			return nil, refused("The sign-in answer came from another authorization server than %s's (RFC 9207). Nothing was stored.", u.Label)
 		}
@@ -273,7 +277,7 @@ func (b *Broker) Callback(ctx context.Context, q url.Values, cookie func(name st
 	if err := b.putToken(ctx, rec.Session, u.ID, tok); err != nil {
 		return nil, err
 	}
-	b.log.Info("broker: signed in", "upstream", u.ID, "elicitation", rec.ElicitationID)
+	b.log.Info("broker: signed in", "upstream", u.ID, "elicitation", LogID(rec.ElicitationID))
 	b.notify(rec.Session, u.ID)
 	return &Completed{Session: rec.Session, Upstream: u, ElicitationID: rec.ElicitationID}, nil
 }
@@ -314,9 +318,32 @@ func (b *Broker) notify(sid, upstream string) {
 	}
 }
 
+// Pending says until when the session has a sign-in to the upstream
+// under way (handed out or opened, not expired); zero for none.
+func (b *Broker) Pending(ctx context.Context, sid, upstream string) (time.Time, error) {
+	now := b.now()
+	var until time.Time
+	err := b.opts.Store.View(ctx, func(tx state.Tx) error {
+		for _, k := range []state.Kind{kindPending, kindState} {
+			recs, err := tx.List(k)
+			if err != nil {
+				return err
+			}
+			for _, r := range recs {
+				var p pendingRecord // stateRecord shares its fields
+				if json.Unmarshal(r.Value, &p) == nil && p.Session == sid && p.Upstream == upstream && now.Before(p.Expires) && p.Expires.After(until) {
+					until = p.Expires
+				}
+			}
+		}
+		return nil
+	})
+	return until, err
+}
+
 // Wait returns when the session is signed in to the upstream, or with an
-// error when ctx ends first or after the state lifetime.
-func (b *Broker) Wait(ctx context.Context, sid, upstream string) error {
+// error when ctx ends first or at until.
+func (b *Broker) Wait(ctx context.Context, sid, upstream string, until time.Time) error {
 	k := tokenKey(sid, upstream)
 	c := make(chan struct{})
 	b.mu.Lock()
@@ -338,7 +365,7 @@ func (b *Broker) Wait(ctx context.Context, sid, upstream string) error {
 	if ok, _, err := b.Status(ctx, sid, upstream); err == nil && ok {
 		return nil
 	}
-	t := time.NewTimer(b.lifetime)
+	t := time.NewTimer(until.Sub(b.now()))
 	defer t.Stop()
 	select {
 	case <-c:

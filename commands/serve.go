@@ -176,9 +176,10 @@ in memory instead, to die with the process. --database postgres://… keeps
 it in PostgreSQL, shared by several serve replicas, which push each other's
 revocations (LISTEN/NOTIFY): give each the load balancer's --resource, as
 the embedded issuer is published on the resource's origin. Codes, refresh tokens and client
-secrets are stored as SHA-256 hashes; the signing keys are encrypted with
---state-key-file or --state-key-keyring when given, stored in the clear
-(file mode 0600) otherwise. A signing key signs for --key-rotation (or until
+secrets are stored as SHA-256 hashes; the signing keys (and the upstream
+tokens of the config's upstreams) are encrypted with --state-key-file or
+--state-key-keyring when given, stored in the clear (file mode 0600)
+otherwise. A signing key signs for --key-rotation (or until
 a start with --rotate-key), then stays published in the JWKS until its
 tokens have expired.
 
@@ -214,8 +215,8 @@ Logs go to stderr (or --log-file), never tokens.`,
 			&cli.StringFlag{Name: "data-dir", Usage: "keep the state (issuer, agent sessions) in an SQLite file in `DIR` (default $XDG_STATE_HOME/agentauth/serve; '' is --ephemeral)"},
 			&cli.BoolFlag{Name: "ephemeral", Usage: "keep the state in memory: it dies with the process"},
 			&cli.StringFlag{Name: "database", Usage: "keep the state in the PostgreSQL database `URL` (postgres://…), shared by serve replicas", Destination: &opts.Database},
-			&cli.StringFlag{Name: "state-key-file", Usage: "embedded issuer: encrypt the signing keys at rest with the secret in `FILE` (at least 32 random bytes, mode 0600)", Destination: &opts.StateKeyFile},
-			&cli.BoolFlag{Name: "state-key-keyring", Usage: "embedded issuer: encrypt the signing keys at rest with a secret kept in the OS keyring (created on first use)", Destination: &opts.StateKeyKeyring},
+			&cli.StringFlag{Name: "state-key-file", Usage: "encrypt the embedded issuer's signing keys and the upstream tokens at rest with the secret in `FILE` (at least 32 random bytes, mode 0600)", Destination: &opts.StateKeyFile},
+			&cli.BoolFlag{Name: "state-key-keyring", Usage: "encrypt the embedded issuer's signing keys and the upstream tokens at rest with a secret kept in the OS keyring (created on first use)", Destination: &opts.StateKeyKeyring},
 			&cli.DurationFlag{Name: "key-rotation", Value: issuer.DefaultKeyRotation, Usage: "embedded issuer: a signing key signs for `DURATION`, then the next takes over", Destination: &opts.KeyRotation},
 			&cli.BoolFlag{Name: "rotate-key", Usage: "embedded issuer: retire the current signing key now (it stays published until its tokens expire)", Destination: &opts.RotateKey},
 		},
@@ -422,8 +423,13 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 		return err
 	}
 	scopes := embeddedScopes(cfg)
-	if !embedded && len(opts.IssuerFlags) > 0 {
-		return usageErrorf("%s configure the embedded issuer, and no scheme uses it (name \"embedded\" in a scheme's authorizationServers with jwt or introspection validation)", strings.Join(opts.IssuerFlags, ", "))
+	issuerOnly := opts.IssuerFlags
+	if len(cfg.Upstreams) > 0 {
+		// The state key also seals the upstream tokens.
+		issuerOnly = slices.DeleteFunc(slices.Clone(issuerOnly), func(f string) bool { return f == "--state-key-file" || f == "--state-key-keyring" })
+	}
+	if !embedded && len(issuerOnly) > 0 {
+		return usageErrorf("%s configure the embedded issuer, and no scheme uses it (name \"embedded\" in a scheme's authorizationServers with jwt or introspection validation)", strings.Join(issuerOnly, ", "))
 	}
 	// The broker's /auth/start and /callback need the listener.
 	listening := !opts.Stdio || embedded || len(cfg.Upstreams) > 0

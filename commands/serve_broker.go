@@ -60,7 +60,8 @@ func newBroker(ctx context.Context, cfg *host.Config, st state.Store, key []byte
 	return b, nil
 }
 
-// resolveUpstream reads an upstream's secret and discovers its endpoints.
+// resolveUpstream reads an upstream's secret and discovers its endpoints
+// from its issuer unless they are configured.
 func resolveUpstream(ctx context.Context, hc *http.Client, c host.Upstream) (broker.Upstream, error) {
 	secret := c.ClientSecret
 	switch {
@@ -80,7 +81,8 @@ func resolveUpstream(ctx context.Context, hc *http.Client, c host.Upstream) (bro
 	u := broker.Upstream{ID: c.ID, Label: cmp.Or(c.Label, c.ID), AuthorizationEndpoint: c.AuthorizationEndpoint, TokenEndpoint: c.TokenEndpoint,
 		RevocationEndpoint: c.RevocationEndpoint, Scopes: c.Scopes, PKCE: c.UsesPKCE(), Resource: c.Resource, API: c.API,
 		Client: flows.Client{ID: c.ClientID, Secret: secret, AuthMethod: c.TokenEndpointAuthMethod}}
-	if c.Issuer != "" {
+	u.Issuer = c.Issuer
+	if c.AuthorizationEndpoint == "" {
 		dctx, cancel := context.WithTimeout(ctx, upstreamDiscoveryTimeout)
 		defer cancel()
 		md, err := flows.FetchAuthServerMetadata(dctx, hc, c.Issuer)

@@ -131,19 +131,34 @@ func (f *httpFace) callUpstream(ctx context.Context, g *Grant, args map[string]j
 		return nil, wire.Errorf(wire.CodeInvalidParams, `invalid params: %s takes {"upstream": ID}, one of %s`, toolUpstreamCall, strings.Join(ids, ", "))
 	}
 	if req.stateless {
-		if _, ok := req.capabilities["elicitation"]; !ok {
-			return nil, wire.Errorf(codeMissingClientCapability, "missing required client capability: this tool may need to send the user to a sign-in page; declare elicitation (url) in _meta %s", metaClientCapabilities).
+		// URL mode is a submode the client declares (MCP "Elicitation",
+		// Capabilities: {"elicitation": {}} alone means form only).
+		var modes map[string]json.RawMessage
+		if json.Unmarshal(req.capabilities["elicitation"], &modes) != nil || modes["url"] == nil {
+			return nil, wire.Errorf(codeMissingClientCapability, `missing required client capability: this tool may need to send the user to a sign-in page; declare {"elicitation": {"url": {}}} in _meta %s`, metaClientCapabilities).
 				WithData(map[string]any{"requiredCapabilities": map[string]any{"elicitation": map[string]any{"url": map[string]any{}}}})
 		}
 	}
 	sid := h.sessionOf(g)
 	token, err := h.broker.Token(ctx, sid, u.ID)
+	if err == nil {
+		result, rerr, rejected := h.postUpstream(ctx, u, token)
+		if !rejected {
+			return result, rerr
+		}
+		// The upstream no longer takes the token (revoked there, say):
+		// forget it and have the user sign in again.
+		h.log.Info("upstream refused the session's token; asking for a new sign-in", "upstream", u.ID)
+		if err = h.broker.Logout(ctx, sid, u.ID, false); err == nil {
+			err = broker.ErrSignInNeeded
+		}
+	}
 	if errors.Is(err, broker.ErrSignInNeeded) {
 		a, err := h.broker.Ask(ctx, sid, u.ID)
 		if err != nil {
 			return nil, askFailed(err)
 		}
-		h.log.Info("upstream sign-in needed", "upstream", u.ID, "elicitation", a.ElicitationID)
+		h.log.Info("upstream sign-in needed", "upstream", u.ID, "elicitation", broker.LogID(a.ElicitationID))
 		if req.stateless {
 			// MCP 2026-07-28: an input request of a URL elicitation; the
 			// retry with its answer runs the tool again, or asks again.
@@ -152,22 +167,19 @@ func (f *httpFace) callUpstream(ctx context.Context, g *Grant, args map[string]j
 		}
 		return nil, askError(a)
 	}
-	if err != nil {
-		h.log.Error("upstream token unavailable", "upstream", u.ID, "err", err)
-		return nil, wire.Errorf(wire.CodeInternalError, "internal error: cannot get the %s token now; try again later", u.Label)
-	}
-	return h.postUpstream(ctx, u, token)
+	h.log.Error("upstream token unavailable", "upstream", u.ID, "err", err)
+	return nil, wire.Errorf(wire.CodeInternalError, "internal error: cannot get the %s token now; try again later", u.Label)
 }
 
 // postUpstream POSTs {} to the upstream's api with its token and returns
 // the answer as the tool's text; an answer that is not 2xx is a tool
-// error (isError).
-func (h *Host) postUpstream(ctx context.Context, u *broker.Upstream, token string) (map[string]any, *wire.Error) {
+// error (isError), except 401, which says the token was rejected.
+func (h *Host) postUpstream(ctx context.Context, u *broker.Upstream, token string) (map[string]any, *wire.Error, bool) {
 	ctx, cancel := context.WithTimeout(ctx, upstreamCallTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.API, bytes.NewReader([]byte("{}")))
 	if err != nil {
-		return nil, wire.Errorf(wire.CodeInternalError, "internal error: cannot call %s", u.Label)
+		return nil, wire.Errorf(wire.CodeInternalError, "internal error: cannot call %s", u.Label), false
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
@@ -175,16 +187,19 @@ func (h *Host) postUpstream(ctx context.Context, u *broker.Upstream, token strin
 	resp, err := h.client.Do(req)
 	if err != nil {
 		h.log.Warn("upstream call failed", "upstream", u.ID, "err", err)
-		return toolText(fmt.Sprintf("%s cannot be reached now; try again later.", u.Label), true), nil
+		return toolText(fmt.Sprintf("%s cannot be reached now; try again later.", u.Label), true), nil, false
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxUpstreamAnswer))
 	body = bytes.ReplaceAll(body, []byte(token), []byte("[token]"))
 	h.log.Info("upstream call", "upstream", u.ID, "status", resp.StatusCode)
-	if resp.StatusCode/100 != 2 {
-		return toolText(fmt.Sprintf("%s answered %s: %s", u.Label, resp.Status, bytes.TrimSpace(body)), true), nil
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized:
+		return nil, nil, true
+	case resp.StatusCode/100 != 2:
+		return toolText(fmt.Sprintf("%s answered %s: %s", u.Label, resp.Status, bytes.TrimSpace(body)), true), nil, false
 	}
-	return toolText(string(bytes.TrimSpace(body)), false), nil
+	return toolText(string(bytes.TrimSpace(body)), false), nil, false
 }
 
 // upstreamGate asks for the upstream sign-ins a gated method needs
@@ -258,9 +273,9 @@ func (h *Host) acpUpstreamMethods() []wire.AuthMethod {
 }
 
 // authenticateUpstream answers ACP authenticate {methodId: "upstream:ID"}:
-// {} once the connection's session is signed in to the upstream (waiting
-// for a sign-in under way, at most the state lifetime), else -32000 with
-// the ask.
+// {} once the connection's session is signed in to the upstream, waiting
+// for a sign-in under way until it expires (the connection reads nothing
+// else meanwhile); without one, or once it expired, -32000 with a new ask.
 func (s *session) authenticateUpstream(ctx context.Context, methodID string) (any, *wire.Error) {
 	h := s.h
 	id := strings.TrimPrefix(methodID, ACPUpstreamMethodPrefix)
@@ -277,7 +292,12 @@ func (s *session) authenticateUpstream(ctx context.Context, methodID string) (an
 	if _, err := h.broker.Token(ctx, sid, id); err == nil {
 		return struct{}{}, nil
 	}
-	if err := h.broker.Wait(ctx, sid, id); err == nil {
+	until, err := h.broker.Pending(ctx, sid, id)
+	if err != nil {
+		h.log.Error("cannot read the pending sign-ins", "err", err)
+		return nil, wire.Errorf(wire.CodeInternalError, "internal error: cannot check the upstream sign-in now; try again later")
+	}
+	if !until.IsZero() && h.broker.Wait(ctx, sid, id, until) == nil {
 		return struct{}{}, nil
 	}
 	rerr := h.upstreamGateFor(ctx, sid, id)

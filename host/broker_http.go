@@ -86,6 +86,7 @@ func (h *Host) serveAuthStatus(w http.ResponseWriter, r *http.Request) {
 	type status struct {
 		Upstream      string     `json:"upstream"`
 		Label         string     `json:"label,omitempty"`
+		Host          string     `json:"host,omitempty"`
 		Authenticated bool       `json:"authenticated"`
 		ExpiresAt     *time.Time `json:"expiresAt"`
 	}
@@ -120,7 +121,7 @@ func (h *Host) serveAuthStatus(w http.ResponseWriter, r *http.Request) {
 			writeHTTPJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "temporarily_unavailable"})
 			return
 		}
-		st.Label = u.Label
+		st.Label, st.Host = u.Label, u.Host()
 		all = append(all, st)
 	}
 	writeHTTPJSON(w, http.StatusOK, map[string]any{"session": sid, "upstreams": all})

@@ -122,7 +122,9 @@ const (
 
 // Upstream is an API serve calls as the user: serve is the OAuth client of
 // its authorization server (RFC 6749 §4.1), named by issuer (discovered at
-// start, RFC 8414 then OpenID Connect) or by explicit endpoints.
+// start, RFC 8414 then OpenID Connect) or by explicit endpoints; with
+// both, nothing is discovered and issuer is what an iss in the
+// authorization response must be (RFC 9207).
 type Upstream struct {
 	ID                    string `json:"id"`
 	Label                 string `json:"label"`
@@ -146,11 +148,6 @@ type Upstream struct {
 	// API is the URL the upstream_call tool POSTs to with the user's
 	// upstream token.
 	API string `json:"api"`
-}
-
-// HasSecret reports whether the upstream's client has a secret.
-func (u Upstream) HasSecret() bool {
-	return u.ClientSecret != "" || u.ClientSecretFile != "" || u.ClientSecretEnv != ""
 }
 
 // UsesPKCE reports whether sign-ins to the upstream use PKCE S256.
@@ -344,11 +341,10 @@ func (u Upstream) check(p string) error {
 	if u.ClientID == "" {
 		return fmt.Errorf("%s.clientId: missing (the client id the upstream registered serve under)", p)
 	}
-	explicit := u.AuthorizationEndpoint != "" || u.TokenEndpoint != ""
 	switch {
-	case u.Issuer != "" && explicit:
-		return fmt.Errorf("%s.issuer: give either issuer (discovered) or authorizationEndpoint and tokenEndpoint, not both", p)
-	case u.Issuer == "" && (u.AuthorizationEndpoint == "" || u.TokenEndpoint == ""):
+	case (u.AuthorizationEndpoint == "") != (u.TokenEndpoint == ""):
+		return fmt.Errorf("%s: give both authorizationEndpoint and tokenEndpoint, or neither and issuer (discovered with RFC 8414)", p)
+	case u.Issuer == "" && u.AuthorizationEndpoint == "":
 		return fmt.Errorf("%s: needs issuer (discovered with RFC 8414) or both authorizationEndpoint and tokenEndpoint", p)
 	}
 	for _, e := range []struct{ key, url string }{
