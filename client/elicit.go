@@ -233,9 +233,9 @@ func checkSignInURL(raw string) error {
 	return nil
 }
 
-// HTTPOrigin is target's origin as an HTTP URL ("http://host:port"): ws
+// httpOrigin is target's origin as an HTTP URL ("http://host:port"): ws
 // and wss targets map to http and https; stdio and bad targets give "".
-func HTTPOrigin(target string) string {
+func httpOrigin(target string) string {
 	u, err := url.Parse(target)
 	if err != nil || u.Host == "" {
 		return ""
@@ -250,7 +250,7 @@ func HTTPOrigin(target string) string {
 }
 
 func sameOrigin(raw, origin string) bool {
-	return origin != "" && HTTPOrigin(raw) == origin
+	return origin != "" && httpOrigin(raw) == origin
 }
 
 func hostOf(raw string) string {
@@ -335,7 +335,7 @@ func (s *HostSession) FollowSignIn(ctx context.Context, method string, callErr e
 	if !ok {
 		return false, nil
 	}
-	w := signInWait{Token: cmp.Or(token, s.heldToken()), Origin: HTTPOrigin(s.Target)}
+	w := signInWait{Token: cmp.Or(token, s.heldToken()), Origin: httpOrigin(s.Target)}
 	if rpc.Code == wire.CodeACPAuthRequired {
 		id := upstreamMethodID(ask, methods)
 		w.Push = func(ctx context.Context) error {
@@ -436,7 +436,7 @@ func upstreamSignedIn(m *wire.Message, upstream string) bool {
 // a broker, 426 from a WebSocket-only host) means nothing to show, and is
 // logged at debug level.
 func (cl *Client) upstreamStatus(ctx context.Context, target string, doc *TargetStatusDoc) {
-	origin := HTTPOrigin(target)
+	origin := httpOrigin(target)
 	var token string
 	for _, s := range doc.Schemes {
 		if c := s.SchemeResult.Credential(); s.Accepted && c != nil {

@@ -129,7 +129,7 @@ func (c *mcpCall) callFollowing(ctx context.Context, sess *wire.HTTPSession) (js
 	}
 	err := call(params)
 	if asks, retry, ok := mcpSignInAsks(err, raw, params); ok {
-		w := signInWait{Origin: HTTPOrigin(c.req.Target)}
+		w := signInWait{Origin: httpOrigin(c.req.Target)}
 		if c.retry.Held != nil {
 			w.Token = c.retry.Held.AccessToken
 		}

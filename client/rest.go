@@ -29,8 +29,8 @@ type RESTCall struct {
 	SignIn SignInOptions
 }
 
-// RESTToolURL is where a plain HTTP tool is called: {target}/tools/{tool}.
-func RESTToolURL(target, tool string) string {
+// restToolURL is where a plain HTTP tool is called: {target}/tools/{tool}.
+func restToolURL(target, tool string) string {
 	return strings.TrimSuffix(target, "/") + "/tools/" + url.PathEscape(tool)
 }
 
@@ -54,7 +54,7 @@ func (cl *Client) CallREST(ctx context.Context, req RESTCall) (json.RawMessage, 
 	if err != nil || ask == nil {
 		return res, err
 	}
-	w := signInWait{Token: token, Origin: HTTPOrigin(req.Target)}
+	w := signInWait{Token: token, Origin: httpOrigin(req.Target)}
 	if err := cl.followSignIn(ctx, req.Tool, *ask, req.SignIn, w); err != nil {
 		return nil, err
 	}
@@ -82,7 +82,7 @@ func (cl *Client) restToken(ctx context.Context, target string) (string, error) 
 			return "", err
 		}
 		for _, c := range all {
-			if c.SchemeID == "" && HTTPOrigin(c.Resource) == HTTPOrigin(target) {
+			if c.SchemeID == "" && httpOrigin(c.Resource) == httpOrigin(target) {
 				creds = append(creds, c)
 			}
 		}
@@ -105,7 +105,7 @@ func (cl *Client) postTool(ctx context.Context, req RESTCall, args json.RawMessa
 	}
 	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
 	defer cancel()
-	u := RESTToolURL(req.Target, req.Tool)
+	u := restToolURL(req.Target, req.Tool)
 	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(args))
 	if err != nil {
 		return nil, nil, &UsageError{Err: fmt.Errorf("cannot call %s: %w", req.Tool, err)}

@@ -14,14 +14,9 @@ import (
 // ("Elicitation", URL Elicitation Required Error).
 const CodeURLElicitationRequired = -32042
 
-const (
-	// MethodElicitationCreate is the request (or MCP 2026-07-28 input
-	// request) that asks the client to elicit from the user.
-	MethodElicitationCreate = "elicitation/create"
-	// MethodElicitationComplete tells the client that the out-of-band
-	// interaction of a URL elicitation ended (MCP 2025-11-25).
-	MethodElicitationComplete = "notifications/elicitation/complete"
-)
+// MethodElicitationCreate is the request (or MCP 2026-07-28 input
+// request) that asks the client to elicit from the user.
+const MethodElicitationCreate = "elicitation/create"
 
 // _meta keys agentauth's serve adds to a URL elicitation.
 const (
