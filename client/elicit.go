@@ -99,24 +99,11 @@ type signInWait struct {
 // followSignIn shows ask, opens its URL and waits until the sign-in
 // completed, within opts.WaitTimeout.
 func (cl *Client) followSignIn(ctx context.Context, method string, ask wire.SignInAsk, opts SignInOptions, w signInWait) error {
-	if err := checkSignInURL(ask.URL); err != nil {
-		return fmt.Errorf("cannot follow the sign-in %s asks for: %w", method, err)
-	}
-	cl.UI.Say(fmt.Sprintf("Sign in to %s to continue:", upstreamName(ask.Upstream)))
-	cl.UI.Say(ask.URL)
-	if w.Origin != "" && !sameOrigin(ask.URL, w.Origin) {
-		cl.UI.Warn(fmt.Sprintf("The sign-in page is on %s, not on the server you called (%s).", hostOf(ask.URL), hostOf(w.Origin)))
+	if err := cl.presentSignIn(method, ask, w.Origin, !opts.NoWait); err != nil {
+		return err
 	}
 	if opts.NoWait {
 		return signInRequired(method, ask, "open the URL above, sign in, then run the command again")
-	}
-	if cl.Browser != nil {
-		if err := cl.Browser(ask.URL); err != nil {
-			// The opener's own advice is about logins: only its failure
-			// is of use here (--verbose).
-			cl.logger().Debug("cannot open the sign-in URL", "err", err)
-			cl.UI.Warn("Cannot open a browser: open the URL above yourself.")
-		}
 	}
 	timeout := cmp.Or(opts.WaitTimeout, DefaultSignInWait)
 	wctx, cancel := context.WithTimeout(ctx, timeout)
@@ -134,6 +121,55 @@ func (cl *Client) followSignIn(ctx context.Context, method string, ask wire.Sign
 		return signInRequired(method, ask, fmt.Sprintf("the sign-in did not complete within %s; sign in at the URL above and run the command again (or raise --wait-timeout)", timeout))
 	}
 	return err
+}
+
+// presentSignIn shows ask's URL (an http or https URL only) with the
+// upstream's name and host, warns when it is not on origin (the target's;
+// "" for none), and with open opens it in the browser.
+func (cl *Client) presentSignIn(method string, ask wire.SignInAsk, origin string, open bool) error {
+	if err := checkSignInURL(ask.URL); err != nil {
+		return fmt.Errorf("cannot follow the sign-in %s asks for: %w", method, err)
+	}
+	cl.UI.Say(fmt.Sprintf("Sign in to %s to continue:", upstreamName(ask.Upstream)))
+	cl.UI.Say(ask.URL)
+	if origin != "" && !sameOrigin(ask.URL, origin) {
+		cl.UI.Warn(fmt.Sprintf("The sign-in page is on %s, not on the server you called (%s).", hostOf(ask.URL), hostOf(origin)))
+	}
+	if open && cl.Browser != nil {
+		if err := cl.Browser(ask.URL); err != nil {
+			// The opener's own advice is about logins: only its failure
+			// is of use here (--verbose).
+			cl.logger().Debug("cannot open the sign-in URL", "err", err)
+			cl.UI.Warn("Cannot open a browser: open the URL above yourself.")
+		}
+	}
+	return nil
+}
+
+// serverRequest answers a request the server sends on a response stream
+// (MCP 2025-11-25 "Elicitation"): a URL-mode elicitation/create is shown
+// and opened like any ask and answered accept (the server then waits for
+// the interaction itself, within the call's CallTimeout); with --no-wait,
+// or a URL that is not http(s), it is shown or refused and answered
+// cancel. Another mode is -32602 (agentauth declares elicitation.url
+// only), another method -32601.
+func (c *mcpCall) serverRequest(_ context.Context, m *wire.Message) (any, *wire.Error) {
+	if m.Method != wire.MethodElicitationCreate {
+		return nil, wire.Errorf(wire.CodeMethodNotFound, "method %q not found", m.Method)
+	}
+	var el wire.URLElicitation
+	if err := json.Unmarshal(m.Params, &el); err != nil || el.Mode != "url" {
+		return nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: agentauth answers url-mode elicitations only (it declares elicitation.url)")
+	}
+	cancel := map[string]string{"action": "cancel"}
+	if err := c.cl.presentSignIn(c.method, el.Ask(), httpOrigin(c.req.Target), !c.req.SignIn.NoWait); err != nil {
+		c.cl.UI.Warn(err.Error())
+		return cancel, nil
+	}
+	if c.req.SignIn.NoWait {
+		return cancel, nil
+	}
+	return map[string]string{"action": "accept"}, nil
 }
 
 // waitSignIn returns once the push or the auth status URL says the sign-in

@@ -399,3 +399,103 @@ func TestHostSignInAsk(t *testing.T) {
 		}
 	}
 }
+
+// TestCallMCPAnswersElicitationRequest: an MCP 2025-11-25 server asks for
+// the URL elicitation within the tools/call stream (the specification's
+// elicitation/create example); the client shows and opens it and answers
+// with the example's response, then reads the tool's result. A form-mode
+// request is refused with -32602: agentauth declares url mode only.
+func TestCallMCPAnswersElicitationRequest(t *testing.T) {
+	examples := specExamples(t)
+	normal := func(b []byte) string {
+		var v any
+		if err := json.Unmarshal(b, &v); err != nil {
+			t.Fatal(err)
+		}
+		out, _ := json.Marshal(v)
+		return string(out)
+	}
+	tests := []struct {
+		name    string
+		request string
+		opts    SignInOptions
+		// wantAnswer is the client's answer, normalized JSON.
+		wantAnswer string
+		wantOpened bool
+	}{
+		{name: "url mode: shown, opened, accepted", request: string(examples["mcp-2025-11-25/elicitation-create.json"]),
+			wantAnswer: normal(examples["mcp-2025-11-25/elicitation-create-response.json"]), wantOpened: true},
+		{name: "url mode with --no-wait: shown, cancelled", request: string(examples["mcp-2025-11-25/elicitation-create.json"]),
+			opts: SignInOptions{NoWait: true}, wantAnswer: `{"id":3,"jsonrpc":"2.0","result":{"action":"cancel"}}`},
+		{name: "form mode: -32602", request: `{"jsonrpc":"2.0","id":3,"method":"elicitation/create","params":{"mode":"form","message":"Name?","requestedSchema":{"type":"object"}}}`,
+			wantAnswer: `{"error":{"code":-32602,"message":"invalid params: agentauth answers url-mode elicitations only (it declares elicitation.url)"},"id":3,"jsonrpc":"2.0"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// answers carries the client's answer from its POST to the
+			// tools/call stream, which then sends the result.
+			answers := make(chan []byte, 1)
+			var got []byte
+			var srv *httptest.Server
+			srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				body, _ := io.ReadAll(r.Body)
+				m, err := wire.Decode(body)
+				if err != nil {
+					http.Error(w, "bad message", http.StatusBadRequest)
+					return
+				}
+				reply := func(v any) {
+					resp, _ := wire.NewResult(m.ID, v)
+					b, _ := wire.Encode(resp)
+					w.Header().Set("Content-Type", "application/json")
+					w.Write(b)
+				}
+				switch {
+				case m.IsResponse():
+					answers <- body
+					w.WriteHeader(http.StatusAccepted)
+				case m.Method == "server/discover":
+					b, _ := wire.Encode(wire.NewErrorResponse(m.ID, wire.Errorf(wire.CodeMethodNotFound, "method not found")))
+					w.Header().Set("Content-Type", "application/json")
+					w.Write(b)
+				case m.Method == "initialize":
+					reply(map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{}, "serverInfo": map[string]string{"name": "fake", "version": "0"}})
+				case m.Method == "notifications/initialized":
+					w.WriteHeader(http.StatusAccepted)
+				case m.Method == "tools/call":
+					w.Header().Set("Content-Type", "text/event-stream")
+					req := strings.ReplaceAll(normal([]byte(tt.request)), "https://mcp.example.com", srv.URL)
+					io.WriteString(w, "event: message\ndata: "+req+"\n\n")
+					w.(http.Flusher).Flush()
+					select {
+					case got = <-answers:
+					case <-r.Context().Done():
+						return
+					}
+					resp, _ := wire.NewResult(m.ID, map[string]any{"content": []map[string]string{{"type": "text", "text": "done"}}})
+					b, _ := wire.Encode(resp)
+					io.WriteString(w, "event: message\ndata: "+string(b)+"\n\n")
+				default:
+					reply(map[string]any{})
+				}
+			}))
+			defer srv.Close()
+			cl, _, ui := newTestClient(t)
+			opened := false
+			cl.Browser = func(u string) error { opened = u == srv.URL+"/ui/set_api_key"; return nil }
+			raw, err := cl.CallMCP(context.Background(), MCPCall{Target: srv.URL + "/mcp", Method: "tools/call", Params: json.RawMessage(`{"name":"t"}`), Token: "tok-1", SignIn: tt.opts})
+			if err != nil || !strings.Contains(string(raw), "done") {
+				t.Fatalf("CallMCP = %s, %v", raw, err)
+			}
+			if normal(got) != tt.wantAnswer {
+				t.Errorf("answer = %s, want %s", normal(got), tt.wantAnswer)
+			}
+			if opened != tt.wantOpened {
+				t.Errorf("opened = %v, want %v", opened, tt.wantOpened)
+			}
+			if tt.wantOpened && !contains(ui.lines, srv.URL+"/ui/set_api_key") {
+				t.Errorf("UI lines %q lack the URL", ui.lines)
+			}
+		})
+	}
+}

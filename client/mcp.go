@@ -85,6 +85,7 @@ func (cl *Client) CallMCP(ctx context.Context, req MCPCall) (json.RawMessage, er
 		return nil, &UsageError{Err: err}
 	}
 	sess.Capabilities = wire.URLElicitationCapabilities
+	sess.HandleRequest = c.serverRequest
 
 	var raw json.RawMessage
 	err = c.send(ctx, wire.MethodInitialize, func(ctx context.Context) error {

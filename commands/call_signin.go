@@ -24,7 +24,11 @@ or polling its auth status URL) for at most --wait-timeout, and sends the
 request once more. Still asked after that, timed out, or with --no-wait:
 exit 4 (with --json the ask is printed on stdout: {"error":
 "sign_in_required", "method", "url", "elicitationId", "authStatus",
-"upstream"}). The service's tokens stay with the server.
+"upstream"}). The service's tokens stay with the server. An MCP server may
+instead send a url-mode elicitation/create within the call (MCP
+2025-11-25): call shows and opens its URL and answers accept (with
+--no-wait: cancel), and the server finishes the call itself, within the
+call's 60 s; other elicitation modes are refused (-32602).
 
 --rest: TARGET is the server's base URL (http://HOST:PORT) and METHOD a tool
 name: call POSTs PARAMS_JSON (default {}) to TARGET/tools/METHOD with the

@@ -139,9 +139,13 @@ type HTTPSession struct {
 
 	// OnMessage, when set, receives each request or notification the
 	// server sends on a response stream before its response. Requests are
-	// answered by the session: ping with an empty result, others with
-	// -32601 (no server-initiated request is served).
+	// answered by the session: ping with an empty result, others by
+	// HandleRequest, or with -32601 when it is nil.
 	OnMessage func(*Message)
+	// HandleRequest, when set, answers a request (other than ping) the
+	// server sends on a response stream (MCP 2025-11-25: elicitation/create
+	// and the like): its result, or its error.
+	HandleRequest func(ctx context.Context, m *Message) (any, *Error)
 	// Capabilities are the client capabilities declared in initialize
 	// and in MCP 2026-07-28's request _meta; nil declares none ({}).
 	Capabilities json.RawMessage
@@ -680,8 +684,20 @@ func answers(m *Message, id ID) bool {
 // answer replies to a request the server sent on a response stream.
 func (s *HTTPSession) answer(ctx context.Context, req *Message) error {
 	reply := NewErrorResponse(req.ID, Errorf(CodeMethodNotFound, "method %q not found", req.Method))
-	if req.Method == MethodPing {
+	switch {
+	case req.Method == MethodPing:
 		reply = &Message{JSONRPC: Version, ID: req.ID, Result: json.RawMessage("{}")}
+	case s.HandleRequest != nil:
+		res, rerr := s.HandleRequest(ctx, req)
+		if rerr == nil {
+			var err error
+			if reply, err = NewResult(req.ID, res); err != nil {
+				rerr = Errorf(CodeInternalError, "internal error: cannot encode the result")
+			}
+		}
+		if rerr != nil {
+			reply = NewErrorResponse(req.ID, rerr)
+		}
 	}
 	resp, err := s.post(ctx, reply, nil)
 	if err != nil {
