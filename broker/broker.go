@@ -115,7 +115,7 @@ type Broker struct {
 	lifetime  time.Duration
 
 	mu       sync.Mutex
-	locks    map[string]*sync.Mutex // per session/upstream: one refresh at a time
+	locks    map[string]*keyLock // per session/upstream in use: one refresh at a time
 	watchers []func(sid, upstream string)
 	waiting  map[string][]chan struct{}
 }
@@ -123,7 +123,7 @@ type Broker struct {
 // New makes a Broker, creating the session-id key in the store on first use.
 func New(ctx context.Context, opts Options) (*Broker, error) {
 	b := &Broker{opts: opts, upstreams: map[string]*Upstream{}, log: opts.Logger, now: opts.Now,
-		lifetime: cmp.Or(opts.StateLifetime, 10*time.Minute), locks: map[string]*sync.Mutex{}, waiting: map[string][]chan struct{}{}}
+		lifetime: cmp.Or(opts.StateLifetime, 10*time.Minute), locks: map[string]*keyLock{}, waiting: map[string][]chan struct{}{}}
 	if b.log == nil {
 		b.log = slog.New(slog.DiscardHandler)
 	}

@@ -77,8 +77,8 @@ func (b *Broker) Ask(ctx context.Context, sid, upstream string) (*Ask, error) {
 		}
 		mine := 0
 		for _, r := range recs {
-			p, err := getJSON[pendingRecord](tx, kindPending, r.Key)
-			if err != nil || p == nil || !now.Before(p.Expires) || p.Session != sid {
+			var p pendingRecord
+			if json.Unmarshal(r.Value, &p) != nil || !now.Before(p.Expires) || p.Session != sid {
 				continue
 			}
 			if p.Upstream == upstream {

@@ -123,16 +123,32 @@ func (b *Broker) deleteToken(ctx context.Context, sid, upstream string) error {
 	return b.opts.Store.Update(ctx, func(tx state.Tx) error { return tx.Delete(kindToken, tokenKey(sid, upstream)) })
 }
 
-func (b *Broker) lock(sid, upstream string) *sync.Mutex {
-	b.mu.Lock()
-	defer b.mu.Unlock()
+// keyLock is the lock of one session and upstream, kept while in use.
+type keyLock struct {
+	sync.Mutex
+	users int
+}
+
+// lock locks the session's upstream tokens and returns the unlock.
+func (b *Broker) lock(sid, upstream string) func() {
 	k := tokenKey(sid, upstream)
+	b.mu.Lock()
 	l := b.locks[k]
 	if l == nil {
-		l = &sync.Mutex{}
+		l = &keyLock{}
 		b.locks[k] = l
 	}
-	return l
+	l.users++
+	b.mu.Unlock()
+	l.Lock()
+	return func() {
+		l.Unlock()
+		b.mu.Lock()
+		if l.users--; l.users == 0 {
+			delete(b.locks, k)
+		}
+		b.mu.Unlock()
+	}
 }
 
 func (t *tokenRecord) fresh(now time.Time) bool {
@@ -158,9 +174,7 @@ func (b *Broker) Token(ctx context.Context, sid, upstream string) (string, error
 	if t.fresh(b.now()) {
 		return t.AccessToken, nil
 	}
-	l := b.lock(sid, upstream)
-	l.Lock()
-	defer l.Unlock()
+	defer b.lock(sid, upstream)()
 	if t, err = b.getToken(ctx, sid, upstream); err != nil || t == nil {
 		if t == nil && err == nil {
 			err = ErrSignInNeeded
@@ -217,9 +231,7 @@ func (b *Broker) Logout(ctx context.Context, sid, upstream string, revoke bool) 
 	if u == nil {
 		return fmt.Errorf("%w %q", ErrUnknownUpstream, upstream)
 	}
-	l := b.lock(sid, upstream)
-	l.Lock()
-	defer l.Unlock()
+	defer b.lock(sid, upstream)()
 	t, err := b.getToken(ctx, sid, upstream)
 	if err != nil || t == nil {
 		return err

@@ -939,6 +939,9 @@ func (s *session) shippedSession(ctx context.Context, method string, params json
 	if rerr := h.gate(method, v); rerr != nil {
 		return nil, rerr
 	}
+	if rerr := h.upstreamGate(ctx, method, v); rerr != nil {
+		return nil, rerr
+	}
 	owner := h.principal(v)
 	var p struct {
 		Channel  string `json:"channel"`
