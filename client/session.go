@@ -21,6 +21,7 @@ type HostSession struct {
 	Creds []*store.Credential
 	cs    *Credentials
 	held  map[string]*store.Credential
+	cl    *Client
 }
 
 // OpenHost reads the stored credentials for target (unless noStore) and
@@ -68,7 +69,7 @@ func (cl *Client) OpenHostWith(ctx context.Context, target string, noStore bool,
 }
 
 func (cl *Client) newHostSession(ctx context.Context, target string, noStore bool) (*HostSession, error) {
-	s := &HostSession{Target: target, held: map[string]*store.Credential{}}
+	s := &HostSession{Target: target, held: map[string]*store.Credential{}, cl: cl}
 	if noStore {
 		return s, nil
 	}
