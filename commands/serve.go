@@ -826,7 +826,9 @@ func newServeMux(h *host.Host, iss *issuer.Issuer, connectionToken string, webso
 	}
 	face := h.HTTPHandler()
 	mux.Handle("/", face)
-	// Each scheme's own resource has its RFC 9728 document (§3.1).
+	// Each scheme's own resource has its RFC 9728 document (§3.1); the
+	// bare prefix stays the face's (no redirect to the subtree).
+	mux.Handle(host.WellKnownResourceMetadata, face)
 	mux.Handle(host.WellKnownResourceMetadata+"/", h.SchemeMetadataHandler(face))
 	return mux, nil
 }
