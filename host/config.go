@@ -47,7 +47,7 @@ type Scheme struct {
 	// identifier: the audience its tokens must carry, and what the
 	// published dialect's authenticate and auth/required name. Empty:
 	// Resolve gives schemes[0] the host's resource and every other scheme
-	// ResourceFor's derived one.
+	// derivedResource (RESOURCE/ID).
 	Resource             string   `json:"resource"`
 	AuthorizationServers []string `json:"authorizationServers"`
 	ScopesSupported      []string `json:"scopesSupported"`
@@ -301,11 +301,11 @@ func checkSchemeResource(r string) error {
 	return nil
 }
 
-// ResourceFor is the resource a scheme without one of its own gets when it
-// is not schemes[0]: the host's resource with the scheme id appended as a
-// path segment (https://h/mcp → https://h/mcp/ID), so that its RFC 9728
+// derivedResource is the resource a scheme without one of its own gets
+// when it is not schemes[0]: the host's resource with the scheme id
+// appended as a path segment (https://h/mcp → https://h/mcp/ID), so that its RFC 9728
 // document has a path-aware well-known address of its own (§3.1).
-func ResourceFor(hostResource, schemeID string) string {
+func derivedResource(hostResource, schemeID string) string {
 	u, err := url.Parse(hostResource)
 	if err != nil { // checked by Config.check
 		return hostResource + "/" + url.PathEscape(schemeID)
@@ -364,8 +364,8 @@ func (c *Config) Resolve(origin string) {
 // schemeResources gives each scheme without a resource of its own its
 // default, once the host's resource is known: the host's resource for
 // schemes[0] (so a config with one scheme is served as before, and /mcp,
-// whose tokens must name the host's resource, has a scheme), ResourceFor's
-// for the others.
+// whose tokens must name the host's resource, has a scheme), and
+// derivedResource for the others.
 func (c *Config) schemeResources() {
 	if c.Resource == "" {
 		return
@@ -376,7 +376,7 @@ func (c *Config) schemeResources() {
 		case i == 0:
 			c.Schemes[i].Resource = c.Resource
 		default:
-			c.Schemes[i].Resource = ResourceFor(c.Resource, c.Schemes[i].ID)
+			c.Schemes[i].Resource = derivedResource(c.Resource, c.Schemes[i].ID)
 		}
 	}
 }
