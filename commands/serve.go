@@ -159,6 +159,7 @@ On one listener (default 127.0.0.1:7777):
   /, /ws                                    WebSocket upgrades
   POST /mcp                                 JSON-RPC with a bearer token per request (MCP-style)
   /.well-known/oauth-protected-resource/mcp RFC 9728 protected resource metadata
+  /.well-known/oauth-protected-resource/mcp/ID  the same for scheme ID's own resource
   /.well-known/oauth-authorization-server,  the embedded development authorization server
   /authorize, /token, /device, …            (when a scheme uses it)
 
@@ -823,7 +824,8 @@ func embeddedScopes(cfg *host.Config) []string {
 // newServeMux mounts serve's faces on one mux: the WebSocket upgrade on /
 // and /ws (unless the session is on stdio), the embedded issuer's
 // endpoints, and the host's HTTP face (RFC 9728 metadata, POST to the
-// resource's path) as the catch-all.
+// resource's path) as the catch-all, with the RFC 9728 documents of the
+// schemes' own resources beside it, and the broker's routes.
 func newServeMux(h *host.Host, iss *issuer.Issuer, brk *broker.Broker, connectionToken string, websocket bool) (*http.ServeMux, error) {
 	mux := http.NewServeMux()
 	if websocket {
@@ -848,7 +850,12 @@ func newServeMux(h *host.Host, iss *issuer.Issuer, brk *broker.Broker, connectio
 	mux.Handle("GET /auth-status", bh)
 	mux.Handle("POST /auth/logout", bh)
 	mux.Handle("POST /tools/{name}", bh)
-	mux.Handle("/", h.HTTPHandler())
+	face := h.HTTPHandler()
+	mux.Handle("/", face)
+	// Each scheme's own resource has its RFC 9728 document (§3.1); the
+	// bare prefix stays the face's (no redirect to the subtree).
+	mux.Handle(host.WellKnownResourceMetadata, face)
+	mux.Handle(host.WellKnownResourceMetadata+"/", h.SchemeMetadataHandler(face))
 	return mux, nil
 }
 

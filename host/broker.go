@@ -284,9 +284,12 @@ func (s *session) authenticateUpstream(ctx context.Context, methodID string) (an
 	}
 	g := h.viewGrant(s.table().view(h.now()))
 	if g == nil {
-		e := *h.gate(wire.MethodWhoami, s.table().view(h.now()))
-		e.Code = wire.CodeACPAuthRequired
-		return nil, &e
+		if rerr := h.gate(wire.MethodWhoami, s.table().view(h.now()), h.r().schemes); rerr != nil {
+			e := *rerr
+			e.Code = wire.CodeACPAuthRequired
+			return nil, &e
+		}
+		return nil, wire.Errorf(wire.CodeACPAuthRequired, "authentication required: sign in to this agent before %s", quoteValue(methodID))
 	}
 	sid := h.sessionOf(g)
 	if _, err := h.broker.Token(ctx, sid, id); err == nil {

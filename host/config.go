@@ -52,8 +52,14 @@ type Config struct {
 
 // Scheme is one auth requirement (PROTOCOL.md "Auth requirements").
 type Scheme struct {
-	ID                   string   `json:"id"`
-	Label                string   `json:"label"`
+	ID    string `json:"id"`
+	Label string `json:"label"`
+	// Resource is the scheme's own RFC 8707 / RFC 9728 resource
+	// identifier: the audience its tokens must carry, and what the
+	// published dialect's authenticate and auth/required name. Empty:
+	// Resolve gives schemes[0] the host's resource and every other scheme
+	// derivedResource (RESOURCE/ID).
+	Resource             string   `json:"resource"`
 	AuthorizationServers []string `json:"authorizationServers"`
 	ScopesSupported      []string `json:"scopesSupported"`
 	// Required defaults to true.
@@ -205,6 +211,11 @@ func (c *Config) check() error {
 			return fmt.Errorf("%s.id: duplicate scheme id %q", p, s.ID)
 		}
 		seen[s.ID] = true
+		if s.Resource != "" {
+			if err := checkSchemeResource(s.Resource); err != nil {
+				return fmt.Errorf("%s.resource: %w", p, err)
+			}
+		}
 		for j, as := range s.AuthorizationServers {
 			if as == Embedded {
 				continue
@@ -424,6 +435,33 @@ func checkResource(r string) error {
 	return nil
 }
 
+// checkSchemeResource accepts a scheme's resource identifier: an absolute
+// https URL, or http on a loopback host (as checkFetchURL), without a
+// fragment (RFC 8707 §2).
+func checkSchemeResource(r string) error {
+	if err := checkFetchURL(r); err != nil {
+		return err
+	}
+	if u, _ := url.Parse(r); u.Fragment != "" {
+		return fmt.Errorf("%q must not have a fragment (RFC 8707 §2)", r)
+	}
+	return nil
+}
+
+// derivedResource is the resource a scheme without one of its own gets
+// when it is not schemes[0]: the host's resource with the scheme id
+// appended as a path segment (https://h/mcp → https://h/mcp/ID), so that its RFC 9728
+// document has a path-aware well-known address of its own (§3.1).
+func derivedResource(hostResource, schemeID string) string {
+	u, err := url.Parse(hostResource)
+	if err != nil { // checked by Config.check
+		return hostResource + "/" + url.PathEscape(schemeID)
+	}
+	u.RawPath = ""
+	u.Path = strings.TrimSuffix(u.Path, "/") + "/" + schemeID
+	return u.String()
+}
+
 // checkFetchURL accepts an https URL, or http on a loopback host only.
 func checkFetchURL(raw string) error {
 	u, err := url.Parse(raw)
@@ -453,17 +491,39 @@ func isLoopback(host string) bool {
 
 // Resolve fills in what depends on serve's listener: an empty resource
 // becomes origin + "/mcp", and the authorization server "embedded" becomes
-// origin (e.g. "http://127.0.0.1:7777").
+// origin (e.g. "http://127.0.0.1:7777"); then the schemes get their
+// default resources (see schemeResources).
 func (c *Config) Resolve(origin string) {
 	origin = strings.TrimSuffix(origin, "/")
 	if c.Resource == "" {
 		c.Resource = origin + "/mcp"
 	}
+	c.schemeResources()
 	for i := range c.Schemes {
 		for j, as := range c.Schemes[i].AuthorizationServers {
 			if as == Embedded {
 				c.Schemes[i].AuthorizationServers[j] = origin
 			}
+		}
+	}
+}
+
+// schemeResources gives each scheme without a resource of its own its
+// default, once the host's resource is known: the host's resource for
+// schemes[0] (so a config with one scheme is served as before, and /mcp,
+// whose tokens must name the host's resource, has a scheme), and
+// derivedResource for the others.
+func (c *Config) schemeResources() {
+	if c.Resource == "" {
+		return
+	}
+	for i := range c.Schemes {
+		switch {
+		case c.Schemes[i].Resource != "":
+		case i == 0:
+			c.Schemes[i].Resource = c.Resource
+		default:
+			c.Schemes[i].Resource = derivedResource(c.Resource, c.Schemes[i].ID)
 		}
 	}
 }
@@ -475,10 +535,23 @@ func (c *Config) checkResolved() error {
 	if err := checkResource(c.Resource); err != nil {
 		return fmt.Errorf("resource: %w", err)
 	}
-	for _, s := range c.Schemes {
+	owner := map[string]int{}
+	mcp := false
+	for i, s := range c.Schemes {
 		if slices.Contains(s.AuthorizationServers, Embedded) {
 			return fmt.Errorf("scheme %s: authorization server %q is not resolved: call Resolve first", s.ID, Embedded)
 		}
+		if s.Resource == "" {
+			return fmt.Errorf("scheme %s has no resource: call Resolve first", s.ID)
+		}
+		if j, ok := owner[s.Resource]; ok {
+			return fmt.Errorf("schemes[%d].resource: %s is already schemes[%d]'s (%s); each scheme needs a resource of its own: set a distinct one", i, s.Resource, j, c.Schemes[j].ID)
+		}
+		owner[s.Resource] = i
+		mcp = mcp || s.Resource == c.Resource
+	}
+	if !mcp {
+		return fmt.Errorf("schemes: none has the host's resource %s, which /mcp serves; leave schemes[0].resource unset or set one scheme's resource to %s", c.Resource, c.Resource)
 	}
 	return nil
 }
