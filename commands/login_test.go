@@ -341,6 +341,33 @@ func TestLogin(t *testing.T) {
 				`^  http://127\.0\.0\.1:\d+/authorize\?`, `--device logs in without a browser`, `timed out waiting for the authorization`},
 		},
 		{
+			name: "the browser opens before it is said to",
+			setup: func(t *testing.T, as *oauthfake.Server, tf *testFactory) {
+				tf.OpenURL = func(u string) error {
+					if strings.Contains(tf.errOut.String(), "Opening") {
+						t.Error("stderr said the browser was opening before the opener ran")
+					}
+					return oauthfake.FetchBrowser(u)
+				}
+			},
+			wantErr: []string{`^Opening http://127\.0\.0\.1:\d+/authorize\?\S+ in your browser\.$`, `✓ Logged in`},
+		},
+		{
+			name: "the opener fails: the warning, then the URL to open by hand",
+			args: []string{"--timeout", "100ms"},
+			setup: func(t *testing.T, as *oauthfake.Server, tf *testFactory) {
+				tf.OpenURL = func(string) error { return errors.New("cannot open a browser: no display") }
+			},
+			wantCode: ExitAuth,
+			wantErr: []string{`^warning: cannot open a browser: no display; open the URL below yourself\.\nOpen this URL in a browser to log in:\n  http://127\.0\.0\.1:\d+/authorize\?`,
+				`timed out waiting for the authorization`},
+			check: func(t *testing.T, as *oauthfake.Server, tf *testFactory) {
+				if strings.Contains(tf.errOut.String(), "Opening") {
+					t.Errorf("stderr says a browser is opening after the opener failed:\n%s", tf.errOut)
+				}
+			},
+		},
+		{
 			name: "--no-browser prints the URL",
 			args: []string{"--no-browser", "--timeout", "100ms"},
 			setup: func(t *testing.T, as *oauthfake.Server, tf *testFactory) {
