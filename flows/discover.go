@@ -201,6 +201,7 @@ func resourceMatches(resource string, target *url.URL) bool {
 }
 
 // origin is scheme://host[:port] lowercased, without a default port.
+// Not wire.Origin: that is "" for the host-less targets checkURL passes ("https://:", a fuzz seed).
 func origin(u *url.URL) string {
 	scheme, host, port := strings.ToLower(u.Scheme), strings.ToLower(u.Hostname()), u.Port()
 	if (scheme == "https" && port == "443") || (scheme == "http" && port == "80") {
