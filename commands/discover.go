@@ -7,11 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"os/signal"
 	"slices"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
@@ -68,8 +65,7 @@ Prints one block per requirement on stdout; --json prints one document:
 				return err
 			}
 			opts.IO, opts.HTTPClient = f.IO, f.HTTPClient
-			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
-			defer stop()
+			ctx := c.Context
 			return run(ctx, opts)
 		},
 	}

@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -217,8 +215,7 @@ On success one line goes to stderr; --json prints on stdout:
 			}
 			opts.GitHubClientID = os.Getenv(client.EnvGitHubClientID)
 			opts.IO, opts.Factory = f.IO, f
-			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
-			defer stop()
+			ctx := c.Context
 			return run(ctx, opts)
 		},
 	}

@@ -1,10 +1,6 @@
 package commands
 
 import (
-	"os"
-	"os/signal"
-	"syscall"
-
 	"github.com/urfave/cli/v2"
 )
 
@@ -31,8 +27,7 @@ Output as token-revoke's, --json included.`,
 				return err
 			}
 			opts.IO, opts.Client = f.IO, f.Client()
-			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
-			defer stop()
+			ctx := c.Context
 			return runRevoke(ctx, opts)
 		},
 	}

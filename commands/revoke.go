@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/urfave/cli/v2"
 
@@ -62,8 +59,7 @@ One line per credential on stderr; --json prints {"target", "credentials":
 				return err
 			}
 			opts.IO, opts.Client = f.IO, f.Client()
-			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
-			defer stop()
+			ctx := c.Context
 			return run(ctx, opts)
 		},
 	}

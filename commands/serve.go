@@ -288,8 +288,7 @@ Logs go to stderr (or --log-file), never tokens.`,
 			if f.Verbose {
 				opts.LogLevel = slog.LevelDebug
 			}
-			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
-			defer stop()
+			ctx := c.Context
 			return run(ctx, opts)
 		},
 	}

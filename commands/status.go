@@ -6,10 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -88,8 +85,7 @@ status and git status); errors and the login hint go to stderr.`,
 			if opts.Target == "" {
 				return run(c.Context, opts)
 			}
-			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
-			defer stop()
+			ctx := c.Context
 			return run(ctx, opts)
 		},
 	}

@@ -3,9 +3,6 @@ package commands
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/urfave/cli/v2"
 
@@ -47,8 +44,7 @@ usable credential, token exits 4 and prints the login command to run.`,
 				return err
 			}
 			opts.IO, opts.Client = f.IO, f.Client()
-			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
-			defer stop()
+			ctx := c.Context
 			return run(ctx, opts)
 		},
 	}
