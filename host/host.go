@@ -82,10 +82,16 @@ type Host struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
+	// accepted and refused count the HTTP face's auth decisions since the
+	// last summary line (see logSummary).
+	accepted, refused atomic.Int64
+
 	mu       sync.Mutex
 	conns    map[*session]struct{}
 	nextConn uint64
-	revoked  map[string]time.Time // jti → until when it must stay refused
+	// revoked maps a jti to when it may stop being refused; replaced, never
+	// changed, under mu, so that validations read it without a lock.
+	revoked atomic.Pointer[map[string]time.Time]
 	closed   bool                 // set by Close: no new connection is served
 	serving  sync.WaitGroup       // ServeConn calls under way
 }
@@ -119,7 +125,8 @@ func New(opts Options) (*Host, error) {
 		return nil, fmt.Errorf("cannot start the host: %w", err)
 	}
 	h := &Host{storedToken: opts.StoredToken, cfg: opts.Config, log: opts.Logger, now: opts.Now, maxMsg: opts.MaxMessageSize, version: cmp.Or(opts.Version, "dev"),
-		sessions: &agentSessions{store: opts.Store}, conns: map[*session]struct{}{}, revoked: map[string]time.Time{}}
+		sessions: &agentSessions{store: opts.Store}, conns: map[*session]struct{}{}}
+	h.revoked.Store(&map[string]time.Time{})
 	switch opts.AuthScope {
 	case "", AuthScopeConnection:
 	case AuthScopeHost:
@@ -142,7 +149,36 @@ func New(opts Options) (*Host, error) {
 	}
 	h.reqs.Store(h.build(opts.Config, nil))
 	h.ctx, h.cancel = context.WithCancel(context.Background())
+	go h.summarize(authSummaryInterval)
 	return h, nil
+}
+
+// authSummaryInterval is how often the HTTP face's auth decisions are
+// summed up in one log line (accepted ones are logged only at Debug).
+const authSummaryInterval = time.Minute
+
+// summarize logs the decision counts every interval until the host closes.
+func (h *Host) summarize(interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-h.ctx.Done():
+			return
+		case <-t.C:
+			h.logSummary(interval)
+		}
+	}
+}
+
+// logSummary logs, at Info, how many requests of the HTTP face were
+// accepted and refused since the last summary, when any were.
+func (h *Host) logSummary(interval time.Duration) {
+	a, r := h.accepted.Swap(0), h.refused.Swap(0)
+	if a == 0 && r == 0 {
+		return
+	}
+	h.log.Info("auth summary", "face", "http", "accepted", a, "refused", r, "interval", interval)
 }
 
 // build makes the schemes of cfg, keeping those of old whose
@@ -173,7 +209,9 @@ func (h *Host) build(cfg *Config, old *requirements) *requirements {
 			}
 			sc.recheck = ttl
 		}
-		sc.checker = &checker{scheme: s.ID, v: v, cache: newGrantCache(h.now, ttl)}
+		id := s.ID
+		sc.checker = &checker{scheme: s.ID, v: v, cache: newGrantCache(h.now, ttl),
+			validated: func() { h.log.Debug("token validated", "scheme", id, "validation", s.Validation.Type) }}
 		r.schemes = append(r.schemes, sc)
 		r.byID[s.ID] = sc
 	}
@@ -424,14 +462,16 @@ func (h *Host) NotifyRevoked(until time.Time, jtis ...string) {
 		}
 	}
 	h.mu.Lock()
-	for j, u := range h.revoked {
-		if now.After(u) {
-			delete(h.revoked, j)
+	revoked := map[string]time.Time{}
+	for j, u := range *h.revoked.Load() {
+		if !now.After(u) {
+			revoked[j] = u
 		}
 	}
 	for j := range set {
-		h.revoked[j] = until
+		revoked[j] = until
 	}
+	h.revoked.Store(&revoked)
 	tables := h.tables()
 	h.mu.Unlock()
 	for _, t := range tables {
@@ -457,9 +497,7 @@ func (h *Host) isRevoked(jti string) bool {
 	if jti == "" {
 		return false
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	_, ok := h.revoked[jti]
+	_, ok := (*h.revoked.Load())[jti]
 	return ok
 }
 
@@ -498,7 +536,8 @@ func (h *Host) ValidateBearer(ctx context.Context, token string) (*Grant, *wire.
 	for _, sc := range h.r().schemes {
 		g, err := h.validate(ctx, sc, token, false)
 		if err == nil {
-			h.log.Info("auth decision", "face", "http", "scheme", sc.ID, "subject", g.Subject, "outcome", "accepted")
+			h.accepted.Add(1)
+			h.log.Debug("auth decision", "face", "http", "scheme", sc.ID, "subject", g.Subject, "outcome", "accepted")
 			return g, nil, nil
 		}
 		var te *TokenError
@@ -515,6 +554,7 @@ func (h *Host) ValidateBearer(ctx context.Context, token string) (*Grant, *wire.
 		h.log.Warn("auth decision", "face", "http", "outcome", "error", "reason", failure.Error())
 		return nil, nil, failure
 	}
+	h.refused.Add(1)
 	h.log.Info("auth decision", "face", "http", "scheme", rejected.SchemeID, "outcome", "rejected", "reason", rejected.ErrorDescription)
 	return nil, rejected, nil
 }

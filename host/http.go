@@ -298,6 +298,7 @@ func isB64Token(s string) bool {
 func (f *httpFace) authenticate(ctx context.Context, token string) (*Grant, *httpRefusal) {
 	if token == "" {
 		_, ch, _ := f.h.ValidateBearer(ctx, "")
+		f.h.refused.Add(1)
 		f.h.log.Info("auth decision", "face", "http", "scheme", ch.SchemeID, "outcome", "denied", "reason", ch.Error+": "+ch.ErrorDescription)
 		return nil, &httpRefusal{status: http.StatusUnauthorized, challenge: map[string]string{"scope": ch.Scope},
 			err: f.h.authRequired([]wire.Challenge{*ch})}
