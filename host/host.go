@@ -92,8 +92,8 @@ type Host struct {
 	// revoked maps a jti to when it may stop being refused; replaced, never
 	// changed, under mu, so that validations read it without a lock.
 	revoked atomic.Pointer[map[string]time.Time]
-	closed   bool                 // set by Close: no new connection is served
-	serving  sync.WaitGroup       // ServeConn calls under way
+	closed  bool           // set by Close: no new connection is served
+	serving sync.WaitGroup // ServeConn calls under way
 }
 
 // requirements are the configured schemes in force. The resource never
