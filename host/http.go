@@ -238,10 +238,16 @@ func (f *httpFace) credentials(w http.ResponseWriter, r *http.Request) (token, s
 	}
 	// Descriptions go into WWW-Authenticate: printable ASCII only.
 	const headerOnly = "send it in the Authorization header (RFC 6750 section 2.1)"
-	if r.URL.Query().Has("access_token") {
+	// The query is parsed only when it may name access_token (an escaped
+	// name contains "_" or "%5F"), the media type only when it is not
+	// exactly application/json.
+	if q := r.URL.RawQuery; (strings.Contains(q, "_") || strings.Contains(q, "%")) && r.URL.Query().Has("access_token") {
 		return "", "", invalid("An access token in the query string is refused: " + headerOnly)
 	}
-	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	ct := r.Header.Get("Content-Type")
+	if ct != "application/json" {
+		ct, _, _ = mime.ParseMediaType(ct)
+	}
 	switch ct {
 	case "application/json":
 	case "application/x-www-form-urlencoded":
@@ -359,15 +365,30 @@ func (f *httpFace) formatChallenge(ch wire.Challenge) string {
 	return wire.FormatBearerChallenge(params)
 }
 
+// The headers of every JSON answer, assigned without canonicalising or
+// allocating their values (net/http never modifies them).
+var (
+	jsonContentType = []string{"application/json"}
+	noStore         = []string{"no-store"}
+)
+
+// writeHTTPJSON writes v as the JSON body; a *wire.Message is encoded by
+// its own encoder, in one pass.
 func writeHTTPJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
+	var b []byte
+	var err error
+	if m, ok := v.(*wire.Message); ok {
+		b, err = m.MarshalJSON()
+	} else {
+		b, err = json.Marshal(v)
+	}
 	if err != nil {
 		http.Error(w, "internal error: cannot encode the answer", http.StatusInternalServerError)
 		return
 	}
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-store")
+	h["Content-Type"] = jsonContentType
+	h["Cache-Control"] = noStore
 	w.WriteHeader(status)
 	w.Write(append(b, '\n'))
 }
