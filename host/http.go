@@ -155,7 +155,7 @@ func (f *httpFace) serveMCP(w http.ResponseWriter, r *http.Request) {
 		f.refuse(w, wire.ID{}, ref)
 		return
 	}
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, f.maxBody))
+	data, err := readBody(w, r, f.maxBody)
 	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			f.refuse(w, wire.ID{}, &httpRefusal{status: http.StatusRequestEntityTooLarge,
@@ -204,6 +204,19 @@ func (f *httpFace) serveMCP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeHTTPJSON(w, status, resp)
+}
+
+// readBody reads a request body of at most limit bytes, into a buffer of
+// its Content-Length when it declares one (net/http ends such a body
+// after Content-Length bytes).
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	body := http.MaxBytesReader(w, r.Body, limit)
+	if r.ContentLength <= 0 || r.ContentLength > limit {
+		return io.ReadAll(body)
+	}
+	buf := make([]byte, r.ContentLength)
+	_, err := io.ReadFull(body, buf)
+	return buf, err
 }
 
 // writeEventStream answers with the messages as server-sent events, the
@@ -283,6 +296,14 @@ func (f *httpFace) credentials(w http.ResponseWriter, r *http.Request) (token, s
 	return token, scheme, nil
 }
 
+// b64TokenChars are the bytes of an RFC 6750 §2.1 b64token before its "="s.
+var b64TokenChars = func() (t [256]bool) {
+	for _, c := range []byte("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~+/") {
+		t[c] = true
+	}
+	return t
+}()
+
 // isB64Token checks the RFC 6750 §2.1 b64token syntax.
 func isB64Token(s string) bool {
 	body := strings.TrimRight(s, "=")
@@ -290,8 +311,7 @@ func isB64Token(s string) bool {
 		return false
 	}
 	for i := 0; i < len(body); i++ {
-		c := body[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-._~+/", c) >= 0) {
+		if !b64TokenChars[body[i]] {
 			return false
 		}
 	}

@@ -107,7 +107,9 @@ func mcpRequestOf(r *http.Request, m *wire.Message) (mcpRequest, *httpRefusal) {
 	var params struct {
 		Meta map[string]json.RawMessage `json:"_meta"`
 	}
-	_ = json.Unmarshal(m.Params, &params) // not an object: no _meta
+	if len(m.Params) > 0 {
+		_ = json.Unmarshal(m.Params, &params) // not an object: no _meta
+	}
 	metaVersion, metaVersionOK := jsonString(params.Meta[metaProtocolVersion])
 
 	values := r.Header.Values(headerMCPProtocolVersion)

@@ -140,19 +140,36 @@ func appendString(b []byte, s string) []byte {
 
 // appendRaw appends an already encoded JSON value, compacted and
 // HTML-escaped as encoding/json writes a json.RawMessage; an invalid
-// value is an error.
+// value is an error. A value marshalled by encoding/json (every result
+// and error data of the host) is only validated and copied.
 func appendRaw(b []byte, raw json.RawMessage) ([]byte, error) {
+	if !needsRewrite(raw) {
+		if !json.Valid(raw) {
+			return nil, errors.New("json: error calling MarshalJSON for type json.RawMessage: invalid JSON")
+		}
+		return append(b, raw...), nil
+	}
 	out := bytes.NewBuffer(b) // appends to b in place
 	if err := json.Compact(out, raw); err != nil {
 		return nil, fmt.Errorf("json: error calling MarshalJSON for type json.RawMessage: %w", err)
 	}
 	added := out.Bytes()[len(b):]
-	if bytes.IndexAny(added, "<>&\u2028\u2029") < 0 {
-		return out.Bytes(), nil
-	}
 	var esc bytes.Buffer
 	json.HTMLEscape(&esc, added)
 	return append(b, esc.Bytes()...), nil
+}
+
+// needsRewrite reports whether raw may hold whitespace to compact or
+// characters encoding/json escapes for HTML (<, >, &, U+2028, U+2029,
+// whose UTF-8 starts with 0xE2).
+func needsRewrite(raw []byte) bool {
+	for _, c := range raw {
+		switch c {
+		case ' ', '\t', '\n', '\r', '<', '>', '&', 0xE2:
+			return true
+		}
+	}
+	return false
 }
 
 // IsRequest reports whether m is a request expecting a response.
