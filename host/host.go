@@ -297,6 +297,16 @@ func (c *wsConn) closeWith(code websocket.StatusCode, reason string) error {
 	return c.ws.Close(code, reason)
 }
 
+// abort ends a session's connection at once, without a closing handshake:
+// a write that overran writeTimeout, or the host shutting down.
+func (s *session) abort() {
+	if wc, ok := s.conn.(*wsConn); ok {
+		wc.ws.CloseNow()
+		return
+	}
+	s.conn.Close()
+}
+
 // Why a connection ends, besides its peer closing it.
 var (
 	errShuttingDown = errors.New("host shutting down")
@@ -331,68 +341,110 @@ func (h *Host) ServeConn(ctx context.Context, c wire.Conn) {
 	stop := context.AfterFunc(h.ctx, func() { cancel(errShuttingDown) })
 	defer stop()
 
+	// A WebSocket is read and written with a context that never ends
+	// (coder/websocket arms a timer per message for one that can), and
+	// aborted when ioCtx ends instead.
+	rwCtx := ioCtx
+	if _, ok := c.(*wsConn); ok {
+		rwCtx = context.WithoutCancel(ioCtx)
+		defer context.AfterFunc(ioCtx, s.abort)()
+	}
 	reason := "closed by peer"
 	written := make(chan struct{})
-	go s.writeLoop(ctx, ioCtx, written)
+	go s.writeLoop(ctx, rwCtx, written)
+	var closing sync.Once
+	closeConn := func() {
+		closing.Do(func() {
+			if wc, ok := c.(*wsConn); ok && errors.Is(context.Cause(ctx), errQueueFull) {
+				wc.closeWith(websocket.StatusPolicyViolation, "send queue full: the client does not read its messages")
+			} else {
+				c.Close()
+			}
+		})
+	}
+	// A session that ends (send queue full, a write failed, shutdown)
+	// closes its connection once the write under way is done, which ends
+	// the read below.
+	stopClose := context.AfterFunc(ctx, func() {
+		<-written
+		closeConn()
+	})
 	defer func() {
-		cause := context.Cause(ctx)
-		if cause == nil { // the peer closed: flush what is queued
+		if context.Cause(ctx) == nil { // the peer closed: flush what is queued
 			close(s.drain)
 			<-written
 		}
+		stopClose()
 		cancel(nil)
 		<-written
 		h.closeSession(s)
-		if wc, ok := c.(*wsConn); ok && errors.Is(cause, errQueueFull) {
-			wc.closeWith(websocket.StatusPolicyViolation, "send queue full: the client does not read its messages")
-		} else {
-			c.Close()
-		}
+		closeConn()
 		h.log.Info("connection closed", "conn", s.id, "reason", reason)
 	}()
 
-	type read struct {
-		data []byte
-		err  error
+	read := c.Read
+	if _, ok := c.(*wsConn); !ok {
+		// Only a WebSocket read ends when the connection closes; any
+		// other (stdio) is read by a goroutine the session need not wait for.
+		read = readAsync(ctx, c)
 	}
-	reads := make(chan read)
-	go func() {
-		for {
-			data, err := c.Read(ioCtx)
-			select {
-			case reads <- read{data, err}:
-			case <-ctx.Done():
-				return
-			}
-			if err != nil && !errors.Is(err, wire.ErrSkippedMessage) {
-				return
-			}
-		}
-	}()
 	for {
-		select {
-		case <-ctx.Done():
+		data, err := read(rwCtx)
+		switch {
+		case ctx.Err() != nil:
 			reason = errShuttingDown.Error()
 			if cause := context.Cause(ctx); !errors.Is(cause, context.Canceled) {
 				reason = cause.Error()
 			}
 			return
-		case r := <-reads:
+		case errors.Is(err, wire.ErrSkippedMessage):
+			h.log.Warn("message refused", "conn", s.id, "reason", err.Error())
+			s.send(ctx, wire.NewErrorResponse(wire.ID{}, wire.Errorf(wire.CodeInvalidRequest, "invalid request: %v", err)))
+		case err != nil:
 			switch {
-			case errors.Is(r.err, wire.ErrSkippedMessage):
-				h.log.Warn("message refused", "conn", s.id, "reason", r.err.Error())
-				s.send(ctx, wire.NewErrorResponse(wire.ID{}, wire.Errorf(wire.CodeInvalidRequest, "invalid request: %v", r.err)))
-			case r.err != nil:
-				switch {
-				case ioCtx.Err() != nil: // the read ended with the host
-					reason = errShuttingDown.Error()
-				case !errors.Is(r.err, io.EOF) && websocket.CloseStatus(r.err) != websocket.StatusNormalClosure:
-					reason = r.err.Error()
-				}
-				return
-			default:
-				s.handle(ctx, r.data)
+			case ioCtx.Err() != nil: // the read ended with the host
+				reason = errShuttingDown.Error()
+			case !errors.Is(err, io.EOF) && websocket.CloseStatus(err) != websocket.StatusNormalClosure:
+				reason = err.Error()
 			}
+			return
+		default:
+			s.handle(ctx, data)
+		}
+	}
+}
+
+// readAsync reads c from a goroutine of its own, for connections whose
+// Read ignores its context: the returned read returns ctx's error once ctx
+// ends, while the goroutine may stay blocked until c delivers.
+func readAsync(ctx context.Context, c wire.Conn) func(context.Context) ([]byte, error) {
+	type read struct {
+		data []byte
+		err  error
+	}
+	reads := make(chan read)
+	var once sync.Once
+	return func(ioCtx context.Context) ([]byte, error) {
+		once.Do(func() {
+			go func() {
+				for {
+					data, err := c.Read(ioCtx)
+					select {
+					case reads <- read{data, err}:
+					case <-ctx.Done():
+						return
+					}
+					if err != nil && !errors.Is(err, wire.ErrSkippedMessage) {
+						return
+					}
+				}
+			}()
+		})
+		select {
+		case r := <-reads:
+			return r.data, r.err
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
 		}
 	}
 }

@@ -86,10 +86,15 @@ func (s *session) encode(m *wire.Message) []byte {
 // It closes done on return.
 func (s *session) writeLoop(ctx, ioCtx context.Context, done chan<- struct{}) {
 	defer close(done)
+	// One timer per connection, reset for each message, aborts a write
+	// that overruns writeTimeout (no context and timer per message).
+	overrun := time.AfterFunc(writeTimeout, s.abort)
+	overrun.Stop()
 	write := func(b []byte) bool {
-		ctx, cancel := context.WithTimeout(ioCtx, writeTimeout)
-		defer cancel()
-		if err := s.conn.Write(ctx, b); err != nil {
+		overrun.Reset(writeTimeout)
+		err := s.conn.Write(ioCtx, b)
+		overrun.Stop()
+		if err != nil {
 			s.h.log.Debug("cannot write", "conn", s.id, "err", err)
 			s.stop(fmt.Errorf("cannot write: %w", err))
 			return false

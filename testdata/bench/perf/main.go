@@ -386,7 +386,7 @@ func closeAll(cs []*wsClient) {
 
 // ws compares echo round trips over WebSocket.
 func (b *bench) ws() error {
-	agent, ref, token, err := b.servers("--log-level", "warn")
+	agent, ref, token, err := b.servers()
 	if err != nil {
 		return err
 	}
@@ -453,7 +453,7 @@ func echoLoop(cs []*wsClient, d time.Duration) (int64, error) {
 
 // idle compares the memory of idle authenticated connections.
 func (b *bench) idle() error {
-	agent, ref, token, err := b.servers("--log-level", "warn")
+	agent, ref, token, err := b.servers()
 	if err != nil {
 		return err
 	}
