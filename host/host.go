@@ -316,11 +316,13 @@ var (
 // ServeConn runs one session on c until the peer closes it, ctx ends or
 // the host is closed. It closes c before returning.
 //
-// Every message to the peer goes through the connection's send queue,
-// written by a goroutine of its own: answers wait for room in the queue
-// (the connection stops reading meanwhile), pushes never wait, and a push
-// that finds the queue full closes the connection (WebSocket status 1008
-// with the reason), so that a peer that does not read stalls no one else.
+// Answers are written by the goroutine that reads the connection, after
+// any queued pushes (the connection stops reading while the peer does not
+// read); pushes never wait: they go through the connection's send queue,
+// written by a goroutine that runs only while the queue is not empty, and
+// a push that finds the queue full closes the connection (WebSocket
+// status 1008 with the reason), so that a peer that does not read stalls
+// no one else. An idle connection has one goroutine, its reader.
 func (h *Host) ServeConn(ctx context.Context, c wire.Conn) {
 	// Reads and writes end with ctx or the host, not with the session
 	// (coder/websocket closes a connection at once when either's context
@@ -332,7 +334,14 @@ func (h *Host) ServeConn(ctx context.Context, c wire.Conn) {
 	defer stopIO()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	s := h.open(c, cancel)
+	// A WebSocket is read and written with a context that never ends
+	// (coder/websocket arms a timer per message for one that can), and
+	// aborted when ioCtx ends instead.
+	rwCtx := ioCtx
+	if _, ok := c.(*wsConn); ok {
+		rwCtx = context.WithoutCancel(ioCtx)
+	}
+	s := h.open(c, cancel, rwCtx)
 	if s == nil {
 		c.Close()
 		return
@@ -340,18 +349,11 @@ func (h *Host) ServeConn(ctx context.Context, c wire.Conn) {
 	defer h.serving.Done()
 	stop := context.AfterFunc(h.ctx, func() { cancel(errShuttingDown) })
 	defer stop()
-
-	// A WebSocket is read and written with a context that never ends
-	// (coder/websocket arms a timer per message for one that can), and
-	// aborted when ioCtx ends instead.
-	rwCtx := ioCtx
-	if _, ok := c.(*wsConn); ok {
-		rwCtx = context.WithoutCancel(ioCtx)
+	if rwCtx != ioCtx {
 		defer context.AfterFunc(ioCtx, s.abort)()
 	}
+
 	reason := "closed by peer"
-	written := make(chan struct{})
-	go s.writeLoop(ctx, rwCtx, written)
 	var closing sync.Once
 	closeConn := func() {
 		closing.Do(func() {
@@ -363,20 +365,19 @@ func (h *Host) ServeConn(ctx context.Context, c wire.Conn) {
 		})
 	}
 	// A session that ends (send queue full, a write failed, shutdown)
-	// closes its connection once the write under way is done, which ends
-	// the read below.
+	// writes nothing more and closes its connection once the write under
+	// way is done, which ends the read below.
 	stopClose := context.AfterFunc(ctx, func() {
-		<-written
+		s.endWrites()
 		closeConn()
 	})
 	defer func() {
 		if context.Cause(ctx) == nil { // the peer closed: flush what is queued
-			close(s.drain)
-			<-written
+			s.flushQueue()
 		}
 		stopClose()
 		cancel(nil)
-		<-written
+		s.endWrites()
 		h.closeSession(s)
 		closeConn()
 		h.log.Info("connection closed", "conn", s.id, "reason", reason)
@@ -450,7 +451,7 @@ func readAsync(ctx context.Context, c wire.Conn) func(context.Context) ([]byte, 
 }
 
 // open registers a connection, or returns nil once the host is closed.
-func (h *Host) open(c wire.Conn, stop context.CancelCauseFunc) *session {
+func (h *Host) open(c wire.Conn, stop context.CancelCauseFunc, wctx context.Context) *session {
 	transport := "custom"
 	switch c.(type) {
 	case *wsConn, *wire.WSConn:
@@ -465,7 +466,9 @@ func (h *Host) open(c wire.Conn, stop context.CancelCauseFunc) *session {
 	}
 	h.serving.Add(1)
 	h.nextConn++
-	s := &session{h: h, id: h.nextConn, conn: c, stop: stop, out: make(chan []byte, sendQueueSize), drain: make(chan struct{})}
+	s := &session{h: h, id: h.nextConn, conn: c, stop: stop, wctx: wctx}
+	s.overrun = time.AfterFunc(writeTimeout, s.abort)
+	s.overrun.Stop()
 	if h.shared == nil {
 		s.own = &grantTable{owner: s, held: map[string]*held{}}
 	}
