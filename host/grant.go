@@ -205,6 +205,12 @@ func (c *checker) check(ctx context.Context, token string, fresh bool) (*Grant, 
 			return g, nil
 		}
 	}
+	return c.share(ctx, k, token)
+}
+
+// share runs the validation of the token with key k, or waits for the one
+// under way (a function of its own, so that a cache hit allocates nothing).
+func (c *checker) share(ctx context.Context, k [32]byte, token string) (*Grant, error) {
 	ch := c.flights.DoChan(string(k[:]), func() (any, error) {
 		return c.validate(context.WithoutCancel(ctx), k, token)
 	})

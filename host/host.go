@@ -592,7 +592,9 @@ func (h *Host) ValidateBearer(ctx context.Context, token string) (*Grant, *wire.
 		g, err := h.validate(ctx, sc, token, false)
 		if err == nil {
 			h.accepted.Add(1)
-			h.log.Debug("auth decision", "face", "http", "scheme", sc.ID, "subject", g.Subject, "outcome", "accepted")
+			if h.log.Enabled(ctx, slog.LevelDebug) { // no arguments to box otherwise
+				h.log.Debug("auth decision", "face", "http", "scheme", sc.ID, "subject", g.Subject, "outcome", "accepted")
+			}
 			return g, nil, nil
 		}
 		var te *TokenError

@@ -206,6 +206,18 @@ func ratio(what string, got, ref float64, unit string) {
 	fmt.Printf("%-34s agentauth %10.1f %-6s reference %10.1f %-6s ratio %.2f\n", what, got, unit, ref, unit, got/ref)
 }
 
+// rounds prints the medians of a figure measured in interleaved rounds,
+// and the median of the ratios round by round (robust to the machine's
+// load drifting between rounds).
+func rounds(what string, got, ref []float64, unit string) {
+	pairs := make([]float64, len(got))
+	for i := range got {
+		pairs[i] = got[i] / ref[i]
+	}
+	fmt.Printf("%-34s agentauth %10.1f %-6s reference %10.1f %-6s ratio %.2f (round by round %.2f, %.2f–%.2f)\n",
+		what, median(got), unit, median(ref), unit, median(got)/median(ref), median(pairs), slices.Min(pairs), slices.Max(pairs))
+}
+
 func median(xs []float64) float64 {
 	s := slices.Clone(xs)
 	slices.Sort(s)
@@ -246,10 +258,10 @@ func (b *bench) http() error {
 		}
 	}
 	a, r := res[agent], res[ref]
-	ratio("throughput (median)", median(a.rps), median(r.rps), "req/s")
-	ratio("p50 latency (median)", median(a.p50), median(r.p50), "ms")
-	ratio("p99 latency (median)", median(a.p99), median(r.p99), "ms")
-	ratio("server CPU per request (median)", median(a.cpu), median(r.cpu), "µs")
+	rounds("throughput (median)", a.rps, r.rps, "req/s")
+	rounds("p50 latency (median)", a.p50, r.p50, "ms")
+	rounds("p99 latency (median)", a.p99, r.p99, "ms")
+	rounds("server CPU per request (median)", a.cpu, r.cpu, "µs")
 	return nil
 }
 
@@ -420,8 +432,8 @@ func (b *bench) ws() error {
 			*side.cpu = append(*side.cpu, float64((side.p.cpu()-cpu0).Microseconds())/float64(n))
 		}
 	}
-	ratio("echo round trips (median)", median(got), median(want), "msg/s")
-	ratio("server CPU per message (median)", median(gotCPU), median(wantCPU), "µs")
+	rounds("echo round trips (median)", got, want, "msg/s")
+	rounds("server CPU per message (median)", gotCPU, wantCPU, "µs")
 	return nil
 }
 
