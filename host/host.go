@@ -280,7 +280,11 @@ func (h *Host) WebSocketHandler(connectionToken string) http.Handler {
 			h.log.Warn("websocket upgrade failed", "remote", r.RemoteAddr, "err", err)
 			return
 		}
-		h.ServeConn(h.ctx, &wsConn{WSConn: wire.NewWSConn(c, h.maxMsg), ws: c})
+		// The session runs on a goroutine of its own and the handler
+		// returns: net/http's goroutine for the connection ends, with its
+		// grown stack and the buffers it keeps after the hijack (half the
+		// memory of an idle connection).
+		go h.ServeConn(h.ctx, &wsConn{WSConn: wire.NewWSConn(c, h.maxMsg), ws: c})
 	})
 }
 
