@@ -23,8 +23,9 @@
 //	idle   -conns idle authenticated WebSocket connections: the server's
 //	       RSS growth per connection (VmRSS, Linux /proc).
 //	burst  -conns connections present one fresh token at once (HTTP, then
-//	       WebSocket authenticate): how many validations serve ran (its
-//	       debug log's "token validated" lines), the burst's wall time.
+//	       WebSocket authenticate): how many validations serve ran (the
+//	       "token validated" lines of its debug log, serve --verbose), the
+//	       burst's wall time and serve's CPU.
 package main
 
 import (
@@ -525,8 +526,6 @@ func (b *bench) burst() error {
 	}
 	// HTTP: every request on a connection of its own.
 	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"whoami"}`)
-	tr := &http.Transport{MaxIdleConnsPerHost: b.conns, DialContext: (&net.Dialer{Timeout: 30 * time.Second}).DialContext}
-	client := &http.Client{Transport: tr}
 	// Connect first, so that the burst is the authentication, not the dials.
 	conns := make([]net.Conn, b.conns)
 	for i := range conns {
@@ -557,7 +556,6 @@ func (b *bench) burst() error {
 	close(start)
 	wg.Wait()
 	wall, cpu := time.Since(t0), agent.cpu()-cpu0
-	_ = client
 	fmt.Printf("%-34s %d of %d accepted, %d signature verifications (reference: 1), wall %s, serve CPU %s\n",
 		"HTTP POST /mcp", ok.Load(), b.conns, count()-before, wall.Round(time.Millisecond), cpu)
 
