@@ -108,3 +108,18 @@ func TestValidationWaiterCanGiveUp(t *testing.T) {
 		close(v.release)
 	})
 }
+
+// A cache hit, the HTTP face's hot path, allocates nothing (the token is
+// hashed in place, the single flight is not entered).
+func TestGrantCacheHitAllocatesNothing(t *testing.T) {
+	inner := &countingValidator{grant: &Grant{Subject: "alice", Expiry: time.Now().Add(time.Hour)}}
+	c := &checker{scheme: "dev", v: inner, cache: newGrantCache(time.Now, 0)}
+	ctx := context.Background()
+	token := strings.Repeat("t", 600)
+	if _, err := c.check(ctx, token, false); err != nil {
+		t.Fatal(err)
+	}
+	if n := testing.AllocsPerRun(100, func() { c.check(ctx, token, false) }); n != 0 {
+		t.Errorf("a cache hit allocates %v times, want 0", n)
+	}
+}

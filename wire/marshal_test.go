@@ -48,3 +48,12 @@ func TestMessageMarshalMatchesEncodingJSON(t *testing.T) {
 		t.Error("invalid params marshalled without an error")
 	}
 }
+
+// The hot path asks every answer whether it is -32007: for a success (a
+// nil error) that costs no allocation.
+func TestAuthRequiredOfNilAllocatesNothing(t *testing.T) {
+	var e *Error
+	if n := testing.AllocsPerRun(100, func() { e.AuthRequired() }); n != 0 {
+		t.Errorf("(*Error)(nil).AuthRequired allocates %v times, want 0", n)
+	}
+}
