@@ -43,7 +43,9 @@ type Options struct {
 	// AuthScope is AuthScopeConnection (default) or AuthScopeHost.
 	AuthScope string
 	// Logger receives one line per connection open/close and per auth
-	// decision. Default: discard.
+	// decision, except that the HTTP face's acceptances are logged at
+	// Debug and summed up at Info once a minute (when any). Default:
+	// discard.
 	Logger *slog.Logger
 	// HTTPClient fetches metadata and keys and calls introspection.
 	HTTPClient *http.Client
