@@ -304,10 +304,11 @@ func challengeFor(rpc *wire.Error, r wire.Requirement) wire.Challenge {
 }
 
 // credentialFor picks the stored credential for requirement r: the one with
-// its scheme id or, when the host names no scheme id, its resource.
+// its scheme id or, when the host names no scheme id (a shipped AHP host,
+// whose requirements only their resources tell apart), its resource.
 func CredentialFor(creds []*store.Credential, target string, r wire.Requirement) *store.Credential {
 	// In order of preference: logged in through this target for this
-	// scheme; logged in elsewhere for the same (resource, issuer, scheme);
+	// scheme (without a scheme id: this resource); logged in elsewhere for the same (resource, issuer, scheme);
 	// logged in through the resource's HTTP face (no scheme id) for the
 	// same resource and issuer. The resource is the token's audience, so
 	// any of them is a token the host should accept.
@@ -319,7 +320,9 @@ func CredentialFor(creds []*store.Credential, target string, r wire.Requirement)
 	// reports the refusal (crossOriginError) instead of "not logged in".
 	for _, receivable := range []bool{true, false} {
 		for _, match := range []func(c *store.Credential) bool{
-			func(c *store.Credential) bool { return c.Target == target && c.SchemeID == r.SchemeID },
+			func(c *store.Credential) bool {
+				return c.Target == target && c.SchemeID == r.SchemeID && (r.SchemeID != "" || c.Resource == r.Resource)
+			},
 			func(c *store.Credential) bool { return c.SchemeID == r.SchemeID && sameAudience(c) },
 			func(c *store.Credential) bool { return c.SchemeID == "" && sameAudience(c) },
 		} {

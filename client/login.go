@@ -136,8 +136,9 @@ func checkAllowResources(info *TargetInfo, allow []string) error {
 	return nil
 }
 
-// loginRequirements picks what to log in to: --scheme, else every required
-// requirement, else (none required) every one.
+// loginRequirements picks what to log in to: --scheme (a scheme id, or the
+// resource of a requirement without one), else every required requirement,
+// else (none required) every one.
 func loginRequirements(info *TargetInfo, schemeID string) ([]*RequirementInfo, error) {
 	if len(info.Requirements) == 0 {
 		return nil, fmt.Errorf("cannot log in: %s declares no auth requirement", wire.RedactTarget(info.Target))
@@ -145,7 +146,7 @@ func loginRequirements(info *TargetInfo, schemeID string) ([]*RequirementInfo, e
 	if schemeID != "" {
 		var ids []string
 		for _, r := range info.Requirements {
-			if r.SchemeID == schemeID {
+			if r.Name() == schemeID {
 				return []*RequirementInfo{r}, nil
 			}
 			ids = append(ids, r.Name())

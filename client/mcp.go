@@ -34,6 +34,8 @@ type MCPCall struct {
 	// insufficient_scope (call --login), with Choices.
 	Login   bool
 	Choices Choices
+	// SignIn says how to follow an upstream sign-in the server asks for.
+	SignIn SignInOptions
 }
 
 // CallError is a failed step of a call: Method is the method that failed.
@@ -82,6 +84,8 @@ func (cl *Client) CallMCP(ctx context.Context, req MCPCall) (json.RawMessage, er
 	if err != nil {
 		return nil, &UsageError{Err: err}
 	}
+	sess.Capabilities = wire.URLElicitationCapabilities
+	sess.HandleRequest = c.serverRequest
 
 	var raw json.RawMessage
 	err = c.send(ctx, wire.MethodInitialize, func(ctx context.Context) error {
@@ -102,17 +106,44 @@ func (cl *Client) CallMCP(ctx context.Context, req MCPCall) (json.RawMessage, er
 		}
 	}()
 	if req.Method != wire.MethodInitialize {
-		var params any
-		if req.Params != nil {
-			params = req.Params
+		if raw, err = c.callFollowing(ctx, sess); err != nil {
+			return nil, err
 		}
-		err = c.send(ctx, req.Method, func(ctx context.Context) error {
+	}
+	return raw, nil
+}
+
+// callFollowing sends the method; when the server asks for an upstream
+// sign-in (mcpSignInAsks), it follows it and sends the method once more.
+func (c *mcpCall) callFollowing(ctx context.Context, sess *wire.HTTPSession) (json.RawMessage, error) {
+	params := c.req.Params
+	var raw json.RawMessage
+	call := func(params json.RawMessage) error {
+		var p any
+		if params != nil {
+			p = params
+		}
+		return c.send(ctx, c.req.Method, func(ctx context.Context) error {
 			raw = nil
-			return sess.Call(ctx, req.Method, params, &raw)
+			return sess.Call(ctx, c.req.Method, p, &raw)
 		})
-		if err != nil {
-			return nil, c.failure(err)
+	}
+	err := call(params)
+	if asks, retry, ok := mcpSignInAsks(err, raw, params); ok {
+		w := signInWait{Origin: httpOrigin(c.req.Target)}
+		if c.retry.Held != nil {
+			w.Token = c.retry.Held.AccessToken
 		}
+		if err := c.cl.followAll(ctx, c.req.Method, asks, c.req.SignIn, w); err != nil {
+			return nil, err
+		}
+		err = call(retry)
+		if asks, _, ok := mcpSignInAsks(err, raw, params); ok {
+			return nil, stillNeeded(c.req.Method, asks[0])
+		}
+	}
+	if err != nil {
+		return nil, c.failure(err)
 	}
 	return raw, nil
 }
@@ -280,6 +311,7 @@ func (cl *Client) AuthenticateHTTP(ctx context.Context, cs *Credentials, target 
 	res.Refreshed = refreshed
 	if res.Accepted {
 		res.accept(cur)
+		res.credential = cur
 	}
 	return res, nil
 }

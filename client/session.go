@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,6 +22,7 @@ type HostSession struct {
 	Creds []*store.Credential
 	cs    *Credentials
 	held  map[string]*store.Credential
+	cl    *Client
 }
 
 // OpenHost reads the stored credentials for target (unless noStore) and
@@ -68,7 +70,7 @@ func (cl *Client) OpenHostWith(ctx context.Context, target string, noStore bool,
 }
 
 func (cl *Client) newHostSession(ctx context.Context, target string, noStore bool) (*HostSession, error) {
-	s := &HostSession{Target: target, held: map[string]*store.Credential{}}
+	s := &HostSession{Target: target, held: map[string]*store.Credential{}, cl: cl}
 	if noStore {
 		return s, nil
 	}
@@ -326,12 +328,13 @@ func MethodState(st *wire.AuthStateResult, id string) *wire.AuthMethodState {
 	return nil
 }
 
-// PickRequirement chooses the scheme to authenticate: id, else the only
-// required scheme, else the only scheme.
+// PickRequirement chooses the scheme to authenticate: id (a scheme id, or
+// the resource of a requirement without one, as a shipped AHP host
+// declares them), else the only required scheme, else the only scheme.
 func PickRequirement(reqs []wire.Requirement, id string) (wire.Requirement, error) {
 	ids := make([]string, len(reqs))
 	for i, r := range reqs {
-		ids[i] = r.SchemeID
+		ids[i] = cmp.Or(r.SchemeID, r.Resource)
 	}
 	if id != "" {
 		if i := slices.Index(ids, id); i >= 0 {

@@ -133,6 +133,9 @@ type TargetStatusDoc struct {
 	HostStateBefore *wire.AuthStateResult `json:"hostStateBefore,omitempty"`
 	HostStateAfter  *wire.AuthStateResult `json:"hostStateAfter,omitempty"`
 	Schemes         []TargetSchemeStatus  `json:"schemes"`
+	// Upstreams are the services the server signs the user in to
+	// (issue 15), from its /auth-status; absent when it brokers none.
+	Upstreams []wire.UpstreamStatus `json:"upstreams,omitempty"`
 	// Failure is the *AuthError when a required scheme is not
 	// authenticated.
 	Failure *AuthError `json:"-"`
@@ -158,6 +161,7 @@ func (cl *Client) TargetStatus(ctx context.Context, target string, showToken boo
 	if err != nil {
 		return nil, err
 	}
+	cl.upstreamStatus(ctx, target, doc)
 	var failed []SchemeResult
 	for _, s := range doc.Schemes {
 		if s.Required && !s.Authenticated {

@@ -390,7 +390,7 @@ func TestAuthenticateJSON(t *testing.T) {
 		"schemes": []any{
 			map[string]any{"schemeId": "dev", "label": "Dev issuer", "resource": testResource, "required": true, "source": "store",
 				"accepted": true, "subject": "alice", "scopes": []any{"agent:use"}, "refreshed": true},
-			map[string]any{"schemeId": "docs", "label": "Docs", "resource": testResource, "required": false, "source": "store",
+			map[string]any{"schemeId": "docs", "label": "Docs", "resource": testResource + "/docs", "required": false, "source": "store",
 				"accepted": false, "refreshed": false, "error": "no_credential", "errorDescription": "no stored credential for " + fx.target},
 		},
 	}

@@ -39,16 +39,24 @@ type CallOptions struct {
 	Dialect          wire.Dialect
 	// Login holds --login and its flags (MCP servers over HTTP).
 	Login CallLoginOptions
+	// SignIn holds --no-wait and --wait-timeout (upstream sign-ins).
+	SignIn client.SignInOptions
+	// REST is --rest: TARGET serves plain HTTP tools.
+	REST bool
 }
 
 func newCallCommand(f *Factory) *cli.Command { return callCommand(f, runCallTarget) }
 
-// runCallTarget calls an MCP server over HTTP, or an agent host.
+// runCallTarget calls a plain HTTP tool (--rest), an MCP server over
+// HTTP, or an agent host.
 func runCallTarget(ctx context.Context, opts *CallOptions) error {
-	if client.IsHTTPTarget(opts.Target) {
-		return runCallHTTP(ctx, opts)
+	switch {
+	case opts.REST:
+		return opts.reportSignIn(runCallREST(ctx, opts))
+	case client.IsHTTPTarget(opts.Target):
+		return opts.reportSignIn(runCallHTTP(ctx, opts))
 	}
-	return runCall(ctx, opts)
+	return opts.reportSignIn(runCall(ctx, opts))
 }
 
 // callCommand builds the command; run is runCallTarget except in the flag
@@ -72,8 +80,9 @@ result (PARAMS_JSON, if given, replaces the default initialize params).
 
 A -32007 answer prints each challenge on stderr (scheme, error, description,
 scope, where to get a token) and exits 4; other JSON-RPC errors exit 1.
+--dialect acp initializes as an ACP client (clientCapabilities, clientInfo).
 
-` + callHTTPHelp,
+` + callHTTPHelp + "\n\n" + callSignInHelp,
 		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "token-stdin", Usage: "read a bearer token from stdin and authenticate with it", Destination: &opts.TokenStdin},
 			&cli.BoolFlag{Name: "set-auth-token", Usage: "hand the token over with the deprecated setAuthToken notification instead of authenticate", Destination: &opts.SetAuthToken},
@@ -81,8 +90,8 @@ scope, where to get a token) and exits 4; other JSON-RPC errors exit 1.
 			&cli.BoolFlag{Name: "watch", Usage: "after the call, print every notification as one JSON line until the connection closes or Ctrl-C", Destination: &opts.Watch},
 			&cli.IntFlag{Name: "max-notifications", Usage: "with --watch, stop after `N` notifications", Destination: &opts.MaxNotifications},
 			&cli.BoolFlag{Name: "json", Usage: "print compact JSON; on a JSON-RPC error, print the error object on stdout too", Destination: &opts.JSON},
-			&cli.StringFlag{Name: "dialect", Value: "design", Usage: "protocol dialect to initialize with: `design` (protocolVersion 1) or published (AHP 0.9)", Destination: &dialect},
-		}, callLoginFlags(&opts.Login)...),
+			&cli.StringFlag{Name: "dialect", Value: "design", Usage: "protocol dialect to initialize with: `design` (protocolVersion 1), published (AHP 0.9) or acp (Agent Client Protocol)", Destination: &dialect},
+		}, append(callLoginFlags(&opts.Login), signInFlags(opts)...)...),
 		Action: func(c *cli.Context) error {
 			if n := c.Args().Len(); n < 2 || n > 3 {
 				return usageErrorf("call expects TARGET METHOD [PARAMS_JSON]")
@@ -103,8 +112,13 @@ scope, where to get a token) and exits 4; other JSON-RPC errors exit 1.
 				opts.Dialect = wire.DialectDesign
 			case "published":
 				opts.Dialect = wire.DialectPublished
+			case "acp":
+				opts.Dialect = wire.DialectACP
 			default:
-				return usageErrorf("--dialect must be design or published, not %q", dialect)
+				return usageErrorf("--dialect must be design, published or acp, not %q", dialect)
+			}
+			if err := opts.checkSignIn(c.IsSet("wait-timeout")); err != nil {
+				return err
 			}
 			if err := opts.Login.check(c, client.IsHTTPTarget(opts.Target)); err != nil {
 				return err
@@ -201,6 +215,18 @@ func runCall(ctx context.Context, opts *CallOptions) error {
 		if retry {
 			raw = nil
 			err = sess.Client.Call(callCtx, opts.Method, p, &raw)
+		}
+		// An upstream sign-in: the wait has its own bound, the call
+		// sent again a new CallTimeout.
+		if retry, rerr = sess.FollowSignIn(ctx, opts.Method, err, opts.SignIn, token); rerr != nil {
+			return rerr
+		}
+		if retry {
+			raw = nil
+			err = withCallTimeout(ctx, func(ctx context.Context) error { return sess.Client.Call(ctx, opts.Method, p, &raw) })
+			if serr := client.StillNeedsSignIn(opts.Method, err); serr != nil {
+				return serr
+			}
 		}
 		if err != nil {
 			return opts.rpcFailure(opts.Method, err, reqs)

@@ -76,7 +76,7 @@ func (opts *CallOptions) checkHTTP() error {
 // runCallHTTP calls METHOD on an MCP server over Streamable HTTP
 // (client.Client.CallMCP) and prints the result.
 func runCallHTTP(ctx context.Context, opts *CallOptions) error {
-	req := client.MCPCall{Target: opts.Target, Method: opts.Method, Params: opts.Params, Login: opts.Login.Enabled}
+	req := client.MCPCall{Target: opts.Target, Method: opts.Method, Params: opts.Params, Login: opts.Login.Enabled, SignIn: opts.SignIn}
 	var secret string
 	var err error
 	switch {

@@ -50,7 +50,7 @@ var commandHelps = map[string]commandHelp{
 			"agentauth call http://127.0.0.1:7777/mcp tools/list --login",
 			`agentauth call ws://127.0.0.1:7777 tools/call '{"name":"whoami"}' --json`,
 		},
-		exits: []string{"1  a JSON-RPC error or a failure", "2  bad flags or arguments", "4  authentication needed (-32007, 401, 403)"},
+		exits: []string{"1  a JSON-RPC error or a failure", "2  bad flags or arguments", "4  authentication needed (-32007, 401, 403), or an upstream sign-in that did not happen"},
 	},
 	"discover": {
 		examples: []string{

@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"slices"
 	"strings"
@@ -26,6 +27,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"github.com/zalando/go-keyring"
 
+	"github.com/agentauth/agentauth/broker"
 	"github.com/agentauth/agentauth/client"
 	"github.com/agentauth/agentauth/host"
 	"github.com/agentauth/agentauth/issuer"
@@ -157,6 +159,7 @@ On one listener (default 127.0.0.1:7777):
   /, /ws                                    WebSocket upgrades
   POST /mcp                                 JSON-RPC with a bearer token per request (MCP-style)
   /.well-known/oauth-protected-resource/mcp RFC 9728 protected resource metadata
+  /.well-known/oauth-protected-resource/mcp/ID  the same for scheme ID's own resource
   /.well-known/oauth-authorization-server,  the embedded development authorization server
   /authorize, /token, /device, …            (when a scheme uses it)
 
@@ -174,9 +177,10 @@ in memory instead, to die with the process. --database postgres://… keeps
 it in PostgreSQL, shared by several serve replicas, which push each other's
 revocations (LISTEN/NOTIFY): give each the load balancer's --resource, as
 the embedded issuer is published on the resource's origin. Codes, refresh tokens and client
-secrets are stored as SHA-256 hashes; the signing keys are encrypted with
---state-key-file or --state-key-keyring when given, stored in the clear
-(file mode 0600) otherwise. A signing key signs for --key-rotation (or until
+secrets are stored as SHA-256 hashes; the signing keys (and the upstream
+tokens of the config's upstreams) are encrypted with --state-key-file or
+--state-key-keyring when given, stored in the clear (file mode 0600)
+otherwise. A signing key signs for --key-rotation (or until
 a start with --rotate-key), then stays published in the JWKS until its
 tokens have expired.
 
@@ -213,8 +217,8 @@ Logs go to stderr (or --log-file), never tokens.`,
 			&cli.StringFlag{Name: "data-dir", Usage: "keep the state (issuer, agent sessions) in an SQLite file in `DIR` (default $XDG_STATE_HOME/agentauth/serve; '' is --ephemeral)"},
 			&cli.BoolFlag{Name: "ephemeral", Usage: "keep the state in memory: it dies with the process"},
 			&cli.StringFlag{Name: "database", Usage: "keep the state in the PostgreSQL database `URL` (postgres://…), shared by serve replicas", Destination: &opts.Database},
-			&cli.StringFlag{Name: "state-key-file", Usage: "embedded issuer: encrypt the signing keys at rest with the secret in `FILE` (at least 32 random bytes, mode 0600)", Destination: &opts.StateKeyFile},
-			&cli.BoolFlag{Name: "state-key-keyring", Usage: "embedded issuer: encrypt the signing keys at rest with a secret kept in the OS keyring (created on first use)", Destination: &opts.StateKeyKeyring},
+			&cli.StringFlag{Name: "state-key-file", Usage: "encrypt the embedded issuer's signing keys and the upstream tokens at rest with the secret in `FILE` (at least 32 random bytes, mode 0600)", Destination: &opts.StateKeyFile},
+			&cli.BoolFlag{Name: "state-key-keyring", Usage: "encrypt the embedded issuer's signing keys and the upstream tokens at rest with a secret kept in the OS keyring (created on first use)", Destination: &opts.StateKeyKeyring},
 			&cli.DurationFlag{Name: "key-rotation", Value: issuer.DefaultKeyRotation, Usage: "embedded issuer: a signing key signs for `DURATION`, then the next takes over", Destination: &opts.KeyRotation},
 			&cli.BoolFlag{Name: "rotate-key", Usage: "embedded issuer: retire the current signing key now (it stays published until its tokens expire)", Destination: &opts.RotateKey},
 		},
@@ -428,12 +432,18 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 		return err
 	}
 	scopes := embeddedScopes(cfg)
-	if !embedded && len(opts.IssuerFlags) > 0 {
-		return usageErrorf("%s configure the embedded issuer, and no scheme uses it (name \"embedded\" in a scheme's authorizationServers with jwt or introspection validation)", strings.Join(opts.IssuerFlags, ", "))
+	issuerOnly := opts.IssuerFlags
+	if len(cfg.Upstreams) > 0 {
+		// The state key also seals the upstream tokens.
+		issuerOnly = slices.DeleteFunc(slices.Clone(issuerOnly), func(f string) bool { return f == "--state-key-file" || f == "--state-key-keyring" })
 	}
-	listening := !opts.Stdio || embedded
+	if !embedded && len(issuerOnly) > 0 {
+		return usageErrorf("%s configure the embedded issuer, and no scheme uses it (name \"embedded\" in a scheme's authorizationServers with jwt or introspection validation)", strings.Join(issuerOnly, ", "))
+	}
+	// The broker's /auth/start and /callback need the listener.
+	listening := !opts.Stdio || embedded || len(cfg.Upstreams) > 0
 	if !listening && opts.AddrFile != "" {
-		return usageErrorf("--addr-file applies to the listener, and with --stdio nothing listens unless a scheme uses the embedded issuer")
+		return usageErrorf("--addr-file applies to the listener, and with --stdio nothing listens unless a scheme uses the embedded issuer or the config has upstreams")
 	}
 
 	// Nothing listens with --stdio alone: an empty resource and "embedded"
@@ -467,8 +477,8 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 	}
 	defer st.Close()
 	var iss *issuer.Issuer
-	if embedded {
-		var key []byte
+	var key []byte
+	if embedded || len(cfg.Upstreams) > 0 {
 		if opts.StateKeyKeyring {
 			key, err = keyringStateKey(stateDesc, stateKeyringTimeout)
 		} else {
@@ -477,6 +487,8 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 		if err != nil {
 			return err
 		}
+	}
+	if embedded {
 		iss, err = issuer.New(issuer.Options{
 			Issuer: issuerOrigin, DefaultResource: cfg.Resource,
 			TokenTTL: opts.TokenTTL, RefreshTTL: opts.RefreshTTL, CodeTTL: opts.CodeTTL, DeviceInterval: opts.DeviceInterval,
@@ -488,8 +500,12 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 			return fmt.Errorf("cannot start the embedded issuer: %w", err)
 		}
 	}
+	brk, err := newBroker(ctx, cfg, st, key, issuerOrigin, opts.HTTPClient, logger, opts.Now)
+	if err != nil {
+		return err
+	}
 	h, err := host.New(host.Options{Config: cfg, AuthScope: opts.AuthScope, Logger: logger, HTTPClient: opts.HTTPClient,
-		Now: opts.Now, MaxMessageSize: wire.DefaultMaxMessageSize, Version: Version, Store: st, StoredToken: opts.storedToken()})
+		Now: opts.Now, MaxMessageSize: wire.DefaultMaxMessageSize, Version: Version, Store: st, StoredToken: opts.storedToken(), Broker: brk})
 	if err != nil {
 		return err
 	}
@@ -513,14 +529,14 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 	}
 
 	if opts.ConfigPath != "" {
-		stopReload := reloadOnHangup(ctx, opts, h, st, embedded, issuerOrigin, logger)
+		stopReload := reloadOnHangup(ctx, opts, h, st, embedded, issuerOrigin, cfg.Upstreams, logger)
 		defer stopReload()
 	}
 
 	var srv *http.Server
 	served := make(chan error, 1)
 	if listening {
-		mux, err := newServeMux(h, iss, opts.ConnectionToken, !opts.Stdio)
+		mux, err := newServeMux(h, iss, brk, opts.ConnectionToken, !opts.Stdio)
 		if err != nil {
 			return err
 		}
@@ -668,7 +684,7 @@ func newHTTPServer(h http.Handler, logger *slog.Logger) *http.Server {
 // published to the replicas sharing st (PostgreSQL), and each of them
 // re-reads its own --config in turn, without publishing again. It returns
 // the function that stops listening for SIGHUP.
-func reloadOnHangup(ctx context.Context, opts *ServeOptions, h *host.Host, st state.Store, embedded bool, issuerOrigin string, logger *slog.Logger) func() {
+func reloadOnHangup(ctx context.Context, opts *ServeOptions, h *host.Host, st state.Store, embedded bool, issuerOrigin string, upstreams []host.Upstream, logger *slog.Logger) func() {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	// remote holds one pending reload published by another replica: more
@@ -702,6 +718,9 @@ func reloadOnHangup(ctx context.Context, opts *ServeOptions, h *host.Host, st st
 			default:
 				cfg.Resolve(issuerOrigin)
 				err = h.Reload(cfg)
+			}
+			if err == nil && !reflect.DeepEqual(cfg.Upstreams, upstreams) {
+				logger.Warn("the upstreams changed; they take effect when serve restarts (the running ones stay in force)")
 			}
 			if err != nil {
 				logger.Error("config reload refused; the running config stays in force", "err", err)
@@ -813,8 +832,9 @@ func embeddedScopes(cfg *host.Config) []string {
 // newServeMux mounts serve's faces on one mux: the WebSocket upgrade on /
 // and /ws (unless the session is on stdio), the embedded issuer's
 // endpoints, and the host's HTTP face (RFC 9728 metadata, POST to the
-// resource's path) as the catch-all.
-func newServeMux(h *host.Host, iss *issuer.Issuer, connectionToken string, websocket bool) (*http.ServeMux, error) {
+// resource's path) as the catch-all, with the RFC 9728 documents of the
+// schemes' own resources beside it, and the broker's routes.
+func newServeMux(h *host.Host, iss *issuer.Issuer, brk *broker.Broker, connectionToken string, websocket bool) (*http.ServeMux, error) {
 	mux := http.NewServeMux()
 	if websocket {
 		ws := h.WebSocketHandler(connectionToken)
@@ -830,7 +850,20 @@ func newServeMux(h *host.Host, iss *issuer.Issuer, connectionToken string, webso
 			mux.Handle(p, iss.Handler())
 		}
 	}
-	mux.Handle("/", h.HTTPHandler())
+	if brk != nil {
+		mux.Handle("GET /auth/start", brk.Handler())
+		mux.Handle("GET /callback", brk.Handler())
+	}
+	bh := h.BrokerHandler()
+	mux.Handle("GET /auth-status", bh)
+	mux.Handle("POST /auth/logout", bh)
+	mux.Handle("POST /tools/{name}", bh)
+	face := h.HTTPHandler()
+	mux.Handle("/", face)
+	// Each scheme's own resource has its RFC 9728 document (§3.1); the
+	// bare prefix stays the face's (no redirect to the subtree).
+	mux.Handle(host.WellKnownResourceMetadata, face)
+	mux.Handle(host.WellKnownResourceMetadata+"/", h.SchemeMetadataHandler(face))
 	return mux, nil
 }
 

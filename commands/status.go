@@ -2,6 +2,7 @@ package commands
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -60,6 +62,12 @@ authenticated, 4 otherwise. --json: {"target", "kind", "dialect",
 "authenticated", "hostStateBefore", "hostStateAfter", "schemes": [a scheme of
 authenticate --json, plus "authenticated", "hostBefore", "hostAfter",
 "credential" (as above)]}.
+
+A server that signs you in to other services itself (serve "upstreams",
+issue 15) adds each one's sign-in from its /auth-status, for example
+"✓ Rally (rally1.rallydev.com): signed in, expires in 59m" or "X Rally: not
+signed in" (--json: "upstreams": [{"upstream", "label", "host",
+"authenticated", "expiresAt"}]); a server without one shows nothing more.
 
 The report is the command's output, so it goes to stdout (like gh auth
 status and git status); errors and the login hint go to stderr.`,
@@ -212,6 +220,7 @@ func runTargetStatus(ctx context.Context, opts *StatusOptions) error {
 	} else {
 		out := bufio.NewWriter(opts.IO.Out)
 		printTargetStatus(doc, out, opts.IO.OutPainter())
+		printUpstreams(doc, out, opts.IO.OutPainter(), opts.Client.Now())
 		out.Flush()
 	}
 	if doc.Failure != nil {
@@ -309,4 +318,30 @@ func writeJSONIndent(w io.Writer, v any) error {
 	}
 	_, err = fmt.Fprintln(w, string(b))
 	return err
+}
+
+// printUpstreams writes the upstream sign-ins the server holds for the
+// caller (issue 15): "✓ Rally (rally1.rallydev.com): signed in, expires in
+// 59m" or "X Rally: not signed in".
+func printUpstreams(doc *client.TargetStatusDoc, w io.Writer, p Painter, now time.Time) {
+	if len(doc.Upstreams) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "  Upstream sign-ins (kept by the server):")
+	for _, u := range doc.Upstreams {
+		name := cmp.Or(u.Label, u.Upstream)
+		if u.Host != "" {
+			name += " (" + u.Host + ")"
+		}
+		switch {
+		case !u.Authenticated:
+			fmt.Fprintf(w, "    %s %s: not signed in\n", p.Red("X"), safeText(name))
+		case u.ExpiresAt == nil:
+			fmt.Fprintf(w, "    %s %s: signed in\n", p.Green("✓"), safeText(name))
+		case !u.ExpiresAt.After(now):
+			fmt.Fprintf(w, "    %s %s: signed in, token expired (the server refreshes it when needed)\n", p.Green("✓"), safeText(name))
+		default:
+			fmt.Fprintf(w, "    %s %s: signed in, expires in %s\n", p.Green("✓"), safeText(name), client.RoughDuration(u.ExpiresAt.Sub(now)))
+		}
+	}
 }

@@ -184,8 +184,8 @@ func TestStatusTarget(t *testing.T) {
   - Host after: no token for https://agent.example/mcp
   - Stored: none
   ! docs: not logged in (optional)
-  - Host before: no token for https://agent.example/mcp
-  - Host after: no token for https://agent.example/mcp
+  - Host before: no token for https://agent.example/mcp/docs
+  - Host after: no token for https://agent.example/mcp/docs
   - Stored: none
 `,
 		stderr: "agentauth: not authenticated to {TARGET} (dev)\nTo log in, run: agentauth login --scheme dev {TARGET}\n",
@@ -202,8 +202,8 @@ func TestStatusTarget(t *testing.T) {
   - Stored: alice, agent:use, expires in 59m
   - Token: ***
   ! docs: not logged in (optional)
-  - Host before: no token for https://agent.example/mcp
-  - Host after: no token for https://agent.example/mcp
+  - Host before: no token for https://agent.example/mcp/docs
+  - Host after: no token for https://agent.example/mcp/docs
   - Stored: none
 `,
 	}, {
@@ -220,8 +220,8 @@ func TestStatusTarget(t *testing.T) {
   - Host after: authenticated as alice
   - Stored: none
   ! docs: not logged in (optional)
-  - Host before: no token for https://agent.example/mcp
-  - Host after: no token for https://agent.example/mcp
+  - Host before: no token for https://agent.example/mcp/docs
+  - Host after: no token for https://agent.example/mcp/docs
   - Stored: none
 `,
 	}}

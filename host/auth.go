@@ -249,7 +249,7 @@ func (h *Host) audience(t *grantTable, except *session) []*session {
 
 // challenge is the RFC 6750 §3.1 challenge for a scheme in a state.
 func (h *Host) challenge(sc *scheme, st schemeStatus) wire.Challenge {
-	ch := wire.Challenge{SchemeID: sc.ID, Resource: h.cfg.Resource, Scope: wire.JoinScope(sc.ScopesSupported)}
+	ch := wire.Challenge{SchemeID: sc.ID, Resource: sc.Resource, Scope: wire.JoinScope(sc.ScopesSupported)}
 	if st.state == "" {
 		ch.Error = wire.ErrInvalidRequest
 		ch.ErrorDescription = "No access token was provided"
@@ -261,10 +261,10 @@ func (h *Host) challenge(sc *scheme, st schemeStatus) wire.Challenge {
 }
 
 // metadata is a scheme as an RFC 9728 document (the published dialect's
-// protected resource).
+// protected resource), about the scheme's own resource.
 func (h *Host) metadata(sc *scheme) wire.ProtectedResourceMetadata {
 	req := sc.IsRequired()
-	return wire.ProtectedResourceMetadata{Resource: h.cfg.Resource, AuthorizationServers: sc.AuthorizationServers,
+	return wire.ProtectedResourceMetadata{Resource: sc.Resource, AuthorizationServers: sc.AuthorizationServers,
 		ScopesSupported: sc.ScopesSupported, BearerMethodsSupported: []string{"header"}, ResourceName: sc.Label,
 		SchemeID: sc.ID, Required: &req}
 }
@@ -282,12 +282,13 @@ func (h *Host) authRequired(chs []wire.Challenge) *wire.Error {
 	return wire.NewAuthRequiredError(data)
 }
 
-// gate decides whether a gated method may run: every required scheme needs
-// a live grant, and one live grant must hold the method's extra scopes
+// gate decides whether a gated method may run: every required scheme of
+// schemes (those of the face the call came by, see call) needs a
+// live grant, and one live grant must hold the method's extra scopes
 // (methodScopes). It returns the -32007 error otherwise.
-func (h *Host) gate(method string, v authView) *wire.Error {
+func (h *Host) gate(method string, v authView, schemes []*scheme) *wire.Error {
 	var chs []wire.Challenge
-	for _, sc := range h.r().schemes {
+	for _, sc := range schemes {
 		if st := v[sc.ID]; sc.IsRequired() && st.grant == nil {
 			chs = append(chs, h.challenge(sc, st))
 		}
@@ -306,13 +307,13 @@ func (h *Host) gate(method string, v authView) *wire.Error {
 	}
 	// Challenge the schemes that can grant the scopes, or else all.
 	var cands []*scheme
-	for _, sc := range h.r().schemes {
+	for _, sc := range schemes {
 		if (&Grant{Scopes: sc.ScopesSupported}).HasScopes(need) {
 			cands = append(cands, sc)
 		}
 	}
 	if len(cands) == 0 {
-		cands = h.r().schemes
+		cands = schemes
 	}
 	scope := wire.JoinScope(need)
 	for _, sc := range cands {
@@ -328,11 +329,12 @@ func (h *Host) gate(method string, v authView) *wire.Error {
 	return h.authRequired(chs)
 }
 
-// authState answers getAuthState / auth/status (seed 003): a pure query.
-func (h *Host) authState(v authView) wire.AuthStateResult {
+// authState answers getAuthState / auth/status (seed 003) for schemes: a
+// pure query.
+func (h *Host) authState(v authView, schemes []*scheme) wire.AuthStateResult {
 	res := wire.AuthStateResult{Authenticated: true, AuthMethods: []wire.AuthMethodState{}}
 	missing := 0
-	for _, sc := range h.r().schemes {
+	for _, sc := range schemes {
 		st := v[sc.ID]
 		m := wire.AuthMethodState{AuthMethodID: sc.ID, Authenticated: st.grant != nil}
 		switch {
@@ -341,7 +343,7 @@ func (h *Host) authState(v authView) wire.AuthStateResult {
 		case st.grant != nil:
 			m.Message = fmt.Sprintf("authenticated as %s until %s", st.grant.Subject, st.grant.Expiry.UTC().Format(time.RFC3339))
 		case st.state == "":
-			m.Message = "no token for " + h.cfg.Resource
+			m.Message = "no token for " + sc.Resource
 		default:
 			m.Message = strings.ToLower(st.desc[:1]) + st.desc[1:]
 		}

@@ -37,12 +37,29 @@ type Config struct {
 	Schemes  []Scheme `json:"schemes"`
 	// MethodScopes lists the extra scopes a gated method needs.
 	MethodScopes map[string][]string `json:"methodScopes"`
+	// Upstreams are the APIs serve calls as the user, signing each
+	// session in to them itself (see package broker).
+	Upstreams []Upstream `json:"upstreams"`
+	// MethodUpstreams lists the upstreams a gated method needs a sign-in to.
+	MethodUpstreams map[string][]string `json:"methodUpstreams"`
+	// StateLifetime bounds a pending upstream sign-in (default
+	// DefaultStateLifetime).
+	StateLifetime Duration `json:"stateLifetime"`
+	// RevokeOnLogout revokes a session's upstream tokens at the upstream
+	// when it logs out (default true).
+	RevokeOnLogout *bool `json:"revokeOnLogout"`
 }
 
 // Scheme is one auth requirement (PROTOCOL.md "Auth requirements").
 type Scheme struct {
-	ID                   string   `json:"id"`
-	Label                string   `json:"label"`
+	ID    string `json:"id"`
+	Label string `json:"label"`
+	// Resource is the scheme's own RFC 8707 / RFC 9728 resource
+	// identifier: the audience its tokens must carry, and what the
+	// published dialect's authenticate and auth/required name. Empty:
+	// Resolve gives schemes[0] the host's resource and every other scheme
+	// derivedResource (RESOURCE/ID).
+	Resource             string   `json:"resource"`
 	AuthorizationServers []string `json:"authorizationServers"`
 	ScopesSupported      []string `json:"scopesSupported"`
 	// Required defaults to true.
@@ -99,6 +116,49 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// DefaultStateLifetime bounds a pending upstream sign-in (seed 004: the
+// state expires after 10 minutes).
+const DefaultStateLifetime = 10 * time.Minute
+
+// PKCE settings of an upstream (RFC 7636).
+const (
+	PKCES256 = "S256"
+	PKCENone = "none"
+)
+
+// Upstream is an API serve calls as the user: serve is the OAuth client of
+// its authorization server (RFC 6749 §4.1), named by issuer (discovered at
+// start, RFC 8414 then OpenID Connect) or by explicit endpoints; with
+// both, nothing is discovered and issuer is what an iss in the
+// authorization response must be (RFC 9207).
+type Upstream struct {
+	ID                    string `json:"id"`
+	Label                 string `json:"label"`
+	Issuer                string `json:"issuer"`
+	AuthorizationEndpoint string `json:"authorizationEndpoint"`
+	TokenEndpoint         string `json:"tokenEndpoint"`
+	RevocationEndpoint    string `json:"revocationEndpoint"`
+	ClientID              string `json:"clientId"`
+	// At most one of the three secret sources; none for a public client.
+	ClientSecret     string `json:"clientSecret"`
+	ClientSecretFile string `json:"clientSecretFile"`
+	ClientSecretEnv  string `json:"clientSecretEnv"`
+	// TokenEndpointAuthMethod is client_secret_basic (default with a
+	// secret) or client_secret_post (RFC 7591 §2); none without a secret.
+	TokenEndpointAuthMethod string   `json:"tokenEndpointAuthMethod"`
+	Scopes                  []string `json:"scopes"`
+	// PKCE is "S256" (default) or "none", for an upstream that cannot.
+	PKCE string `json:"pkce"`
+	// Resource is sent as the RFC 8707 resource indicator when set.
+	Resource string `json:"resource"`
+	// API is the URL the upstream_call tool POSTs to with the user's
+	// upstream token.
+	API string `json:"api"`
+}
+
+// UsesPKCE reports whether sign-ins to the upstream use PKCE S256.
+func (u Upstream) UsesPKCE() bool { return u.PKCE != PKCENone }
+
 // allowedAlgorithms is the JWS allow-list (RFC 8725 §3.1).
 var allowedAlgorithms = []string{"ES256", "RS256", "EdDSA"}
 
@@ -151,6 +211,11 @@ func (c *Config) check() error {
 			return fmt.Errorf("%s.id: duplicate scheme id %q", p, s.ID)
 		}
 		seen[s.ID] = true
+		if s.Resource != "" {
+			if err := checkSchemeResource(s.Resource); err != nil {
+				return fmt.Errorf("%s.resource: %w", p, err)
+			}
+		}
 		for j, as := range s.AuthorizationServers {
 			if as == Embedded {
 				continue
@@ -164,6 +229,26 @@ func (c *Config) check() error {
 		}
 		if err := s.Validation.check(p+".validation", s); err != nil {
 			return err
+		}
+	}
+	upstreams := map[string]bool{}
+	for i, u := range c.Upstreams {
+		if err := u.check(fmt.Sprintf("upstreams[%d]", i)); err != nil {
+			return err
+		}
+		if upstreams[u.ID] {
+			return fmt.Errorf("upstreams[%d].id: duplicate upstream id %q", i, u.ID)
+		}
+		upstreams[u.ID] = true
+	}
+	for method, ids := range c.MethodUpstreams {
+		if !slices.Contains(gatedMethods, method) {
+			return fmt.Errorf("methodUpstreams.%s: not a gated method (%s)", method, strings.Join(gatedMethods, ", "))
+		}
+		for i, id := range ids {
+			if !upstreams[id] {
+				return fmt.Errorf("methodUpstreams.%s[%d]: no upstream has the id %q (add it to upstreams)", method, i, id)
+			}
 		}
 	}
 	for method, scopes := range c.MethodScopes {
@@ -257,6 +342,79 @@ func (v Validation) check(p string, s Scheme) error {
 	return nil
 }
 
+func (u Upstream) check(p string) error {
+	if u.ID == "" {
+		return fmt.Errorf("%s.id: missing", p)
+	}
+	if !isUpstreamID(u.ID) {
+		return fmt.Errorf("%s.id: %q must be letters, digits, '-' and '_' only", p, u.ID)
+	}
+	if u.ClientID == "" {
+		return fmt.Errorf("%s.clientId: missing (the client id the upstream registered serve under)", p)
+	}
+	switch {
+	case (u.AuthorizationEndpoint == "") != (u.TokenEndpoint == ""):
+		return fmt.Errorf("%s: give both authorizationEndpoint and tokenEndpoint, or neither and issuer (discovered with RFC 8414)", p)
+	case u.Issuer == "" && u.AuthorizationEndpoint == "":
+		return fmt.Errorf("%s: needs issuer (discovered with RFC 8414) or both authorizationEndpoint and tokenEndpoint", p)
+	}
+	for _, e := range []struct{ key, url string }{
+		{"issuer", u.Issuer}, {"authorizationEndpoint", u.AuthorizationEndpoint}, {"tokenEndpoint", u.TokenEndpoint},
+		{"revocationEndpoint", u.RevocationEndpoint}, {"api", u.API},
+	} {
+		if e.url != "" {
+			if err := checkFetchURL(e.url); err != nil {
+				return fmt.Errorf("%s.%s: %w", p, e.key, err)
+			}
+		}
+	}
+	if u.Resource != "" {
+		if err := checkResource(u.Resource); err != nil {
+			return fmt.Errorf("%s.resource: %w", p, err)
+		}
+	}
+	sources := 0
+	for _, s := range []string{u.ClientSecret, u.ClientSecretFile, u.ClientSecretEnv} {
+		if s != "" {
+			sources++
+		}
+	}
+	if sources > 1 {
+		return fmt.Errorf("%s.clientSecret: give one of clientSecret, clientSecretFile and clientSecretEnv", p)
+	}
+	switch u.TokenEndpointAuthMethod {
+	case "":
+	case "client_secret_basic", "client_secret_post":
+		if sources == 0 {
+			return fmt.Errorf("%s.tokenEndpointAuthMethod: %s needs a secret: set clientSecret, clientSecretFile or clientSecretEnv", p, u.TokenEndpointAuthMethod)
+		}
+	case "none":
+		if sources > 0 {
+			return fmt.Errorf("%s.tokenEndpointAuthMethod: none sends no secret: remove the client secret or use client_secret_basic", p)
+		}
+	default:
+		return fmt.Errorf("%s.tokenEndpointAuthMethod: %q is not supported (client_secret_basic, client_secret_post or none)", p, u.TokenEndpointAuthMethod)
+	}
+	switch u.PKCE {
+	case "", PKCES256, PKCENone:
+	default:
+		return fmt.Errorf("%s.pkce: %q is not supported (S256, or none for an upstream that cannot do PKCE)", p, u.PKCE)
+	}
+	if u.PKCE == PKCENone && sources == 0 {
+		return fmt.Errorf("%s.pkce: none needs a client secret: a public client without PKCE is refused (RFC 9700 §2.1.1)", p)
+	}
+	return checkScopes(p+".scopes", u.Scopes)
+}
+
+func isUpstreamID(s string) bool {
+	for _, r := range s {
+		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return len(s) <= 64
+}
+
 func checkScopes(p string, scopes []string) error {
 	for i, s := range scopes {
 		if s == "" || strings.ContainsAny(s, " \t\"\\") {
@@ -275,6 +433,33 @@ func checkResource(r string) error {
 		return fmt.Errorf("%q must not have a fragment (RFC 8707 §2)", r)
 	}
 	return nil
+}
+
+// checkSchemeResource accepts a scheme's resource identifier: an absolute
+// https URL, or http on a loopback host (as checkFetchURL), without a
+// fragment (RFC 8707 §2).
+func checkSchemeResource(r string) error {
+	if err := checkFetchURL(r); err != nil {
+		return err
+	}
+	if u, _ := url.Parse(r); u.Fragment != "" {
+		return fmt.Errorf("%q must not have a fragment (RFC 8707 §2)", r)
+	}
+	return nil
+}
+
+// derivedResource is the resource a scheme without one of its own gets
+// when it is not schemes[0]: the host's resource with the scheme id
+// appended as a path segment (https://h/mcp → https://h/mcp/ID), so that its RFC 9728
+// document has a path-aware well-known address of its own (§3.1).
+func derivedResource(hostResource, schemeID string) string {
+	u, err := url.Parse(hostResource)
+	if err != nil { // checked by Config.check
+		return hostResource + "/" + url.PathEscape(schemeID)
+	}
+	u.RawPath = ""
+	u.Path = strings.TrimSuffix(u.Path, "/") + "/" + schemeID
+	return u.String()
 }
 
 // checkFetchURL accepts an https URL, or http on a loopback host only.
@@ -306,17 +491,39 @@ func isLoopback(host string) bool {
 
 // Resolve fills in what depends on serve's listener: an empty resource
 // becomes origin + "/mcp", and the authorization server "embedded" becomes
-// origin (e.g. "http://127.0.0.1:7777").
+// origin (e.g. "http://127.0.0.1:7777"); then the schemes get their
+// default resources (see schemeResources).
 func (c *Config) Resolve(origin string) {
 	origin = strings.TrimSuffix(origin, "/")
 	if c.Resource == "" {
 		c.Resource = origin + "/mcp"
 	}
+	c.schemeResources()
 	for i := range c.Schemes {
 		for j, as := range c.Schemes[i].AuthorizationServers {
 			if as == Embedded {
 				c.Schemes[i].AuthorizationServers[j] = origin
 			}
+		}
+	}
+}
+
+// schemeResources gives each scheme without a resource of its own its
+// default, once the host's resource is known: the host's resource for
+// schemes[0] (so a config with one scheme is served as before, and /mcp,
+// whose tokens must name the host's resource, has a scheme), and
+// derivedResource for the others.
+func (c *Config) schemeResources() {
+	if c.Resource == "" {
+		return
+	}
+	for i := range c.Schemes {
+		switch {
+		case c.Schemes[i].Resource != "":
+		case i == 0:
+			c.Schemes[i].Resource = c.Resource
+		default:
+			c.Schemes[i].Resource = derivedResource(c.Resource, c.Schemes[i].ID)
 		}
 	}
 }
@@ -328,10 +535,23 @@ func (c *Config) checkResolved() error {
 	if err := checkResource(c.Resource); err != nil {
 		return fmt.Errorf("resource: %w", err)
 	}
-	for _, s := range c.Schemes {
+	owner := map[string]int{}
+	mcp := false
+	for i, s := range c.Schemes {
 		if slices.Contains(s.AuthorizationServers, Embedded) {
 			return fmt.Errorf("scheme %s: authorization server %q is not resolved: call Resolve first", s.ID, Embedded)
 		}
+		if s.Resource == "" {
+			return fmt.Errorf("scheme %s has no resource: call Resolve first", s.ID)
+		}
+		if j, ok := owner[s.Resource]; ok {
+			return fmt.Errorf("schemes[%d].resource: %s is already schemes[%d]'s (%s); each scheme needs a resource of its own: set a distinct one", i, s.Resource, j, c.Schemes[j].ID)
+		}
+		owner[s.Resource] = i
+		mcp = mcp || s.Resource == c.Resource
+	}
+	if !mcp {
+		return fmt.Errorf("schemes: none has the host's resource %s, which /mcp serves; leave schemes[0].resource unset or set one scheme's resource to %s", c.Resource, c.Resource)
 	}
 	return nil
 }

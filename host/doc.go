@@ -42,7 +42,13 @@
 // itself is kept only in memory while a connection (or the host) holds it,
 // and never appears in logs, errors or results.
 //
-// host imports wire and state (for its Store) and no other agentauth
-// package; it knows nothing of flags, colour or exit codes (that is
-// commands).
+// With Options.Broker, the host also calls upstream APIs as the user
+// (broker.go): the upstream_call tool and the gated methods named in
+// methodUpstreams ask the client, each protocol its own way, to send the
+// user to a sign-in page, and BrokerHandler serves /auth-status,
+// /auth/logout and the plain HTTP face POST /tools/{name}.
+//
+// host imports wire, state (for its Store) and broker, and no other
+// agentauth package; it knows nothing of flags, colour or exit codes
+// (that is commands).
 package host

@@ -17,6 +17,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/agentauth/agentauth/broker"
 	"github.com/agentauth/agentauth/state"
 	"github.com/agentauth/agentauth/wire"
 )
@@ -64,6 +65,9 @@ type Options struct {
 	// agent signs itself in: ACP authenticate {methodId} without a
 	// token); its error says what is missing (the login to run).
 	StoredToken func(ctx context.Context, schemeID, resource string, authorizationServers []string) (string, error)
+	// Broker, when set, signs sessions in to the config's upstreams (see
+	// broker.go).
+	Broker *broker.Broker
 }
 
 // Host serves the protocol on any number of connections.
@@ -80,6 +84,7 @@ type Host struct {
 	sessions *agentSessions
 	// storedToken is Options.StoredToken.
 	storedToken func(ctx context.Context, schemeID, resource string, authorizationServers []string) (string, error)
+	broker      *broker.Broker
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -104,6 +109,10 @@ type requirements struct {
 	cfg     *Config
 	schemes []*scheme
 	byID    map[string]*scheme
+	// mcp are the schemes whose resource is the host's: the ones the HTTP
+	// face (/mcp) accepts, since an MCP server's tokens must name it as
+	// their audience (MCP "Authorization", Token Audience Binding).
+	mcp []*scheme
 }
 
 // r returns the requirements in force.
@@ -123,6 +132,7 @@ func New(opts Options) (*Host, error) {
 	if opts.Config == nil {
 		return nil, errors.New("cannot start the host: no config")
 	}
+	opts.Config.schemeResources()
 	if err := opts.Config.checkResolved(); err != nil {
 		return nil, fmt.Errorf("cannot start the host: %w", err)
 	}
@@ -150,6 +160,7 @@ func New(opts Options) (*Host, error) {
 		h.client = &http.Client{Timeout: fetchTimeout}
 	}
 	h.reqs.Store(h.build(opts.Config, nil))
+	h.useBroker(opts.Broker)
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	go h.summarize(authSummaryInterval)
 	return h, nil
@@ -190,8 +201,7 @@ func (h *Host) build(cfg *Config, old *requirements) *requirements {
 	for _, s := range cfg.Schemes {
 		if old != nil {
 			if o := old.byID[s.ID]; o != nil && reflect.DeepEqual(o.Scheme, s) {
-				r.schemes = append(r.schemes, o)
-				r.byID[s.ID] = o
+				r.add(o)
 				continue
 			}
 		}
@@ -202,9 +212,9 @@ func (h *Host) build(cfg *Config, old *requirements) *requirements {
 		case ValidationStatic:
 			v = newStaticValidator(s, h.now)
 		case ValidationJWT:
-			v = newJWTValidator(s, cfg.Resource, h.client, h.now)
+			v = newJWTValidator(s, s.Resource, h.client, h.now)
 		case ValidationIntrospection:
-			v = newIntrospectionValidator(s, cfg.Resource, h.client, h.now)
+			v = newIntrospectionValidator(s, s.Resource, h.client, h.now)
 			ttl = time.Duration(s.Validation.CacheTTL)
 			if ttl == 0 {
 				ttl = DefaultCacheTTL
@@ -214,21 +224,41 @@ func (h *Host) build(cfg *Config, old *requirements) *requirements {
 		id := s.ID
 		sc.checker = &checker{scheme: s.ID, v: v, cache: newGrantCache(h.now, ttl),
 			validated: func() { h.log.Debug("token validated", "scheme", id, "validation", s.Validation.Type) }}
-		r.schemes = append(r.schemes, sc)
-		r.byID[s.ID] = sc
+		r.add(sc)
 	}
 	return r
 }
 
-// Resource is the resource identifier every token must carry as audience.
+func (r *requirements) add(sc *scheme) {
+	r.schemes = append(r.schemes, sc)
+	r.byID[sc.ID] = sc
+	if sc.Resource == r.cfg.Resource {
+		r.mcp = append(r.mcp, sc)
+	}
+}
+
+// byResource lists the schemes whose resource is resource.
+func (r *requirements) byResource(resource string) []*scheme {
+	var out []*scheme
+	for _, sc := range r.schemes {
+		if sc.Resource == resource {
+			out = append(out, sc)
+		}
+	}
+	return out
+}
+
+// Resource is the host's resource identifier: the HTTP face's (/mcp), and
+// the resource of the schemes without one of their own (Config.Resolve).
 func (h *Host) Resource() string { return h.cfg.Resource }
 
-// ProtectedResourceMetadata is the host's RFC 9728 §2 document: the
-// resource, and the union of its schemes' authorization servers and scopes.
+// ProtectedResourceMetadata is the host's RFC 9728 §2 document, the HTTP
+// face's: the host's resource, and the union of the authorization servers
+// and scopes of the schemes with that resource.
 func (h *Host) ProtectedResourceMetadata() wire.ProtectedResourceMetadata {
 	md := wire.ProtectedResourceMetadata{Resource: h.cfg.Resource, BearerMethodsSupported: []string{"header"}}
 	seen := map[string]bool{}
-	for _, sc := range h.r().schemes {
+	for _, sc := range h.r().mcp {
 		for _, as := range sc.AuthorizationServers {
 			if !seen["as "+as] {
 				seen["as "+as] = true
@@ -576,13 +606,15 @@ func (h *Host) validate(ctx context.Context, sc *scheme, token string, fresh boo
 }
 
 // ValidateBearer validates a token presented on a request of the HTTP face
-// (RFC 6750 §2.1) against each scheme in config order. It returns the grant
+// (RFC 6750 §2.1) against each scheme with the host's resource (the token
+// audience an MCP server accepts) in config order. It returns the grant
 // of the first scheme that accepts it; or, when none does, the challenge to
 // send (invalid_request without a token, invalid_token otherwise); or an
 // error when the token could not be checked at all.
 func (h *Host) ValidateBearer(ctx context.Context, token string) (*Grant, *wire.Challenge, error) {
-	first := h.r().schemes[0]
-	for _, sc := range h.r().schemes {
+	schemes := h.r().mcp // never empty: see Config.checkResolved
+	first := schemes[0]
+	for _, sc := range schemes {
 		if sc.IsRequired() {
 			first = sc
 			break
@@ -594,7 +626,7 @@ func (h *Host) ValidateBearer(ctx context.Context, token string) (*Grant, *wire.
 	}
 	var rejected *wire.Challenge
 	var failure error
-	for _, sc := range h.r().schemes {
+	for _, sc := range schemes {
 		g, err := h.validate(ctx, sc, token, false)
 		if err == nil {
 			h.accepted.Add(1)

@@ -224,7 +224,7 @@ func TestChallengeSelection(t *testing.T) {
 	got := challenges(t, c.Call(ctx, wire.MethodWhoami, nil, nil))
 	want := []wire.Challenge{
 		{SchemeID: "a", Resource: "http://127.0.0.1:7777/mcp", Error: wire.ErrInvalidRequest, ErrorDescription: "No access token was provided", Scope: "a:use"},
-		{SchemeID: "b", Resource: "http://127.0.0.1:7777/mcp", Error: wire.ErrInvalidRequest, ErrorDescription: "No access token was provided"},
+		{SchemeID: "b", Resource: "http://127.0.0.1:7777/mcp/b", Error: wire.ErrInvalidRequest, ErrorDescription: "No access token was provided"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("no token (-want +got):\n%s", diff)
@@ -247,7 +247,7 @@ func TestChallengeSelection(t *testing.T) {
 		t.Errorf("echo: %v", err)
 	}
 	got = challenges(t, c.Call(ctx, wire.MethodDisposeSession, map[string]string{"sessionId": "s1"}, nil))
-	want = []wire.Challenge{{SchemeID: "opt", Resource: "http://127.0.0.1:7777/mcp", Error: wire.ErrInvalidRequest, ErrorDescription: "No access token was provided", Scope: "agent:admin"}}
+	want = []wire.Challenge{{SchemeID: "opt", Resource: "http://127.0.0.1:7777/mcp/opt", Error: wire.ErrInvalidRequest, ErrorDescription: "No access token was provided", Scope: "agent:admin"}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("missing scope, scheme not authenticated (-want +got):\n%s", diff)
 	}

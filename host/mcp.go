@@ -390,6 +390,7 @@ func (f *httpFace) mcpMethod(ctx context.Context, m *wire.Message, g *Grant, req
 				tools = append(tools, t)
 			}
 		}
+		tools = append(tools, f.h.upstreamTools()...)
 		return cacheable(map[string]any{"tools": tools}, req), nil
 	case methodToolsCall:
 		return f.callTool(ctx, m, g, req)

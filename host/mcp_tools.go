@@ -85,6 +85,9 @@ func (f *httpFace) callTool(ctx context.Context, m *wire.Message, g *Grant, req 
 	if err := json.Unmarshal(m.Params, &p); err != nil {
 		return nil, wire.Errorf(wire.CodeInvalidParams, `invalid params: tools/call needs {"name": "…", "arguments": {…}}`)
 	}
+	if p.Name == toolUpstreamCall && len(f.h.upstreamTools()) > 0 {
+		return f.callUpstream(ctx, g, p.Arguments, req)
+	}
 	i := slices.IndexFunc(mcpTools, func(t mcpTool) bool { return t.Name == p.Name && (req.stateless || !t.statelessOnly) })
 	if i < 0 {
 		var names []string

@@ -197,7 +197,7 @@ func (s *session) push(sc *scheme, state string, ch *wire.Challenge) {
 		if state == stateInvalid {
 			state = wire.StateRequired
 		}
-		m, err = wire.NewNotification(wire.MethodNotifyAuthRequired, wire.NotifyAuthRequiredParams{SchemeID: sc.ID, Resource: s.h.cfg.Resource, State: state, Challenge: ch})
+		m, err = wire.NewNotification(wire.MethodNotifyAuthRequired, wire.NotifyAuthRequiredParams{SchemeID: sc.ID, Resource: sc.Resource, State: state, Challenge: ch})
 	}
 	if err == nil {
 		s.notify(m)
@@ -277,6 +277,7 @@ func (s *session) handle(ctx context.Context, data []byte) {
 	case published && slices.Contains([]string{wire.MethodCreateSession, wire.MethodListSessions, wire.MethodDisposeSession}, m.Method):
 		result, rerr = s.shippedSession(ctx, m.Method, m.Params)
 	case m.Method == wire.MethodLogout && acp:
+		h.logoutUpstreams(ctx, h.viewGrant(s.table().view(h.now())))
 		for _, sc := range h.r().schemes {
 			h.release(s.table(), sc, s)
 		}
@@ -287,7 +288,7 @@ func (s *session) handle(ctx context.Context, data []byte) {
 	case m.Method == wire.MethodSetAuthToken:
 		rerr = wire.Errorf(wire.CodeInvalidRequest, "invalid request: setAuthToken is a notification (send it without an id), and deprecated: use authenticate")
 	default:
-		result, rerr = h.call(ctx, m.Method, m.Params, s.table().view(h.now()), []any{"conn", s.id})
+		result, rerr = h.call(ctx, m.Method, m.Params, s.table().view(h.now()), h.r().schemes, []any{"conn", s.id})
 	}
 	if acp && rerr != nil && rerr.Code == wire.CodeAuthRequired {
 		e := *rerr // ACP's AuthRequired, same data
@@ -326,30 +327,35 @@ func (h *Host) Dispatch(ctx context.Context, req *wire.Message, grants ...*Grant
 	case wire.MethodAuthenticate, wire.MethodSetAuthToken:
 		rerr = wire.Errorf(wire.CodeMethodNotFound, "%s is not available here: send the token in the Authorization header (RFC 6750 §2.1)", req.Method)
 	default:
-		result, rerr = h.call(ctx, req.Method, req.Params, viewOf(grants), []any{"face", "http"})
+		result, rerr = h.call(ctx, req.Method, req.Params, viewOf(grants), h.r().mcp, []any{"face", "http"})
 	}
 	return respond(req.ID, result, rerr)
 }
 
 // call answers the methods that need no connection state beyond the auth
-// view: ping, the auth-state query and the gated methods. who says where
+// view: ping, the auth-state query and the gated methods. schemes are the
+// requirements of the face the call came by: every scheme on a connection,
+// the schemes with the host's resource on the HTTP face. who says where
 // the request came from, for the log.
-func (h *Host) call(ctx context.Context, method string, params json.RawMessage, v authView, who []any) (any, *wire.Error) {
+func (h *Host) call(ctx context.Context, method string, params json.RawMessage, v authView, schemes []*scheme, who []any) (any, *wire.Error) {
 	switch method {
 	case wire.MethodPing:
 		return struct{}{}, nil
 	case wire.MethodGetAuthState, wire.MethodAuthStatus:
-		return h.authState(v), nil
+		return h.authState(v, schemes), nil
 	}
 	if !slices.Contains(gatedMethods, method) {
 		return nil, wire.Errorf(wire.CodeMethodNotFound, "method %q not found", method)
 	}
-	if rerr := h.gate(method, v); rerr != nil {
+	if rerr := h.gate(method, v, schemes); rerr != nil {
 		d, _ := rerr.AuthRequired()
 		for _, ch := range d.Challenges {
 			h.log.Info("auth decision", append(who, "method", method, "scheme", ch.SchemeID, "subject", subjectOf(v, ch.SchemeID),
 				"outcome", "denied", "reason", ch.Error+": "+ch.ErrorDescription)...)
 		}
+		return nil, rerr
+	}
+	if rerr := h.upstreamGate(ctx, method, v); rerr != nil {
 		return nil, rerr
 	}
 	owner := h.principal(v)
@@ -511,7 +517,7 @@ func (h *Host) initialize(params json.RawMessage) (any, wire.Dialect, bool, *wir
 		if as == nil {
 			as = []string{}
 		}
-		rm.AuthSchemes = append(rm.AuthSchemes, wire.AuthScheme{Scheme: wire.SchemeBearer, ID: sc.ID, Label: sc.Label,
+		rm.AuthSchemes = append(rm.AuthSchemes, wire.AuthScheme{Scheme: wire.SchemeBearer, ID: sc.ID, Label: sc.Label, Resource: sc.Resource,
 			AuthorizationServers: as, ScopesSupported: sc.ScopesSupported, Required: sc.IsRequired()})
 		desc := "bearer token"
 		if len(as) > 0 {
@@ -525,6 +531,7 @@ func (h *Host) initialize(params json.RawMessage) (any, wire.Dialect, bool, *wir
 	if d == wire.DialectACP {
 		// ACP capabilities are objects whose presence is the flag.
 		res["agentCapabilities"] = map[string]any{"getAuthState": true, "auth": map[string]any{"logout": struct{}{}}}
+		methods = append(methods, h.acpUpstreamMethods()...)
 	}
 	res["authMethods"] = methods
 	return res, d, root, nil
@@ -623,7 +630,8 @@ func caretAdmits(r string, v semver) bool {
 }
 
 // candidates maps authenticate's params to the schemes they may name:
-// schemeId (design) or resource (published, every scheme of that resource).
+// schemeId (design) or resource (published: the scheme whose resource it
+// is, each scheme having its own).
 func (h *Host) candidates(p wire.AuthenticateParams) ([]*scheme, *wire.Error) {
 	if p.Scheme != "" && !strings.EqualFold(p.Scheme, wire.SchemeBearer) {
 		return nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: unsupported scheme %q (only bearer)", p.Scheme)
@@ -631,8 +639,15 @@ func (h *Host) candidates(p wire.AuthenticateParams) ([]*scheme, *wire.Error) {
 	if p.Channel != "" && p.Channel != wire.RootChannel {
 		return nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: unknown channel %q", p.Channel)
 	}
-	if p.Resource != "" && p.Resource != h.cfg.Resource {
-		return nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: unknown resource %q (this host is %s)", p.Resource, h.cfg.Resource)
+	var byResource []*scheme
+	if p.Resource != "" {
+		if byResource = h.r().byResource(p.Resource); len(byResource) == 0 {
+			var rs []string
+			for _, sc := range h.r().schemes {
+				rs = append(rs, sc.Resource)
+			}
+			return nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: unknown resource %q (this host's: %s)", p.Resource, strings.Join(rs, ", "))
+		}
 	}
 	if p.SchemeID == "" {
 		p.SchemeID = p.MethodID
@@ -646,12 +661,15 @@ func (h *Host) candidates(p wire.AuthenticateParams) ([]*scheme, *wire.Error) {
 			}
 			return nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: unknown schemeId %q (declared: %s)", p.SchemeID, strings.Join(ids, ", "))
 		}
+		if p.Resource != "" && p.Resource != sc.Resource {
+			return nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: scheme %s is for resource %s, not %s: send its own resource, or none", sc.ID, sc.Resource, p.Resource)
+		}
 		return []*scheme{sc}, nil
 	}
 	if p.Resource == "" {
 		return nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: authenticate needs methodId (ACP), schemeId or resource")
 	}
-	return h.r().schemes, nil
+	return byResource, nil
 }
 
 // authenticate validates a token eagerly (PROTOCOL.md "authenticate"). A
@@ -666,13 +684,16 @@ func (s *session) authenticate(ctx context.Context, params json.RawMessage) (any
 	if p.ExpiresIn != nil && *p.ExpiresIn <= 0 {
 		return nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: expiresIn must be a positive number of seconds, not %d", *p.ExpiresIn)
 	}
+	s.mu.Lock()
+	published, acp := s.dialect == wire.DialectPublished, s.dialect == wire.DialectACP
+	s.mu.Unlock()
+	if acp && isUpstreamMethod(p.MethodID) {
+		return s.authenticateUpstream(ctx, p.MethodID)
+	}
 	cands, rerr := h.candidates(p)
 	if rerr != nil {
 		return nil, rerr
 	}
-	s.mu.Lock()
-	published, acp := s.dialect == wire.DialectPublished, s.dialect == wire.DialectACP
-	s.mu.Unlock()
 	if acp {
 		return s.authenticateACP(ctx, cands[0], p)
 	}
@@ -725,9 +746,9 @@ func (s *session) authenticateACP(ctx context.Context, sc *scheme, p wire.Authen
 		return struct{}{}, nil
 	}
 	missing := fmt.Sprintf("obtain a token for %s from %s (agentauth login) and pass it in authenticate's _meta[%q]",
-		h.cfg.Resource, strings.Join(sc.AuthorizationServers, ", "), wire.ACPTokenMetaKey)
+		sc.Resource, strings.Join(sc.AuthorizationServers, ", "), wire.ACPTokenMetaKey)
 	if token == "" && h.storedToken != nil {
-		t, err := h.storedToken(ctx, sc.ID, h.cfg.Resource, sc.AuthorizationServers)
+		t, err := h.storedToken(ctx, sc.ID, sc.Resource, sc.AuthorizationServers)
 		if err != nil {
 			missing = err.Error()
 		}
@@ -980,7 +1001,10 @@ const shippedProvider = "agentauth"
 func (s *session) shippedSession(ctx context.Context, method string, params json.RawMessage) (any, *wire.Error) {
 	h := s.h
 	v := s.table().view(h.now())
-	if rerr := h.gate(method, v); rerr != nil {
+	if rerr := h.gate(method, v, h.r().schemes); rerr != nil {
+		return nil, rerr
+	}
+	if rerr := h.upstreamGate(ctx, method, v); rerr != nil {
 		return nil, rerr
 	}
 	owner := h.principal(v)

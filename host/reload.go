@@ -23,6 +23,7 @@ func (h *Host) Reload(cfg *Config) error {
 	if cfg == nil {
 		return errors.New("cannot reload: no config")
 	}
+	cfg.schemeResources()
 	if err := cfg.checkResolved(); err != nil {
 		return fmt.Errorf("cannot reload: %w", err)
 	}

@@ -78,9 +78,8 @@ func OpenPostgres(ctx context.Context, url string) (*Postgres, error) {
 		db.Close()
 		return nil, err
 	}
-	s, err := newSQLStore(ctx, db, d)
+	s, err := newSQLStore(ctx, db, d, false)
 	if err != nil {
-		db.Close()
 		return nil, err
 	}
 	b := make([]byte, 12)

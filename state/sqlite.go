@@ -65,9 +65,8 @@ func openSQLite(ctx context.Context, dir string, ms [][]string) (*SQLite, error)
 		db.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	s, err := newSQLStore(ctx, db, d)
+	s, err := newSQLStore(ctx, db, d, true)
 	if err != nil {
-		db.Close()
 		return nil, err
 	}
 	return &SQLite{sqlStore: s, path: path}, nil
@@ -89,4 +88,4 @@ func (s *SQLite) PublishConfigChanged(context.Context) error { return nil }
 func (s *SQLite) OnConfigChanged(func()) {}
 
 // Close closes the database.
-func (s *SQLite) Close() error { return s.db.Close() }
+func (s *SQLite) Close() error { return s.close() }

@@ -148,7 +148,7 @@ func TestSQLiteMigrations(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a newer binary cannot open an older database: %v", err)
 	}
-	if _, err := s.db.Exec(`INSERT INTO added_later (x) VALUES (1)`); err != nil {
+	if _, err := s.one.ExecContext(ctx, `INSERT INTO added_later (x) VALUES (1)`); err != nil {
 		t.Errorf("the newer migration did not run: %v", err)
 	}
 	s.Close()
@@ -212,6 +212,50 @@ func TestTxReadsItsWrites(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+		})
+	}
+}
+
+// TestCancelledTransaction: a request cancelled in the middle of its
+// transaction writes nothing and leaves the store usable; concurrent
+// transactions (SQLite runs them in turn on one connection) all commit.
+func TestCancelledTransaction(t *testing.T) {
+	for name, s := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			err := s.Update(ctx, func(tx Tx) error {
+				if err := tx.Put("grant", "cancelled", []byte("x"), time.Time{}); err != nil {
+					return err
+				}
+				cancel()
+				_, err := tx.Get("grant", "other")
+				return err
+			})
+			if err == nil {
+				t.Fatal("a transaction whose context was cancelled committed")
+			}
+			done := make(chan error)
+			for k := range 20 {
+				go func() {
+					done <- s.Update(context.Background(), func(tx Tx) error {
+						return tx.Put("grant", fmt.Sprint(k), []byte("v"), time.Time{})
+					})
+				}()
+			}
+			for range 20 {
+				if err := <-done; err != nil {
+					t.Fatalf("concurrent Update after a cancelled one: %v", err)
+				}
+			}
+			s.View(context.Background(), func(tx Tx) error {
+				if _, err := tx.Get("grant", "cancelled"); !errors.Is(err, ErrNotFound) {
+					t.Errorf("the cancelled transaction's write is stored: %v", err)
+				}
+				if n, err := tx.Count("grant"); n != 20 || err != nil {
+					t.Errorf("Count = %d, %v; want the 20 concurrent writes", n, err)
+				}
+				return nil
+			})
 		})
 	}
 }

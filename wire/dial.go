@@ -286,13 +286,18 @@ func SubscribeRoot(ctx context.Context, c *Client, res *InitializeResult) error 
 var ErrTokenNotAccepted = errors.New("the host did not accept the token")
 
 // Authenticate hands a bearer token for requirement r to the host in
-// dialect d: {schemeId, scheme, token} (design) or {channel, resource,
-// token} (published). A rejected token comes back as a -32007 *Error.
+// dialect d: {schemeId, scheme, token} (design), {channel, resource,
+// token} (published) or {methodId, _meta: {ACPTokenMetaKey: token}}
+// (ACP). A rejected token comes back as a -32007 *Error.
 func Authenticate(ctx context.Context, c *Client, d Dialect, r Requirement, token string) error {
 	p := AuthenticateParams{Token: token}
-	if d == DialectPublished {
+	switch d {
+	case DialectPublished:
 		p.Channel, p.Resource = RootChannel, r.Resource
-	} else {
+	case DialectACP:
+		// ACP's authenticate {methodId}, the token under _meta.
+		p = AuthenticateParams{MethodID: r.SchemeID, Meta: map[string]any{ACPTokenMetaKey: token}}
+	default:
 		p.SchemeID, p.Scheme = r.SchemeID, SchemeBearer
 	}
 	var res AuthenticateResult

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -119,9 +120,12 @@ func (p InitializeParams) Dialect() Dialect {
 // AuthScheme is one declared requirement in the design dialect's
 // resourceMetadata.authSchemes.
 type AuthScheme struct {
-	Scheme               string   `json:"scheme"`
-	ID                   string   `json:"id"`
-	Label                string   `json:"label,omitempty"`
+	Scheme string `json:"scheme"`
+	ID     string `json:"id"`
+	Label  string `json:"label,omitempty"`
+	// Resource is the scheme's own resource identifier (the audience its
+	// tokens carry); absent, the ResourceMetadata's.
+	Resource             string   `json:"resource,omitempty"`
 	AuthorizationServers []string `json:"authorizationServers"`
 	ScopesSupported      []string `json:"scopesSupported,omitempty"`
 	Required             bool     `json:"required"`
@@ -225,7 +229,7 @@ func (r *InitializeResult) Requirements() []Requirement {
 	var out []Requirement
 	if r.ResourceMetadata != nil {
 		for _, s := range r.ResourceMetadata.AuthSchemes {
-			out = append(out, Requirement{SchemeID: s.ID, Label: s.Label, Resource: r.ResourceMetadata.Resource,
+			out = append(out, Requirement{SchemeID: s.ID, Label: s.Label, Resource: cmp.Or(s.Resource, r.ResourceMetadata.Resource),
 				AuthorizationServers: s.AuthorizationServers, ScopesSupported: s.ScopesSupported, Required: s.Required})
 		}
 		return out

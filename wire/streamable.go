@@ -139,9 +139,16 @@ type HTTPSession struct {
 
 	// OnMessage, when set, receives each request or notification the
 	// server sends on a response stream before its response. Requests are
-	// answered by the session: ping with an empty result, others with
-	// -32601, since agentauth declares no client capabilities.
+	// answered by the session: ping with an empty result, others by
+	// HandleRequest, or with -32601 when it is nil.
 	OnMessage func(*Message)
+	// HandleRequest, when set, answers a request (other than ping) the
+	// server sends on a response stream (MCP 2025-11-25: elicitation/create
+	// and the like): its result, or its error.
+	HandleRequest func(ctx context.Context, m *Message) (any, *Error)
+	// Capabilities are the client capabilities declared in initialize
+	// and in MCP 2026-07-28's request _meta; nil declares none ({}).
+	Capabilities json.RawMessage
 
 	nextID          atomic.Int64
 	mu              sync.Mutex
@@ -233,7 +240,7 @@ func (s *HTTPSession) discover(ctx context.Context) (*MCPInitializeResult, error
 func (s *HTTPSession) initialize(ctx context.Context, clientName, version string) (*MCPInitializeResult, error) {
 	params := map[string]any{
 		"protocolVersion": MCPProtocolVersion,
-		"capabilities":    map[string]any{},
+		"capabilities":    s.capabilities(),
 		"clientInfo":      MCPImplementation{Name: clientName, Version: version},
 	}
 	var raw json.RawMessage
@@ -257,6 +264,14 @@ func (s *HTTPSession) initialize(ctx context.Context, clientName, version string
 	return &res, nil
 }
 
+// capabilities are the declared client capabilities, {} when none.
+func (s *HTTPSession) capabilities() json.RawMessage {
+	if s.Capabilities == nil {
+		return json.RawMessage(`{}`)
+	}
+	return s.Capabilities
+}
+
 // stateless reports whether the session speaks MCP 2026-07-28.
 func (s *HTTPSession) stateless() bool {
 	s.mu.Lock()
@@ -265,7 +280,7 @@ func (s *HTTPSession) stateless() bool {
 }
 
 // withMeta adds the MCP 2026-07-28 request _meta (protocol version, client
-// info, capabilities: agentauth declares none) to params, keeping any
+// info, Capabilities) to params, keeping any
 // _meta the caller set. Params that are not an object are left alone.
 func (s *HTTPSession) withMeta(params any) (any, error) {
 	obj := map[string]json.RawMessage{}
@@ -286,7 +301,7 @@ func (s *HTTPSession) withMeta(params any) (any, error) {
 	meta[metaProtocolVersion] = MCPStatelessVersion
 	meta[metaClientInfo] = s.clientInfo
 	s.mu.Unlock()
-	meta[metaClientCapabilities] = map[string]any{}
+	meta[metaClientCapabilities] = s.capabilities()
 	b, err := json.Marshal(meta)
 	if err != nil {
 		return nil, err
@@ -669,8 +684,20 @@ func answers(m *Message, id ID) bool {
 // answer replies to a request the server sent on a response stream.
 func (s *HTTPSession) answer(ctx context.Context, req *Message) error {
 	reply := NewErrorResponse(req.ID, Errorf(CodeMethodNotFound, "method %q not found", req.Method))
-	if req.Method == MethodPing {
+	switch {
+	case req.Method == MethodPing:
 		reply = &Message{JSONRPC: Version, ID: req.ID, Result: json.RawMessage("{}")}
+	case s.HandleRequest != nil:
+		res, rerr := s.HandleRequest(ctx, req)
+		if rerr == nil {
+			var err error
+			if reply, err = NewResult(req.ID, res); err != nil {
+				rerr = Errorf(CodeInternalError, "internal error: cannot encode the result")
+			}
+		}
+		if rerr != nil {
+			reply = NewErrorResponse(req.ID, rerr)
+		}
 	}
 	resp, err := s.post(ctx, reply, nil)
 	if err != nil {
