@@ -2,7 +2,7 @@
 # Benchmark: a cold burst of one token over CONNS connections (default
 # 1,000) at once (issue 18).
 #
-# A fresh `agentauth serve --verbose` (debug logs); CONNS HTTP connections
+# A fresh `agentauth serve --log-level debug`; CONNS HTTP connections
 # are opened first, then all POST /mcp with the same new access token at
 # once; then CONNS WebSocket connections, initialized, all authenticate
 # with another new token at once. perf counts the token validations serve

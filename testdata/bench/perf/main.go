@@ -24,7 +24,7 @@
 //	       RSS growth per connection (VmRSS, Linux /proc).
 //	burst  -conns connections present one fresh token at once (HTTP, then
 //	       WebSocket authenticate): how many validations serve ran (the
-//	       "token validated" lines of its debug log, serve --verbose), the
+//	       "token validated" lines of its debug log, --log-level debug), the
 //	       burst's wall time and serve's CPU.
 package main
 
@@ -506,7 +506,7 @@ func (b *bench) idle() error {
 // burst counts the validations of one fresh token presented by many
 // connections at once, over HTTP then over WebSocket.
 func (b *bench) burst() error {
-	agent, err := b.start("agentauth", "--verbose") // debug logs, also in releases before --log-level
+	agent, err := b.start("agentauth", "--log-level", "debug")
 	if err != nil {
 		return err
 	}
