@@ -4,10 +4,8 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
-	"os/signal"
 
 	"github.com/agentauth/agentauth/wire"
 )
@@ -33,11 +31,7 @@ func mcpAlways401Main() {
 		fmt.Fprintln(os.Stderr, "usage: mcp-always-401 -issuer URL ADDRFILE")
 		os.Exit(2)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "mcp-always-401:", err)
-		os.Exit(1)
-	}
+	ln := listenLoopback("mcp-always-401")
 	base := "http://" + ln.Addr().String()
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /.well-known/oauth-protected-resource/mcp", func(w http.ResponseWriter, r *http.Request) {
@@ -54,20 +48,5 @@ func mcpAlways401Main() {
 			"resource_metadata": base + "/.well-known/oauth-protected-resource/mcp"}))
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
 	})
-	if err := os.WriteFile(fs.Arg(0), []byte(ln.Addr().String()+"\n"), 0o600); err != nil {
-		fmt.Fprintln(os.Stderr, "mcp-always-401:", err)
-		os.Exit(1)
-	}
-	// kill -INT ends it cleanly, so that `wait` succeeds.
-	srv := &http.Server{Handler: mux}
-	go func() {
-		sig := make(chan os.Signal, 1)
-		signal.Notify(sig, os.Interrupt)
-		<-sig
-		_ = srv.Close()
-	}()
-	if err := srv.Serve(ln); err != http.ErrServerClosed {
-		fmt.Fprintln(os.Stderr, "mcp-always-401:", err)
-		os.Exit(1)
-	}
+	serveUntilInterrupt("mcp-always-401", ln, fs.Arg(0), mux)
 }

@@ -10,10 +10,8 @@ import (
 	"encoding/pem"
 	"flag"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
@@ -144,21 +142,5 @@ func fakeIdPMain() {
 		_ = json.NewEncoder(w).Encode(map[string]any{"access_token": jag, "issued_token_type": "urn:ietf:params:oauth:token-type:id-jag",
 			"token_type": "N_A", "expires_in": 300})
 	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		fail(err)
-	}
-	if err := os.WriteFile(fs.Arg(1), []byte(ln.Addr().String()+"\n"), 0o600); err != nil {
-		fail(err)
-	}
-	srv := &http.Server{Handler: mux}
-	go func() {
-		sig := make(chan os.Signal, 1)
-		signal.Notify(sig, os.Interrupt)
-		<-sig
-		_ = srv.Close()
-	}()
-	if err := srv.Serve(ln); err != http.ErrServerClosed {
-		fail(err)
-	}
+	serveUntilInterrupt("fakeidp", listenLoopback("fakeidp"), fs.Arg(1), mux)
 }

@@ -7,11 +7,9 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
 	"sync"
@@ -108,16 +106,8 @@ func fakeGitHubMain() {
 		fmt.Fprintln(os.Stderr, "fakegithub:", err)
 		os.Exit(1)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "fakegithub:", err)
-		os.Exit(1)
-	}
+	ln := listenLoopback("fakegithub")
 	g.base = "http://" + ln.Addr().String()
-	if err := os.WriteFile(*addrFile, []byte(ln.Addr().String()+"\n"), 0o600); err != nil {
-		fmt.Fprintln(os.Stderr, "fakegithub:", err)
-		os.Exit(1)
-	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /introspect", g.introspect)
 	if g.mode == "legacy" {
@@ -135,11 +125,7 @@ func fakeGitHubMain() {
 			mux.HandleFunc("GET /.well-known/oauth-authorization-server/login/oauth", g.metadata)
 		}
 	}
-	// kill -INT ends it with status 0.
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, os.Interrupt)
-	go func() { <-sig; ln.Close() }()
-	_ = http.Serve(ln, mux)
+	serveUntilInterrupt("fakegithub", ln, *addrFile, mux)
 }
 
 // logf writes one line to the request log.

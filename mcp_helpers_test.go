@@ -1,18 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -35,11 +29,7 @@ func cimdDocMain() {
 		fmt.Fprintln(os.Stderr, "usage: cimddoc ADDR_FILE CLIENT_FILE")
 		os.Exit(2)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "cimddoc:", err)
-		os.Exit(1)
-	}
+	ln := listenLoopback("cimddoc")
 	base := "http://" + ln.Addr().String()
 	doc := func(id string) []byte {
 		b, _ := json.Marshal(map[string]any{"client_id": id, "client_name": "cimddoc test client",
@@ -58,21 +48,11 @@ func cimdDocMain() {
 		w.Write(doc(base + "/client.json"))
 	})
 	client, _ := json.Marshal(map[string]string{"client_id": base + "/client.json", "token_endpoint_auth_method": "none"})
-	if err := os.WriteFile(os.Args[2], client, 0o600); err == nil {
-		err = os.WriteFile(os.Args[1], []byte(ln.Addr().String()+"\n"), 0o600)
-	}
-	if err != nil {
+	if err := os.WriteFile(os.Args[2], client, 0o600); err != nil {
 		fmt.Fprintln(os.Stderr, "cimddoc:", err)
 		os.Exit(1)
 	}
-	go func() {
-		sig := make(chan os.Signal, 1)
-		signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-		<-sig
-		os.Exit(0) // killed by the script: done
-	}()
-	fmt.Fprintln(os.Stderr, "cimddoc:", http.Serve(ln, mux))
-	os.Exit(1)
+	serveUntilInterrupt("cimddoc", ln, os.Args[1], mux)
 }
 
 // headerFlags collects repeated -H "Name: value" flags.
@@ -137,16 +117,5 @@ func mcpPost(tokenFile, method string, headers headerFlags, target, body string)
 		return err
 	}
 	defer resp.Body.Close()
-	got, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	fmt.Printf("status: %d\n", resp.StatusCode)
-	for _, h := range []string{"WWW-Authenticate", "Allow", "Content-Type"} {
-		for _, v := range resp.Header.Values(h) {
-			fmt.Printf("%s: %s\n", h, v)
-		}
-	}
-	if tok != "" && bytes.Contains(got, []byte(tok)) {
-		return errors.New("the answer echoes the token")
-	}
-	fmt.Printf("body: %s\n", bytes.TrimSpace(got))
-	return nil
+	return printAnswer(os.Stdout, resp, tok)
 }

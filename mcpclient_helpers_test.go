@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/agentauth/agentauth/internal/oauthfake"
 	"github.com/agentauth/agentauth/wire"
 )
 
@@ -75,11 +75,7 @@ func interopASMain() {
 		fmt.Fprintln(os.Stderr, "usage: interop-as [flags] -log LOGFILE ADDRFILE")
 		os.Exit(2)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "interop-as:", err)
-		os.Exit(1)
-	}
+	ln := listenLoopback("interop-as")
 	base := "http://" + ln.Addr().String()
 	var (
 		mu        sync.Mutex
@@ -92,11 +88,6 @@ func interopASMain() {
 			fmt.Fprintf(f, format+"\n", args...)
 			f.Close()
 		}
-	}
-	writeJSON := func(w http.ResponseWriter, status int, v any) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		_ = json.NewEncoder(w).Encode(v)
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /mcp", func(w http.ResponseWriter, r *http.Request) {
@@ -119,13 +110,13 @@ func interopASMain() {
 		if m.Method == "server/discover" {
 			result = map[string]any{"supportedVersions": []string{"2026-07-28"}, "capabilities": map[string]any{"tools": map[string]any{}}}
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": result})
+		oauthfake.WriteJSON(w, http.StatusOK, map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": result})
 	})
 	mux.HandleFunc("GET /.well-known/oauth-protected-resource/mcp", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, wire.ProtectedResourceMetadata{Resource: base + "/mcp", AuthorizationServers: []string{base}})
+		oauthfake.WriteJSON(w, http.StatusOK, wire.ProtectedResourceMetadata{Resource: base + "/mcp", AuthorizationServers: []string{base}})
 	})
 	mux.HandleFunc("GET /.well-known/oauth-authorization-server", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, wire.AuthServerMetadata{
+		oauthfake.WriteJSON(w, http.StatusOK, wire.AuthServerMetadata{
 			Issuer: base, AuthorizationEndpoint: base + "/authorize", TokenEndpoint: base + "/token",
 			RegistrationEndpoint: base + "/register", RevocationEndpoint: base + "/revoke",
 			GrantTypesSupported:               []string{wire.GrantAuthorizationCode, wire.GrantRefreshToken},
@@ -144,7 +135,7 @@ func interopASMain() {
 		redirects[id] = req.RedirectURIs
 		mu.Unlock()
 		logf("register redirect_uris=%s", strings.Join(req.RedirectURIs, ","))
-		writeJSON(w, http.StatusCreated, map[string]any{"client_id": id, "token_endpoint_auth_method": "none", "redirect_uris": req.RedirectURIs})
+		oauthfake.WriteJSON(w, http.StatusCreated, map[string]any{"client_id": id, "token_endpoint_auth_method": "none", "redirect_uris": req.RedirectURIs})
 	})
 	mux.HandleFunc("GET /authorize", func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
@@ -171,7 +162,7 @@ func interopASMain() {
 		at, rt := fmt.Sprintf("at-%d", n), fmt.Sprintf("rt-%d", n)
 		access[at] = true
 		mu.Unlock()
-		writeJSON(w, http.StatusOK, map[string]any{"access_token": at, "token_type": "Bearer", "expires_in": *lifetime, "refresh_token": rt})
+		oauthfake.WriteJSON(w, http.StatusOK, map[string]any{"access_token": at, "token_type": "Bearer", "expires_in": *lifetime, "refresh_token": rt})
 	})
 	mux.HandleFunc("POST /revoke", func(w http.ResponseWriter, r *http.Request) {
 		tok, hint := r.PostFormValue("token"), r.PostFormValue("token_type_hint")
@@ -180,7 +171,7 @@ func interopASMain() {
 		mu.Unlock()
 		if isAccess && *noAccessRevocation {
 			logf("revoke hint=%s answer=unsupported_token_type", hint)
-			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "unsupported_token_type"})
+			oauthfake.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": "unsupported_token_type"})
 			return
 		}
 		mu.Lock()
@@ -189,19 +180,5 @@ func interopASMain() {
 		logf("revoke hint=%s answer=200", hint)
 		w.WriteHeader(http.StatusOK)
 	})
-	if err := os.WriteFile(fs.Arg(0), []byte(ln.Addr().String()+"\n"), 0o600); err != nil {
-		fmt.Fprintln(os.Stderr, "interop-as:", err)
-		os.Exit(1)
-	}
-	srv := &http.Server{Handler: mux}
-	go func() {
-		sig := make(chan os.Signal, 1)
-		signal.Notify(sig, os.Interrupt)
-		<-sig
-		_ = srv.Close()
-	}()
-	if err := srv.Serve(ln); err != http.ErrServerClosed {
-		fmt.Fprintln(os.Stderr, "interop-as:", err)
-		os.Exit(1)
-	}
+	serveUntilInterrupt("interop-as", ln, fs.Arg(0), mux)
 }

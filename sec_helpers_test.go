@@ -2,10 +2,8 @@ package main
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"os"
-	"os/signal"
 )
 
 // The sec_* scripts' helpers (issue 9: tokens go only where they belong).
@@ -25,19 +23,10 @@ func redirectMCPMain() {
 		fmt.Fprintln(os.Stderr, "usage: redirect-mcp ADDRFILE")
 		os.Exit(2)
 	}
-	front, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "redirect-mcp:", err)
-		os.Exit(1)
-	}
-	other, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "redirect-mcp:", err)
-		os.Exit(1)
-	}
-	redirect := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	front, other := listenLoopback("redirect-mcp"), listenLoopback("redirect-mcp")
+	redirect := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "http://"+other.Addr().String()+"/mcp", http.StatusTemporaryRedirect)
-	})}
+	})
 	elsewhere := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "" {
 			fmt.Fprintln(os.Stderr, "redirect-mcp: the other origin received a token")
@@ -47,19 +36,5 @@ func redirectMCPMain() {
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
 	})}
 	go func() { _ = elsewhere.Serve(other) }()
-	if err := os.WriteFile(os.Args[1], []byte(front.Addr().String()+"\n"), 0o600); err != nil {
-		fmt.Fprintln(os.Stderr, "redirect-mcp:", err)
-		os.Exit(1)
-	}
-	go func() {
-		sig := make(chan os.Signal, 1)
-		signal.Notify(sig, os.Interrupt)
-		<-sig
-		_ = redirect.Close()
-		_ = elsewhere.Close()
-	}()
-	if err := redirect.Serve(front); err != http.ErrServerClosed {
-		fmt.Fprintln(os.Stderr, "redirect-mcp:", err)
-		os.Exit(1)
-	}
+	serveUntilInterrupt("redirect-mcp", front, os.Args[1], redirect)
 }

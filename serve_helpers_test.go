@@ -660,18 +660,7 @@ func (d *devclient) post(args []string) error {
 		return err
 	}
 	defer resp.Body.Close()
-	got, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	d.printf("status: %d", resp.StatusCode)
-	for _, h := range []string{"WWW-Authenticate", "Allow", "Content-Type"} {
-		for _, v := range resp.Header.Values(h) {
-			d.printf("%s: %s", h, v)
-		}
-	}
-	if tok != "" && bytes.Contains(got, []byte(tok)) {
-		return errors.New("the answer echoes the token")
-	}
-	d.printf("body: %s", bytes.TrimSpace(got))
-	return nil
+	return printAnswer(d.out, resp, tok)
 }
 
 // mcp runs an MCP client session over Streamable HTTP (wire.HTTPSession)

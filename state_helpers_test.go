@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"database/sql"
@@ -11,12 +10,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -276,21 +273,7 @@ func lbProxy() {
 		r.SetURL(&url.URL{Scheme: "http", Host: strings.TrimSpace(string(b))})
 		r.Out.Host = r.In.Host
 	}}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "lbproxy:", err)
-		os.Exit(1)
-	}
-	if err := os.WriteFile(*addrFile, []byte(ln.Addr().String()+"\n"), 0o600); err != nil {
-		fmt.Fprintln(os.Stderr, "lbproxy:", err)
-		os.Exit(1)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	srv := &http.Server{Handler: rp}
-	go srv.Serve(ln)
-	<-ctx.Done()
-	srv.Close()
+	serveUntilInterrupt("lbproxy", listenLoopback("lbproxy"), *addrFile, rp)
 }
 
 // schemaVersion sets the schema version recorded in the SQLite state

@@ -1,15 +1,13 @@
 package main
 
 import (
-	"encoding/json"
 	"flag"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
-	"os/signal"
 
+	"github.com/agentauth/agentauth/internal/oauthfake"
 	"github.com/agentauth/agentauth/wire"
 )
 
@@ -38,17 +36,8 @@ func tokenASMain() {
 		fmt.Fprintln(os.Stderr, "usage: token-as -reply REPLYFILE -log LOGFILE ADDRFILE")
 		os.Exit(2)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "token-as:", err)
-		os.Exit(1)
-	}
+	ln := listenLoopback("token-as")
 	base := "http://" + ln.Addr().String()
-	writeJSON := func(w http.ResponseWriter, status int, v any) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		_ = json.NewEncoder(w).Encode(v)
-	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /mcp", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("WWW-Authenticate", wire.FormatBearerChallenge(map[string]string{
@@ -56,11 +45,11 @@ func tokenASMain() {
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
 	})
 	mux.HandleFunc("GET /.well-known/oauth-protected-resource/mcp", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, wire.ProtectedResourceMetadata{Resource: base + "/mcp", AuthorizationServers: []string{base},
+		oauthfake.WriteJSON(w, http.StatusOK, wire.ProtectedResourceMetadata{Resource: base + "/mcp", AuthorizationServers: []string{base},
 			ScopesSupported: []string{"agent:use"}})
 	})
 	mux.HandleFunc("GET /.well-known/oauth-authorization-server", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, wire.AuthServerMetadata{
+		oauthfake.WriteJSON(w, http.StatusOK, wire.AuthServerMetadata{
 			Issuer: base, AuthorizationEndpoint: base + "/authorize", TokenEndpoint: base + "/token",
 			RegistrationEndpoint:              base + "/register",
 			GrantTypesSupported:               []string{wire.GrantAuthorizationCode, wire.GrantRefreshToken},
@@ -69,7 +58,7 @@ func tokenASMain() {
 		})
 	})
 	mux.HandleFunc("POST /register", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusCreated, map[string]any{"client_id": "token-as-client", "token_endpoint_auth_method": "none"})
+		oauthfake.WriteJSON(w, http.StatusCreated, map[string]any{"client_id": "token-as-client", "token_endpoint_auth_method": "none"})
 	})
 	mux.HandleFunc("GET /authorize", func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
@@ -88,19 +77,5 @@ func tokenASMain() {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(body)
 	})
-	if err := os.WriteFile(fs.Arg(0), []byte(ln.Addr().String()+"\n"), 0o600); err != nil {
-		fmt.Fprintln(os.Stderr, "token-as:", err)
-		os.Exit(1)
-	}
-	srv := &http.Server{Handler: mux}
-	go func() {
-		sig := make(chan os.Signal, 1)
-		signal.Notify(sig, os.Interrupt)
-		<-sig
-		_ = srv.Close()
-	}()
-	if err := srv.Serve(ln); err != http.ErrServerClosed {
-		fmt.Fprintln(os.Stderr, "token-as:", err)
-		os.Exit(1)
-	}
+	serveUntilInterrupt("token-as", ln, fs.Arg(0), mux)
 }

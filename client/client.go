@@ -49,8 +49,9 @@ type UI interface {
 	Warn(msg string)
 	// Say shows a line of progress.
 	Say(msg string)
-	// AuthURL shows the authorization URL of a login; opened says a
-	// browser was asked to open it, noBrowser that the user asked for none.
+	// AuthURL shows the authorization URL of a login, after any attempt to
+	// open it: opened says a browser opened it, noBrowser that none will
+	// (the user asked for none, or the opener failed and Warn said why).
 	AuthURL(url string, opened, noBrowser bool, timeout time.Duration)
 	// DeviceCode shows what the user must enter where (RFC 8628 §3.3).
 	DeviceCode(p flows.DeviceCodePrompt)

@@ -13,41 +13,10 @@ import (
 	"time"
 
 	"github.com/agentauth/agentauth/flows"
+	"github.com/agentauth/agentauth/internal/oauthfake"
 	"github.com/agentauth/agentauth/store"
 	"github.com/agentauth/agentauth/wire"
 )
-
-// seed stores a credential issued by the fake (its current refresh token),
-// expiring at expiry.
-func (f *oauthFake) seed(t *testing.T, st store.Store, expiry time.Time, mutate func(c *store.Credential)) *store.Credential {
-	t.Helper()
-	f.mu.Lock()
-	f.n++
-	f.refresh = "rt-secret-seed"
-	f.clients["pub"] = ""
-	c := &store.Credential{
-		Key:    store.Key{Resource: f.resource(), Issuer: f.srv.URL, SchemeID: "dev"},
-		Target: "ws://host.example",
-		// host.example is not the resource's origin: the user allowed it
-		// explicitly (login --allow-resource).
-		AllowedTargets: []string{"http://host.example"},
-		AccessToken:    fakeAccessToken(f.n, f.resource()),
-		RefreshToken:   f.refresh,
-		TokenType:      "Bearer",
-		Expiry:         expiry,
-		Scopes:         []string{"agent:use"},
-		Client:         store.ClientRegistration{ClientID: "pub", AuthMethod: "none", Source: "dcr"},
-		TokenEndpoint:  f.md.TokenEndpoint,
-	}
-	f.mu.Unlock()
-	if mutate != nil {
-		mutate(c)
-	}
-	if err := st.Put(context.Background(), c); err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
 
 func newSource(st store.Store) *Credentials {
 	return &Credentials{Store: st, HTTPClient: http.DefaultClient, Now: time.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
@@ -88,13 +57,13 @@ func TestUsable(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			as := newOAuthFake(t)
-			as.clients["conf"] = "s3cret"
+			as := oauthfake.New(t)
+			as.Clients["conf"] = "s3cret"
 			st := store.NewMemory()
-			key := store.Key{Resource: as.resource(), Issuer: as.srv.URL, SchemeID: "dev"}
+			key := store.Key{Resource: as.Resource(), Issuer: as.URL, SchemeID: "dev"}
 			var seeded *store.Credential
 			if !tt.noCredential {
-				seeded = as.seed(t, st, tt.expiry, tt.mutate)
+				seeded = as.Seed(t, st, tt.expiry, tt.mutate)
 			}
 			cs := newSource(st)
 			cs.Now = func() time.Time { return time.Now().Add(tt.later) }
@@ -112,7 +81,7 @@ func TestUsable(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Usable: %v", err)
 			}
-			forms := as.formsWith(wire.GrantRefreshToken)
+			forms := as.FormsWith(wire.GrantRefreshToken)
 			if len(forms) != tt.wantRefreshes {
 				t.Fatalf("%d refreshes, want %d", len(forms), tt.wantRefreshes)
 			}
@@ -122,14 +91,14 @@ func TestUsable(t *testing.T) {
 				}
 				return
 			}
-			if got := forms[0].Get("resource"); (got == as.resource()) != tt.wantResource || (!tt.wantResource && forms[0].Has("resource")) {
+			if got := forms[0].Get("resource"); (got == as.Resource()) != tt.wantResource || (!tt.wantResource && forms[0].Has("resource")) {
 				t.Errorf("refresh resource = %q, want sent: %v", got, tt.wantResource)
 			}
 			if c.AccessToken == seeded.AccessToken || c.RefreshToken == seeded.RefreshToken || c.Expiry.Before(now.Add(time.Minute)) {
 				t.Errorf("credential not refreshed and rotated: expiry %v", c.Expiry)
 			}
 			stored, _ := st.Get(context.Background(), key)
-			if stored.AccessToken != c.AccessToken || stored.RefreshToken != as.refresh || stored.Target != "ws://host.example" || stored.Subject != "alice" {
+			if stored.AccessToken != c.AccessToken || stored.RefreshToken != as.Refresh || stored.Target != "ws://host.example" || stored.Subject != "alice" {
 				t.Errorf("stored credential not updated: %+v", stored)
 			}
 		})
@@ -141,9 +110,9 @@ func TestUsable(t *testing.T) {
 // again instead of sending the user to an authorization page that can only
 // show "unknown client".
 func TestRefreshInvalidClientDropsRegistration(t *testing.T) {
-	as := newOAuthFake(t)
+	as := oauthfake.New(t)
 	cl, st, _ := newTestClient(t)
-	c := as.seed(t, st, time.Now().Add(-time.Hour), func(c *store.Credential) { c.Client.ClientID = "forgotten" })
+	c := as.Seed(t, st, time.Now().Add(-time.Hour), func(c *store.Credential) { c.Client.ClientID = "forgotten" })
 	var ae *AuthError
 	if _, err := newSource(st).Usable(context.Background(), c.Key, "ws://host.example"); !errors.As(err, &ae) {
 		t.Fatalf("Usable = %v, want an AuthError", err)
@@ -151,18 +120,18 @@ func TestRefreshInvalidClientDropsRegistration(t *testing.T) {
 	if stored, _ := st.Get(context.Background(), c.Key); !stored.Client.Rejected || stored.RefreshToken != c.RefreshToken {
 		t.Errorf("stored client %+v: want it marked rejected, the rest kept", stored.Client)
 	}
-	if _, _, err := cl.LoginTarget(context.Background(), TargetLogin{Target: as.resource()}); err != nil {
+	if _, _, err := cl.LoginTarget(context.Background(), TargetLogin{Target: as.Resource()}); err != nil {
 		t.Fatalf("login: %v", err)
 	}
-	if as.registered != 1 || as.authorizeQ[0].Get("client_id") != "dcr-1" {
-		t.Errorf("registered %d clients, authorized client %q; want a new registration", as.registered, as.authorizeQ[0].Get("client_id"))
+	if as.Registered != 1 || as.AuthorizeQuery[0].Get("client_id") != "dcr-1" {
+		t.Errorf("registered %d clients, authorized client %q; want a new registration", as.Registered, as.AuthorizeQuery[0].Get("client_id"))
 	}
 }
 
 func TestRefreshAfterRejection(t *testing.T) {
-	as := newOAuthFake(t)
+	as := oauthfake.New(t)
 	st := store.NewMemory()
-	c := as.seed(t, st, time.Now().Add(time.Hour), nil)
+	c := as.Seed(t, st, time.Now().Add(time.Hour), nil)
 	cs := newSource(st)
 
 	// The server refused c's token: one refresh.
@@ -170,14 +139,14 @@ func TestRefreshAfterRejection(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Refresh: %v", err)
 	}
-	if fresh.AccessToken == c.AccessToken || as.refreshes != 1 {
-		t.Fatalf("no refresh happened (%d)", as.refreshes)
+	if fresh.AccessToken == c.AccessToken || as.Refreshes != 1 {
+		t.Fatalf("no refresh happened (%d)", as.Refreshes)
 	}
 	// Another process still holding the old token asks again: the stored
 	// token differs already, so no second refresh.
 	again, err := cs.Refresh(context.Background(), c, "ws://host.example")
-	if err != nil || again.AccessToken != fresh.AccessToken || as.refreshes != 1 {
-		t.Fatalf("second Refresh = %v, %v; %d refreshes, want 1", again, err, as.refreshes)
+	if err != nil || again.AccessToken != fresh.AccessToken || as.Refreshes != 1 {
+		t.Fatalf("second Refresh = %v, %v; %d refreshes, want 1", again, err, as.Refreshes)
 	}
 }
 
@@ -185,7 +154,7 @@ func TestRefreshAfterRejection(t *testing.T) {
 // file store's lock is a flock, like separate processes) on one expired
 // credential whose refresh token rotates: one refresh, one token for all.
 func TestUsableConcurrent(t *testing.T) {
-	as := newOAuthFake(t)
+	as := oauthfake.New(t)
 	dir := t.TempDir()
 	open := func() store.Store {
 		st, err := store.Open(store.KindFile, dir)
@@ -194,7 +163,7 @@ func TestUsableConcurrent(t *testing.T) {
 		}
 		return st
 	}
-	c := as.seed(t, open(), time.Now().Add(-time.Minute), nil)
+	c := as.Seed(t, open(), time.Now().Add(-time.Minute), nil)
 	tokens := make([]string, 10)
 	var wg sync.WaitGroup
 	for i := range tokens {
@@ -210,8 +179,8 @@ func TestUsableConcurrent(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if as.refreshes != 1 {
-		t.Fatalf("%d refreshes, want exactly 1", as.refreshes)
+	if as.Refreshes != 1 {
+		t.Fatalf("%d refreshes, want exactly 1", as.Refreshes)
 	}
 	for _, tok := range tokens {
 		if tok != tokens[0] || tok == c.AccessToken {
@@ -229,9 +198,9 @@ func (failingStore) Put(context.Context, *store.Credential) error {
 }
 
 func TestSaveFallsBackToFile(t *testing.T) {
-	as := newOAuthFake(t)
+	as := oauthfake.New(t)
 	mem := store.NewMemory()
-	c := as.seed(t, mem, time.Now().Add(-time.Minute), nil)
+	c := as.Seed(t, mem, time.Now().Add(-time.Minute), nil)
 	file, err := store.Open(store.KindFile, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -293,7 +262,7 @@ func TestLoginCommand(t *testing.T) {
 
 func TestTokenSubject(t *testing.T) {
 	for _, tt := range []struct{ token, want string }{
-		{fakeAccessToken(1, "http://h/mcp"), "alice"},
+		{oauthfake.AccessToken(1, "http://h/mcp"), "alice"},
 		{"opaque-token", ""},
 		{"a.b.c", ""},
 		{"a.eyJzdWIiOjF9.c", ""}, // sub is not a string

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/rogpeppe/go-internal/txtar"
 
+	"github.com/agentauth/agentauth/internal/oauthfake"
 	"github.com/agentauth/agentauth/wire"
 )
 
@@ -78,7 +79,7 @@ func newElicitFake(t *testing.T, cfg elicitConfig) *elicitFake {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.statusAuth = append(f.statusAuth, r.Header.Get("Authorization"))
-		fakeJSON(w, http.StatusOK, map[string]any{"session": "s1", "upstream": "example", "authenticated": f.signedIn, "expiresAt": nil})
+		oauthfake.WriteJSON(w, http.StatusOK, map[string]any{"session": "s1", "upstream": "example", "authenticated": f.signedIn, "expiresAt": nil})
 	})
 	f.srv = httptest.NewServer(mux)
 	t.Cleanup(f.srv.Close)
@@ -316,17 +317,17 @@ func TestCallREST(t *testing.T) {
 		switch {
 		case r.Header.Get("Authorization") != "Bearer tok-1":
 			w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="`+srv.URL+`/.well-known/oauth-protected-resource/mcp", scope="agent:use"`)
-			fakeJSON(w, http.StatusUnauthorized, map[string]string{"error": "unauthorized"})
+			oauthfake.WriteJSON(w, http.StatusUnauthorized, map[string]string{"error": "unauthorized"})
 		case string(body) != `{"project":"p1"}`:
-			fakeJSON(w, http.StatusBadRequest, map[string]string{"error": "bad body " + string(body)})
+			oauthfake.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": "bad body " + string(body)})
 		case !signedIn:
-			fakeJSON(w, http.StatusUnauthorized, map[string]any{"error": "authentication_required",
+			oauthfake.WriteJSON(w, http.StatusUnauthorized, map[string]any{"error": "authentication_required",
 				"auth_url": srv.URL + "/auth/start?id=e1", "elicitation_id": "e1",
 				"upstream": map[string]string{"id": "rally", "label": "Rally", "host": "rally1.rallydev.com"}, "session": "s1",
 				"auth_status":  srv.URL + "/auth-status?session=s1&upstream=rally",
 				"instructions": []string{"Open auth_url in a browser and sign in to Rally", "Poll auth_status until authenticated is true", "Retry this request"}})
 		default:
-			fakeJSON(w, http.StatusOK, map[string]string{"user": "carol"})
+			oauthfake.WriteJSON(w, http.StatusOK, map[string]string{"user": "carol"})
 		}
 	})
 	mux.HandleFunc("GET /auth/start", func(w http.ResponseWriter, r *http.Request) {
@@ -337,7 +338,7 @@ func TestCallREST(t *testing.T) {
 	mux.HandleFunc("GET /auth-status", func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		defer mu.Unlock()
-		fakeJSON(w, http.StatusOK, map[string]any{"session": "s1", "upstream": "rally", "authenticated": signedIn && r.Header.Get("Authorization") == "Bearer tok-1"})
+		oauthfake.WriteJSON(w, http.StatusOK, map[string]any{"session": "s1", "upstream": "rally", "authenticated": signedIn && r.Header.Get("Authorization") == "Bearer tok-1"})
 	})
 	srv = httptest.NewServer(mux)
 	defer srv.Close()

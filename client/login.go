@@ -467,17 +467,25 @@ func (cl *Client) runGrant(ctx context.Context, req LoginRequest, md *wire.AuthS
 	return flows.AuthorizationCode(ctx, cl.HTTPClient, flows.AuthCodeRequest{
 		Metadata: md, Client: client, Scopes: scopes, Resource: resource,
 		CallbackHost: req.CallbackHost, CallbackPort: req.CallbackPort, Timeout: timeout,
-		ShowURL: func(u string) { cl.UI.AuthURL(u, open != nil, req.NoBrowser, timeout) },
-		OpenURL: func(u string) error {
-			if open == nil {
-				return nil
-			}
-			if err := open(u); err != nil {
-				cl.UI.Warn(err.Error() + "; open the URL above yourself.")
-			}
-			return nil
-		},
+		ShowURL: func(u string) { cl.showAuthURL(u, open, req.NoBrowser, timeout) },
 	})
+}
+
+// showAuthURL tries open (nil: no browser to try) on the login URL u first
+// and shows u after, so that the output says what happened in order:
+// "opened" only once the opener succeeded; after a failure, the warning
+// saying why and then the URL to open by hand.
+func (cl *Client) showAuthURL(u string, open func(string) error, noBrowser bool, timeout time.Duration) {
+	opened := false
+	if open != nil {
+		if err := open(u); err != nil {
+			cl.UI.Warn(err.Error() + "; open the URL below yourself.")
+			noBrowser = true
+		} else {
+			opened = true
+		}
+	}
+	cl.UI.AuthURL(u, opened, noBrowser, timeout)
 }
 
 // waitDevice runs a device authorization grant (RFC 8628; run is flows'

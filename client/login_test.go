@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/agentauth/agentauth/internal/oauthfake"
 	"github.com/agentauth/agentauth/store"
 	"github.com/agentauth/agentauth/wire"
 )
@@ -15,9 +16,9 @@ import (
 // dynamic registration, the authorization code grant through the fake
 // browser (the opener), the credential stored and reported to the UI.
 func TestLoginTarget(t *testing.T) {
-	as := newOAuthFake(t)
+	as := oauthfake.New(t)
 	cl, st, ui := newTestClient(t)
-	creds, got, err := cl.LoginTarget(context.Background(), TargetLogin{Target: as.resource(), Choices: Choices{CallbackHost: "127.0.0.1"}})
+	creds, got, err := cl.LoginTarget(context.Background(), TargetLogin{Target: as.Resource(), Choices: Choices{CallbackHost: "127.0.0.1"}})
 	if err != nil {
 		t.Fatalf("LoginTarget: %v", err)
 	}
@@ -28,17 +29,17 @@ func TestLoginTarget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Resource != as.resource() || c.Issuer != as.srv.URL || c.Subject != "alice" || c.Client.ClientID != "dcr-1" ||
-		c.Client.Source != clientSourceDCR || c.TokenEndpoint != as.md.TokenEndpoint || c.RefreshToken == "" {
+	if c.Resource != as.Resource() || c.Issuer != as.URL || c.Subject != "alice" || c.Client.ClientID != "dcr-1" ||
+		c.Client.Source != clientSourceDCR || c.TokenEndpoint != as.Metadata.TokenEndpoint || c.RefreshToken == "" {
 		t.Errorf("stored %+v", c)
 	}
-	if q := as.authorizeQ[0]; q.Get("resource") != as.resource() || q.Get("code_challenge_method") != "S256" {
+	if q := as.AuthorizeQuery[0]; q.Get("resource") != as.Resource() || q.Get("code_challenge_method") != "S256" {
 		t.Errorf("authorization request %v", q)
 	}
-	if f := as.formsWith(wire.GrantAuthorizationCode); len(f) != 1 || f[0].Get("resource") != as.resource() || f[0].Get("code_verifier") == "" {
+	if f := as.FormsWith(wire.GrantAuthorizationCode); len(f) != 1 || f[0].Get("resource") != as.Resource() || f[0].Get("code_verifier") == "" {
 		t.Errorf("code exchange %v", f)
 	}
-	want := []string{"auth url " + as.srv.URL + "/authorize?", "logged in to " + as.resource()}
+	want := []string{"auth url " + as.URL + "/authorize?", "logged in to " + as.Resource()}
 	if len(ui.lines) != len(want) {
 		t.Fatalf("UI got %q", ui.lines)
 	}
@@ -52,17 +53,17 @@ func TestLoginTarget(t *testing.T) {
 // TestLoginDevice: the device grant (x/oauth2) with the code shown by the
 // UI, no browser, and resource on the device request's polls.
 func TestLoginDevice(t *testing.T) {
-	as := newOAuthFake(t)
-	as.deviceOK = true
+	as := oauthfake.New(t)
+	as.DeviceOK = true
 	cl, _, ui := newTestClient(t)
-	if _, _, err := cl.LoginTarget(context.Background(), TargetLogin{Target: as.resource(), Choices: Choices{Device: true, NoBrowser: true}}); err != nil {
+	if _, _, err := cl.LoginTarget(context.Background(), TargetLogin{Target: as.Resource(), Choices: Choices{Device: true, NoBrowser: true}}); err != nil {
 		t.Fatalf("LoginTarget: %v", err)
 	}
-	if ui.lines[0] != "device code WDJB-MJHT at "+as.srv.URL+"/activate" {
+	if ui.lines[0] != "device code WDJB-MJHT at "+as.URL+"/activate" {
 		t.Errorf("UI got %q", ui.lines)
 	}
-	polls := as.formsWith(wire.GrantDeviceCode)
-	if len(polls) != 1 || polls[0].Get("resource") != as.resource() || polls[0].Get("device_code") != "dev-code-secret" {
+	polls := as.FormsWith(wire.GrantDeviceCode)
+	if len(polls) != 1 || polls[0].Get("resource") != as.Resource() || polls[0].Get("device_code") != "dev-code-secret" {
 		t.Errorf("device polls %v", polls)
 	}
 }
@@ -71,23 +72,23 @@ func TestLoginDevice(t *testing.T) {
 // knows (invalid_client) is marked rejected, and the login registers again,
 // once, with a warning.
 func TestLoginStaleRegistration(t *testing.T) {
-	as := newOAuthFake(t)
+	as := oauthfake.New(t)
 	cl, st, ui := newTestClient(t)
 	ctx := context.Background()
-	if err := store.PutRegistration(ctx, st, as.srv.URL, store.ClientRegistration{ClientID: "forgotten", AuthMethod: "none", Source: clientSourceDCR}); err != nil {
+	if err := store.PutRegistration(ctx, st, as.URL, store.ClientRegistration{ClientID: "forgotten", AuthMethod: "none", Source: clientSourceDCR}); err != nil {
 		t.Fatal(err)
 	}
-	creds, _, err := cl.LoginTarget(ctx, TargetLogin{Target: as.resource()})
+	creds, _, err := cl.LoginTarget(ctx, TargetLogin{Target: as.Resource()})
 	if err != nil {
 		t.Fatalf("LoginTarget: %v", err)
 	}
-	if creds[0].Client.ClientID != "dcr-1" || as.registered != 1 {
-		t.Errorf("client %q after %d registrations; want dcr-1 after 1", creds[0].Client.ClientID, as.registered)
+	if creds[0].Client.ClientID != "dcr-1" || as.Registered != 1 {
+		t.Errorf("client %q after %d registrations; want dcr-1 after 1", creds[0].Client.ClientID, as.Registered)
 	}
-	if reg, found := store.FindRegistration(ctx, st, as.srv.URL); !found || reg.ClientID != "dcr-1" {
+	if reg, found := store.FindRegistration(ctx, st, as.URL); !found || reg.ClientID != "dcr-1" {
 		t.Errorf("stored registration %+v, %v; want dcr-1", reg, found)
 	}
-	if !strings.Contains(strings.Join(ui.lines, "\n"), "warning: "+as.srv.URL+" no longer accepts the stored client forgotten") {
+	if !strings.Contains(strings.Join(ui.lines, "\n"), "warning: "+as.URL+" no longer accepts the stored client forgotten") {
 		t.Errorf("UI got %q", ui.lines)
 	}
 }
@@ -95,18 +96,18 @@ func TestLoginStaleRegistration(t *testing.T) {
 // TestLoginCrossOrigin: a requirement whose resource is on another origin
 // than the target is refused before any request, unless allowed.
 func TestLoginCrossOrigin(t *testing.T) {
-	as := newOAuthFake(t)
+	as := oauthfake.New(t)
 	cl, _, _ := newTestClient(t)
-	r := &RequirementInfo{Requirement: wire.Requirement{Resource: as.resource(), Required: true}, AuthServer: &as.md}
+	r := &RequirementInfo{Requirement: wire.Requirement{Resource: as.Resource(), Required: true}, AuthServer: &as.Metadata}
 	_, err := cl.Login(context.Background(), LoginRequest{Target: "ws://127.0.0.2:1", Requirement: r})
 	var ae *AuthError
-	if !errors.As(err, &ae) || !errors.As(err, new(*crossOriginError)) || !strings.Contains(ae.Hint, "--allow-resource "+as.resource()) {
+	if !errors.As(err, &ae) || !errors.As(err, new(*crossOriginError)) || !strings.Contains(ae.Hint, "--allow-resource "+as.Resource()) {
 		t.Fatalf("Login = %v, want a cross-origin refusal with the --allow-resource hint", err)
 	}
-	if as.hits != 0 {
-		t.Errorf("%d requests before the refusal", as.hits)
+	if as.Hits != 0 {
+		t.Errorf("%d requests before the refusal", as.Hits)
 	}
-	c, err := cl.Login(context.Background(), LoginRequest{Target: "ws://127.0.0.2:1", Requirement: r, Choices: Choices{AllowResources: []string{as.resource()}}})
+	c, err := cl.Login(context.Background(), LoginRequest{Target: "ws://127.0.0.2:1", Requirement: r, Choices: Choices{AllowResources: []string{as.Resource()}}})
 	if err != nil || len(c.AllowedTargets) != 1 || c.AllowedTargets[0] != "http://127.0.0.2:1" {
 		t.Fatalf("allowed Login = %+v, %v", c, err)
 	}
@@ -116,7 +117,7 @@ func TestLoginCrossOrigin(t *testing.T) {
 // with its own handle on one file store (as 20 processes would be), make
 // one dynamic registration, and every login uses it.
 func TestConcurrentLoginsRegisterOnce(t *testing.T) {
-	as := newOAuthFake(t)
+	as := oauthfake.New(t)
 	dir := t.TempDir()
 	var wg sync.WaitGroup
 	errs := make([]error, 20)
@@ -127,7 +128,7 @@ func TestConcurrentLoginsRegisterOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 		cl.Store = func() (store.Store, error) { return st, nil }
-		wg.Go(func() { _, _, errs[i] = cl.LoginTarget(context.Background(), TargetLogin{Target: as.resource()}) })
+		wg.Go(func() { _, _, errs[i] = cl.LoginTarget(context.Background(), TargetLogin{Target: as.Resource()}) })
 	}
 	wg.Wait()
 	for i, err := range errs {
@@ -135,27 +136,27 @@ func TestConcurrentLoginsRegisterOnce(t *testing.T) {
 			t.Errorf("login %d: %v", i, err)
 		}
 	}
-	if as.registered != 1 {
-		t.Errorf("%d registrations, want 1", as.registered)
+	if as.Registered != 1 {
+		t.Errorf("%d registrations, want 1", as.Registered)
 	}
 }
 
 // TestRegistrationOutlivesFailedLogin: a login the user denies leaves its
 // registration for the next login, which registers nothing.
 func TestRegistrationOutlivesFailedLogin(t *testing.T) {
-	as := newOAuthFake(t)
+	as := oauthfake.New(t)
 	cl, _, _ := newTestClient(t)
-	as.authError = "access_denied"
+	as.AuthError = "access_denied"
 	var ae *AuthError
-	if _, _, err := cl.LoginTarget(context.Background(), TargetLogin{Target: as.resource()}); !errors.As(err, &ae) {
+	if _, _, err := cl.LoginTarget(context.Background(), TargetLogin{Target: as.Resource()}); !errors.As(err, &ae) {
 		t.Fatalf("denied login: %v, want an *AuthError", err)
 	}
-	as.authError = ""
-	creds, _, err := cl.LoginTarget(context.Background(), TargetLogin{Target: as.resource()})
+	as.AuthError = ""
+	creds, _, err := cl.LoginTarget(context.Background(), TargetLogin{Target: as.Resource()})
 	if err != nil {
 		t.Fatalf("second login: %v", err)
 	}
-	if as.registered != 1 || creds[0].Client.ClientID != "dcr-1" {
-		t.Errorf("%d registrations, client %q; want 1, dcr-1", as.registered, creds[0].Client.ClientID)
+	if as.Registered != 1 || creds[0].Client.ClientID != "dcr-1" {
+		t.Errorf("%d registrations, client %q; want 1, dcr-1", as.Registered, creds[0].Client.ClientID)
 	}
 }

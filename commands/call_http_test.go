@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentauth/agentauth/internal/oauthfake"
 	"github.com/agentauth/agentauth/store"
 	"github.com/agentauth/agentauth/wire"
 )
@@ -24,14 +25,14 @@ import (
 // server. refuse picks, per request, a 401/403 and its challenge (0: serve).
 type mcpFake struct {
 	srv    *httptest.Server
-	as     *oauthFake
+	as     *oauthfake.Server
 	refuse func(method, token string) (int, map[string]string)
 
 	mu   sync.Mutex
 	seen []string // "METHOD TOKEN" per request
 }
 
-func newMCPFake(t *testing.T, as *oauthFake) *mcpFake {
+func newMCPFake(t *testing.T, as *oauthfake.Server) *mcpFake {
 	m := &mcpFake{as: as}
 	m.refuse = func(_, token string) (int, map[string]string) {
 		if token == "" {
@@ -41,7 +42,7 @@ func newMCPFake(t *testing.T, as *oauthFake) *mcpFake {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /.well-known/oauth-protected-resource/mcp", func(w http.ResponseWriter, r *http.Request) {
-		fakeJSON(w, http.StatusOK, wire.ProtectedResourceMetadata{Resource: m.resource(), AuthorizationServers: []string{as.srv.URL},
+		oauthfake.WriteJSON(w, http.StatusOK, wire.ProtectedResourceMetadata{Resource: m.resource(), AuthorizationServers: []string{as.URL},
 			ScopesSupported: []string{"agent:use", "agent:admin"}})
 	})
 	mux.HandleFunc("POST /mcp", m.serve)
@@ -66,7 +67,7 @@ func (m *mcpFake) serve(w http.ResponseWriter, r *http.Request) {
 	if status, ch := m.refuse(msg.Method, token); status != 0 {
 		ch["resource_metadata"] = m.srv.URL + "/.well-known/oauth-protected-resource/mcp"
 		w.Header().Set("WWW-Authenticate", wire.FormatBearerChallenge(ch))
-		fakeJSON(w, status, map[string]string{"error": ch["error"]})
+		oauthfake.WriteJSON(w, status, map[string]string{"error": ch["error"]})
 		return
 	}
 	var result any
@@ -100,23 +101,16 @@ func (m *mcpFake) requests() []string {
 	return append([]string(nil), m.seen...)
 }
 
-// authorizations is how many times the browser was sent to /authorize.
-func (f *oauthFake) authorizations() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return len(f.authorizeQ)
-}
-
 // storeCredential stores a credential for the fake MCP server with a
 // valid refresh token at the fake authorization server.
 func storeCredential(t *testing.T, tf *testFactory, m *mcpFake, access string, expiry time.Time) {
 	t.Helper()
-	m.as.mu.Lock()
-	m.as.clients["stored-client"] = ""
-	m.as.refresh = "rt-secret-0"
-	m.as.mu.Unlock()
-	c := &store.Credential{Key: store.Key{Resource: m.resource(), Issuer: m.as.srv.URL}, AccessToken: access, RefreshToken: "rt-secret-0",
-		TokenType: "Bearer", Expiry: expiry, Scopes: []string{"agent:use"}, TokenEndpoint: m.as.srv.URL + "/token",
+	m.as.Lock()
+	m.as.Clients["stored-client"] = ""
+	m.as.Refresh = "rt-secret-0"
+	m.as.Unlock()
+	c := &store.Credential{Key: store.Key{Resource: m.resource(), Issuer: m.as.URL}, AccessToken: access, RefreshToken: "rt-secret-0",
+		TokenType: "Bearer", Expiry: expiry, Scopes: []string{"agent:use"}, TokenEndpoint: m.as.URL + "/token",
 		Client: store.ClientRegistration{ClientID: "stored-client", AuthMethod: "none", Source: "dcr"}}
 	if err := tf.st.Put(context.Background(), c); err != nil {
 		t.Fatal(err)
@@ -148,11 +142,11 @@ func TestCallHTTP(t *testing.T) {
 			wantSeen:           []string{"server/discover ", "server/discover T", "initialize T", "notifications/initialized T", "tools/list T"},
 			wantAuthorizations: 1,
 			check: func(t *testing.T, tf *testFactory, m *mcpFake) {
-				q := m.as.authorizeQ[0]
+				q := m.as.AuthorizeQuery[0]
 				if q.Get("scope") != "agent:use" || q.Get("resource") != m.resource() {
 					t.Errorf("authorize query %v: want the challenge's scope and the resource", q)
 				}
-				if c := storedOne(t, tf); c.Resource != m.resource() || c.Issuer != m.as.srv.URL {
+				if c := storedOne(t, tf); c.Resource != m.resource() || c.Issuer != m.as.URL {
 					t.Errorf("stored %+v", c.Key)
 				}
 			},
@@ -180,7 +174,7 @@ func TestCallHTTP(t *testing.T) {
 			wantOut:  "{\n  \"content\": [\n    {\n      \"text\": \"alice\",\n      \"type\": \"text\"\n    }\n  ]\n}\n",
 			wantSeen: []string{"server/discover T", "initialize T", "notifications/initialized T", "tools/call T"},
 			check: func(t *testing.T, tf *testFactory, m *mcpFake) {
-				if n := len(m.as.formsWith(wire.GrantRefreshToken)); n != 1 {
+				if n := len(m.as.FormsWith(wire.GrantRefreshToken)); n != 1 {
 					t.Errorf("%d refreshes, want 1", n)
 				}
 				if c := storedOne(t, tf); c.AccessToken == "old-token" || c.RefreshToken == "rt-secret-0" {
@@ -202,7 +196,7 @@ func TestCallHTTP(t *testing.T) {
 			wantOut:  `{"tools":[{"inputSchema":{"type":"object"},"name":"whoami"}]}` + "\n",
 			wantSeen: []string{"server/discover revoked-token", "server/discover T", "initialize T", "notifications/initialized T", "tools/list T"},
 			check: func(t *testing.T, tf *testFactory, m *mcpFake) {
-				if n := len(m.as.formsWith(wire.GrantRefreshToken)); n != 1 {
+				if n := len(m.as.FormsWith(wire.GrantRefreshToken)); n != 1 {
 					t.Errorf("%d refreshes, want 1", n)
 				}
 			},
@@ -215,7 +209,7 @@ func TestCallHTTP(t *testing.T) {
 					switch {
 					case token == "":
 						return http.StatusUnauthorized, map[string]string{"scope": "agent:use"}
-					case method == "tools/call" && m.as.authorizations() < 2:
+					case method == "tools/call" && m.as.Authorizations() < 2:
 						return http.StatusForbidden, map[string]string{"error": "insufficient_scope", "scope": "agent:admin"}
 					}
 					return 0, nil
@@ -226,14 +220,14 @@ func TestCallHTTP(t *testing.T) {
 			wantSeen:           []string{"server/discover ", "server/discover T", "initialize T", "notifications/initialized T", "tools/call T", "tools/call T"},
 			wantAuthorizations: 2,
 			check: func(t *testing.T, tf *testFactory, m *mcpFake) {
-				if got := m.as.authorizeQ[1].Get("scope"); got != "agent:use agent:admin" {
+				if got := m.as.AuthorizeQuery[1].Get("scope"); got != "agent:use agent:admin" {
 					t.Errorf("step-up asked for %q", got)
 				}
-				if n := len(m.as.formsWith(wire.GrantRefreshToken)); n != 0 {
+				if n := len(m.as.FormsWith(wire.GrantRefreshToken)); n != 0 {
 					t.Errorf("%d refreshes: a step-up must not refresh", n)
 				}
-				if m.as.registered != 1 {
-					t.Errorf("%d registrations: the step-up must reuse the client", m.as.registered)
+				if m.as.Registered != 1 {
+					t.Errorf("%d registrations: the step-up must reuse the client", m.as.Registered)
 				}
 			},
 		},
@@ -283,7 +277,7 @@ func TestCallHTTP(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			as := newOAuthFake(t)
+			as := oauthfake.New(t)
 			m := newMCPFake(t, as)
 			tf := newTestFactory(t, tt.stdin)
 			if tt.setup != nil {
@@ -313,7 +307,7 @@ func TestCallHTTP(t *testing.T) {
 			if diff := cmp.Diff(tt.wantSeen, seen); diff != "" {
 				t.Errorf("MCP requests (-want +got):\n%s", diff)
 			}
-			if n := as.authorizations(); n != tt.wantAuthorizations {
+			if n := as.Authorizations(); n != tt.wantAuthorizations {
 				t.Errorf("%d authorizations, want %d", n, tt.wantAuthorizations)
 			}
 			if tt.check != nil {
@@ -334,15 +328,15 @@ func TestCallHTTP(t *testing.T) {
 // --login reads a pre-registered client's secret from stdin and uses it at
 // the token endpoint; it is never shown.
 func TestCallHTTPPreregisteredClient(t *testing.T) {
-	as := newOAuthFake(t)
-	as.clients["app"] = "s3cret"
-	as.md.RegistrationEndpoint = ""
+	as := oauthfake.New(t)
+	as.Clients["app"] = "s3cret"
+	as.Metadata.RegistrationEndpoint = ""
 	m := newMCPFake(t, as)
 	tf := newTestFactory(t, "s3cret\n")
 	if code := tf.run("call", "--login", "--client-id", "app", "--client-secret-stdin", m.resource(), "tools/list"); code != 0 {
 		t.Fatalf("exit %d; stderr:\n%s", code, tf.errOut)
 	}
-	if got := as.tokenAuth[0]; !strings.HasPrefix(got, "Basic ") {
+	if got := as.TokenAuth[0]; !strings.HasPrefix(got, "Basic ") {
 		t.Errorf("token request Authorization %q, want client_secret_basic", got)
 	}
 	if c := storedOne(t, tf); c.Client.ClientID != "app" || c.Client.Source != "preregistered" {
@@ -354,13 +348,13 @@ func TestCallHTTPPreregisteredClient(t *testing.T) {
 // The stored credential of an agent host's scheme is not sent to an MCP
 // server; a refresh that is refused without --login is exit 4.
 func TestCallHTTPStoredCredentialChoice(t *testing.T) {
-	as := newOAuthFake(t)
+	as := oauthfake.New(t)
 	m := newMCPFake(t, as)
 	tf := newTestFactory(t, "")
 	storeCredential(t, tf, m, "expired-token", time.Now().Add(-time.Hour))
-	m.as.mu.Lock()
-	m.as.refresh = "another"
-	m.as.mu.Unlock()
+	m.as.Lock()
+	m.as.Refresh = "another"
+	m.as.Unlock()
 	if code := tf.run("call", m.resource(), "tools/list"); code != ExitAuth {
 		t.Fatalf("exit %d, want 4; stderr:\n%s", code, tf.errOut)
 	}
@@ -370,7 +364,7 @@ func TestCallHTTPStoredCredentialChoice(t *testing.T) {
 
 	// The same credential under a scheme id: not used, the request goes without a token.
 	tf = newTestFactory(t, "")
-	c := &store.Credential{Key: store.Key{Resource: m.resource(), Issuer: as.srv.URL, SchemeID: "dev"}, AccessToken: "host-token"}
+	c := &store.Credential{Key: store.Key{Resource: m.resource(), Issuer: as.URL, SchemeID: "dev"}, AccessToken: "host-token"}
 	if err := tf.st.Put(context.Background(), c); err != nil {
 		t.Fatal(err)
 	}

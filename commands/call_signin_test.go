@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/agentauth/agentauth/internal/oauthfake"
 )
 
 // restSignInFake is serve's plain HTTP face (issue 15 contract): POST
@@ -30,14 +32,14 @@ func newRESTSignInFake(t *testing.T, label string) *restSignInFake {
 		defer f.mu.Unlock()
 		f.posts++
 		if !f.signedIn {
-			fakeJSON(w, http.StatusUnauthorized, map[string]any{"error": "authentication_required",
+			oauthfake.WriteJSON(w, http.StatusUnauthorized, map[string]any{"error": "authentication_required",
 				"auth_url": f.srv.URL + "/auth/start?id=e1", "elicitation_id": "e1",
 				"upstream": map[string]string{"id": "rally", "label": f.label, "host": "rally1.rallydev.com"}, "session": "s1",
 				"auth_status":  f.srv.URL + "/auth-status?session=s1&upstream=rally",
 				"instructions": []string{"Open auth_url in a browser and sign in to Rally", "Poll auth_status until authenticated is true", "Retry this request"}})
 			return
 		}
-		fakeJSON(w, http.StatusOK, map[string]string{"user": "carol"})
+		oauthfake.WriteJSON(w, http.StatusOK, map[string]string{"user": "carol"})
 	})
 	mux.HandleFunc("GET /auth/start", func(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
@@ -47,7 +49,7 @@ func newRESTSignInFake(t *testing.T, label string) *restSignInFake {
 	mux.HandleFunc("GET /auth-status", func(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		fakeJSON(w, http.StatusOK, map[string]any{"session": "s1", "upstream": "rally", "authenticated": f.signedIn && r.Header.Get("Authorization") == "Bearer tok-1"})
+		oauthfake.WriteJSON(w, http.StatusOK, map[string]any{"session": "s1", "upstream": "rally", "authenticated": f.signedIn && r.Header.Get("Authorization") == "Bearer tok-1"})
 	})
 	f.srv = httptest.NewServer(mux)
 	t.Cleanup(f.srv.Close)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentauth/agentauth/internal/oauthfake"
 	"github.com/agentauth/agentauth/wire"
 )
 
@@ -60,17 +61,17 @@ func TestDiscover(t *testing.T) {
 		name string
 		// target builds the target from the fake authorization server (as)
 		// and one that does not offer S256 (bad).
-		target   func(t *testing.T, as, bad *oauthFake) string
+		target   func(t *testing.T, as, bad *oauthfake.Server) string
 		json     bool
 		wantCode int
 		// wantOut and wantErr are regexps over stdout and stderr ({AS} and
 		// {BAD} are the servers' URLs).
 		wantOut, wantErr []string
-		check            func(t *testing.T, as *oauthFake, out []byte)
+		check            func(t *testing.T, as *oauthfake.Server, out []byte)
 	}{
 		{
 			name:   "http target",
-			target: func(t *testing.T, as, bad *oauthFake) string { return as.resource() },
+			target: func(t *testing.T, as, bad *oauthfake.Server) string { return as.Resource() },
 			wantOut: []string{`^{AS}/mcp \(Fake MCP\)$`, `^  resource:\s+{AS}/mcp$`, `^  authorization servers:\s+{AS}$`,
 				`^  scopes:\s+agent:use$`, `^  challenge scope:\s+mcp:read$`, `^  required:\s+yes$`,
 				`^  grant types:\s+authorization_code, refresh_token, urn:ietf:params:oauth:grant-type:device_code$`,
@@ -78,20 +79,20 @@ func TestDiscover(t *testing.T) {
 		},
 		{
 			name:   "http target, --json",
-			target: func(t *testing.T, as, bad *oauthFake) string { return as.resource() },
+			target: func(t *testing.T, as, bad *oauthfake.Server) string { return as.Resource() },
 			json:   true,
-			check: func(t *testing.T, as *oauthFake, out []byte) {
+			check: func(t *testing.T, as *oauthfake.Server, out []byte) {
 				var got discoverDoc
 				if err := json.Unmarshal(out, &got); err != nil {
 					t.Fatalf("stdout is not JSON: %v\n%s", err, out)
 				}
-				want := discoverDoc{Target: as.resource(), Kind: "http", HTTPStatus: 401,
-					MetadataURL: as.srv.URL + "/.well-known/oauth-protected-resource/mcp", Warnings: []string{},
-					Requirements: []requirementDoc{{Label: "Fake MCP", Resource: as.resource(), AuthorizationServers: []string{as.srv.URL},
+				want := discoverDoc{Target: as.Resource(), Kind: "http", HTTPStatus: 401,
+					MetadataURL: as.URL + "/.well-known/oauth-protected-resource/mcp", Warnings: []string{},
+					Requirements: []requirementDoc{{Label: "Fake MCP", Resource: as.Resource(), AuthorizationServers: []string{as.URL},
 						ScopesSupported: []string{"agent:use"}, ChallengeScope: "mcp:read", Required: true,
-						AuthorizationServer: &authServerDoc{Issuer: as.srv.URL, AuthorizationEndpoint: as.srv.URL + "/authorize",
-							TokenEndpoint: as.srv.URL + "/token", DeviceAuthorizationEndpoint: as.srv.URL + "/device",
-							RegistrationEndpoint: as.srv.URL + "/register", RevocationEndpoint: as.srv.URL + "/revoke",
+						AuthorizationServer: &authServerDoc{Issuer: as.URL, AuthorizationEndpoint: as.URL + "/authorize",
+							TokenEndpoint: as.URL + "/token", DeviceAuthorizationEndpoint: as.URL + "/device",
+							RegistrationEndpoint: as.URL + "/register", RevocationEndpoint: as.URL + "/revoke",
 							GrantTypes:               []string{"authorization_code", "refresh_token", wire.GrantDeviceCode},
 							TokenEndpointAuthMethods: []string{"none", "client_secret_basic", "client_secret_post"},
 							CodeChallengeMethods:     []string{"S256"}},
@@ -103,10 +104,10 @@ func TestDiscover(t *testing.T) {
 		},
 		{
 			name: "agent host, design dialect, one server failing its checks",
-			target: func(t *testing.T, as, bad *oauthFake) string {
-				return fakeHost(t, `{"protocolVersion":1,"serverSeq":0,"snapshots":[],"resourceMetadata":{"resource":"`+as.resource()+`",
-					"authSchemes":[{"scheme":"bearer","id":"dev","label":"Dev issuer","authorizationServers":["`+as.srv.URL+`"],"scopesSupported":["agent:use"],"required":true},
-					{"scheme":"bearer","id":"gh","authorizationServers":["`+bad.srv.URL+`"],"required":false}]}}`)
+			target: func(t *testing.T, as, bad *oauthfake.Server) string {
+				return fakeHost(t, `{"protocolVersion":1,"serverSeq":0,"snapshots":[],"resourceMetadata":{"resource":"`+as.Resource()+`",
+					"authSchemes":[{"scheme":"bearer","id":"dev","label":"Dev issuer","authorizationServers":["`+as.URL+`"],"scopesSupported":["agent:use"],"required":true},
+					{"scheme":"bearer","id":"gh","authorizationServers":["`+bad.URL+`"],"required":false}]}}`)
 			},
 			wantCode: ExitError,
 			wantOut: []string{`^dev \(Dev issuer\)$`, `^  resource:\s+{AS}/mcp$`, `^  registration:\s+pre-registered`, `^gh$`, `^  required:\s+no$`,
@@ -115,12 +116,12 @@ func TestDiscover(t *testing.T) {
 		},
 		{
 			name: "agent host, published dialect, --json",
-			target: func(t *testing.T, as, bad *oauthFake) string {
+			target: func(t *testing.T, as, bad *oauthfake.Server) string {
 				return fakeHost(t, `{"protocolVersion":"0.9.0","serverSeq":0,"snapshots":[{"resource":"ahp-root://","state":{"agents":[{"provider":"x",
-					"protectedResources":[{"resource":"`+as.resource()+`","authorization_servers":["`+as.srv.URL+`"],"scheme_id":"dev","required":true}]}]}}]}`)
+					"protectedResources":[{"resource":"`+as.Resource()+`","authorization_servers":["`+as.URL+`"],"scheme_id":"dev","required":true}]}]}}]}`)
 			},
 			json: true,
-			check: func(t *testing.T, as *oauthFake, out []byte) {
+			check: func(t *testing.T, as *oauthfake.Server, out []byte) {
 				var got discoverDoc
 				if err := json.Unmarshal(out, &got); err != nil {
 					t.Fatalf("stdout is not JSON: %v\n%s", err, out)
@@ -133,7 +134,7 @@ func TestDiscover(t *testing.T) {
 		},
 		{
 			name: "http target without any metadata: the 2025-03-26 fallback and default endpoints",
-			target: func(t *testing.T, as, bad *oauthFake) string {
+			target: func(t *testing.T, as, bad *oauthfake.Server) string {
 				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) }))
 				t.Cleanup(srv.Close)
 				return srv.URL + "/mcp"
@@ -144,9 +145,9 @@ func TestDiscover(t *testing.T) {
 		},
 		{
 			name: "metadata for another resource",
-			target: func(t *testing.T, as, bad *oauthFake) string {
+			target: func(t *testing.T, as, bad *oauthfake.Server) string {
 				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-					fakeJSON(w, http.StatusOK, wire.ProtectedResourceMetadata{Resource: "https://elsewhere.example/mcp", AuthorizationServers: []string{as.srv.URL}})
+					oauthfake.WriteJSON(w, http.StatusOK, wire.ProtectedResourceMetadata{Resource: "https://elsewhere.example/mcp", AuthorizationServers: []string{as.URL}})
 				}))
 				t.Cleanup(srv.Close)
 				return srv.URL + "/mcp"
@@ -157,9 +158,9 @@ func TestDiscover(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			as, bad := newOAuthFake(t), newOAuthFake(t)
-			as.challengeScope = "mcp:read"
-			bad.md.CodeChallengeMethodsSupported = nil
+			as, bad := oauthfake.New(t), oauthfake.New(t)
+			as.ChallengeScope = "mcp:read"
+			bad.Metadata.CodeChallengeMethodsSupported = nil
 			tf := newTestFactory(t, "")
 			args := []string{"discover"}
 			if tt.json {
@@ -170,8 +171,8 @@ func TestDiscover(t *testing.T) {
 				t.Fatalf("exit %d, want %d; stderr:\n%s", code, tt.wantCode, tf.errOut)
 			}
 			expand := func(re string) *regexp.Regexp {
-				re = strings.ReplaceAll(re, "{AS}", regexp.QuoteMeta(as.srv.URL))
-				return regexp.MustCompile("(?m)" + strings.ReplaceAll(re, "{BAD}", regexp.QuoteMeta(bad.srv.URL)))
+				re = strings.ReplaceAll(re, "{AS}", regexp.QuoteMeta(as.URL))
+				return regexp.MustCompile("(?m)" + strings.ReplaceAll(re, "{BAD}", regexp.QuoteMeta(bad.URL)))
 			}
 			for _, re := range tt.wantOut {
 				if !expand(re).Match(tf.out.Bytes()) {

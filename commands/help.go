@@ -132,17 +132,26 @@ func commandHelpExtra(name string) string {
 	return strings.NewReplacer("{{", `{{"{{"}}`).Replace(b.String())
 }
 
-// versionString is Version with the commit and its date from the build
-// information ("0.1.0-dev (commit 1a2b3c4d5e6f, 2026-11-22T21:00:00Z,
-// modified)"); a build without VCS information (go run, go test) says so.
+// versionString is Version with what the build information says of the
+// build (describeBuild).
 func versionString() string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return Version + " (no build information)"
 	}
-	v := Version
-	if mv := bi.Main.Version; mv != "" && mv != "(devel)" && Version == "0.1.0-dev" {
-		v = mv // go install …@vX.Y.Z
+	return describeBuild(Version, bi)
+}
+
+// describeBuild is version with the commit and its date from bi
+// ("0.1.0-dev (commit 1a2b3c4d5e6f, 2026-11-22T21:00:00Z, modified,
+// go1.26.0)"). A build without VCS information (go run, go test,
+// GOFLAGS=-buildvcs=false) names the module version instead, "(devel)" for
+// a local build, and never an unknown commit. The default version gives way
+// to the module's when that is a release (go install …@vX.Y.Z).
+func describeBuild(version string, bi *debug.BuildInfo) string {
+	mv := bi.Main.Version
+	if mv != "" && mv != "(devel)" && version == "0.1.0-dev" {
+		version = mv
 	}
 	var rev, when, modified string
 	for _, s := range bi.Settings {
@@ -157,13 +166,16 @@ func versionString() string {
 			}
 		}
 	}
-	if rev == "" {
-		return v + " (commit unknown: built without VCS information, " + bi.GoVersion + ")"
+	switch {
+	case rev != "":
+		if len(rev) > 12 {
+			rev = rev[:12]
+		}
+		return fmt.Sprintf("%s (commit %s, %s%s, %s)", version, rev, when, modified, bi.GoVersion)
+	case mv != "" && mv != version:
+		return fmt.Sprintf("%s (module %s, %s)", version, mv, bi.GoVersion)
 	}
-	if len(rev) > 12 {
-		rev = rev[:12]
-	}
-	return fmt.Sprintf("%s (commit %s, %s%s, %s)", v, rev, when, modified, bi.GoVersion)
+	return fmt.Sprintf("%s (%s)", version, bi.GoVersion)
 }
 
 // unknownCommand refuses name, suggesting the nearest command.

@@ -161,8 +161,10 @@ file again; a token from stdin is not stored.
 Browser: $BROWSER is run with the URL when set, even without a terminal;
 otherwise the platform opener is used only when stdout or stderr is a
 terminal; otherwise, or with --no-browser, the URL is printed on stderr. The
-device flow opens its verification URL the same way and always prints the
-code on stderr.
+browser is tried before the URL is shown: "Opening URL in your browser."
+once the opener succeeded; if it failed, a warning saying why, then the URL
+to open by hand. The device flow opens its verification URL the same way and
+always prints the code on stderr.
 
 The keyring (the default store) is checked before anything starts; if it does
 not work, login stops and says to use --store file. If the final write fails

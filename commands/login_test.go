@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/agentauth/agentauth/internal/oauthfake"
 	"github.com/agentauth/agentauth/store"
 	"github.com/agentauth/agentauth/wire"
 )
@@ -62,38 +63,38 @@ func TestLogin(t *testing.T) {
 		args  []string
 		stdin string
 		// setup tunes the fake and the factory before the run.
-		setup    func(t *testing.T, as *oauthFake, tf *testFactory)
+		setup    func(t *testing.T, as *oauthfake.Server, tf *testFactory)
 		wantCode int
 		// wantErr are regexps over stderr.
 		wantErr []string
 		// check looks at what the fake saw and what was stored.
-		check func(t *testing.T, as *oauthFake, tf *testFactory)
+		check func(t *testing.T, as *oauthfake.Server, tf *testFactory)
 	}{
 		{
 			name: "dynamic registration, PKCE, resource, scopes_supported",
 			wantErr: []string{`^Opening http://127\.0\.0\.1:\d+/authorize\?\S+ in your browser\.$`,
 				`^✓ Logged in to http://127\.0\.0\.1:\d+/mcp as alice \(agent:use, expires in 59m\)$`},
-			check: func(t *testing.T, as *oauthFake, tf *testFactory) {
-				q := as.authorizeQ[0]
-				if q.Get("resource") != as.resource() || q.Get("scope") != "agent:use" || q.Get("code_challenge_method") != "S256" ||
+			check: func(t *testing.T, as *oauthfake.Server, tf *testFactory) {
+				q := as.AuthorizeQuery[0]
+				if q.Get("resource") != as.Resource() || q.Get("scope") != "agent:use" || q.Get("code_challenge_method") != "S256" ||
 					q.Get("client_id") != "dcr-1" || !regexp.MustCompile(`^http://127\.0\.0\.1:\d+/callback$`).MatchString(q.Get("redirect_uri")) {
 					t.Errorf("authorize query = %v", q)
 				}
-				if tok := as.formsWith(wire.GrantAuthorizationCode); len(tok) != 1 || tok[0].Get("resource") != as.resource() {
+				if tok := as.FormsWith(wire.GrantAuthorizationCode); len(tok) != 1 || tok[0].Get("resource") != as.Resource() {
 					t.Errorf("token requests = %v", tok)
 				}
 				// One registration serves both flows when the server has a device endpoint.
-				if want := []string{wire.GrantAuthorizationCode, wire.GrantRefreshToken, wire.GrantDeviceCode}; !slices.Equal(as.registeredGrants[0], want) {
-					t.Errorf("registered grant types %q, want %q", as.registeredGrants[0], want)
+				if want := []string{wire.GrantAuthorizationCode, wire.GrantRefreshToken, wire.GrantDeviceCode}; !slices.Equal(as.RegisteredGrants[0], want) {
+					t.Errorf("registered grant types %q, want %q", as.RegisteredGrants[0], want)
 				}
 				c := storedOne(t, tf)
 				want := store.Credential{
-					Key:           store.Key{Resource: as.resource(), Issuer: as.srv.URL},
+					Key:           store.Key{Resource: as.Resource(), Issuer: as.URL},
 					TokenType:     "Bearer",
 					Scopes:        []string{"agent:use"},
 					Subject:       "alice",
 					Client:        store.ClientRegistration{ClientID: "dcr-1", AuthMethod: "none", Source: "dcr"},
-					TokenEndpoint: as.md.TokenEndpoint, RevocationEndpoint: as.md.RevocationEndpoint,
+					TokenEndpoint: as.Metadata.TokenEndpoint, RevocationEndpoint: as.Metadata.RevocationEndpoint,
 				}
 				if c.AccessToken == "" || c.RefreshToken != "rt-secret-1" || c.Expiry.IsZero() || !c.Obtained.Before(c.Expiry) {
 					t.Errorf("tokens not stored: obtained %v, expiry %v", c.Obtained, c.Expiry)
@@ -107,13 +108,13 @@ func TestLogin(t *testing.T) {
 		{
 			name:  "challenge scope plus --scope, --no-resource",
 			args:  []string{"--scope", "extra", "--no-resource"},
-			setup: func(t *testing.T, as *oauthFake, tf *testFactory) { as.challengeScope = "mcp:read mcp:write" },
-			check: func(t *testing.T, as *oauthFake, tf *testFactory) {
-				q := as.authorizeQ[0]
+			setup: func(t *testing.T, as *oauthfake.Server, tf *testFactory) { as.ChallengeScope = "mcp:read mcp:write" },
+			check: func(t *testing.T, as *oauthfake.Server, tf *testFactory) {
+				q := as.AuthorizeQuery[0]
 				if q.Get("scope") != "mcp:read mcp:write extra" || q.Has("resource") {
 					t.Errorf("authorize query = %v", q)
 				}
-				if tok := as.formsWith(wire.GrantAuthorizationCode); tok[0].Has("resource") {
+				if tok := as.FormsWith(wire.GrantAuthorizationCode); tok[0].Has("resource") {
 					t.Errorf("token request sent resource: %v", tok[0])
 				}
 				if c := storedOne(t, tf); !c.NoResource {
@@ -124,8 +125,8 @@ func TestLogin(t *testing.T) {
 		{
 			name: "--callback-host localhost",
 			args: []string{"--callback-host", "localhost"},
-			check: func(t *testing.T, as *oauthFake, tf *testFactory) {
-				if got := as.authorizeQ[0].Get("redirect_uri"); !regexp.MustCompile(`^http://localhost:\d+/callback$`).MatchString(got) {
+			check: func(t *testing.T, as *oauthfake.Server, tf *testFactory) {
+				if got := as.AuthorizeQuery[0].Get("redirect_uri"); !regexp.MustCompile(`^http://localhost:\d+/callback$`).MatchString(got) {
 					t.Errorf("redirect_uri = %q", got)
 				}
 			},
@@ -134,10 +135,10 @@ func TestLogin(t *testing.T) {
 			name:  "pre-registered confidential client, secret on stdin, basic",
 			args:  []string{"--client-id", "conf", "--client-secret-stdin"},
 			stdin: "s3cret\n",
-			setup: func(t *testing.T, as *oauthFake, tf *testFactory) { as.clients["conf"] = "s3cret" },
-			check: func(t *testing.T, as *oauthFake, tf *testFactory) {
-				if as.registered != 0 || as.tokenAuth[0] == "" {
-					t.Errorf("registered %d clients, token Authorization %q", as.registered, as.tokenAuth[0])
+			setup: func(t *testing.T, as *oauthfake.Server, tf *testFactory) { as.Clients["conf"] = "s3cret" },
+			check: func(t *testing.T, as *oauthfake.Server, tf *testFactory) {
+				if as.Registered != 0 || as.TokenAuth[0] == "" {
+					t.Errorf("registered %d clients, token Authorization %q", as.Registered, as.TokenAuth[0])
 				}
 				if c := storedOne(t, tf); c.Client != (store.ClientRegistration{ClientID: "conf", ClientSecret: "s3cret", AuthMethod: "client_secret_basic", Source: "preregistered"}) {
 					t.Errorf("client = %+v", c.Client)
@@ -148,14 +149,14 @@ func TestLogin(t *testing.T) {
 			name:  "pre-registered client, post when basic is not offered",
 			args:  []string{"--client-id", "conf", "--client-secret-stdin"},
 			stdin: "s3cret",
-			setup: func(t *testing.T, as *oauthFake, tf *testFactory) {
-				as.clients["conf"] = "s3cret"
-				as.md.TokenEndpointAuthMethodsSupported = []string{"client_secret_post"}
+			setup: func(t *testing.T, as *oauthfake.Server, tf *testFactory) {
+				as.Clients["conf"] = "s3cret"
+				as.Metadata.TokenEndpointAuthMethodsSupported = []string{"client_secret_post"}
 			},
-			check: func(t *testing.T, as *oauthFake, tf *testFactory) {
-				form := as.formsWith(wire.GrantAuthorizationCode)[0]
-				if as.tokenAuth[0] != "" || form.Get("client_secret") != "s3cret" {
-					t.Errorf("client_secret_post not used: Authorization %q", as.tokenAuth[0])
+			check: func(t *testing.T, as *oauthfake.Server, tf *testFactory) {
+				form := as.FormsWith(wire.GrantAuthorizationCode)[0]
+				if as.TokenAuth[0] != "" || form.Get("client_secret") != "s3cret" {
+					t.Errorf("client_secret_post not used: Authorization %q", as.TokenAuth[0])
 				}
 			},
 		},
@@ -165,18 +166,18 @@ func TestLogin(t *testing.T) {
 			stdin:    "\n",
 			wantCode: ExitUsage,
 			wantErr:  []string{"--client-secret-stdin: stdin holds no client secret"},
-			check:    func(t *testing.T, as *oauthFake, tf *testFactory) { noRequests(t, as) },
+			check:    func(t *testing.T, as *oauthfake.Server, tf *testFactory) { noRequests(t, as) },
 		},
 		{
 			name: "client ID metadata document",
 			args: []string{"--client-metadata-url", cimdURL},
-			setup: func(t *testing.T, as *oauthFake, tf *testFactory) {
-				as.md.ClientIDMetadataDocumentSupported = true
-				as.clients[cimdURL] = ""
+			setup: func(t *testing.T, as *oauthfake.Server, tf *testFactory) {
+				as.Metadata.ClientIDMetadataDocumentSupported = true
+				as.Clients[cimdURL] = ""
 			},
-			check: func(t *testing.T, as *oauthFake, tf *testFactory) {
-				if as.registered != 0 || as.authorizeQ[0].Get("client_id") != cimdURL {
-					t.Errorf("registered %d, client_id %q", as.registered, as.authorizeQ[0].Get("client_id"))
+			check: func(t *testing.T, as *oauthfake.Server, tf *testFactory) {
+				if as.Registered != 0 || as.AuthorizeQuery[0].Get("client_id") != cimdURL {
+					t.Errorf("registered %d, client_id %q", as.Registered, as.AuthorizeQuery[0].Get("client_id"))
 				}
 				if c := storedOne(t, tf); c.Client.Source != "cimd" {
 					t.Errorf("client = %+v", c.Client)
@@ -186,17 +187,17 @@ func TestLogin(t *testing.T) {
 		{
 			name: "client metadata URL but no server support: registration",
 			args: []string{"--client-metadata-url", cimdURL},
-			check: func(t *testing.T, as *oauthFake, tf *testFactory) {
-				if as.registered != 1 {
-					t.Errorf("registered %d clients, want 1", as.registered)
+			check: func(t *testing.T, as *oauthfake.Server, tf *testFactory) {
+				if as.Registered != 1 {
+					t.Errorf("registered %d clients, want 1", as.Registered)
 				}
 			},
 		},
 		{
 			name:  "confidential client from registration",
-			setup: func(t *testing.T, as *oauthFake, tf *testFactory) { as.dcrAuthMethod = "client_secret_post" },
-			check: func(t *testing.T, as *oauthFake, tf *testFactory) {
-				if form := as.formsWith(wire.GrantAuthorizationCode)[0]; form.Get("client_secret") != "dcr-secret-dcr-1" {
+			setup: func(t *testing.T, as *oauthfake.Server, tf *testFactory) { as.DCRAuthMethod = "client_secret_post" },
+			check: func(t *testing.T, as *oauthfake.Server, tf *testFactory) {
+				if form := as.FormsWith(wire.GrantAuthorizationCode)[0]; form.Get("client_secret") != "dcr-secret-dcr-1" {
 					t.Errorf("the registered secret was not posted")
 				}
 				if c := storedOne(t, tf); c.Client.AuthMethod != "client_secret_post" || c.Client.ClientSecret == "" {
@@ -206,33 +207,33 @@ func TestLogin(t *testing.T) {
 		},
 		{
 			name:     "no way to get a client",
-			setup:    func(t *testing.T, as *oauthFake, tf *testFactory) { as.md.RegistrationEndpoint = "" },
+			setup:    func(t *testing.T, as *oauthfake.Server, tf *testFactory) { as.Metadata.RegistrationEndpoint = "" },
 			wantCode: ExitError,
 			wantErr:  []string{`has no registration endpoint \(RFC 7591\)`, `agentauth login --client-id ID \[--client-secret-stdin\] TARGET`},
 		},
 		{
 			name: "stored registration reused",
-			setup: func(t *testing.T, as *oauthFake, tf *testFactory) {
-				as.clients["kept"] = ""
+			setup: func(t *testing.T, as *oauthfake.Server, tf *testFactory) {
+				as.Clients["kept"] = ""
 				putOther(t, tf, as, store.ClientRegistration{ClientID: "kept", AuthMethod: "none", Source: "dcr"})
 			},
-			check: func(t *testing.T, as *oauthFake, tf *testFactory) {
-				if as.registered != 0 || as.authorizeQ[0].Get("client_id") != "kept" {
-					t.Errorf("registered %d, client_id %q", as.registered, as.authorizeQ[0].Get("client_id"))
+			check: func(t *testing.T, as *oauthfake.Server, tf *testFactory) {
+				if as.Registered != 0 || as.AuthorizeQuery[0].Get("client_id") != "kept" {
+					t.Errorf("registered %d, client_id %q", as.Registered, as.AuthorizeQuery[0].Get("client_id"))
 				}
 			},
 		},
 		{
 			name: "stale stored registration: dropped, registered again once",
-			setup: func(t *testing.T, as *oauthFake, tf *testFactory) {
+			setup: func(t *testing.T, as *oauthfake.Server, tf *testFactory) {
 				putOther(t, tf, as, store.ClientRegistration{ClientID: "forgotten", AuthMethod: "none", Source: "dcr"})
 			},
 			wantErr: []string{`no longer accepts the stored client forgotten; choosing the client again\.$`, `✓ Logged in to`},
-			check: func(t *testing.T, as *oauthFake, tf *testFactory) {
-				if as.registered != 1 || len(as.authorizeQ) != 2 || as.authorizeQ[1].Get("client_id") != "dcr-1" {
-					t.Errorf("registered %d, %d authorizations", as.registered, len(as.authorizeQ))
+			check: func(t *testing.T, as *oauthfake.Server, tf *testFactory) {
+				if as.Registered != 1 || len(as.AuthorizeQuery) != 2 || as.AuthorizeQuery[1].Get("client_id") != "dcr-1" {
+					t.Errorf("registered %d, %d authorizations", as.Registered, len(as.AuthorizeQuery))
 				}
-				c, err := tf.st.Get(context.Background(), store.Key{Resource: as.resource(), Issuer: as.srv.URL})
+				c, err := tf.st.Get(context.Background(), store.Key{Resource: as.Resource(), Issuer: as.URL})
 				if err != nil || c.Client.ClientID != "dcr-1" {
 					t.Errorf("stored client = %+v, %v", c, err)
 				}
@@ -241,26 +242,26 @@ func TestLogin(t *testing.T) {
 		{
 			name: "--client-id names a client the server rejects: no second attempt",
 			args: []string{"--client-id", "forgotten"},
-			setup: func(t *testing.T, as *oauthFake, tf *testFactory) {
+			setup: func(t *testing.T, as *oauthfake.Server, tf *testFactory) {
 				putOther(t, tf, as, store.ClientRegistration{ClientID: "forgotten", AuthMethod: "none", Source: "preregistered"})
 			},
 			wantCode: ExitError,
 			wantErr:  []string{`^agentauth: cannot log in: cannot exchange the authorization code: the authorization server rejected the client: invalid_client`},
-			check: func(t *testing.T, as *oauthFake, tf *testFactory) {
-				if as.registered != 0 || len(as.authorizeQ) != 1 {
-					t.Errorf("registered %d, %d authorizations; want 0 and 1", as.registered, len(as.authorizeQ))
+			check: func(t *testing.T, as *oauthfake.Server, tf *testFactory) {
+				if as.Registered != 0 || len(as.AuthorizeQuery) != 1 {
+					t.Errorf("registered %d, %d authorizations; want 0 and 1", as.Registered, len(as.AuthorizeQuery))
 				}
 			},
 		},
 		{
 			name: "--client-id of a stored confidential client: its stored secret",
 			args: []string{"--client-id", "conf"},
-			setup: func(t *testing.T, as *oauthFake, tf *testFactory) {
-				as.clients["conf"] = "s3cret"
+			setup: func(t *testing.T, as *oauthfake.Server, tf *testFactory) {
+				as.Clients["conf"] = "s3cret"
 				putOther(t, tf, as, store.ClientRegistration{ClientID: "conf", ClientSecret: "s3cret", AuthMethod: "client_secret_basic", Source: "preregistered"})
 			},
-			check: func(t *testing.T, as *oauthFake, tf *testFactory) {
-				if as.tokenAuth[0] == "" {
+			check: func(t *testing.T, as *oauthfake.Server, tf *testFactory) {
+				if as.TokenAuth[0] == "" {
 					t.Error("the stored secret was not sent")
 				}
 			},
@@ -268,21 +269,21 @@ func TestLogin(t *testing.T) {
 		{
 			name: "device flow on a terminal: a spinner with the time left",
 			args: []string{"--device"},
-			setup: func(t *testing.T, as *oauthFake, tf *testFactory) {
+			setup: func(t *testing.T, as *oauthfake.Server, tf *testFactory) {
 				tf.IO.StderrTTY = true
 			},
 			wantErr: []string{`\r\x1b\[K. Waiting for approval \((4|5)m left, Ctrl-C to cancel\)`, `✓ Logged in`},
 		},
 		{
 			name:     "authorization refused in the browser",
-			setup:    func(t *testing.T, as *oauthFake, tf *testFactory) { as.authError = "access_denied" },
+			setup:    func(t *testing.T, as *oauthfake.Server, tf *testFactory) { as.AuthError = "access_denied" },
 			wantCode: ExitAuth,
 			wantErr:  []string{`cannot log in: the authorization server refused the authorization: access_denied: the user said no`, `To log in, run: agentauth login http://`},
-			check:    func(t *testing.T, as *oauthFake, tf *testFactory) { noneStored(t, tf) },
+			check:    func(t *testing.T, as *oauthfake.Server, tf *testFactory) { noneStored(t, tf) },
 		},
 		{
 			name: "keyring unavailable: stops before any request",
-			setup: func(t *testing.T, as *oauthFake, tf *testFactory) {
+			setup: func(t *testing.T, as *oauthfake.Server, tf *testFactory) {
 				tf.st = failingStore{store.NewMemory()}
 				tf.ProbeKeyring = func(context.Context) error {
 					return errors.New("cannot write to the OS keyring: no dbus\nTo store credentials in a file instead, use --store file (or set AGENTAUTH_STORE=file).")
@@ -290,11 +291,11 @@ func TestLogin(t *testing.T) {
 			},
 			wantCode: ExitError,
 			wantErr:  []string{`^agentauth: cannot log in: cannot write to the OS keyring: no dbus$`, `use --store file`},
-			check:    func(t *testing.T, as *oauthFake, tf *testFactory) { noRequests(t, as) },
+			check:    func(t *testing.T, as *oauthfake.Server, tf *testFactory) { noRequests(t, as) },
 		},
 		{
 			name: "corrupt credentials file: stops before any request, file untouched",
-			setup: func(t *testing.T, as *oauthFake, tf *testFactory) {
+			setup: func(t *testing.T, as *oauthfake.Server, tf *testFactory) {
 				dir := t.TempDir()
 				if err := os.WriteFile(filepath.Join(dir, "credentials.json"), []byte(`{"version":1,"credentials":[{`), 0o600); err != nil {
 					t.Fatal(err)
@@ -307,7 +308,7 @@ func TestLogin(t *testing.T) {
 			},
 			wantCode: ExitError,
 			wantErr:  []string{`^agentauth: cannot log in: cannot read \S+/credentials\.json: corrupt data: `, `^Fix the file or move it away`},
-			check: func(t *testing.T, as *oauthFake, tf *testFactory) {
+			check: func(t *testing.T, as *oauthfake.Server, tf *testFactory) {
 				noRequests(t, as)
 				if b, _ := os.ReadFile(tf.st.Location()); string(b) != `{"version":1,"credentials":[{` {
 					t.Errorf("the corrupt file was rewritten: %s", b)
@@ -316,14 +317,14 @@ func TestLogin(t *testing.T) {
 		},
 		{
 			name: "keyring write fails after the flow: file store, loud warning",
-			setup: func(t *testing.T, as *oauthFake, tf *testFactory) {
+			setup: func(t *testing.T, as *oauthfake.Server, tf *testFactory) {
 				tf.st = failingStore{store.NewMemory()}
 				tf.ProbeKeyring = func(context.Context) error { return nil }
 			},
 			wantErr: []string{`^WARNING: cannot store the credential in the OS keyring: keyring locked$`, `^WARNING: every command finds it there; to keep using the file store, run agentauth with --store file`, `✓ Logged in`},
-			check: func(t *testing.T, as *oauthFake, tf *testFactory) {
+			check: func(t *testing.T, as *oauthfake.Server, tf *testFactory) {
 				st, _ := fallbackStore()
-				if c, err := st.Get(context.Background(), store.Key{Resource: as.resource(), Issuer: as.srv.URL}); err != nil || c.RefreshToken == "" {
+				if c, err := st.Get(context.Background(), store.Key{Resource: as.Resource(), Issuer: as.URL}); err != nil || c.RefreshToken == "" {
 					t.Errorf("credential not in the file store: %v", err)
 				}
 			},
@@ -331,7 +332,7 @@ func TestLogin(t *testing.T) {
 		{
 			name: "no terminal, no BROWSER: the URL is printed",
 			args: []string{"--timeout", "100ms"},
-			setup: func(t *testing.T, as *oauthFake, tf *testFactory) {
+			setup: func(t *testing.T, as *oauthfake.Server, tf *testFactory) {
 				tf.IO.StdoutTTY, tf.IO.StderrTTY = false, false
 				tf.OpenURL = func(string) error { t.Error("the platform opener ran without a terminal"); return nil }
 			},
@@ -340,9 +341,36 @@ func TestLogin(t *testing.T) {
 				`^  http://127\.0\.0\.1:\d+/authorize\?`, `--device logs in without a browser`, `timed out waiting for the authorization`},
 		},
 		{
+			name: "the browser opens before it is said to",
+			setup: func(t *testing.T, as *oauthfake.Server, tf *testFactory) {
+				tf.OpenURL = func(u string) error {
+					if strings.Contains(tf.errOut.String(), "Opening") {
+						t.Error("stderr said the browser was opening before the opener ran")
+					}
+					return oauthfake.FetchBrowser(u)
+				}
+			},
+			wantErr: []string{`^Opening http://127\.0\.0\.1:\d+/authorize\?\S+ in your browser\.$`, `✓ Logged in`},
+		},
+		{
+			name: "the opener fails: the warning, then the URL to open by hand",
+			args: []string{"--timeout", "100ms"},
+			setup: func(t *testing.T, as *oauthfake.Server, tf *testFactory) {
+				tf.OpenURL = func(string) error { return errors.New("cannot open a browser: no display") }
+			},
+			wantCode: ExitAuth,
+			wantErr: []string{`^warning: cannot open a browser: no display; open the URL below yourself\.\nOpen this URL in a browser to log in:\n  http://127\.0\.0\.1:\d+/authorize\?`,
+				`timed out waiting for the authorization`},
+			check: func(t *testing.T, as *oauthfake.Server, tf *testFactory) {
+				if strings.Contains(tf.errOut.String(), "Opening") {
+					t.Errorf("stderr says a browser is opening after the opener failed:\n%s", tf.errOut)
+				}
+			},
+		},
+		{
 			name: "--no-browser prints the URL",
 			args: []string{"--no-browser", "--timeout", "100ms"},
-			setup: func(t *testing.T, as *oauthFake, tf *testFactory) {
+			setup: func(t *testing.T, as *oauthfake.Server, tf *testFactory) {
 				tf.OpenURL = func(string) error { t.Error("browser opened"); return nil }
 			},
 			wantCode: ExitAuth,
@@ -353,12 +381,12 @@ func TestLogin(t *testing.T) {
 			args: []string{"--device"},
 			wantErr: []string{`^To log in, open http://127\.0\.0\.1:\d+/activate and enter the code WDJB-MJHT$`,
 				`^or open http://127\.0\.0\.1:\d+/activate\?user_code=WDJB-MJHT$`, `✓ Logged in to http://\S+ as alice`},
-			check: func(t *testing.T, as *oauthFake, tf *testFactory) {
-				polls := as.formsWith(wire.GrantDeviceCode)
-				if len(polls) != 1 || polls[0].Get("resource") != as.resource() {
+			check: func(t *testing.T, as *oauthfake.Server, tf *testFactory) {
+				polls := as.FormsWith(wire.GrantDeviceCode)
+				if len(polls) != 1 || polls[0].Get("resource") != as.Resource() {
 					t.Errorf("device polls = %v", polls)
 				}
-				if len(as.authorizeQ) != 0 {
+				if len(as.AuthorizeQuery) != 0 {
 					t.Error("the browser flow ran")
 				}
 			},
@@ -366,13 +394,13 @@ func TestLogin(t *testing.T) {
 		{
 			name: "--json",
 			args: []string{"--json"},
-			check: func(t *testing.T, as *oauthFake, tf *testFactory) {
+			check: func(t *testing.T, as *oauthfake.Server, tf *testFactory) {
 				var doc loginDoc
 				if err := json.Unmarshal(tf.out.Bytes(), &doc); err != nil {
 					t.Fatalf("stdout is not JSON: %v\n%s", err, tf.out)
 				}
 				if len(doc.Logins) != 1 || doc.Logins[0].Subject != "alice" || doc.Logins[0].Client.ClientID != "dcr-1" ||
-					!doc.Logins[0].Refreshable || doc.Logins[0].Store != "memory" || doc.Target != as.resource() {
+					!doc.Logins[0].Refreshable || doc.Logins[0].Store != "memory" || doc.Target != as.Resource() {
 					t.Errorf("document = %+v", doc)
 				}
 			},
@@ -380,12 +408,12 @@ func TestLogin(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			as := newOAuthFake(t)
+			as := oauthfake.New(t)
 			tf := newTestFactory(t, tt.stdin)
 			if tt.setup != nil {
 				tt.setup(t, as, tf)
 			}
-			code := tf.run(append(append([]string{"login"}, tt.args...), as.resource())...)
+			code := tf.run(append(append([]string{"login"}, tt.args...), as.Resource())...)
 			if code != tt.wantCode {
 				t.Fatalf("exit %d, want %d; stderr:\n%s", code, tt.wantCode, tf.errOut)
 			}
@@ -406,7 +434,7 @@ func TestLogin(t *testing.T) {
 }
 
 func TestLoginCallbackPortTaken(t *testing.T) {
-	as := newOAuthFake(t)
+	as := oauthfake.New(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -414,7 +442,7 @@ func TestLoginCallbackPortTaken(t *testing.T) {
 	defer ln.Close()
 	tf := newTestFactory(t, "")
 	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	if code := tf.run("login", "--callback-port", port, as.resource()); code != ExitError {
+	if code := tf.run("login", "--callback-port", port, as.Resource()); code != ExitError {
 		t.Fatalf("exit %d, want 1", code)
 	}
 	if want := "cannot listen for the login callback: the callback port is already in use: 127.0.0.1:" + port +
@@ -439,18 +467,18 @@ func noneStored(t *testing.T, tf *testFactory) {
 	}
 }
 
-func noRequests(t *testing.T, as *oauthFake) {
+func noRequests(t *testing.T, as *oauthfake.Server) {
 	t.Helper()
-	if as.hits != 0 {
-		t.Errorf("%d requests reached the servers, want none", as.hits)
+	if as.Hits != 0 {
+		t.Errorf("%d requests reached the servers, want none", as.Hits)
 	}
 }
 
 // putOther stores a credential for another resource of the same issuer,
 // holding reg: what an earlier login left.
-func putOther(t *testing.T, tf *testFactory, as *oauthFake, reg store.ClientRegistration) {
+func putOther(t *testing.T, tf *testFactory, as *oauthfake.Server, reg store.ClientRegistration) {
 	t.Helper()
-	c := &store.Credential{Key: store.Key{Resource: as.srv.URL + "/other", Issuer: as.srv.URL}, AccessToken: "x", Client: reg}
+	c := &store.Credential{Key: store.Key{Resource: as.URL + "/other", Issuer: as.URL}, AccessToken: "x", Client: reg}
 	if err := tf.st.Put(context.Background(), c); err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentauth/agentauth/internal/oauthfake"
 	"github.com/agentauth/agentauth/store"
 )
 
@@ -28,7 +29,7 @@ func TestToken(t *testing.T) {
 		name string
 		args []string
 		// setup stores credentials; it returns the target to ask for.
-		setup    func(t *testing.T, as *oauthFake, st store.Store) string
+		setup    func(t *testing.T, as *oauthfake.Server, st store.Store) string
 		wantCode int
 		// wantToken: stdout must be exactly the stored access token.
 		wantToken     bool
@@ -40,16 +41,16 @@ func TestToken(t *testing.T) {
 	}{
 		{
 			name: "valid token printed as is",
-			setup: func(t *testing.T, as *oauthFake, st store.Store) string {
-				as.seed(t, st, time.Now().Add(time.Hour), nil)
+			setup: func(t *testing.T, as *oauthfake.Server, st store.Store) string {
+				as.Seed(t, st, time.Now().Add(time.Hour), nil)
 				return "ws://host.example"
 			},
 			wantToken: true,
 		},
 		{
 			name: "expired token refreshed first",
-			setup: func(t *testing.T, as *oauthFake, st store.Store) string {
-				as.seed(t, st, time.Now().Add(-time.Second), nil)
+			setup: func(t *testing.T, as *oauthfake.Server, st store.Store) string {
+				as.Seed(t, st, time.Now().Add(-time.Second), nil)
 				return "ws://host.example"
 			},
 			wantToken:     true,
@@ -58,33 +59,33 @@ func TestToken(t *testing.T) {
 		{
 			name: "by resource, with --scheme",
 			args: []string{"--scheme", "dev"},
-			setup: func(t *testing.T, as *oauthFake, st store.Store) string {
-				as.seed(t, st, time.Now().Add(time.Hour), nil)
-				return as.resource()
+			setup: func(t *testing.T, as *oauthfake.Server, st store.Store) string {
+				as.Seed(t, st, time.Now().Add(time.Hour), nil)
+				return as.Resource()
 			},
 			wantToken: true,
 		},
 		{
 			name: "a resource URL prefers its own login to a host's",
-			setup: func(t *testing.T, as *oauthFake, st store.Store) string {
-				as.seed(t, st, time.Now().Add(time.Hour), nil)
-				as.seed(t, st, time.Now().Add(time.Hour), func(c *store.Credential) { c.SchemeID, c.Target = "", "" })
-				return as.resource()
+			setup: func(t *testing.T, as *oauthfake.Server, st store.Store) string {
+				as.Seed(t, st, time.Now().Add(time.Hour), nil)
+				as.Seed(t, st, time.Now().Add(time.Hour), func(c *store.Credential) { c.SchemeID, c.Target = "", "" })
+				return as.Resource()
 			},
 			wantToken:  true,
 			wantScheme: "-",
 		},
 		{
 			name:     "nothing stored",
-			setup:    func(t *testing.T, as *oauthFake, st store.Store) string { return "ws://host.example" },
+			setup:    func(t *testing.T, as *oauthfake.Server, st store.Store) string { return "ws://host.example" },
 			wantCode: ExitAuth,
 			wantErr:  []string{`^agentauth: no stored credential for ws://host.example$`, `^To log in, run: agentauth login ws://host.example$`},
 		},
 		{
 			name: "unknown scheme",
 			args: []string{"--scheme", "gh"},
-			setup: func(t *testing.T, as *oauthFake, st store.Store) string {
-				as.seed(t, st, time.Now().Add(time.Hour), nil)
+			setup: func(t *testing.T, as *oauthfake.Server, st store.Store) string {
+				as.Seed(t, st, time.Now().Add(time.Hour), nil)
 				return "ws://host.example"
 			},
 			wantCode: ExitAuth,
@@ -92,8 +93,8 @@ func TestToken(t *testing.T) {
 		},
 		{
 			name: "expired, refresh refused",
-			setup: func(t *testing.T, as *oauthFake, st store.Store) string {
-				as.seed(t, st, time.Now().Add(-time.Hour), func(c *store.Credential) { c.RefreshToken = "rt-secret-revoked" })
+			setup: func(t *testing.T, as *oauthfake.Server, st store.Store) string {
+				as.Seed(t, st, time.Now().Add(-time.Hour), func(c *store.Credential) { c.RefreshToken = "rt-secret-revoked" })
 				return "ws://host.example"
 			},
 			wantCode: ExitAuth,
@@ -101,9 +102,9 @@ func TestToken(t *testing.T) {
 		},
 		{
 			name: "several schemes need --scheme",
-			setup: func(t *testing.T, as *oauthFake, st store.Store) string {
-				as.seed(t, st, time.Now().Add(time.Hour), nil)
-				as.seed(t, st, time.Now().Add(time.Hour), func(c *store.Credential) { c.SchemeID = "gh" })
+			setup: func(t *testing.T, as *oauthfake.Server, st store.Store) string {
+				as.Seed(t, st, time.Now().Add(time.Hour), nil)
+				as.Seed(t, st, time.Now().Add(time.Hour), func(c *store.Credential) { c.SchemeID = "gh" })
 				return "ws://host.example"
 			},
 			wantCode: ExitUsage,
@@ -112,7 +113,7 @@ func TestToken(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			as := newOAuthFake(t)
+			as := oauthfake.New(t)
 			tf := newTestFactory(t, "")
 			target := tt.setup(t, as, tf.st)
 			code := tf.run(append(append([]string{"token"}, tt.args...), target)...)
@@ -124,8 +125,8 @@ func TestToken(t *testing.T) {
 					t.Errorf("stderr lacks %s:\n%s", re, tf.errOut)
 				}
 			}
-			if as.refreshes != tt.wantRefreshes {
-				t.Errorf("%d refreshes, want %d", as.refreshes, tt.wantRefreshes)
+			if as.Refreshes != tt.wantRefreshes {
+				t.Errorf("%d refreshes, want %d", as.Refreshes, tt.wantRefreshes)
 			}
 			if !tt.wantToken {
 				if tf.out.Len() > 0 {
@@ -133,7 +134,7 @@ func TestToken(t *testing.T) {
 				}
 			} else {
 				scheme := map[string]string{"": "dev", "-": ""}[tt.wantScheme]
-				c, err := tf.st.Get(context.Background(), store.Key{Resource: as.resource(), Issuer: as.srv.URL, SchemeID: scheme})
+				c, err := tf.st.Get(context.Background(), store.Key{Resource: as.Resource(), Issuer: as.URL, SchemeID: scheme})
 				if err != nil || tf.out.String() != c.AccessToken+"\n" {
 					t.Errorf("stdout = %q, want the stored token of scheme %q and a newline", tf.out, scheme)
 				}

@@ -201,6 +201,8 @@ func resourceMatches(resource string, target *url.URL) bool {
 }
 
 // origin is scheme://host[:port] lowercased, without a default port.
+// Not wire.Origin: that one counts ws as http (an agent host's two faces),
+// which a resource identifier must not.
 func origin(u *url.URL) string {
 	scheme, host, port := strings.ToLower(u.Scheme), strings.ToLower(u.Hostname()), u.Port()
 	if (scheme == "https" && port == "443") || (scheme == "http" && port == "80") {

@@ -250,6 +250,8 @@ func TestDiscoverResourceRefusesTarget(t *testing.T) {
 		"http://mcp.example/mcp": ErrInsecureHTTP,
 		"javascript:alert(1)":    ErrUnsupportedScheme,
 		"/mcp":                   ErrInvalidURL,
+		"https://:":              ErrInvalidURL, // would reach this machine's port 443
+		"https://:8443/mcp":      ErrInvalidURL,
 	} {
 		if _, err := DiscoverResource(context.Background(), nil, target); !errors.Is(err, want) {
 			t.Errorf("DiscoverResource(%q) = %v, want %v", target, err, want)

@@ -56,7 +56,8 @@ func checkURL(field, raw string) (*url.URL, error) {
 		}
 	}
 	u, err := url.Parse(raw)
-	if err != nil || u.Scheme == "" || u.Host == "" {
+	// A host-less URL ("https://:") would reach this machine's port 443.
+	if err != nil || u.Scheme == "" || u.Hostname() == "" {
 		return nil, &URLError{Field: field, URL: raw, Err: ErrInvalidURL}
 	}
 	if strings.EqualFold(u.Scheme, "http") && !isLoopback(u.Hostname()) {

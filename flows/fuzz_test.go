@@ -88,6 +88,9 @@ func FuzzResourceMetadata(f *testing.F) {
 	f.Add(`{"resource":"http://127.0.0.1:7777/mcp","authorization_servers":["http://evil.example"]}`, "http://127.0.0.1:7777/mcp")
 	f.Add(`{"resource":"http://127.0.0.1:7777/mcp","authorization_servers":[]}`, "http://127.0.0.1:7777/mcp")
 	f.Add(`{"resource":"HTTP://LocalHost:80/a%2Fb?x","authorization_servers":["https://as.example"]}`, "http://localhost/a%2Fb/c?x")
+	// A host-less target: checkURL refuses it (it would reach this
+	// machine's port 443).
+	f.Add(`{"resource":"https://:","authorization_servers":["https://as.example"]}`, "https://:")
 	f.Fuzz(func(t *testing.T, doc, target string) {
 		tu, err := checkURL("target", target)
 		if err != nil {
