@@ -205,6 +205,7 @@ Logs go to stderr (or --log-file), never tokens.`,
 			&cli.StringFlag{Name: "connection-token", Usage: "require ?tkn=`TOKEN` on WebSocket upgrades (HTTP 403 otherwise)", Destination: &opts.ConnectionToken},
 			&cli.BoolFlag{Name: "stdio", Usage: "serve one session on stdin/stdout (logs stay on stderr); the embedded issuer and the HTTP face still listen on --listen when a scheme uses the embedded issuer", Destination: &opts.Stdio},
 			&cli.StringFlag{Name: "log-file", Usage: "append the logs to `FILE` instead of stderr", Destination: &opts.LogFile},
+			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "log at `LEVEL` and above: debug (also every accepted request), info (refusals, connections, a per-minute summary of accepted and refused requests), warn or error (default info; --verbose means debug)"},
 			&cli.BoolFlag{Name: "auto-approve", Usage: "embedded issuer: approve every authorization and device code at once, without the consent page (tests, scripts)", Destination: &opts.AutoApprove},
 			&cli.StringFlag{Name: "dev-user", Value: issuer.DefaultSubject, Usage: "embedded issuer: the `NAME` approvals sign in as (the pages let you type another)", Destination: &opts.DevUser},
 			&cli.DurationFlag{Name: "token-ttl", Value: issuer.DefaultTokenTTL, Usage: "embedded issuer: access token lifetime `DURATION`", Destination: &opts.TokenTTL},
@@ -284,8 +285,12 @@ Logs go to stderr (or --log-file), never tokens.`,
 			opts.IO = f.IO
 			opts.HTTPClient, opts.Credentials = f.HTTPClient, f.Client().Credentials
 			opts.Now = f.Now
-			opts.LogLevel = slog.LevelInfo
-			if f.Verbose {
+			level, ok := serveLogLevels[c.String("log-level")]
+			if !ok {
+				return usageErrorf("--log-level must be debug, info, warn or error, not %q", c.String("log-level"))
+			}
+			opts.LogLevel = level
+			if f.Verbose && !c.IsSet("log-level") {
 				opts.LogLevel = slog.LevelDebug
 			}
 			ctx := c.Context
@@ -293,6 +298,9 @@ Logs go to stderr (or --log-file), never tokens.`,
 		},
 	}
 }
+
+// serveLogLevels are the values of serve --log-level.
+var serveLogLevels = map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError}
 
 // readAssertionIssuer reads a --trust-assertion-issuer ISS=KEYFILE.
 func readAssertionIssuer(v string) (issuer.AssertionIssuer, error) {

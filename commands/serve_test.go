@@ -40,6 +40,10 @@ func TestServeFlags(t *testing.T) {
 	checkFlags(t, []flagCase[ServeOptions]{
 		{args: []string{}, want: defaults},
 		{args: []string{}, verbose: true, want: with(func(o *ServeOptions) { o.LogLevel = slog.LevelDebug })},
+		{args: []string{"--log-level", "debug"}, want: with(func(o *ServeOptions) { o.LogLevel = slog.LevelDebug })},
+		{args: []string{"--log-level", "warn"}, verbose: true, want: with(func(o *ServeOptions) { o.LogLevel = slog.LevelWarn })},
+		{args: []string{"--log-level", "error"}, want: with(func(o *ServeOptions) { o.LogLevel = slog.LevelError })},
+		{args: []string{"--log-level", "loud"}, wantCode: ExitUsage},
 		{args: []string{"--listen", "127.0.0.1:0", "--addr-file", "addr", "--config", "c.json", "--auth-scope", "host",
 			"--connection-token", "gate", "--log-file", "serve.log", "--resource", "http://127.0.0.1:1/rs"},
 			want: with(func(o *ServeOptions) {

@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"bufio"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -160,17 +161,21 @@ func runStoreStatus(ctx context.Context, opts *StatusOptions) error {
 		return &SilentError{Code: ExitAuth}
 	}
 	if !opts.JSON {
+		// One write for the whole report (a Fprintf per line cost a
+		// system call each).
+		out := bufio.NewWriter(opts.IO.Out)
 		p := opts.IO.OutPainter()
 		for i, cs := range doc.Credentials {
 			if i == 0 || cs.Resource != doc.Credentials[i-1].Resource {
 				if i > 0 {
-					fmt.Fprintln(opts.IO.Out)
+					fmt.Fprintln(out)
 				}
-				fmt.Fprintln(opts.IO.Out, p.Bold(safeText(cs.Resource)))
+				fmt.Fprintln(out, p.Bold(safeText(cs.Resource)))
 			}
-			printCredential(&cs, opts.IO.Out, p)
+			printCredential(&cs, out, p)
 		}
-		fmt.Fprintf(opts.IO.Out, "\nStore: %s, %s\n", st.Kind, st.Location)
+		fmt.Fprintf(out, "\nStore: %s, %s\n", st.Kind, st.Location)
+		out.Flush()
 	}
 	if !doc.Usable {
 		// The fix goes to stderr too: stdout may be a pipe or a file.
@@ -209,8 +214,10 @@ func runTargetStatus(ctx context.Context, opts *StatusOptions) error {
 			return err
 		}
 	} else {
-		printTargetStatus(doc, opts.IO.Out, opts.IO.OutPainter())
-		printUpstreams(doc, opts.IO.Out, opts.IO.OutPainter(), opts.Client.Now())
+		out := bufio.NewWriter(opts.IO.Out)
+		printTargetStatus(doc, out, opts.IO.OutPainter())
+		printUpstreams(doc, out, opts.IO.OutPainter(), opts.Client.Now())
+		out.Flush()
 	}
 	if doc.Failure != nil {
 		return doc.Failure

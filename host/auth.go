@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentauth/agentauth/wire"
@@ -54,6 +55,9 @@ type grantTable struct {
 
 	mu   sync.Mutex
 	held map[string]*held // by scheme id
+	// views caches the table's view for lock-free reads (see view); each
+	// change of held clears it.
+	views atomic.Pointer[authView]
 }
 
 // held is one scheme's token in a table. token is kept in memory only to
@@ -76,7 +80,13 @@ func (e *held) stop() {
 	}
 }
 
+// view is the table's auth at now. The view is shared: callers must not
+// change it. It is built again after a change of the table or once one of
+// its grants has expired, else read without a lock or an allocation.
 func (t *grantTable) view(now time.Time) authView {
+	if p := t.views.Load(); p != nil && !anyExpired(*p, now) {
+		return *p
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	v := authView{}
@@ -90,7 +100,17 @@ func (t *grantTable) view(now time.Time) authView {
 			v[id] = schemeStatus{grant: e.grant}
 		}
 	}
+	t.views.Store(&v)
 	return v
+}
+
+func anyExpired(v authView, now time.Time) bool {
+	for _, st := range v {
+		if st.grant != nil && st.grant.expiredAt(now) {
+			return true
+		}
+	}
+	return false
 }
 
 // matching returns the live entries whose grant satisfies f.
@@ -113,6 +133,7 @@ func (t *grantTable) clear() {
 		e.stop()
 		delete(t.held, id)
 	}
+	t.views.Store(nil)
 }
 
 // hold makes g the table's grant for sc, replacing any earlier one (last
@@ -125,6 +146,7 @@ func (h *Host) hold(t *grantTable, sc *scheme, token string, g *Grant, from *ses
 		old.stop()
 	}
 	t.held[sc.ID] = e
+	t.views.Store(nil)
 	if !g.Expiry.IsZero() {
 		e.expiry = time.AfterFunc(g.Expiry.Sub(h.now()), func() { h.lapse(t, e, errExpired) })
 	}
@@ -146,6 +168,7 @@ func (h *Host) release(t *grantTable, sc *scheme, from *session) {
 	if e != nil {
 		e.stop()
 		delete(t.held, sc.ID)
+		t.views.Store(nil)
 	}
 	t.mu.Unlock()
 	if e != nil && t.owner == nil {
@@ -167,6 +190,7 @@ func (h *Host) lapse(t *grantTable, e *held, why *TokenError) {
 	e.lapsed = why
 	e.token = ""
 	e.stop()
+	t.views.Store(nil)
 	t.mu.Unlock()
 	st := statusOf(why)
 	attrs := []any{"scheme", e.sc.ID, "subject", e.grant.Subject, "state", st.state, "reason", why.Description}

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
+
+	"golang.org/x/sync/singleflight"
 )
 
 // Grant is what a validated token establishes. It never holds the token.
@@ -91,8 +94,14 @@ type grantCache struct {
 	now func() time.Time
 	ttl time.Duration
 
-	mu      sync.Mutex
+	mu      sync.RWMutex
 	entries map[[32]byte]cacheEntry
+}
+
+// tokenKey is the cache key of a token: its SHA-256, hashed in place
+// (the token is read, never copied or kept).
+func tokenKey(token string) [32]byte {
+	return sha256.Sum256(unsafe.Slice(unsafe.StringData(token), len(token)))
 }
 
 type cacheEntry struct {
@@ -104,22 +113,27 @@ func newGrantCache(now func() time.Time, ttl time.Duration) *grantCache {
 	return &grantCache{now: now, ttl: ttl, entries: map[[32]byte]cacheEntry{}}
 }
 
-func (c *grantCache) get(token string) *Grant {
-	k := sha256.Sum256([]byte(token))
-	c.mu.Lock()
-	defer c.mu.Unlock()
+// get returns the grant cached for the token with key k, under a read
+// lock; an expired entry is removed under the write lock.
+func (c *grantCache) get(k [32]byte) *Grant {
+	c.mu.RLock()
 	e, ok := c.entries[k]
+	c.mu.RUnlock()
 	if !ok {
 		return nil
 	}
 	if !e.until.IsZero() && !c.now().Before(e.until) {
-		delete(c.entries, k)
+		c.mu.Lock()
+		if cur, ok := c.entries[k]; ok && cur == e {
+			delete(c.entries, k)
+		}
+		c.mu.Unlock()
 		return nil
 	}
 	return e.grant
 }
 
-func (c *grantCache) put(token string, g *Grant) {
+func (c *grantCache) put(k [32]byte, g *Grant) {
 	now := c.now()
 	until := g.Expiry
 	if c.ttl > 0 && (until.IsZero() || now.Add(c.ttl).Before(until)) {
@@ -140,12 +154,13 @@ func (c *grantCache) put(token string, g *Grant) {
 			delete(c.entries, k)
 		}
 	}
-	c.entries[sha256.Sum256([]byte(token))] = cacheEntry{grant: g, until: until}
+	c.entries[k] = cacheEntry{grant: g, until: until}
 }
 
 func (c *grantCache) drop(token string) {
+	k := tokenKey(token)
 	c.mu.Lock()
-	delete(c.entries, sha256.Sum256([]byte(token)))
+	delete(c.entries, k)
 	c.mu.Unlock()
 }
 
@@ -171,17 +186,51 @@ type checker struct {
 	scheme string
 	v      validator
 	cache  *grantCache
+	// flights makes concurrent validations of one token share one: the
+	// first runs, the others wait for its answer.
+	flights singleflight.Group
+	// validated, when set, is called after each validation that is not a
+	// cache hit (a signature check, an introspection), for the debug log.
+	validated func()
 }
 
 // check validates token, from the cache unless fresh is set. A rejected
-// token is dropped from the cache at once.
+// token is dropped from the cache at once. Concurrent misses for one token
+// wait for the first validation instead of repeating it; a caller whose
+// ctx ends stops waiting, while the validation goes on for the others.
 func (c *checker) check(ctx context.Context, token string, fresh bool) (*Grant, error) {
+	k := tokenKey(token)
 	if !fresh {
-		if g := c.cache.get(token); g != nil {
+		if g := c.cache.get(k); g != nil {
 			return g, nil
 		}
 	}
+	return c.share(ctx, k, token)
+}
+
+// share runs the validation of the token with key k, or waits for the one
+// under way (a function of its own, so that a cache hit allocates nothing).
+func (c *checker) share(ctx context.Context, k [32]byte, token string) (*Grant, error) {
+	ch := c.flights.DoChan(string(k[:]), func() (any, error) {
+		return c.validate(context.WithoutCancel(ctx), k, token)
+	})
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case r := <-ch:
+		if r.Err != nil {
+			return nil, r.Err
+		}
+		return r.Val.(*Grant), nil
+	}
+}
+
+// validate asks the validator and caches its answer.
+func (c *checker) validate(ctx context.Context, k [32]byte, token string) (*Grant, error) {
 	g, err := c.v.validate(ctx, token)
+	if c.validated != nil {
+		c.validated()
+	}
 	if err != nil {
 		var te *TokenError
 		if errors.As(err, &te) {
@@ -191,6 +240,6 @@ func (c *checker) check(ctx context.Context, token string, fresh bool) (*Grant, 
 	}
 	out := *g
 	out.Scheme = c.scheme
-	c.cache.put(token, &out)
+	c.cache.put(k, &out)
 	return &out, nil
 }

@@ -44,7 +44,9 @@ type Options struct {
 	// AuthScope is AuthScopeConnection (default) or AuthScopeHost.
 	AuthScope string
 	// Logger receives one line per connection open/close and per auth
-	// decision. Default: discard.
+	// decision, except that the HTTP face's acceptances are logged at
+	// Debug and summed up at Info once a minute (when any). Default:
+	// discard.
 	Logger *slog.Logger
 	// HTTPClient fetches metadata and keys and calls introspection.
 	HTTPClient *http.Client
@@ -87,12 +89,18 @@ type Host struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
+	// accepted and refused count the HTTP face's auth decisions since the
+	// last summary line (see logSummary).
+	accepted, refused atomic.Int64
+
 	mu       sync.Mutex
 	conns    map[*session]struct{}
 	nextConn uint64
-	revoked  map[string]time.Time // jti → until when it must stay refused
-	closed   bool                 // set by Close: no new connection is served
-	serving  sync.WaitGroup       // ServeConn calls under way
+	// revoked maps a jti to when it may stop being refused; replaced, never
+	// changed, under mu, so that validations read it without a lock.
+	revoked atomic.Pointer[map[string]time.Time]
+	closed  bool           // set by Close: no new connection is served
+	serving sync.WaitGroup // ServeConn calls under way
 }
 
 // requirements are the configured schemes in force. The resource never
@@ -129,7 +137,8 @@ func New(opts Options) (*Host, error) {
 		return nil, fmt.Errorf("cannot start the host: %w", err)
 	}
 	h := &Host{storedToken: opts.StoredToken, cfg: opts.Config, log: opts.Logger, now: opts.Now, maxMsg: opts.MaxMessageSize, version: cmp.Or(opts.Version, "dev"),
-		sessions: &agentSessions{store: opts.Store}, conns: map[*session]struct{}{}, revoked: map[string]time.Time{}}
+		sessions: &agentSessions{store: opts.Store}, conns: map[*session]struct{}{}}
+	h.revoked.Store(&map[string]time.Time{})
 	switch opts.AuthScope {
 	case "", AuthScopeConnection:
 	case AuthScopeHost:
@@ -153,7 +162,36 @@ func New(opts Options) (*Host, error) {
 	h.reqs.Store(h.build(opts.Config, nil))
 	h.useBroker(opts.Broker)
 	h.ctx, h.cancel = context.WithCancel(context.Background())
+	go h.summarize(authSummaryInterval)
 	return h, nil
+}
+
+// authSummaryInterval is how often the HTTP face's auth decisions are
+// summed up in one log line (accepted ones are logged only at Debug).
+const authSummaryInterval = time.Minute
+
+// summarize logs the decision counts every interval until the host closes.
+func (h *Host) summarize(interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-h.ctx.Done():
+			return
+		case <-t.C:
+			h.logSummary(interval)
+		}
+	}
+}
+
+// logSummary logs, at Info, how many requests of the HTTP face were
+// accepted and refused since the last summary, when any were.
+func (h *Host) logSummary(interval time.Duration) {
+	a, r := h.accepted.Swap(0), h.refused.Swap(0)
+	if a == 0 && r == 0 {
+		return
+	}
+	h.log.Info("auth summary", "face", "http", "accepted", a, "refused", r, "interval", interval)
 }
 
 // build makes the schemes of cfg, keeping those of old whose
@@ -183,7 +221,9 @@ func (h *Host) build(cfg *Config, old *requirements) *requirements {
 			}
 			sc.recheck = ttl
 		}
-		sc.checker = &checker{scheme: s.ID, v: v, cache: newGrantCache(h.now, ttl)}
+		id := s.ID
+		sc.checker = &checker{scheme: s.ID, v: v, cache: newGrantCache(h.now, ttl),
+			validated: func() { h.log.Debug("token validated", "scheme", id, "validation", s.Validation.Type) }}
 		r.add(sc)
 	}
 	return r
@@ -272,7 +312,11 @@ func (h *Host) WebSocketHandler(connectionToken string) http.Handler {
 			h.log.Warn("websocket upgrade failed", "remote", r.RemoteAddr, "err", err)
 			return
 		}
-		h.ServeConn(h.ctx, &wsConn{WSConn: wire.NewWSConn(c, h.maxMsg), ws: c})
+		// The session runs on a goroutine of its own and the handler
+		// returns: net/http's goroutine for the connection ends, with its
+		// grown stack and the buffers it keeps after the hijack (half the
+		// memory of an idle connection).
+		go h.ServeConn(h.ctx, &wsConn{WSConn: wire.NewWSConn(c, h.maxMsg), ws: c})
 	})
 }
 
@@ -289,6 +333,16 @@ func (c *wsConn) closeWith(code websocket.StatusCode, reason string) error {
 	return c.ws.Close(code, reason)
 }
 
+// abort ends a session's connection at once, without a closing handshake:
+// a write that overran writeTimeout, or the host shutting down.
+func (s *session) abort() {
+	if wc, ok := s.conn.(*wsConn); ok {
+		wc.ws.CloseNow()
+		return
+	}
+	s.conn.Close()
+}
+
 // Why a connection ends, besides its peer closing it.
 var (
 	errShuttingDown = errors.New("host shutting down")
@@ -298,11 +352,13 @@ var (
 // ServeConn runs one session on c until the peer closes it, ctx ends or
 // the host is closed. It closes c before returning.
 //
-// Every message to the peer goes through the connection's send queue,
-// written by a goroutine of its own: answers wait for room in the queue
-// (the connection stops reading meanwhile), pushes never wait, and a push
-// that finds the queue full closes the connection (WebSocket status 1008
-// with the reason), so that a peer that does not read stalls no one else.
+// Answers are written by the goroutine that reads the connection, after
+// any queued pushes (the connection stops reading while the peer does not
+// read); pushes never wait: they go through the connection's send queue,
+// written by a goroutine that runs only while the queue is not empty, and
+// a push that finds the queue full closes the connection (WebSocket
+// status 1008 with the reason), so that a peer that does not read stalls
+// no one else. An idle connection has one goroutine, its reader.
 func (h *Host) ServeConn(ctx context.Context, c wire.Conn) {
 	// Reads and writes end with ctx or the host, not with the session
 	// (coder/websocket closes a connection at once when either's context
@@ -314,7 +370,14 @@ func (h *Host) ServeConn(ctx context.Context, c wire.Conn) {
 	defer stopIO()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	s := h.open(c, cancel)
+	// A WebSocket is read and written with a context that never ends
+	// (coder/websocket arms a timer per message for one that can), and
+	// aborted when ioCtx ends instead.
+	rwCtx := ioCtx
+	if _, ok := c.(*wsConn); ok {
+		rwCtx = context.WithoutCancel(ioCtx)
+	}
+	s := h.open(c, cancel, rwCtx)
 	if s == nil {
 		c.Close()
 		return
@@ -322,75 +385,109 @@ func (h *Host) ServeConn(ctx context.Context, c wire.Conn) {
 	defer h.serving.Done()
 	stop := context.AfterFunc(h.ctx, func() { cancel(errShuttingDown) })
 	defer stop()
+	if rwCtx != ioCtx {
+		defer context.AfterFunc(ioCtx, s.abort)()
+	}
 
 	reason := "closed by peer"
-	written := make(chan struct{})
-	go s.writeLoop(ctx, ioCtx, written)
+	var closing sync.Once
+	closeConn := func() {
+		closing.Do(func() {
+			if wc, ok := c.(*wsConn); ok && errors.Is(context.Cause(ctx), errQueueFull) {
+				wc.closeWith(websocket.StatusPolicyViolation, "send queue full: the client does not read its messages")
+			} else {
+				c.Close()
+			}
+		})
+	}
+	// A session that ends (send queue full, a write failed, shutdown)
+	// writes nothing more and closes its connection once the write under
+	// way is done, which ends the read below.
+	stopClose := context.AfterFunc(ctx, func() {
+		s.endWrites()
+		closeConn()
+	})
 	defer func() {
-		cause := context.Cause(ctx)
-		if cause == nil { // the peer closed: flush what is queued
-			close(s.drain)
-			<-written
+		if context.Cause(ctx) == nil { // the peer closed: flush what is queued
+			s.flushQueue()
 		}
+		stopClose()
 		cancel(nil)
-		<-written
+		s.endWrites()
 		h.closeSession(s)
-		if wc, ok := c.(*wsConn); ok && errors.Is(cause, errQueueFull) {
-			wc.closeWith(websocket.StatusPolicyViolation, "send queue full: the client does not read its messages")
-		} else {
-			c.Close()
-		}
+		closeConn()
 		h.log.Info("connection closed", "conn", s.id, "reason", reason)
 	}()
 
-	type read struct {
-		data []byte
-		err  error
+	read := c.Read
+	if _, ok := c.(*wsConn); !ok {
+		// Only a WebSocket read ends when the connection closes; any
+		// other (stdio) is read by a goroutine the session need not wait for.
+		read = readAsync(ctx, c)
 	}
-	reads := make(chan read)
-	go func() {
-		for {
-			data, err := c.Read(ioCtx)
-			select {
-			case reads <- read{data, err}:
-			case <-ctx.Done():
-				return
-			}
-			if err != nil && !errors.Is(err, wire.ErrSkippedMessage) {
-				return
-			}
-		}
-	}()
 	for {
-		select {
-		case <-ctx.Done():
+		data, err := read(rwCtx)
+		switch {
+		case ctx.Err() != nil:
 			reason = errShuttingDown.Error()
 			if cause := context.Cause(ctx); !errors.Is(cause, context.Canceled) {
 				reason = cause.Error()
 			}
 			return
-		case r := <-reads:
+		case errors.Is(err, wire.ErrSkippedMessage):
+			h.log.Warn("message refused", "conn", s.id, "reason", err.Error())
+			s.send(ctx, wire.NewErrorResponse(wire.ID{}, wire.Errorf(wire.CodeInvalidRequest, "invalid request: %v", err)))
+		case err != nil:
 			switch {
-			case errors.Is(r.err, wire.ErrSkippedMessage):
-				h.log.Warn("message refused", "conn", s.id, "reason", r.err.Error())
-				s.send(ctx, wire.NewErrorResponse(wire.ID{}, wire.Errorf(wire.CodeInvalidRequest, "invalid request: %v", r.err)))
-			case r.err != nil:
-				switch {
-				case ioCtx.Err() != nil: // the read ended with the host
-					reason = errShuttingDown.Error()
-				case !errors.Is(r.err, io.EOF) && websocket.CloseStatus(r.err) != websocket.StatusNormalClosure:
-					reason = r.err.Error()
-				}
-				return
-			default:
-				s.handle(ctx, r.data)
+			case ioCtx.Err() != nil: // the read ended with the host
+				reason = errShuttingDown.Error()
+			case !errors.Is(err, io.EOF) && websocket.CloseStatus(err) != websocket.StatusNormalClosure:
+				reason = err.Error()
 			}
+			return
+		default:
+			s.handle(ctx, data)
+		}
+	}
+}
+
+// readAsync reads c from a goroutine of its own, for connections whose
+// Read ignores its context: the returned read returns ctx's error once ctx
+// ends, while the goroutine may stay blocked until c delivers.
+func readAsync(ctx context.Context, c wire.Conn) func(context.Context) ([]byte, error) {
+	type read struct {
+		data []byte
+		err  error
+	}
+	reads := make(chan read)
+	var once sync.Once
+	return func(ioCtx context.Context) ([]byte, error) {
+		once.Do(func() {
+			go func() {
+				for {
+					data, err := c.Read(ioCtx)
+					select {
+					case reads <- read{data, err}:
+					case <-ctx.Done():
+						return
+					}
+					if err != nil && !errors.Is(err, wire.ErrSkippedMessage) {
+						return
+					}
+				}
+			}()
+		})
+		select {
+		case r := <-reads:
+			return r.data, r.err
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
 		}
 	}
 }
 
 // open registers a connection, or returns nil once the host is closed.
-func (h *Host) open(c wire.Conn, stop context.CancelCauseFunc) *session {
+func (h *Host) open(c wire.Conn, stop context.CancelCauseFunc, wctx context.Context) *session {
 	transport := "custom"
 	switch c.(type) {
 	case *wsConn, *wire.WSConn:
@@ -405,7 +502,9 @@ func (h *Host) open(c wire.Conn, stop context.CancelCauseFunc) *session {
 	}
 	h.serving.Add(1)
 	h.nextConn++
-	s := &session{h: h, id: h.nextConn, conn: c, stop: stop, out: make(chan []byte, sendQueueSize), drain: make(chan struct{})}
+	s := &session{h: h, id: h.nextConn, conn: c, stop: stop, wctx: wctx}
+	s.overrun = time.AfterFunc(writeTimeout, s.abort)
+	s.overrun.Stop()
 	if h.shared == nil {
 		s.own = &grantTable{owner: s, held: map[string]*held{}}
 	}
@@ -454,14 +553,16 @@ func (h *Host) NotifyRevoked(until time.Time, jtis ...string) {
 		}
 	}
 	h.mu.Lock()
-	for j, u := range h.revoked {
-		if now.After(u) {
-			delete(h.revoked, j)
+	revoked := map[string]time.Time{}
+	for j, u := range *h.revoked.Load() {
+		if !now.After(u) {
+			revoked[j] = u
 		}
 	}
 	for j := range set {
-		h.revoked[j] = until
+		revoked[j] = until
 	}
+	h.revoked.Store(&revoked)
 	tables := h.tables()
 	h.mu.Unlock()
 	for _, t := range tables {
@@ -487,9 +588,7 @@ func (h *Host) isRevoked(jti string) bool {
 	if jti == "" {
 		return false
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	_, ok := h.revoked[jti]
+	_, ok := (*h.revoked.Load())[jti]
 	return ok
 }
 
@@ -530,7 +629,10 @@ func (h *Host) ValidateBearer(ctx context.Context, token string) (*Grant, *wire.
 	for _, sc := range schemes {
 		g, err := h.validate(ctx, sc, token, false)
 		if err == nil {
-			h.log.Info("auth decision", "face", "http", "scheme", sc.ID, "subject", g.Subject, "outcome", "accepted")
+			h.accepted.Add(1)
+			if h.log.Enabled(ctx, slog.LevelDebug) { // no arguments to box otherwise
+				h.log.Debug("auth decision", "face", "http", "scheme", sc.ID, "subject", g.Subject, "outcome", "accepted")
+			}
 			return g, nil, nil
 		}
 		var te *TokenError
@@ -547,6 +649,7 @@ func (h *Host) ValidateBearer(ctx context.Context, token string) (*Grant, *wire.
 		h.log.Warn("auth decision", "face", "http", "outcome", "error", "reason", failure.Error())
 		return nil, nil, failure
 	}
+	h.refused.Add(1)
 	h.log.Info("auth decision", "face", "http", "scheme", rejected.SchemeID, "outcome", "rejected", "reason", rejected.ErrorDescription)
 	return nil, rejected, nil
 }

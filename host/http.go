@@ -155,7 +155,7 @@ func (f *httpFace) serveMCP(w http.ResponseWriter, r *http.Request) {
 		f.refuse(w, wire.ID{}, ref)
 		return
 	}
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, f.maxBody))
+	data, err := readBody(w, r, f.maxBody)
 	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			f.refuse(w, wire.ID{}, &httpRefusal{status: http.StatusRequestEntityTooLarge,
@@ -206,6 +206,19 @@ func (f *httpFace) serveMCP(w http.ResponseWriter, r *http.Request) {
 	writeHTTPJSON(w, status, resp)
 }
 
+// readBody reads a request body of at most limit bytes, into a buffer of
+// its Content-Length when it declares one (net/http ends such a body
+// after Content-Length bytes).
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	body := http.MaxBytesReader(w, r.Body, limit)
+	if r.ContentLength <= 0 || r.ContentLength > limit {
+		return io.ReadAll(body)
+	}
+	buf := make([]byte, r.ContentLength)
+	_, err := io.ReadFull(body, buf)
+	return buf, err
+}
+
 // writeEventStream answers with the messages as server-sent events, the
 // response last (MCP "Transports", Sending Messages: notifications about
 // the request may precede its response on the request's own stream).
@@ -238,10 +251,16 @@ func (f *httpFace) credentials(w http.ResponseWriter, r *http.Request) (token, s
 	}
 	// Descriptions go into WWW-Authenticate: printable ASCII only.
 	const headerOnly = "send it in the Authorization header (RFC 6750 section 2.1)"
-	if r.URL.Query().Has("access_token") {
+	// The query is parsed only when it may name access_token (an escaped
+	// name contains "_" or "%5F"), the media type only when it is not
+	// exactly application/json.
+	if q := r.URL.RawQuery; (strings.Contains(q, "_") || strings.Contains(q, "%")) && r.URL.Query().Has("access_token") {
 		return "", "", invalid("An access token in the query string is refused: " + headerOnly)
 	}
-	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	ct := r.Header.Get("Content-Type")
+	if ct != "application/json" {
+		ct, _, _ = mime.ParseMediaType(ct)
+	}
 	switch ct {
 	case "application/json":
 	case "application/x-www-form-urlencoded":
@@ -277,6 +296,14 @@ func (f *httpFace) credentials(w http.ResponseWriter, r *http.Request) (token, s
 	return token, scheme, nil
 }
 
+// b64TokenChars are the bytes of an RFC 6750 §2.1 b64token before its "="s.
+var b64TokenChars = func() (t [256]bool) {
+	for _, c := range []byte("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~+/") {
+		t[c] = true
+	}
+	return t
+}()
+
 // isB64Token checks the RFC 6750 §2.1 b64token syntax.
 func isB64Token(s string) bool {
 	body := strings.TrimRight(s, "=")
@@ -284,8 +311,7 @@ func isB64Token(s string) bool {
 		return false
 	}
 	for i := 0; i < len(body); i++ {
-		c := body[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-._~+/", c) >= 0) {
+		if !b64TokenChars[body[i]] {
 			return false
 		}
 	}
@@ -298,6 +324,7 @@ func isB64Token(s string) bool {
 func (f *httpFace) authenticate(ctx context.Context, token string) (*Grant, *httpRefusal) {
 	if token == "" {
 		_, ch, _ := f.h.ValidateBearer(ctx, "")
+		f.h.refused.Add(1)
 		f.h.log.Info("auth decision", "face", "http", "scheme", ch.SchemeID, "outcome", "denied", "reason", ch.Error+": "+ch.ErrorDescription)
 		return nil, &httpRefusal{status: http.StatusUnauthorized, challenge: map[string]string{"scope": ch.Scope},
 			err: f.h.authRequired([]wire.Challenge{*ch})}
@@ -358,15 +385,30 @@ func (f *httpFace) formatChallenge(ch wire.Challenge) string {
 	return wire.FormatBearerChallenge(params)
 }
 
+// The headers of every JSON answer, assigned without canonicalising or
+// allocating their values (net/http never modifies them).
+var (
+	jsonContentType = []string{"application/json"}
+	noStore         = []string{"no-store"}
+)
+
+// writeHTTPJSON writes v as the JSON body; a *wire.Message is encoded by
+// its own encoder, in one pass.
 func writeHTTPJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
+	var b []byte
+	var err error
+	if m, ok := v.(*wire.Message); ok {
+		b, err = m.MarshalJSON()
+	} else {
+		b, err = json.Marshal(v)
+	}
 	if err != nil {
 		http.Error(w, "internal error: cannot encode the answer", http.StatusInternalServerError)
 		return
 	}
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-store")
+	h["Content-Type"] = jsonContentType
+	h["Cache-Control"] = noStore
 	w.WriteHeader(status)
 	w.Write(append(b, '\n'))
 }

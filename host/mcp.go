@@ -104,13 +104,18 @@ func (req *mcpRequest) log(level, logger string, data any) {
 // not speak, -32020 when a header is missing or differs from the body,
 // -32602 when _meta lacks the protocol version or the capabilities.
 func mcpRequestOf(r *http.Request, m *wire.Message) (mcpRequest, *httpRefusal) {
+	values := r.Header.Values(headerMCPProtocolVersion)
+	if len(values) == 0 && len(m.Params) == 0 {
+		return mcpRequest{}, nil // MCP 2025-03-26 (see below), without _meta to check
+	}
 	var params struct {
 		Meta map[string]json.RawMessage `json:"_meta"`
 	}
-	_ = json.Unmarshal(m.Params, &params) // not an object: no _meta
+	if len(m.Params) > 0 {
+		_ = json.Unmarshal(m.Params, &params) // not an object: no _meta
+	}
 	metaVersion, metaVersionOK := jsonString(params.Meta[metaProtocolVersion])
 
-	values := r.Header.Values(headerMCPProtocolVersion)
 	switch {
 	case len(values) == 0 && params.Meta[metaProtocolVersion] != nil:
 		return mcpRequest{}, headerMismatch("the MCP-Protocol-Version header is missing but _meta names %s; send the header with the same version", quoteValue(metaVersion))

@@ -24,10 +24,19 @@ type session struct {
 	own  *grantTable // nil when the auth scope is host
 	// stop ends the connection with a cause (see ServeConn).
 	stop context.CancelCauseFunc
-	// out is the send queue, written by writeLoop; closing drain makes
-	// writeLoop flush it and return.
-	out   chan []byte
-	drain chan struct{}
+	// wctx is the context of writes; overrun aborts a write that takes
+	// longer than writeTimeout (one timer per connection, not per message).
+	wctx    context.Context
+	overrun *time.Timer
+	// wmu serialises writes: whoever holds it writes the queued pushes
+	// first, then its own answer (see send, notify).
+	wmu sync.Mutex
+	// qmu guards the send queue of pushes, whether a goroutine is
+	// writing it (draining) and whether writes have ended.
+	qmu      sync.Mutex
+	queue    [][]byte
+	draining bool
+	ended    bool
 
 	mu          sync.Mutex
 	initialized bool
@@ -44,31 +53,113 @@ func (s *session) table() *grantTable {
 	return s.h.shared
 }
 
-// send queues an answer, waiting while the queue is full: meanwhile the
-// connection reads nothing more, which slows its peer down.
+// send writes an answer from the connection's reading goroutine, after
+// the pushes queued before it: while the peer does not read, the write
+// waits, and the connection reads nothing more, which slows its peer down.
 func (s *session) send(ctx context.Context, m *wire.Message) {
-	if b := s.encode(m); b != nil {
-		select {
-		case s.out <- b:
-		case <-ctx.Done():
-		}
+	b := s.encode(m)
+	if b == nil {
+		return
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if ctx.Err() == nil && s.flush() {
+		s.write(b)
 	}
 }
 
-// notify queues a push without waiting. When the queue is full the peer
-// has stopped reading: the connection is closed rather than let it hold
-// back the pushes to everyone else.
+// notify queues a push without waiting, and starts a goroutine to write
+// the queue unless one runs (an idle connection has none). When the queue
+// is full the peer has stopped reading: the connection is closed rather
+// than let it hold back the pushes to everyone else.
 func (s *session) notify(m *wire.Message) {
 	b := s.encode(m)
 	if b == nil {
 		return
 	}
-	select {
-	case s.out <- b:
-	default:
+	s.qmu.Lock()
+	if s.ended {
+		s.qmu.Unlock()
+		return
+	}
+	if len(s.queue) >= sendQueueSize {
+		s.qmu.Unlock()
 		s.h.log.Warn("send queue full; closing the connection", "conn", s.id, "queued", sendQueueSize)
 		s.stop(errQueueFull)
+		return
 	}
+	s.queue = append(s.queue, b)
+	start := !s.draining
+	s.draining = true
+	s.qmu.Unlock()
+	if start {
+		go func() {
+			for {
+				s.flushQueue()
+				s.qmu.Lock()
+				if s.ended || len(s.queue) == 0 {
+					s.draining = false
+					s.qmu.Unlock()
+					return
+				}
+				s.qmu.Unlock()
+			}
+		}()
+	}
+}
+
+// flushQueue writes the queued pushes.
+func (s *session) flushQueue() {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.flush()
+}
+
+// flush writes the queued pushes, s.wmu held; false when writes have
+// ended or one failed.
+func (s *session) flush() bool {
+	for {
+		s.qmu.Lock()
+		if s.ended || len(s.queue) == 0 {
+			ok := !s.ended
+			s.qmu.Unlock()
+			return ok
+		}
+		b := s.queue[0]
+		s.queue[0] = nil
+		s.queue = s.queue[1:]
+		s.qmu.Unlock()
+		if !s.write(b) {
+			return false
+		}
+	}
+}
+
+// endWrites drops the queue, refuses further writes and waits for the
+// write under way, if any.
+func (s *session) endWrites() {
+	s.qmu.Lock()
+	s.ended, s.queue = true, nil
+	s.qmu.Unlock()
+	s.wmu.Lock()
+	s.wmu.Unlock()
+}
+
+// write writes one message, s.wmu held, within writeTimeout; a failed
+// write ends the connection.
+func (s *session) write(b []byte) bool {
+	s.overrun.Reset(writeTimeout)
+	err := s.conn.Write(s.wctx, b)
+	s.overrun.Stop()
+	if err != nil {
+		s.h.log.Debug("cannot write", "conn", s.id, "err", err)
+		s.qmu.Lock()
+		s.ended = true
+		s.qmu.Unlock()
+		s.stop(fmt.Errorf("cannot write: %w", err))
+		return false
+	}
+	return true
 }
 
 func (s *session) encode(m *wire.Message) []byte {
@@ -78,45 +169,6 @@ func (s *session) encode(m *wire.Message) []byte {
 		return nil
 	}
 	return b
-}
-
-// writeLoop writes the send queue to the peer, each message within
-// writeTimeout and while ioCtx lasts, until ctx ends, a write fails
-// (which ends the connection) or drain is closed and the queue is empty.
-// It closes done on return.
-func (s *session) writeLoop(ctx, ioCtx context.Context, done chan<- struct{}) {
-	defer close(done)
-	write := func(b []byte) bool {
-		ctx, cancel := context.WithTimeout(ioCtx, writeTimeout)
-		defer cancel()
-		if err := s.conn.Write(ctx, b); err != nil {
-			s.h.log.Debug("cannot write", "conn", s.id, "err", err)
-			s.stop(fmt.Errorf("cannot write: %w", err))
-			return false
-		}
-		return true
-	}
-	for ctx.Err() == nil {
-		select {
-		case <-ctx.Done():
-			return
-		case b := <-s.out:
-			if !write(b) {
-				return
-			}
-		case <-s.drain:
-			for {
-				select {
-				case b := <-s.out:
-					if !write(b) {
-						return
-					}
-				default:
-					return
-				}
-			}
-		}
-	}
 }
 
 // push sends an auth state notification in the connection's dialect:

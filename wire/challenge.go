@@ -35,10 +35,10 @@ func NewAuthRequiredError(data AuthRequiredData) *Error {
 
 // AuthRequired decodes the data of a -32007 error; ok is false for any other error.
 func (e *Error) AuthRequired() (AuthRequiredData, bool) {
-	var d AuthRequiredData
 	if e == nil || e.Code != CodeAuthRequired {
-		return d, false
+		return AuthRequiredData{}, false // no allocation on the hot path
 	}
+	var d AuthRequiredData
 	if len(e.Data) > 0 {
 		_ = json.Unmarshal(e.Data, &d)
 	}

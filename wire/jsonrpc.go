@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 )
 
 // Version is the JSON-RPC protocol version every message carries.
@@ -55,16 +56,13 @@ func (id *ID) UnmarshalJSON(b []byte) error {
 		id.raw = nil
 		return nil
 	}
+	// A JSON value that starts with '"' is a string, one that starts with
+	// '-' or a digit a number: checking that b is valid JSON is enough
+	// (and costs no decoding).
 	switch b[0] {
-	case '"':
-		var s string
-		if err := json.Unmarshal(b, &s); err != nil {
-			return err
-		}
-	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
-		var n json.Number
-		if err := json.Unmarshal(b, &n); err != nil {
-			return err
+	case '"', '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		if !json.Valid(b) {
+			return errors.New("id is not valid JSON")
 		}
 	default:
 		return errors.New("id must be a string or a number")
@@ -87,15 +85,91 @@ type Message struct {
 // MarshalJSON writes the message, giving a response whose id could not be
 // read an explicit "id": null (JSON-RPC 2.0 §5); requests and notifications
 // are written as they are.
+//
+// It writes what encoding/json would write for the struct, in one pass:
+// params, result and error data were marshalled already and are only
+// compacted (and HTML-escaped, as encoding/json does), never re-encoded.
 func (m Message) MarshalJSON() ([]byte, error) {
-	type plain Message
-	if m.Method == "" && m.ID.IsZero() && (m.Result != nil || m.Error != nil) {
-		return json.Marshal(struct {
-			plain
-			ID json.RawMessage `json:"id"`
-		}{plain(m), json.RawMessage("null")})
+	b := make([]byte, 0, 64+len(m.Params)+len(m.Result))
+	b = append(b, `{"jsonrpc":`...)
+	b = appendString(b, m.JSONRPC)
+	if !m.ID.IsZero() {
+		b = append(append(b, `,"id":`...), m.ID.raw...)
 	}
-	return json.Marshal(plain(m))
+	if m.Method != "" {
+		b = appendString(append(b, `,"method":`...), m.Method)
+	}
+	var err error
+	if len(m.Params) > 0 {
+		if b, err = appendRaw(append(b, `,"params":`...), m.Params); err != nil {
+			return nil, err
+		}
+	}
+	if len(m.Result) > 0 {
+		if b, err = appendRaw(append(b, `,"result":`...), m.Result); err != nil {
+			return nil, err
+		}
+	}
+	if m.Error != nil {
+		b = append(b, `,"error":{"code":`...)
+		b = strconv.AppendInt(b, int64(m.Error.Code), 10)
+		b = appendString(append(b, `,"message":`...), m.Error.Message)
+		if len(m.Error.Data) > 0 {
+			if b, err = appendRaw(append(b, `,"data":`...), m.Error.Data); err != nil {
+				return nil, err
+			}
+		}
+		b = append(b, '}')
+	}
+	if m.Method == "" && m.ID.IsZero() && (m.Result != nil || m.Error != nil) {
+		b = append(b, `,"id":null`...)
+	}
+	return append(b, '}'), nil
+}
+
+// appendString appends s as a JSON string, as encoding/json writes it.
+func appendString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s)
+			return append(b, q...)
+		}
+	}
+	return append(append(append(b, '"'), s...), '"')
+}
+
+// appendRaw appends an already encoded JSON value, compacted and
+// HTML-escaped as encoding/json writes a json.RawMessage; an invalid
+// value is an error. A value marshalled by encoding/json (every result
+// and error data of the host) is only validated and copied.
+func appendRaw(b []byte, raw json.RawMessage) ([]byte, error) {
+	if !needsRewrite(raw) {
+		if !json.Valid(raw) {
+			return nil, errors.New("json: error calling MarshalJSON for type json.RawMessage: invalid JSON")
+		}
+		return append(b, raw...), nil
+	}
+	out := bytes.NewBuffer(b) // appends to b in place
+	if err := json.Compact(out, raw); err != nil {
+		return nil, fmt.Errorf("json: error calling MarshalJSON for type json.RawMessage: %w", err)
+	}
+	added := out.Bytes()[len(b):]
+	var esc bytes.Buffer
+	json.HTMLEscape(&esc, added)
+	return append(b, esc.Bytes()...), nil
+}
+
+// needsRewrite reports whether raw may hold whitespace to compact or
+// characters encoding/json escapes for HTML (<, >, &, U+2028, U+2029,
+// whose UTF-8 starts with 0xE2).
+func needsRewrite(raw []byte) bool {
+	for _, c := range raw {
+		switch c {
+		case ' ', '\t', '\n', '\r', '<', '>', '&', 0xE2:
+			return true
+		}
+	}
+	return false
 }
 
 // IsRequest reports whether m is a request expecting a response.
@@ -405,5 +479,5 @@ func Encode(m *Message) ([]byte, error) {
 	if m.JSONRPC == "" {
 		m.JSONRPC = Version
 	}
-	return json.Marshal(m)
+	return m.MarshalJSON()
 }
