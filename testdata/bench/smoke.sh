@@ -1,0 +1,13 @@
+#!/bin/sh
+# Runs every benchmark script once with tiny sizes, so that CI notices a
+# script that no longer builds or runs (issue 18). The figures of so short
+# a run mean nothing and nothing here compares them; the full runs are in
+# the README's "Performance".
+set -eu
+cd "$(dirname "$0")"
+sh http.sh 1s 1 8
+sh ws.sh 1s 1 20
+sh idle.sh 200
+sh burst.sh 50
+sh status.sh 3
+echo "bench smoke: every script ran"
