@@ -334,6 +334,7 @@ func (h *Host) ServeConn(ctx context.Context, c wire.Conn) {
 		}
 		cancel(nil)
 		<-written
+		s.waits.Wait() // authenticates waiting for a sign-in end with ctx
 		h.closeSession(s)
 		if wc, ok := c.(*wsConn); ok && errors.Is(cause, errQueueFull) {
 			wc.closeWith(websocket.StatusPolicyViolation, "send queue full: the client does not read its messages")

@@ -35,6 +35,10 @@ type session struct {
 	// rootSubscribed: the published dialect's client subscribed to the
 	// root channel (initialSubscriptions or subscribe).
 	rootSubscribed bool
+	// upstreamWaits are the ACP upstream auth methods whose authenticate
+	// waits for a sign-in (authenticateUpstream); waits counts them.
+	upstreamWaits map[string]bool
+	waits         sync.WaitGroup
 }
 
 func (s *session) table() *grantTable {
@@ -231,6 +235,9 @@ func (s *session) handle(ctx context.Context, data []byte) {
 		}
 		h.log.Info("auth decision", "conn", s.id, "outcome", "logged out")
 		result = struct{}{} // ACP LogoutResponse: {}
+	case m.Method == wire.MethodAuthenticate && acp && upstreamMethodID(m.Params) != "":
+		s.authenticateUpstream(ctx, m.ID, upstreamMethodID(m.Params))
+		return // answered now or once the sign-in ends
 	case m.Method == wire.MethodAuthenticate:
 		result, rerr = s.authenticate(ctx, m.Params)
 	case m.Method == wire.MethodSetAuthToken:
@@ -635,9 +642,6 @@ func (s *session) authenticate(ctx context.Context, params json.RawMessage) (any
 	s.mu.Lock()
 	published, acp := s.dialect == wire.DialectPublished, s.dialect == wire.DialectACP
 	s.mu.Unlock()
-	if acp && isUpstreamMethod(p.MethodID) {
-		return s.authenticateUpstream(ctx, p.MethodID)
-	}
 	cands, rerr := h.candidates(p)
 	if rerr != nil {
 		return nil, rerr
