@@ -68,13 +68,20 @@ func (h *Host) bearerGrant(w http.ResponseWriter, r *http.Request) *Grant {
 	return g
 }
 
-func (h *Host) serveAuthStatus(w http.ResponseWriter, r *http.Request) {
+// brokerGrant is bearerGrant for the routes about upstreams: 404 on a
+// serve without upstreams.
+func (h *Host) brokerGrant(w http.ResponseWriter, r *http.Request) *Grant {
 	g := h.bearerGrant(w, r)
-	if g == nil {
-		return
-	}
-	if h.broker == nil {
+	if g != nil && h.broker == nil {
 		writeHTTPJSON(w, http.StatusNotFound, map[string]string{"error": "not_found", "error_description": "this server has no upstreams"})
+		return nil
+	}
+	return g
+}
+
+func (h *Host) serveAuthStatus(w http.ResponseWriter, r *http.Request) {
+	g := h.brokerGrant(w, r)
+	if g == nil {
 		return
 	}
 	sid := h.sessionOf(g)
@@ -128,12 +135,8 @@ func (h *Host) serveAuthStatus(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Host) serveLogout(w http.ResponseWriter, r *http.Request) {
-	g := h.bearerGrant(w, r)
+	g := h.brokerGrant(w, r)
 	if g == nil {
-		return
-	}
-	if h.broker == nil {
-		writeHTTPJSON(w, http.StatusNotFound, map[string]string{"error": "not_found", "error_description": "this server has no upstreams"})
 		return
 	}
 	h.logoutUpstreams(r.Context(), g)
