@@ -391,8 +391,26 @@ func (h *Host) logoutUpstreams(ctx context.Context, g *Grant) {
 	if h.broker == nil || g == nil {
 		return
 	}
-	revoke := h.r().cfg.RevokeOnLogout == nil || *h.r().cfg.RevokeOnLogout
-	sid := h.sessionOf(g)
+	h.signOut(ctx, h.sessionOf(g), h.r().cfg.RevokeOnLogout == nil || *h.r().cfg.RevokeOnLogout)
+}
+
+// EndSession is told that the broker session of subject's client clientID
+// ended: the client revoked its last grant at serve's embedded issuer
+// (issuer.OnSessionEnd, RFC 7009). Unless revokeOnSessionEnd is false,
+// the session is signed out of every upstream and its tokens revoked
+// there; with false they are kept for the client's next sign-in to serve.
+// Sessions of other authorization servers have no end serve can see:
+// they end by logout.
+func (h *Host) EndSession(ctx context.Context, subject, clientID string) {
+	if h.broker == nil || h.r().cfg.RevokeOnSessionEnd != nil && !*h.r().cfg.RevokeOnSessionEnd {
+		return
+	}
+	h.log.Info("broker session ended; signing it out of the upstreams")
+	h.signOut(ctx, h.broker.Session(subject, clientID), true)
+}
+
+// signOut signs the session sid out of every upstream.
+func (h *Host) signOut(ctx context.Context, sid string, revoke bool) {
 	for _, u := range h.broker.Upstreams() {
 		if err := h.broker.Logout(ctx, sid, u.ID, revoke); err != nil {
 			h.log.Warn("upstream logout incomplete", "upstream", u.ID, "err", err)
