@@ -385,13 +385,14 @@ func upstreamMethodID(params json.RawMessage) string {
 	return p.MethodID
 }
 
-// logoutUpstreams signs the session of g out of every upstream, revoking
-// its tokens at the upstreams unless revokeOnLogout is false.
-func (h *Host) logoutUpstreams(ctx context.Context, g *Grant) {
+// logoutUpstreams signs the session of g out of the upstream only, or of
+// every upstream when only is "", revoking its tokens at the upstreams
+// unless revokeOnLogout is false.
+func (h *Host) logoutUpstreams(ctx context.Context, g *Grant, only string) {
 	if h.broker == nil || g == nil {
 		return
 	}
-	h.signOut(ctx, h.sessionOf(g), h.r().cfg.RevokeOnLogout == nil || *h.r().cfg.RevokeOnLogout)
+	h.signOut(ctx, h.sessionOf(g), only, h.r().cfg.RevokeOnLogout == nil || *h.r().cfg.RevokeOnLogout)
 }
 
 // EndSession is told that the broker session of subject's client clientID
@@ -406,12 +407,15 @@ func (h *Host) EndSession(ctx context.Context, subject, clientID string) {
 		return
 	}
 	h.log.Info("broker session ended; signing it out of the upstreams")
-	h.signOut(ctx, h.broker.Session(subject, clientID), true)
+	h.signOut(ctx, h.broker.Session(subject, clientID), "", true)
 }
 
-// signOut signs the session sid out of every upstream.
-func (h *Host) signOut(ctx context.Context, sid string, revoke bool) {
+// signOut signs the session sid out of the upstream only ("": every one).
+func (h *Host) signOut(ctx context.Context, sid, only string, revoke bool) {
 	for _, u := range h.broker.Upstreams() {
+		if only != "" && u.ID != only {
+			continue
+		}
 		if err := h.broker.Logout(ctx, sid, u.ID, revoke); err != nil {
 			h.log.Warn("upstream logout incomplete", "upstream", u.ID, "err", err)
 		}

@@ -16,7 +16,8 @@ import (
 //   - GET /auth-status?session=SID[&upstream=ID]: the session's upstream
 //     sign-ins, to that session's own caller only (403 for another's);
 //   - POST /auth/logout[?upstream=ID]: sign the caller's session out of
-//     the upstreams (revoking at them, see revokeOnLogout);
+//     that upstream, or of every one (revoking at them, see
+//     revokeOnLogout);
 //   - POST /tools/{name}: the plain HTTP face for agents that speak no
 //     MCP (seed 004): the JSON body is the tool's arguments, the answer
 //     its result; an upstream sign-in that is missing is 401 with a JSON
@@ -139,7 +140,12 @@ func (h *Host) serveLogout(w http.ResponseWriter, r *http.Request) {
 	if g == nil {
 		return
 	}
-	h.logoutUpstreams(r.Context(), g)
+	id := r.URL.Query().Get("upstream")
+	if id != "" && h.broker.Upstream(id) == nil {
+		writeHTTPJSON(w, http.StatusNotFound, map[string]string{"error": "not_found", "error_description": "no such upstream: omit upstream= to sign out of every one"})
+		return
+	}
+	h.logoutUpstreams(r.Context(), g, id)
 	writeHTTPJSON(w, http.StatusOK, map[string]any{"session": h.sessionOf(g), "signedOut": true})
 }
 

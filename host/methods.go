@@ -229,7 +229,7 @@ func (s *session) handle(ctx context.Context, data []byte) {
 	case published && slices.Contains([]string{wire.MethodCreateSession, wire.MethodListSessions, wire.MethodDisposeSession}, m.Method):
 		result, rerr = s.shippedSession(ctx, m.Method, m.Params)
 	case m.Method == wire.MethodLogout && acp:
-		h.logoutUpstreams(ctx, h.viewGrant(s.table().view(h.now())))
+		h.logoutUpstreams(ctx, h.viewGrant(s.table().view(h.now())), "")
 		for _, sc := range h.r().schemes {
 			h.release(s.table(), sc, s)
 		}
