@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"encoding/base64"
 	"encoding/json"
 	"flag"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 )
@@ -39,15 +37,8 @@ func ahpShippedTwoMain() {
 		"provider": "copilot", "displayName": "GitHub Copilot", "description": "AI pair programmer", "models": []any{},
 		"protectedResources": resources,
 	}}}}
-	out := json.NewEncoder(os.Stdout)
-	send := func(m map[string]any) { m["jsonrpc"] = "2.0"; out.Encode(m) }
-	fail := func(id any, code int, msg string, data any) {
-		e := map[string]any{"code": code, "message": msg}
-		if data != nil {
-			e["data"] = data
-		}
-		send(map[string]any{"id": id, "error": e})
-	}
+	f := &shippedFake{root: root}
+	send, fail := f.send, f.fail
 	find := func(resource any) map[string]any {
 		for _, r := range resources {
 			if r := r.(map[string]any); r["resource"] == resource {
@@ -57,48 +48,15 @@ func ahpShippedTwoMain() {
 		return nil
 	}
 	authenticated := map[any]bool{}
-	initialized := false
-	in := bufio.NewScanner(os.Stdin)
-	in.Buffer(make([]byte, 1<<20), 1<<20)
-	for in.Scan() {
-		var m struct {
-			ID     any             `json:"id"`
-			Method string          `json:"method"`
-			Params json.RawMessage `json:"params"`
-		}
-		if json.Unmarshal(in.Bytes(), &m) != nil || m.ID == nil {
-			continue
-		}
-		var p map[string]any
-		json.Unmarshal(m.Params, &p)
+	f.serve(func(id any, method string, p map[string]any) {
 		switch {
-		case m.Method == "ping":
-			send(map[string]any{"id": m.ID, "result": nil})
-		case m.Method == "initialize" && initialized:
-			fail(m.ID, -32601, "already initialized", nil)
-		case m.Method == "initialize":
-			versions, _ := p["protocolVersions"].([]any)
-			if !slices.Contains(versions, any("0.9.0")) {
-				fail(m.ID, -32005, "unsupported protocol version", map[string]any{"supportedVersions": []any{"^0.9.0"}})
-				continue
-			}
-			initialized = true
-			snaps := []any{}
-			if subs, _ := p["initialSubscriptions"].([]any); slices.Contains(subs, any("ahp-root://")) {
-				snaps = append(snaps, root)
-			}
-			send(map[string]any{"id": m.ID, "result": map[string]any{"protocolVersion": "0.9.0", "serverSeq": 0, "snapshots": snaps}})
-		case !initialized:
-			fail(m.ID, -32601, "not initialized", nil)
-		case m.Method == "subscribe" && p["channel"] == "ahp-root://":
-			send(map[string]any{"id": m.ID, "result": map[string]any{"snapshot": root}})
-		case m.Method == "authenticate" && find(p["resource"]) == nil:
-			fail(m.ID, -32602, fmt.Sprintf("unknown resource %v", p["resource"]), nil)
-		case m.Method == "authenticate" && !audienceHas(p["token"], p["resource"]):
-			fail(m.ID, -32007, fmt.Sprintf("the token is not for %v", p["resource"]), map[string]any{"resources": []any{find(p["resource"])}})
-		case m.Method == "authenticate":
+		case method == "authenticate" && find(p["resource"]) == nil:
+			fail(id, -32602, fmt.Sprintf("unknown resource %v", p["resource"]), nil)
+		case method == "authenticate" && !audienceHas(p["token"], p["resource"]):
+			fail(id, -32007, fmt.Sprintf("the token is not for %v", p["resource"]), map[string]any{"resources": []any{find(p["resource"])}})
+		case method == "authenticate":
 			authenticated[p["resource"]] = true
-			send(map[string]any{"id": m.ID, "result": map[string]any{}})
+			send(map[string]any{"id": id, "result": map[string]any{}})
 		default:
 			var missing []any
 			for _, r := range resources {
@@ -107,12 +65,12 @@ func ahpShippedTwoMain() {
 				}
 			}
 			if len(missing) > 0 {
-				fail(m.ID, -32007, "Authentication required", map[string]any{"resources": missing})
-				continue
+				fail(id, -32007, "Authentication required", map[string]any{"resources": missing})
+				return
 			}
-			send(map[string]any{"id": m.ID, "result": map[string]any{"method": m.Method}})
+			send(map[string]any{"id": id, "result": map[string]any{"method": method}})
 		}
-	}
+	})
 }
 
 // audienceHas reports whether token is a JWT whose aud claim (a string or

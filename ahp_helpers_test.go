@@ -120,16 +120,65 @@ func ahpShippedHostMain() {
 		"provider": "copilot", "displayName": "GitHub Copilot", "description": "AI pair programmer", "models": []any{},
 		"protectedResources": []any{resource},
 	}}}}
-	out := json.NewEncoder(os.Stdout)
-	send := func(m map[string]any) { m["jsonrpc"] = "2.0"; out.Encode(m) }
-	fail := func(id any, code int, msg string, data any) {
-		e := map[string]any{"code": code, "message": msg}
-		if data != nil {
-			e["data"] = data
+	f := &shippedFake{root: root, ignoreInitial: *ignoreInitial}
+	send, fail := f.send, f.fail
+	authenticated := false
+	f.serve(func(id any, method string, p map[string]any) {
+		switch {
+		case method == "authenticate" && p["resource"] != "https://api.github.com":
+			fail(id, -32602, fmt.Sprintf("unknown resource %v", p["resource"]), nil)
+		case method == "authenticate" && p["token"] != "gho_good":
+			fail(id, -32007, "Invalid token", nil)
+		case method == "authenticate":
+			authenticated = true
+			send(map[string]any{"id": id, "result": map[string]any{}})
+			if *add {
+				second := map[string]any{"resource": "https://api.example.com", "authorization_servers": []any{*as}}
+				agent := map[string]any{"provider": "copilot", "displayName": "GitHub Copilot", "description": "AI pair programmer", "models": []any{},
+					"protectedResources": []any{resource, second}}
+				send(map[string]any{"method": "action", "params": map[string]any{"channel": "ahp-root://", "serverSeq": 1,
+					"action": map[string]any{"type": "root/agentsChanged", "agents": []any{agent}}}})
+			}
+			if *expire {
+				authenticated = false
+				send(map[string]any{"method": "auth/required", "params": map[string]any{"channel": "ahp-root://", "resource": resource, "reason": "expired"}})
+			}
+		case !authenticated:
+			fail(id, -32007, "Authentication required for GitHub Copilot", map[string]any{"resources": []any{resource}})
+		default:
+			send(map[string]any{"id": id, "result": map[string]any{"method": method}})
 		}
-		send(map[string]any{"id": id, "error": e})
+	})
+}
+
+// shippedFake is what the fake shipped agent hosts (ahp-shipped-host,
+// ahp-shipped-two) share: the protocol loop of types/common/commands.ts,
+// one JSON-RPC message a line on stdio, answering ping, initialize (0.9.0
+// only, -32601 once initialized; the root snapshot when subscribed
+// initially, unless ignoreInitial), -32601 before initialize and subscribe
+// to the root channel; handle answers every other request.
+type shippedFake struct {
+	root          map[string]any
+	ignoreInitial bool
+	out           *json.Encoder
+}
+
+func (f *shippedFake) send(m map[string]any) {
+	m["jsonrpc"] = "2.0"
+	f.out.Encode(m)
+}
+
+func (f *shippedFake) fail(id any, code int, msg string, data any) {
+	e := map[string]any{"code": code, "message": msg}
+	if data != nil {
+		e["data"] = data
 	}
-	initialized, authenticated := false, false
+	f.send(map[string]any{"id": id, "error": e})
+}
+
+func (f *shippedFake) serve(handle func(id any, method string, p map[string]any)) {
+	f.out = json.NewEncoder(os.Stdout)
+	initialized := false
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(make([]byte, 1<<20), 1<<20)
 	for in.Scan() {
@@ -145,47 +194,27 @@ func ahpShippedHostMain() {
 		json.Unmarshal(m.Params, &p)
 		switch {
 		case m.Method == "ping":
-			send(map[string]any{"id": m.ID, "result": nil})
+			f.send(map[string]any{"id": m.ID, "result": nil})
 		case m.Method == "initialize" && initialized:
-			fail(m.ID, -32601, "already initialized", nil)
+			f.fail(m.ID, -32601, "already initialized", nil)
 		case m.Method == "initialize":
 			versions, _ := p["protocolVersions"].([]any)
 			if !slices.Contains(versions, any("0.9.0")) {
-				fail(m.ID, -32005, "unsupported protocol version", map[string]any{"supportedVersions": []any{"^0.9.0"}})
+				f.fail(m.ID, -32005, "unsupported protocol version", map[string]any{"supportedVersions": []any{"^0.9.0"}})
 				continue
 			}
 			initialized = true
 			snaps := []any{}
-			if subs, _ := p["initialSubscriptions"].([]any); slices.Contains(subs, any("ahp-root://")) && !*ignoreInitial {
-				snaps = append(snaps, root)
+			if subs, _ := p["initialSubscriptions"].([]any); slices.Contains(subs, any("ahp-root://")) && !f.ignoreInitial {
+				snaps = append(snaps, f.root)
 			}
-			send(map[string]any{"id": m.ID, "result": map[string]any{"protocolVersion": "0.9.0", "serverSeq": 0, "snapshots": snaps}})
+			f.send(map[string]any{"id": m.ID, "result": map[string]any{"protocolVersion": "0.9.0", "serverSeq": 0, "snapshots": snaps}})
 		case !initialized:
-			fail(m.ID, -32601, "not initialized", nil)
+			f.fail(m.ID, -32601, "not initialized", nil)
 		case m.Method == "subscribe" && p["channel"] == "ahp-root://":
-			send(map[string]any{"id": m.ID, "result": map[string]any{"snapshot": root}})
-		case m.Method == "authenticate" && p["resource"] != "https://api.github.com":
-			fail(m.ID, -32602, fmt.Sprintf("unknown resource %v", p["resource"]), nil)
-		case m.Method == "authenticate" && p["token"] != "gho_good":
-			fail(m.ID, -32007, "Invalid token", nil)
-		case m.Method == "authenticate":
-			authenticated = true
-			send(map[string]any{"id": m.ID, "result": map[string]any{}})
-			if *add {
-				second := map[string]any{"resource": "https://api.example.com", "authorization_servers": []any{*as}}
-				agent := map[string]any{"provider": "copilot", "displayName": "GitHub Copilot", "description": "AI pair programmer", "models": []any{},
-					"protectedResources": []any{resource, second}}
-				send(map[string]any{"method": "action", "params": map[string]any{"channel": "ahp-root://", "serverSeq": 1,
-					"action": map[string]any{"type": "root/agentsChanged", "agents": []any{agent}}}})
-			}
-			if *expire {
-				authenticated = false
-				send(map[string]any{"method": "auth/required", "params": map[string]any{"channel": "ahp-root://", "resource": resource, "reason": "expired"}})
-			}
-		case !authenticated:
-			fail(m.ID, -32007, "Authentication required for GitHub Copilot", map[string]any{"resources": []any{resource}})
+			f.send(map[string]any{"id": m.ID, "result": map[string]any{"snapshot": f.root}})
 		default:
-			send(map[string]any{"id": m.ID, "result": map[string]any{"method": m.Method}})
+			handle(m.ID, m.Method, p)
 		}
 	}
 }

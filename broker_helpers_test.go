@@ -42,11 +42,16 @@ func init() {
 // it writes that answer to -ask FILE, then waits: -wait push for a
 // notification naming the upstream (AHP), or -wait METHODID for ACP's
 // authenticate {methodId} to answer; then it sends CALL again (id 5).
-// Usage: brokerrpc -ask FILE -wait push|METHODID TARGET INIT AUTH CALL
+// With -meanwhile REQ (repeatable, ACP), each REQ is sent and answered
+// after that authenticate and before the answer is written to FILE, so
+// while the authenticate waits for the sign-in.
+// Usage: brokerrpc -ask FILE -wait push|METHODID [-meanwhile REQ]... TARGET INIT AUTH CALL
 func brokerRPCMain() {
 	fs := flag.NewFlagSet("brokerrpc", flag.ExitOnError)
 	askFile := fs.String("ask", "", "write the sign-in answer to `FILE`")
 	wait := fs.String("wait", "push", "push, or the ACP auth `METHODID` to authenticate with")
+	var meanwhile []string
+	fs.Func("meanwhile", "send `REQ` while ACP's authenticate waits", func(s string) error { meanwhile = append(meanwhile, s); return nil })
 	fs.Parse(os.Args[1:])
 	fail := func(format string, args ...any) {
 		fmt.Fprintf(os.Stderr, "brokerrpc: "+format+"\n", args...)
@@ -125,11 +130,25 @@ func brokerRPCMain() {
 	if m.Error == nil || m.Error.Data.URL == "" {
 		return
 	}
-	os.WriteFile(*askFile, append(m.Raw, '\n'), 0o600)
 	if *wait == "push" {
+		os.WriteFile(*askFile, append(m.Raw, '\n'), 0o600)
 		until("")
-	} else {
+	} else if len(meanwhile) == 0 {
+		os.WriteFile(*askFile, append(m.Raw, '\n'), 0o600)
 		call("4", `{"jsonrpc":"2.0","id":4,"method":"authenticate","params":{"methodId":`+strconv.Quote(*wait)+`}}`)
+	} else {
+		if err := send(`{"jsonrpc":"2.0","id":4,"method":"authenticate","params":{"methodId":` + strconv.Quote(*wait) + `}}`); err != nil {
+			fail("%v", err)
+		}
+		for _, req := range meanwhile {
+			var r struct {
+				ID json.RawMessage `json:"id"`
+			}
+			json.Unmarshal([]byte(req), &r)
+			call(string(r.ID), req)
+		}
+		os.WriteFile(*askFile, append(m.Raw, '\n'), 0o600)
+		until("4")
 	}
 	call("5", strings.Replace(fs.Arg(3), `"id":3`, `"id":5`, 1))
 }

@@ -14,6 +14,15 @@
 // expired, reused or cross-browser state and an iss that is not the
 // upstream's (RFC 9207 §2.4).
 //
+// A broker session ends, for the broker, when serve is told so: POST
+// /auth/logout or ACP logout (revoking at the upstreams unless
+// revokeOnLogout is false), or, for clients of serve's embedded issuer,
+// when the client revokes its last grant there (RFC 7009; the host's
+// EndSession, revokeOnSessionEnd). A connection closing does not end it
+// (the session outlives connections and restarts by design), and the
+// sessions of an external authorization server have no end serve can
+// observe: an expired or revoked token looks like one not presented.
+//
 // broker owns its records in the state store (kinds broker_*) and imports
 // flows, state and wire only; the host asks it for tokens and sign-ins.
 // The upstream tokens are kept (the refresh token must be used, so it is

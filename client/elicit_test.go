@@ -352,10 +352,11 @@ func TestCallREST(t *testing.T) {
 		t.Errorf("posts = %d, UI = %q", posts, ui.lines)
 	}
 
-	// Without a token: the RFC 6750 refusal is exit 4 with the login to run.
+	// Without a token: the RFC 6750 refusal is exit 4 with the login to
+	// run, of the resource its resource_metadata names.
 	_, err = cl.CallREST(context.Background(), RESTCall{Target: srv.URL, Tool: "rally_whoami", Token: "other"})
 	var ae *AuthError
-	if !errors.As(err, &ae) || ae.Hint != "agentauth login "+srv.URL || !strings.Contains(err.Error(), "HTTP 401") {
+	if !errors.As(err, &ae) || ae.Hint != "agentauth login "+srv.URL+"/mcp" || !strings.Contains(err.Error(), "HTTP 401") {
 		t.Errorf("err = %v (%#v)", err, ae)
 	}
 }

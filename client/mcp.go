@@ -36,6 +36,9 @@ type MCPCall struct {
 	Choices Choices
 	// SignIn says how to follow an upstream sign-in the server asks for.
 	SignIn SignInOptions
+	// Version, when set, is the only MCP revision to speak
+	// (wire.HTTPSession.Version).
+	Version string
 }
 
 // CallError is a failed step of a call: Method is the method that failed.
@@ -85,6 +88,7 @@ func (cl *Client) CallMCP(ctx context.Context, req MCPCall) (json.RawMessage, er
 		return nil, &UsageError{Err: err}
 	}
 	sess.Capabilities = wire.URLElicitationCapabilities
+	sess.Version = req.Version
 	sess.HandleRequest = c.serverRequest
 
 	var raw json.RawMessage

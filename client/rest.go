@@ -145,9 +145,30 @@ func (cl *Client) postTool(ctx context.Context, req RESTCall, args json.RawMessa
 		header := resp.Header.Values("WWW-Authenticate")
 		ch, _ := wire.BearerChallenge(header)
 		refusal := &wire.HTTPAuthError{StatusCode: resp.StatusCode, Challenge: ch, Header: header}
-		return nil, nil, &AuthError{Err: fmt.Errorf("cannot call %s: %w", req.Tool, refusal), Hint: LoginCommand(req.Target, "")}
+		return nil, nil, &AuthError{Err: fmt.Errorf("cannot call %s: %w", req.Tool, refusal), Hint: LoginCommand(restResource(req.Target, ch.Param("resource_metadata")), "")}
 	}
 	return nil, nil, fmt.Errorf("cannot call %s: %w", req.Tool, errors.New(restStatus(resp.StatusCode, body, token)))
+}
+
+// wellKnownPRM is the well-known path of protected resource metadata
+// (RFC 9728 §3).
+const wellKnownPRM = "/.well-known/oauth-protected-resource"
+
+// restResource is what to log in to for a refused plain HTTP tool: the
+// resource whose metadata the challenge names (RFC 9728 §3.1: the path
+// after the well-known prefix is the resource's, e.g. serve's /mcp), when
+// it is on target's origin; target otherwise. A token for that resource
+// is then found for target by its origin (restToken).
+func restResource(target, metadataURL string) string {
+	u, err := url.Parse(metadataURL)
+	if err != nil || u.Scheme+"://"+u.Host != httpOrigin(target) || u.RawQuery != "" {
+		return target
+	}
+	rest, ok := strings.CutPrefix(u.EscapedPath(), wellKnownPRM)
+	if !ok || rest != "" && rest[0] != '/' {
+		return target
+	}
+	return httpOrigin(target) + rest
 }
 
 // restStatus is "HTTP 500 Internal Server Error: <start of the body>",

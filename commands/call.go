@@ -40,6 +40,9 @@ type CallOptions struct {
 	SignIn client.SignInOptions
 	// REST is --rest: TARGET serves plain HTTP tools.
 	REST bool
+	// MCPVersion is --mcp-version: the only MCP revision to speak ("":
+	// negotiate).
+	MCPVersion string
 }
 
 func newCallCommand(f *Factory) *cli.Command { return callCommand(f, runCallTarget) }
@@ -87,6 +90,7 @@ scope, where to get a token) and exits 4; other JSON-RPC errors exit 1.
 			&cli.BoolFlag{Name: "watch", Usage: "after the call, print every notification as one JSON line until the connection closes or Ctrl-C", Destination: &opts.Watch},
 			&cli.IntFlag{Name: "max-notifications", Usage: "with --watch, stop after `N` notifications", Destination: &opts.MaxNotifications},
 			&cli.BoolFlag{Name: "json", Usage: "print compact JSON; on a JSON-RPC error, print the error object on stdout too", Destination: &opts.JSON},
+			&cli.StringFlag{Name: "mcp-version", Usage: "MCP servers over HTTP: speak MCP `VERSION` only (" + strings.Join(wire.MCPClientVersions(), ", ") + ") instead of the newest both sides speak", Destination: &opts.MCPVersion},
 			&cli.StringFlag{Name: "dialect", Value: "design", Usage: "protocol dialect to initialize with: `design` (protocolVersion 1), published (AHP 0.9) or acp (Agent Client Protocol)", Destination: &dialect},
 		}, append(callLoginFlags(&opts.Login), signInFlags(opts)...)...),
 		Action: func(c *cli.Context) error {
@@ -115,6 +119,9 @@ scope, where to get a token) and exits 4; other JSON-RPC errors exit 1.
 				return usageErrorf("--dialect must be design, published or acp, not %q", dialect)
 			}
 			if err := opts.checkSignIn(c.IsSet("wait-timeout")); err != nil {
+				return err
+			}
+			if err := opts.checkMCPVersion(); err != nil {
 				return err
 			}
 			if err := opts.Login.check(c, client.IsHTTPTarget(opts.Target)); err != nil {

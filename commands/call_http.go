@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -13,11 +15,13 @@ import (
 )
 
 // callHTTPHelp is call's help for MCP servers over HTTP.
-const callHTTPHelp = `An http:// or https:// TARGET is an MCP server (MCP Streamable HTTP,
-protocol 2025-11-25): call sends initialize, notifications/initialized and
-METHOD, each with the stored access token (refreshed first when it expires
-within 60 s) in the Authorization header. A 401 to a stored token refreshes
-it once and retries. Otherwise a 401 or 403 prints the server's challenge
+const callHTTPHelp = `An http:// or https:// TARGET is an MCP server (MCP Streamable HTTP):
+call sends server/discover (MCP 2026-07-28), or, when the server does not
+speak 2026-07-28, initialize and notifications/initialized (2025-11-25 and
+earlier), then METHOD; --mcp-version VERSION speaks that revision only, to
+try a server's older face. Each request carries the stored access token
+(refreshed first when it expires within 60 s) in the Authorization header.
+A 401 to a stored token refreshes it once and retries. Otherwise a 401 or 403 prints the server's challenge
 (status, error, description, scope, resource_metadata) and exits 4 with the
 login command to run, unless --login is given: then a 401 runs discovery and
 the login flow (as login does: the same scope and client choice and flags)
@@ -73,10 +77,24 @@ func (opts *CallOptions) checkHTTP() error {
 	return nil
 }
 
+// checkMCPVersion: --mcp-version is for MCP servers over HTTP and names
+// a revision call speaks.
+func (opts *CallOptions) checkMCPVersion() error {
+	switch {
+	case opts.MCPVersion == "":
+		return nil
+	case !client.IsHTTPTarget(opts.Target) || opts.REST:
+		return usageErrorf("--mcp-version is for MCP servers over HTTP, not for agent hosts or --rest")
+	case !slices.Contains(wire.MCPClientVersions(), opts.MCPVersion):
+		return usageErrorf("--mcp-version must be one of %s, not %q", strings.Join(wire.MCPClientVersions(), ", "), opts.MCPVersion)
+	}
+	return nil
+}
+
 // runCallHTTP calls METHOD on an MCP server over Streamable HTTP
 // (client.Client.CallMCP) and prints the result.
 func runCallHTTP(ctx context.Context, opts *CallOptions) error {
-	req := client.MCPCall{Target: opts.Target, Method: opts.Method, Params: opts.Params, Login: opts.Login.Enabled, SignIn: opts.SignIn}
+	req := client.MCPCall{Target: opts.Target, Method: opts.Method, Params: opts.Params, Login: opts.Login.Enabled, SignIn: opts.SignIn, Version: opts.MCPVersion}
 	var secret string
 	var err error
 	switch {

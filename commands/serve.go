@@ -517,6 +517,7 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 			now = time.Now
 		}
 		iss.OnRevoke(func(jtis []string) { h.NotifyRevoked(now().Add(opts.TokenTTL), jtis...) })
+		iss.OnSessionEnd(func(subject, clientID string) { h.EndSession(ctx, subject, clientID) })
 		// Tokens revoked before a restart stay refused.
 		revoked, err := iss.Revoked(ctx)
 		if err != nil {

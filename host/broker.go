@@ -272,42 +272,87 @@ func (h *Host) acpUpstreamMethods() []wire.AuthMethod {
 	return out
 }
 
-// authenticateUpstream answers ACP authenticate {methodId: "upstream:ID"}:
-// {} once the connection's session is signed in to the upstream, waiting
-// for a sign-in under way until it expires (the connection reads nothing
-// else meanwhile); without one, or once it expired, -32000 with a new ask.
-func (s *session) authenticateUpstream(ctx context.Context, methodID string) (any, *wire.Error) {
+// authenticateUpstream answers ACP authenticate {methodId: "upstream:ID"}
+// (request reqID): {} at once when the connection's session is signed in
+// to the upstream; while a sign-in is under way, {} once it completes,
+// answered from a goroutine so that the connection keeps serving its other
+// requests meanwhile (one such wait per connection and method, ended with
+// the connection or when the sign-in expires); without a sign-in, or once
+// it expired, -32000 with a new ask.
+func (s *session) authenticateUpstream(ctx context.Context, reqID wire.ID, methodID string) {
 	h := s.h
+	answer := func(result any, rerr *wire.Error) {
+		if rerr != nil && rerr.Code == wire.CodeAuthRequired {
+			e := *rerr // ACP's AuthRequired, same data
+			e.Code = wire.CodeACPAuthRequired
+			rerr = &e
+		}
+		s.send(ctx, respond(reqID, result, rerr))
+	}
 	id := strings.TrimPrefix(methodID, ACPUpstreamMethodPrefix)
 	if h.broker == nil || h.broker.Upstream(id) == nil {
-		return nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: no auth method %s", quoteValue(methodID))
+		answer(nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: no auth method %s", quoteValue(methodID)))
+		return
 	}
 	g := h.viewGrant(s.table().view(h.now()))
 	if g == nil {
-		if rerr := h.gate(wire.MethodWhoami, s.table().view(h.now()), h.r().schemes); rerr != nil {
-			e := *rerr
-			e.Code = wire.CodeACPAuthRequired
-			return nil, &e
+		rerr := h.gate(wire.MethodWhoami, s.table().view(h.now()), h.r().schemes)
+		if rerr == nil {
+			rerr = wire.Errorf(wire.CodeACPAuthRequired, "authentication required: sign in to this agent before %s", quoteValue(methodID))
 		}
-		return nil, wire.Errorf(wire.CodeACPAuthRequired, "authentication required: sign in to this agent before %s", quoteValue(methodID))
+		answer(nil, rerr)
+		return
 	}
 	sid := h.sessionOf(g)
 	if _, err := h.broker.Token(ctx, sid, id); err == nil {
-		return struct{}{}, nil
+		answer(struct{}{}, nil)
+		return
 	}
 	until, err := h.broker.Pending(ctx, sid, id)
 	if err != nil {
 		h.log.Error("cannot read the pending sign-ins", "err", err)
-		return nil, wire.Errorf(wire.CodeInternalError, "internal error: cannot check the upstream sign-in now; try again later")
+		answer(nil, wire.Errorf(wire.CodeInternalError, "internal error: cannot check the upstream sign-in now; try again later"))
+		return
 	}
-	if !until.IsZero() && h.broker.Wait(ctx, sid, id, until) == nil {
-		return struct{}{}, nil
+	if until.IsZero() {
+		answer(signedInOr(h.upstreamGateFor(ctx, sid, id)))
+		return
 	}
-	rerr := h.upstreamGateFor(ctx, sid, id)
+	s.mu.Lock()
+	busy := s.upstreamWaits[methodID]
+	if !busy {
+		if s.upstreamWaits == nil {
+			s.upstreamWaits = map[string]bool{}
+		}
+		s.upstreamWaits[methodID] = true
+		s.waits.Add(1)
+	}
+	s.mu.Unlock()
+	if busy {
+		answer(nil, wire.Errorf(wire.CodeInvalidRequest, "invalid request: an authenticate for %s already waits for the sign-in on this connection; wait for its answer", quoteValue(methodID)))
+		return
+	}
+	go func() {
+		defer s.waits.Done()
+		err := h.broker.Wait(ctx, sid, id, until)
+		s.mu.Lock()
+		delete(s.upstreamWaits, methodID)
+		s.mu.Unlock()
+		switch {
+		case err == nil:
+			answer(struct{}{}, nil)
+		case ctx.Err() == nil: // expired: a new ask; the connection's end needs no answer
+			answer(signedInOr(h.upstreamGateFor(ctx, sid, id)))
+		}
+	}()
+}
+
+// signedInOr is ACP authenticate's answer to an upstream gate: {} when it
+// passed, else its error.
+func signedInOr(rerr *wire.Error) (any, *wire.Error) {
 	if rerr == nil {
 		return struct{}{}, nil
 	}
-	rerr.Code = wire.CodeACPAuthRequired
 	return nil, rerr
 }
 
@@ -330,18 +375,47 @@ func (h *Host) upstreamGateFor(ctx context.Context, sid, id string) *wire.Error 
 		"authStatus": a.AuthStatus, "message": a.Message, "authMethods": []string{ACPUpstreamMethodPrefix + id}})
 }
 
-// isUpstreamMethod reports whether an ACP methodId names an upstream.
-func isUpstreamMethod(id string) bool { return strings.HasPrefix(id, ACPUpstreamMethodPrefix) }
+// upstreamMethodID is the methodId of ACP authenticate params when it
+// names an upstream ("upstream:ID"), else "".
+func upstreamMethodID(params json.RawMessage) string {
+	var p wire.AuthenticateParams
+	if json.Unmarshal(params, &p) != nil || !strings.HasPrefix(p.MethodID, ACPUpstreamMethodPrefix) {
+		return ""
+	}
+	return p.MethodID
+}
 
-// logoutUpstreams signs the session of g out of every upstream, revoking
-// its tokens at the upstreams unless revokeOnLogout is false.
-func (h *Host) logoutUpstreams(ctx context.Context, g *Grant) {
+// logoutUpstreams signs the session of g out of the upstream only, or of
+// every upstream when only is "", revoking its tokens at the upstreams
+// unless revokeOnLogout is false.
+func (h *Host) logoutUpstreams(ctx context.Context, g *Grant, only string) {
 	if h.broker == nil || g == nil {
 		return
 	}
-	revoke := h.r().cfg.RevokeOnLogout == nil || *h.r().cfg.RevokeOnLogout
-	sid := h.sessionOf(g)
+	h.signOut(ctx, h.sessionOf(g), only, h.r().cfg.RevokeOnLogout == nil || *h.r().cfg.RevokeOnLogout)
+}
+
+// EndSession is told that the broker session of subject's client clientID
+// ended: the client revoked its last grant at serve's embedded issuer
+// (issuer.OnSessionEnd, RFC 7009). Unless revokeOnSessionEnd is false,
+// the session is signed out of every upstream and its tokens revoked
+// there; with false they are kept for the client's next sign-in to serve.
+// Sessions of other authorization servers have no end serve can see:
+// they end by logout.
+func (h *Host) EndSession(ctx context.Context, subject, clientID string) {
+	if h.broker == nil || h.r().cfg.RevokeOnSessionEnd != nil && !*h.r().cfg.RevokeOnSessionEnd {
+		return
+	}
+	h.log.Info("broker session ended; signing it out of the upstreams")
+	h.signOut(ctx, h.broker.Session(subject, clientID), "", true)
+}
+
+// signOut signs the session sid out of the upstream only ("": every one).
+func (h *Host) signOut(ctx context.Context, sid, only string, revoke bool) {
 	for _, u := range h.broker.Upstreams() {
+		if only != "" && u.ID != only {
+			continue
+		}
 		if err := h.broker.Logout(ctx, sid, u.ID, revoke); err != nil {
 			h.log.Warn("upstream logout incomplete", "upstream", u.ID, "err", err)
 		}

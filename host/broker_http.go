@@ -16,7 +16,8 @@ import (
 //   - GET /auth-status?session=SID[&upstream=ID]: the session's upstream
 //     sign-ins, to that session's own caller only (403 for another's);
 //   - POST /auth/logout[?upstream=ID]: sign the caller's session out of
-//     the upstreams (revoking at them, see revokeOnLogout);
+//     that upstream, or of every one (revoking at them, see
+//     revokeOnLogout);
 //   - POST /tools/{name}: the plain HTTP face for agents that speak no
 //     MCP (seed 004): the JSON body is the tool's arguments, the answer
 //     its result; an upstream sign-in that is missing is 401 with a JSON
@@ -68,13 +69,20 @@ func (h *Host) bearerGrant(w http.ResponseWriter, r *http.Request) *Grant {
 	return g
 }
 
-func (h *Host) serveAuthStatus(w http.ResponseWriter, r *http.Request) {
+// brokerGrant is bearerGrant for the routes about upstreams: 404 on a
+// serve without upstreams.
+func (h *Host) brokerGrant(w http.ResponseWriter, r *http.Request) *Grant {
 	g := h.bearerGrant(w, r)
-	if g == nil {
-		return
-	}
-	if h.broker == nil {
+	if g != nil && h.broker == nil {
 		writeHTTPJSON(w, http.StatusNotFound, map[string]string{"error": "not_found", "error_description": "this server has no upstreams"})
+		return nil
+	}
+	return g
+}
+
+func (h *Host) serveAuthStatus(w http.ResponseWriter, r *http.Request) {
+	g := h.brokerGrant(w, r)
+	if g == nil {
 		return
 	}
 	sid := h.sessionOf(g)
@@ -128,15 +136,16 @@ func (h *Host) serveAuthStatus(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Host) serveLogout(w http.ResponseWriter, r *http.Request) {
-	g := h.bearerGrant(w, r)
+	g := h.brokerGrant(w, r)
 	if g == nil {
 		return
 	}
-	if h.broker == nil {
-		writeHTTPJSON(w, http.StatusNotFound, map[string]string{"error": "not_found", "error_description": "this server has no upstreams"})
+	id := r.URL.Query().Get("upstream")
+	if id != "" && h.broker.Upstream(id) == nil {
+		writeHTTPJSON(w, http.StatusNotFound, map[string]string{"error": "not_found", "error_description": "no such upstream: omit upstream= to sign out of every one"})
 		return
 	}
-	h.logoutUpstreams(r.Context(), g)
+	h.logoutUpstreams(r.Context(), g, id)
 	writeHTTPJSON(w, http.StatusOK, map[string]any{"session": h.sessionOf(g), "signedOut": true})
 }
 

@@ -48,6 +48,10 @@ type Config struct {
 	// RevokeOnLogout revokes a session's upstream tokens at the upstream
 	// when it logs out (default true).
 	RevokeOnLogout *bool `json:"revokeOnLogout"`
+	// RevokeOnSessionEnd signs a session out of every upstream, revoking
+	// its tokens there, when the session ends: its client revoked its
+	// last grant at serve's embedded issuer (default true; see EndSession).
+	RevokeOnSessionEnd *bool `json:"revokeOnSessionEnd"`
 }
 
 // Scheme is one auth requirement (PROTOCOL.md "Auth requirements").

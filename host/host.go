@@ -413,6 +413,7 @@ func (h *Host) ServeConn(ctx context.Context, c wire.Conn) {
 		}
 		stopClose()
 		cancel(nil)
+		s.waits.Wait() // authenticates waiting for a sign-in end with ctx
 		s.endWrites()
 		h.closeSession(s)
 		closeConn()

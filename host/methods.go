@@ -44,6 +44,10 @@ type session struct {
 	// rootSubscribed: the published dialect's client subscribed to the
 	// root channel (initialSubscriptions or subscribe).
 	rootSubscribed bool
+	// upstreamWaits are the ACP upstream auth methods whose authenticate
+	// waits for a sign-in (authenticateUpstream); waits counts them.
+	upstreamWaits map[string]bool
+	waits         sync.WaitGroup
 }
 
 func (s *session) table() *grantTable {
@@ -277,12 +281,15 @@ func (s *session) handle(ctx context.Context, data []byte) {
 	case published && slices.Contains([]string{wire.MethodCreateSession, wire.MethodListSessions, wire.MethodDisposeSession}, m.Method):
 		result, rerr = s.shippedSession(ctx, m.Method, m.Params)
 	case m.Method == wire.MethodLogout && acp:
-		h.logoutUpstreams(ctx, h.viewGrant(s.table().view(h.now())))
+		h.logoutUpstreams(ctx, h.viewGrant(s.table().view(h.now())), "")
 		for _, sc := range h.r().schemes {
 			h.release(s.table(), sc, s)
 		}
 		h.log.Info("auth decision", "conn", s.id, "outcome", "logged out")
 		result = struct{}{} // ACP LogoutResponse: {}
+	case m.Method == wire.MethodAuthenticate && acp && upstreamMethodID(m.Params) != "":
+		s.authenticateUpstream(ctx, m.ID, upstreamMethodID(m.Params))
+		return // answered now or once the sign-in ends
 	case m.Method == wire.MethodAuthenticate:
 		result, rerr = s.authenticate(ctx, m.Params)
 	case m.Method == wire.MethodSetAuthToken:
@@ -687,9 +694,6 @@ func (s *session) authenticate(ctx context.Context, params json.RawMessage) (any
 	s.mu.Lock()
 	published, acp := s.dialect == wire.DialectPublished, s.dialect == wire.DialectACP
 	s.mu.Unlock()
-	if acp && isUpstreamMethod(p.MethodID) {
-		return s.authenticateUpstream(ctx, p.MethodID)
-	}
 	cands, rerr := h.candidates(p)
 	if rerr != nil {
 		return nil, rerr

@@ -160,6 +160,7 @@ type Issuer struct {
 	guesses   userCodeGuard
 	nextSweep time.Time
 	onRevoke  []func(jtis []string)
+	onEnd     []func(subject, clientID string)
 }
 
 // New validates opts, applies defaults and generates the signing key.
@@ -317,6 +318,17 @@ func (i *Issuer) OnRevoke(fn func(jtis []string)) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	i.onRevoke = append(i.onRevoke, fn)
+}
+
+// OnSessionEnd registers fn to be called, synchronously, when the
+// revocation endpoint (RFC 7009 §2.1) revoked the last live token family
+// (refresh token) that the client clientID held for subject: that client
+// is signed out of this issuer. Families revoked for reuse or replay, or
+// that expire, do not call it.
+func (i *Issuer) OnSessionEnd(fn func(subject, clientID string)) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.onEnd = append(i.onEnd, fn)
 }
 
 // notifyRevoked tells the OnRevoke callbacks and the other processes

@@ -1,8 +1,10 @@
 package issuer
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/agentauth/agentauth/state"
@@ -33,6 +35,7 @@ func (i *Issuer) serveRevoke(w http.ResponseWriter, r *http.Request) {
 	now := i.clock(ctx)
 	var owner string // the client the token was issued to
 	var jtis []string
+	var ended *grantRecord // the client's last live family, revoked
 	err := i.store.Update(ctx, func(tx state.Tx) error {
 		rt, err := getRecord[refreshRecord](tx, kindRefresh, hash(token))
 		if err != nil {
@@ -43,8 +46,15 @@ func (i *Issuer) serveRevoke(w http.ResponseWriter, r *http.Request) {
 			if err != nil || g == nil {
 				return err
 			}
-			if owner = g.ClientID; owner == c.id {
-				jtis, err = i.revokeGrantTx(tx, now, rt.GrantID, g)
+			if owner = g.ClientID; owner != c.id || g.Revoked {
+				return nil
+			}
+			if jtis, err = i.revokeGrantTx(tx, now, rt.GrantID, g); err != nil {
+				return err
+			}
+			last, err := lastGrantTx(tx, now, rt.GrantID, g)
+			if last {
+				ended = g
 			}
 			return err
 		}
@@ -72,8 +82,35 @@ func (i *Issuer) serveRevoke(w http.ResponseWriter, r *http.Request) {
 	if owner != "" {
 		i.log.Info("issuer: tokens revoked", "client_id", c.id, "access_tokens", len(jtis))
 	}
+	if ended != nil {
+		i.mu.Lock()
+		fns := slices.Clone(i.onEnd)
+		i.mu.Unlock()
+		for _, fn := range fns {
+			fn(ended.Subject, ended.ClientID)
+		}
+	}
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
+}
+
+// lastGrantTx reports whether no family but id (g) of g's subject and
+// client is still live: neither revoked nor expired.
+func lastGrantTx(tx state.Tx, now time.Time, id string, g *grantRecord) (bool, error) {
+	recs, err := tx.List(kindGrant)
+	if err != nil {
+		return false, err
+	}
+	for _, r := range recs {
+		var o grantRecord
+		if r.Key == id || !r.Expires.IsZero() && !now.Before(r.Expires) || json.Unmarshal(r.Value, &o) != nil {
+			continue
+		}
+		if !o.Revoked && o.Subject == g.Subject && o.ClientID == g.ClientID {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // introspection is the RFC 7662 §2.2 response.

@@ -108,3 +108,25 @@ func TestRevokeUnknownAndBadRequests(t *testing.T) {
 	wantError(t, s.post("/revoke", url.Values{"client_id": {issuer.CLIClientID}}), 400, "invalid_request")
 	wantError(t, s.post("/revoke", url.Values{"token": {"x"}, "client_id": {"nobody"}}), 401, "invalid_client")
 }
+
+// TestSessionEnd: OnSessionEnd reports a client's subject once the
+// revocation endpoint revoked the last live family it held: not while
+// another family of the same client and subject lives, not for an access
+// token alone, and not twice.
+func TestSessionEnd(t *testing.T) {
+	s := start(t, issuer.Options{AutoApprove: true, Clients: []issuer.Client{rs}})
+	var ended []string
+	s.iss.OnSessionEnd(func(subject, clientID string) { ended = append(ended, subject+"/"+clientID) })
+	one, two := s.tokens(nil), s.tokens(nil)
+
+	s.revoke(one["access_token"].(string))
+	s.revoke(one["refresh_token"].(string))
+	if len(ended) != 0 {
+		t.Fatalf("session ended with a family still live: %v", ended)
+	}
+	s.revoke(two["refresh_token"].(string))
+	s.revoke(two["refresh_token"].(string))
+	if want := []string{"alice/" + issuer.CLIClientID}; !cmp.Equal(ended, want) {
+		t.Errorf("OnSessionEnd got %v, want %v", ended, want)
+	}
+}

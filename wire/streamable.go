@@ -32,6 +32,10 @@ const MCPProtocolVersion = "2025-11-25"
 // clientVersions are the revisions the HTTP client speaks, newest first.
 var clientVersions = []string{MCPStatelessVersion, MCPProtocolVersion, "2025-06-18", "2025-03-26"}
 
+// MCPClientVersions lists the revisions the HTTP client speaks, newest
+// first: the values HTTPSession.Version takes.
+func MCPClientVersions() []string { return slices.Clone(clientVersions) }
+
 // mcpVersions are the revisions initialize may be answered with: agentauth
 // only sends initialize, notifications/initialized and the caller's
 // method, which mean the same in each.
@@ -149,6 +153,11 @@ type HTTPSession struct {
 	// Capabilities are the client capabilities declared in initialize
 	// and in MCP 2026-07-28's request _meta; nil declares none ({}).
 	Capabilities json.RawMessage
+	// Version, when set (one of MCPClientVersions), is the only revision
+	// Initialize speaks: MCPStatelessVersion sends server/discover with no
+	// fallback, an earlier one initialize offering it, and the server must
+	// answer with the same. Empty: the newest both sides speak.
+	Version string
 
 	nextID          atomic.Int64
 	mu              sync.Mutex
@@ -199,11 +208,21 @@ func (s *HTTPSession) Initialize(ctx context.Context, clientName, version string
 	s.mu.Lock()
 	s.clientInfo = MCPImplementation{Name: clientName, Version: version}
 	s.mu.Unlock()
+	switch s.Version {
+	case "":
+	case MCPStatelessVersion:
+		return s.discover(ctx)
+	default:
+		if !slices.Contains(mcpVersions, s.Version) {
+			return nil, fmt.Errorf("cannot initialize: agentauth does not speak MCP %q; it speaks %s", s.Version, strings.Join(clientVersions, ", "))
+		}
+		return s.initialize(ctx, clientName, version, s.Version)
+	}
 	res, err := s.discover(ctx)
 	if err == nil || errors.As(err, new(*HTTPAuthError)) || ctx.Err() != nil {
 		return res, err
 	}
-	return s.initialize(ctx, clientName, version)
+	return s.initialize(ctx, clientName, version, MCPProtocolVersion)
 }
 
 // discover sends server/discover as an MCP 2026-07-28 request; the
@@ -236,10 +255,11 @@ func (s *HTTPSession) discover(ctx context.Context) (*MCPInitializeResult, error
 	return out, nil
 }
 
-// initialize runs the handshake of MCP 2025-11-25 and earlier.
-func (s *HTTPSession) initialize(ctx context.Context, clientName, version string) (*MCPInitializeResult, error) {
+// initialize runs the handshake of MCP 2025-11-25 and earlier, offering
+// revision offer.
+func (s *HTTPSession) initialize(ctx context.Context, clientName, version, offer string) (*MCPInitializeResult, error) {
 	params := map[string]any{
-		"protocolVersion": MCPProtocolVersion,
+		"protocolVersion": offer,
 		"capabilities":    s.capabilities(),
 		"clientInfo":      MCPImplementation{Name: clientName, Version: version},
 	}
@@ -254,6 +274,9 @@ func (s *HTTPSession) initialize(ctx context.Context, clientName, version string
 	res.Raw = raw
 	if !slices.Contains(mcpVersions, res.ProtocolVersion) {
 		return nil, fmt.Errorf("cannot initialize: the server speaks MCP %q; agentauth speaks %s", res.ProtocolVersion, strings.Join(clientVersions, ", "))
+	}
+	if s.Version != "" && res.ProtocolVersion != s.Version {
+		return nil, fmt.Errorf("cannot initialize: the server answers MCP %q, not %s", res.ProtocolVersion, s.Version)
 	}
 	s.mu.Lock()
 	s.protocolVersion = res.ProtocolVersion

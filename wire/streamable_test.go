@@ -668,3 +668,35 @@ func TestHTTPSessionParamHeaders(t *testing.T) {
 		t.Errorf("%d requests; last headers %v", len(got), last.header)
 	}
 }
+
+// TestHTTPSessionVersion: a session held to one revision speaks it only:
+// 2025-11-25 sends initialize offering it (no server/discover) and refuses
+// another answer; 2026-07-28 does not fall back.
+func TestHTTPSessionVersion(t *testing.T) {
+	f := newFakeMCP(t, mcpServer(t, false, "sess-1"))
+	s := f.session(t, "tok")
+	s.Version = MCPProtocolVersion
+	if _, err := s.Initialize(context.Background(), "agentauth", "1"); err != nil {
+		t.Fatal(err)
+	}
+	got := f.requests()
+	if got[0].msg.Method != MethodInitialize || !strings.Contains(string(got[0].msg.Params), `"protocolVersion":"2025-11-25"`) {
+		t.Errorf("first request = %s %s, want initialize offering 2025-11-25", got[0].msg.Method, got[0].msg.Params)
+	}
+
+	s = f.session(t, "tok")
+	s.Version = "2025-06-18"
+	if _, err := s.Initialize(context.Background(), "agentauth", "1"); err == nil || !strings.Contains(err.Error(), `answers MCP "2025-11-25", not 2025-06-18`) {
+		t.Errorf("err = %v, want the version mismatch", err)
+	}
+
+	n := len(f.requests())
+	s = f.session(t, "tok")
+	s.Version = MCPStatelessVersion
+	if _, err := s.Initialize(context.Background(), "agentauth", "1"); err == nil {
+		t.Error("a 2025-11-25 server accepted with Version 2026-07-28")
+	}
+	if got := f.requests()[n:]; len(got) != 1 || got[0].msg.Method != MethodServerDiscover {
+		t.Errorf("%d requests, want server/discover alone", len(got))
+	}
+}
