@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -301,6 +302,13 @@ func (s *session) handle(ctx context.Context, data []byte) {
 		e := *rerr // ACP's AuthRequired, same data
 		e.Code = wire.CodeACPAuthRequired
 		rerr = &e
+	}
+	if h.log.Enabled(ctx, slog.LevelDebug) { // no arguments to box otherwise
+		code := 0
+		if rerr != nil {
+			code = rerr.Code
+		}
+		h.log.Debug("request answered", "conn", s.id, "method", m.Method, "error", code)
 	}
 	s.send(ctx, respond(m.ID, result, rerr))
 }
