@@ -18,6 +18,27 @@ const (
 	MaxDPoPJTIs = 10000
 )
 
+// confirmation is the cnf member (RFC 7800 §3.1) of a JWT access token
+// (RFC 9449 §6.1) or of an introspection response (RFC 9449 §6.2).
+type confirmation struct {
+	JKT string `json:"jkt"`
+}
+
+// bind records on g the DPoP key the token is bound to, so checkDPoP holds
+// it to the same proof rules whichever validator accepted it. A cnf
+// without jkt binds the token to something this host cannot check, so
+// the token is refused rather than taken as a bearer token.
+func (c *confirmation) bind(g *Grant) error {
+	if c == nil {
+		return nil
+	}
+	if c.JKT == "" {
+		return invalidf("The access token's cnf has no jkt (RFC 9449 section 6.1)")
+	}
+	g.JKT = c.JKT
+	return nil
+}
+
 // jtiCache remembers proof ids until they leave the window, at most max.
 type jtiCache struct {
 	mu    sync.Mutex

@@ -49,6 +49,8 @@ type introspection struct {
 	Iss      string       `json:"iss"`
 	Aud      jwt.Audience `json:"aud"`
 	JTI      string       `json:"jti"`
+	// Cnf is the key binding of a DPoP-bound token (RFC 9449 §6.2).
+	Cnf *confirmation `json:"cnf"`
 }
 
 func (v *introspectionValidator) endpointURL(ctx context.Context) (string, error) {
@@ -108,6 +110,9 @@ func (v *introspectionValidator) validate(ctx context.Context, token string) (*G
 	}
 	if r.Exp != nil {
 		g.Expiry = unixTime(*r.Exp)
+	}
+	if err := r.Cnf.bind(g); err != nil {
+		return nil, err
 	}
 	switch {
 	case r.Iss != "" && len(v.issuers) > 0 && !slices.Contains(v.issuers, r.Iss):

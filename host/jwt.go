@@ -79,9 +79,7 @@ type accessClaims struct {
 	Scope    string `json:"scope"`
 	ClientID string `json:"client_id"`
 	// Cnf is the key binding of a DPoP-bound token (RFC 9449 §6.1).
-	Cnf *struct {
-		JKT string `json:"jkt"`
-	} `json:"cnf"`
+	Cnf *confirmation `json:"cnf"`
 }
 
 func (v *jwtValidator) validate(ctx context.Context, token string) (*Grant, error) {
@@ -160,11 +158,8 @@ func (v *jwtValidator) validate(ctx context.Context, token string) (*Grant, erro
 	}
 	g := &Grant{Subject: c.Subject, ClientID: extra.ClientID, Scopes: wire.SplitScope(extra.Scope),
 		Expiry: c.Expiry.Time(), JTI: c.ID, Issuer: c.Issuer}
-	if extra.Cnf != nil {
-		if extra.Cnf.JKT == "" {
-			return nil, invalidf("The access token's cnf has no jkt (RFC 9449 section 6.1)")
-		}
-		g.JKT = extra.Cnf.JKT
+	if err := extra.Cnf.bind(g); err != nil {
+		return nil, err
 	}
 	return g, nil
 }

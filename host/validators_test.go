@@ -224,3 +224,24 @@ func TestIntrospectionCacheTTL(t *testing.T) {
 		t.Errorf("after the TTL: err %v, calls %d; want revoked after a second introspection", err, ti.calls.Load())
 	}
 }
+
+// TestIntrospectionDPoPBinding: a cnf.jkt in the introspection response
+// binds the grant to the key (RFC 9449 §6.2), and a cnf this host cannot
+// check refuses the token rather than accept it as a bearer token.
+func TestIntrospectionDPoPBinding(t *testing.T) {
+	ti := newTestIntrospector(t)
+	clock := newFakeClock()
+	ctx := context.Background()
+	ti.set("bound", map[string]any{"active": true, "sub": "alice", "token_type": "DPoP", "cnf": map[string]string{"jkt": "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I"}})
+	ti.set("mtls", map[string]any{"active": true, "sub": "alice", "cnf": map[string]string{"x5t#S256": "bwcK0esc3ACC3DB2Y5_lESsXE8o9ltc05O89jdN-dg2"}})
+	v := newIntrospectionValidator(introspectionScheme(ti, ""), testResource, ti.srv.Client(), clock.now)
+	g, err := v.validate(ctx, "bound")
+	if err != nil || g.JKT != "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I" {
+		t.Errorf("bound: grant %+v, err %v; want the cnf.jkt on the grant", g, err)
+	}
+	_, err = v.validate(ctx, "mtls")
+	var te *TokenError
+	if !errors.As(err, &te) || te.Kind != TokenInvalid || !strings.Contains(te.Description, "cnf has no jkt") {
+		t.Errorf("mtls: err = %v, want the token refused", err)
+	}
+}

@@ -202,6 +202,7 @@ func (i *Issuer) serveConsent(w http.ResponseWriter, r *http.Request) {
 	now := i.clock(r.Context())
 	var req *authRequest
 	err := i.store.Update(r.Context(), func(tx state.Tx) error {
+		req = nil
 		c, err := getRecord[consentRecord](tx, kindConsent, key)
 		if err != nil || c == nil || c.Auth == nil {
 			return err

@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
+	"syscall"
 	"time"
 )
 
@@ -102,9 +105,19 @@ func (i *Issuer) fetchCIMD(ctx context.Context, id string) (*client, error) {
 		return nil, err
 	}
 	req.Header.Set("Accept", "application/json")
-	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	issuer, _ := url.Parse(i.opts.Issuer)
+	dialer := &net.Dialer{Control: cimdDialControl(isLoopback(issuer.Hostname()))}
+	hc := &http.Client{
+		// No proxy: the address checked must be the one connected to.
+		Transport:     &http.Transport{DialContext: dialer.DialContext, DisableKeepAlives: true, ForceAttemptHTTP2: true},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
 	resp, err := hc.Do(req)
 	if err != nil {
+		var blocked *blockedAddressError
+		if errors.As(err, &blocked) {
+			return nil, blocked
+		}
 		if errors.Is(err, context.DeadlineExceeded) {
 			return nil, fmt.Errorf("no answer within %s", cimdFetchTimeout)
 		}
@@ -144,4 +157,56 @@ func (i *Issuer) fetchCIMD(ctx context.Context, id string) (*client, error) {
 		return nil, errors.New(e.body.Description)
 	}
 	return &client{id: id, name: doc.ClientName, authMethod: AuthNone, redirectURIs: doc.RedirectURIs, grantTypes: doc.GrantTypes}, nil
+}
+
+// blockedAddressError is a document URL whose host resolved to an address
+// the issuer must not fetch from.
+type blockedAddressError struct {
+	addr netip.Addr
+	kind string
+}
+
+func (e *blockedAddressError) Error() string {
+	fix := "serve the document from a public https URL"
+	if e.kind == "loopback" {
+		fix = "loopback documents are fetched only when the issuer itself is on loopback (a dev setup); " + fix
+	}
+	return fmt.Sprintf("its host resolves to the %s address %s, which the issuer does not fetch from: %s", e.kind, e.addr, fix)
+}
+
+// cimdDialControl guards the fetch of a client ID metadata document
+// against server-side request forgery (draft-ietf-oauth-client-id-
+// metadata-document, Security Considerations, SSRF): it refuses to
+// connect to a private, link-local, multicast or unspecified address, and
+// to loopback unless allowLoopback (the issuer itself is on loopback).
+// It runs as a net.Dialer Control func, on each address actually dialled
+// after DNS resolution, so a name that resolves, or rebinds between two
+// lookups, to an internal address is refused too.
+func cimdDialControl(allowLoopback bool) func(network, address string, _ syscall.RawConn) error {
+	return func(_, address string, _ syscall.RawConn) error {
+		ap, err := netip.ParseAddrPort(address)
+		if err != nil {
+			return fmt.Errorf("cannot check the address %q it resolves to", address)
+		}
+		ip := ap.Addr().Unmap()
+		kind := ""
+		switch {
+		case ip.IsLoopback():
+			if allowLoopback {
+				return nil
+			}
+			kind = "loopback"
+		case ip.IsPrivate():
+			kind = "private"
+		case ip.IsLinkLocalUnicast(), ip.IsLinkLocalMulticast():
+			kind = "link-local"
+		case ip.IsMulticast(), ip.IsInterfaceLocalMulticast():
+			kind = "multicast"
+		case ip.IsUnspecified():
+			kind = "unspecified"
+		default:
+			return nil
+		}
+		return &blockedAddressError{addr: ip, kind: kind}
+	}
 }

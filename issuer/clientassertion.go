@@ -114,6 +114,7 @@ func (i *Issuer) authenticateAssertion(r *http.Request, form url.Values) (*clien
 	}
 	replayed := false
 	err = i.store.Update(r.Context(), func(tx state.Tx) error {
+		replayed = false
 		key := hash(id + " " + claims.ID)
 		if _, err := tx.Get(kindAssertion, key); err == nil {
 			replayed = true

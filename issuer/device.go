@@ -308,6 +308,7 @@ func (i *Issuer) serveDevicePage(w http.ResponseWriter, r *http.Request) {
 	var cl *client
 	if refused == "" && len(typed) <= maxParamBytes {
 		err := i.store.Update(r.Context(), func(tx state.Tx) error {
+			d, cl = nil, nil
 			key, rec, err := deviceByUserCodeTx(tx, normaliseUserCode(typed))
 			if err != nil || rec == nil || now.After(rec.Expires) || rec.State != devicePending {
 				return err
@@ -376,6 +377,7 @@ func (i *Issuer) serveDeviceDecision(w http.ResponseWriter, r *http.Request) {
 	now := i.clock(r.Context())
 	var d *deviceRecord
 	err := i.store.Update(r.Context(), func(tx state.Tx) error {
+		d = nil
 		c, err := getRecord[consentRecord](tx, kindConsent, key)
 		if err != nil || c == nil || c.DeviceKey == "" {
 			return err

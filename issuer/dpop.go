@@ -67,6 +67,7 @@ func (i *Issuer) checkTokenDPoP(r *http.Request, is *issuing) *oauthError {
 	}
 	replayed := false
 	err = i.store.Update(r.Context(), func(tx state.Tx) error {
+		replayed = false
 		key := hash(p.JTI)
 		if _, err := tx.Get(kindDPoPJTI, key); err == nil {
 			replayed = true

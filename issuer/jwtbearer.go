@@ -73,8 +73,13 @@ func ParseAssertionKeys(data []byte) (*jose.JSONWebKeySet, error) {
 // assertion signed by a trusted issuer's key, its aud the issuer or the
 // token endpoint, with exp (at most maxGrantAssertionLifetime away), a sub
 // that becomes the token's subject, and a jti never seen before. An ID-JAG
-// (typ oauth-id-jag+jwt) must name the requesting client as client_id. No
-// refresh token: the client presents a fresh assertion instead.
+// (typ oauth-id-jag+jwt, draft-ietf-oauth-identity-assertion-authz-grant
+// §3) must name this issuer itself in aud and the requesting client as
+// client_id. An assertion's resource claim, when present, must include the
+// resource the token is requested for (the request's resource parameter,
+// or the default resource), so an ID-JAG the IdP issued for one resource
+// cannot buy a token for another. No refresh token: the client presents
+// a fresh assertion instead.
 func (i *Issuer) redeemJWTBearerTx(is *issuing, c *client, form url.Values) (*tokenResponse, []string, *oauthError, error) {
 	raw := form.Get("assertion")
 	if raw == "" {
@@ -100,6 +105,8 @@ func (i *Issuer) redeemJWTBearerTx(is *issuing, c *client, form url.Values) (*to
 	var claims jwt.Claims
 	var jag struct {
 		ClientID string `json:"client_id"`
+		// Resource is one resource indicator or several (RFC 8707 §2).
+		Resource jwt.Audience `json:"resource"`
 	}
 	verified := false
 	for _, k := range trusted.Keys.Keys {
@@ -109,6 +116,7 @@ func (i *Issuer) redeemJWTBearerTx(is *issuing, c *client, form url.Values) (*to
 		}
 	}
 	now := is.now
+	isJAG := len(tok.Headers) == 1 && tok.Headers[0].ExtraHeaders[jose.HeaderType] == typIDJAG
 	switch {
 	case !verified:
 		return nil, nil, badRequest("invalid_grant", "the assertion's signature does not match its issuer's trusted keys"), nil
@@ -118,8 +126,10 @@ func (i *Issuer) redeemJWTBearerTx(is *issuing, c *client, form url.Values) (*to
 		return nil, nil, badRequest("invalid_grant", fmt.Sprintf("the assertion lives longer than %s", maxGrantAssertionLifetime)), nil
 	case checkSubject(claims.Subject) != nil:
 		return nil, nil, badRequest("invalid_grant", "the assertion's sub must be 1 to 255 printable characters"), nil
-	case len(tok.Headers) == 1 && tok.Headers[0].ExtraHeaders[jose.HeaderType] == typIDJAG && jag.ClientID != c.id:
+	case isJAG && jag.ClientID != c.id:
 		return nil, nil, badRequest("invalid_grant", "the ID-JAG was issued for another client (client_id): log in with the --client-id the identity provider names"), nil
+	case isJAG && !claims.Audience.Contains(i.opts.Issuer):
+		return nil, nil, badRequest("invalid_grant", fmt.Sprintf("the ID-JAG was issued for another authorization server (aud): ask the identity provider for an ID-JAG with audience %s", i.opts.Issuer)), nil
 	}
 	if err := claims.ValidateWithLeeway(jwt.Expected{Issuer: trusted.Issuer, AnyAudience: jwt.Audience{i.opts.Issuer, i.opts.Issuer + pathToken}, Time: now}, assertionLeeway); err != nil {
 		return nil, nil, badRequest("invalid_grant", "the assertion is not valid here: "+err.Error()), nil
@@ -131,6 +141,9 @@ func (i *Issuer) redeemJWTBearerTx(is *issuing, c *client, form url.Values) (*to
 	resource, e := i.requestedResource(form)
 	if e != nil {
 		return nil, nil, e, nil
+	}
+	if len(jag.Resource) > 0 && !jag.Resource.Contains(resource) {
+		return nil, nil, badRequest("invalid_grant", fmt.Sprintf("the assertion was issued for another resource (resource): request the token for a resource it names, or ask the identity provider for an assertion for %s", resource)), nil
 	}
 	key := hash("jwt-bearer " + trusted.Issuer + " " + claims.ID)
 	switch _, err := is.tx.Get(kindAssertion, key); {

@@ -115,3 +115,55 @@ func TestParseAssertionKeys(t *testing.T) {
 		t.Error("garbage was accepted")
 	}
 }
+
+// TestJWTBearerIDJAGAudienceResource: an ID-JAG must name this issuer in
+// aud (not merely its token endpoint), and its resource claim, when
+// present, must include the resource the token is requested for
+// (draft-ietf-oauth-identity-assertion-authz-grant §3).
+func TestJWTBearerIDJAGAudienceResource(t *testing.T) {
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	s := start(t, issuer.Options{Clients: []issuer.Client{rs}, AssertionIssuers: []issuer.AssertionIssuer{
+		{Issuer: ciIssuer, Keys: &jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey}}}}}})
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: key}, (&jose.SignerOptions{}).WithType("oauth-id-jag+jwt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	jag := func(jti string, aud string, resource any) string {
+		extra := map[string]any{"client_id": issuer.CLIClientID}
+		if resource != nil {
+			extra["resource"] = resource
+		}
+		j, err := jwt.Signed(signer).Claims(jwt.Claims{Issuer: ciIssuer, Subject: "carol", Audience: jwt.Audience{aud}, ID: jti,
+			Expiry: jwt.NewNumericDate(epoch.Add(5 * time.Minute))}).Claims(extra).Serialize()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	grant := func(assertion string, resource string) reply {
+		form := url.Values{"grant_type": {issuer.GrantJWTBearer}, "client_id": {issuer.CLIClientID}, "assertion": {assertion}}
+		if resource != "" {
+			form.Set("resource", resource)
+		}
+		return s.post("/token", form)
+	}
+	mcp := s.url + "/mcp"
+	wantOK(t, grant(jag("plain", s.url, nil), ""))
+	wantOK(t, grant(jag("same", s.url, mcp), mcp))
+	wantOK(t, grant(jag("default", s.url, mcp), ""))
+	wantOK(t, grant(jag("list", s.url, []string{"https://other.example/api", mcp}), mcp))
+	for name, c := range map[string]struct {
+		assertion, resource, desc string
+	}{
+		"token endpoint aud": {jag("tep", s.url+"/token", nil), "", "(aud)"},
+		"other resource":     {jag("other", s.url, "https://other.example/api"), mcp, "(resource)"},
+		"other default":      {jag("otherdef", s.url, "https://other.example/api"), "", "(resource)"},
+		"request elsewhere":  {jag("elsewhere", s.url, mcp), "https://other.example/api", "(resource)"},
+	} {
+		r := grant(c.assertion, c.resource)
+		wantError(t, r, http.StatusBadRequest, "invalid_grant")
+		if d := r.str(t, "error_description"); !strings.Contains(d, c.desc) {
+			t.Errorf("%s: error_description %q does not name the claim %s", name, d, c.desc)
+		}
+	}
+}

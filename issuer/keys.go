@@ -180,7 +180,9 @@ func (i *Issuer) loadKeysLocked(ctx context.Context, now time.Time, create bool)
 // retireKeys ends the signing life of every current key now (a rotation
 // out of schedule); each stays published until its tokens have expired.
 func (i *Issuer) retireKeys(ctx context.Context, now time.Time) error {
+	var retired []string
 	err := i.store.Update(ctx, func(tx state.Tx) error {
+		retired = nil
 		recs, err := tx.List(kindKey)
 		if err != nil {
 			return err
@@ -198,12 +200,15 @@ func (i *Issuer) retireKeys(ctx context.Context, now time.Time) error {
 			if err := tx.Put(kindKey, r.Key, b, now.Add(i.opts.TokenTTL+keyReload)); err != nil {
 				return err
 			}
-			i.log.Info("issuer: signing key retired", "kid", r.Key)
+			retired = append(retired, r.Key)
 		}
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("cannot retire the signing keys: %w", err)
+	}
+	for _, kid := range retired {
+		i.log.Info("issuer: signing key retired", "kid", kid)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentauth/agentauth/state"
+	"github.com/agentauth/agentauth/wire"
 )
 
 // serveRevoke is the revocation endpoint (RFC 7009 §2). Both token kinds
@@ -37,6 +38,7 @@ func (i *Issuer) serveRevoke(w http.ResponseWriter, r *http.Request) {
 	var jtis []string
 	var ended *grantRecord // the client's last live family, revoked
 	err := i.store.Update(ctx, func(tx state.Tx) error {
+		owner, jtis, ended = "", nil, nil
 		rt, err := getRecord[refreshRecord](tx, kindRefresh, hash(token))
 		if err != nil {
 			return err
@@ -125,6 +127,8 @@ type introspection struct {
 	IssuedAt  int64  `json:"iat,omitempty"`
 	ID        string `json:"jti,omitempty"`
 	TokenType string `json:"token_type,omitempty"`
+	// Cnf carries a DPoP-bound token's key thumbprint (RFC 9449 §6.2).
+	Cnf *confirmation `json:"cnf,omitempty"`
 }
 
 // serveIntrospect is the introspection endpoint (RFC 7662 §2). Only a
@@ -181,6 +185,10 @@ func (i *Issuer) serveIntrospect(w http.ResponseWriter, r *http.Request) {
 			IssuedAt:  claims.IssuedAt,
 			ID:        claims.ID,
 			TokenType: "Bearer",
+			Cnf:       claims.Cnf,
+		}
+		if claims.Cnf != nil {
+			resp.TokenType = wire.TokenTypeDPoP
 		}
 	}
 	writeJSON(w, http.StatusOK, resp)

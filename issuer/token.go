@@ -85,13 +85,19 @@ func (i *Issuer) token(w http.ResponseWriter, r *http.Request) (*tokenResponse, 
 	}
 	var resp *tokenResponse
 	var revoked []string
+	var logs []func()
 	err = i.store.Update(ctx, func(tx state.Tx) error {
+		is := &issuing{tx: tx, now: now, key: key, jkt: dp.jkt}
 		var err error
-		resp, revoked, e, err = redeem(&issuing{tx: tx, now: now, key: key, jkt: dp.jkt}, c, form)
+		resp, revoked, e, err = redeem(is, c, form)
+		logs = is.logs
 		return err
 	})
 	if err != nil {
 		return nil, i.storeFailed(err)
+	}
+	for _, log := range logs {
+		log()
 	}
 	i.notifyRevoked(ctx, revoked)
 	return resp, e
@@ -109,7 +115,13 @@ type issuing struct {
 	// jkt is the thumbprint of the request's DPoP key (RFC 9449 §5), and
 	// nonce the DPoP-Nonce to send with the answer.
 	jkt, nonce string
+	// logs are written once the transaction commits: a store may run it
+	// again (state.Store.Update), and a rolled-back run did nothing.
+	logs []func()
 }
+
+// logAfter logs what the transaction did once it commits.
+func (is *issuing) logAfter(fn func()) { is.logs = append(is.logs, fn) }
 
 // redeemFunc redeems one grant type inside a transaction: the response or
 // its OAuth error, the jtis it revoked, and a state store failure, which
@@ -144,7 +156,7 @@ func (i *Issuer) redeemCodeTx(is *issuing, c *client, form url.Values) (*tokenRe
 	case (ac.RedirectGiven || form.Has("redirect_uri")) && form.Get("redirect_uri") != ac.RedirectURI:
 		return nil, nil, badRequest("invalid_grant", "redirect_uri differs from the authorization request"), nil
 	case !verifierMatches(verifier, ac.Challenge):
-		i.log.Warn("issuer: wrong code_verifier, code voided", "client_id", c.id)
+		is.logAfter(func() { i.log.Warn("issuer: wrong code_verifier, code voided", "client_id", c.id) })
 		return nil, nil, badRequest("invalid_grant", "code_verifier does not match the code_challenge; the code is void"), tx.Delete(kindCode, key)
 	}
 	if e := sameResource(form, ac.Resource); e != nil {
@@ -176,7 +188,9 @@ func (i *Issuer) replayedCodeTx(is *issuing, c *client, key string) (*tokenRespo
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		i.log.Warn("issuer: authorization code replayed, its tokens are revoked", "client_id", c.id, "revoked", len(jtis))
+		is.logAfter(func() {
+			i.log.Warn("issuer: authorization code replayed, its tokens are revoked", "client_id", c.id, "revoked", len(jtis))
+		})
 		return nil, jtis, badRequest("invalid_grant", "the authorization code was already used; every token issued from it is revoked"), nil
 	}
 	return nil, nil, badRequest("invalid_grant", "unknown authorization code"), nil
@@ -231,7 +245,9 @@ func (i *Issuer) redeemRefreshTx(is *issuing, c *client, form url.Values) (*toke
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		i.log.Warn("issuer: rotated refresh token reused, its family is revoked", "client_id", c.id, "revoked", len(jtis))
+		is.logAfter(func() {
+			i.log.Warn("issuer: rotated refresh token reused, its family is revoked", "client_id", c.id, "revoked", len(jtis))
+		})
 		return nil, jtis, badRequest("invalid_grant", "the refresh token was already used; its token family is revoked"), nil
 	case now.After(rt.Expires):
 		return nil, nil, badRequest("invalid_grant", "the refresh token expired"), nil
@@ -334,6 +350,8 @@ func (i *Issuer) issueTx(is *issuing, c *client, id string, g *grantRecord, scop
 	if err := i.issuedClientTx(tx, c.id); err != nil {
 		return nil, nil, nil, err
 	}
-	i.log.Info("issuer: access token issued", "client_id", c.id, "sub", g.Subject, "aud", g.Resource, "scope", scope, "jti", jti)
+	is.logAfter(func() {
+		i.log.Info("issuer: access token issued", "client_id", c.id, "sub", g.Subject, "aud", g.Resource, "scope", scope, "jti", jti)
+	})
 	return resp, revoked, nil, nil
 }

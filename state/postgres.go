@@ -5,12 +5,14 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 )
 
@@ -30,6 +32,21 @@ const (
 	// losing its connection.
 	relistenDelay = time.Second
 )
+
+// SQLSTATEs of a transaction PostgreSQL aborted (PostgreSQL manual,
+// Appendix A, class 40).
+const (
+	sqlstateSerializationFailure = "40001"
+	sqlstateDeadlockDetected     = "40P01"
+)
+
+// postgresRetryable reports a transaction PostgreSQL rolled back for a
+// serialization failure (SQLSTATE 40001) or a deadlock (40P01): run again,
+// it may succeed (PostgreSQL manual, "Serialization Failure Handling").
+func postgresRetryable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == sqlstateSerializationFailure || pe.Code == sqlstateDeadlockDetected)
+}
 
 // migrationLock is the pg_advisory_xact_lock key under which replicas
 // migrate one at a time.
@@ -73,7 +90,8 @@ func OpenPostgres(ctx context.Context, url string) (*Postgres, error) {
 		db.Close()
 		return nil, fmt.Errorf("cannot connect to the database: %w", err)
 	}
-	d := dialect{blob: "BYTEA", forUpdate: " FOR UPDATE", lock: fmt.Sprintf("SELECT pg_advisory_xact_lock(%d)", migrationLock), dollars: true}
+	d := dialect{blob: "BYTEA", forUpdate: " FOR UPDATE", lock: fmt.Sprintf("SELECT pg_advisory_xact_lock(%d)", migrationLock), dollars: true,
+		retryable: postgresRetryable}
 	if err := migrate(ctx, db, d, migrations); err != nil {
 		db.Close()
 		return nil, err

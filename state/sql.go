@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,7 +50,21 @@ type dialect struct {
 	// replicas starting together migrate one at a time.
 	lock    string
 	dollars bool // placeholders are $1, $2… rather than ?
+	// retryable, when set, reports an error on which the database rolled
+	// the transaction back and a re-run may succeed.
+	retryable func(error) bool
 }
+
+// Bounds on re-running an Update the database aborted (a deadlock, a
+// serialization failure).
+const (
+	// maxUpdateAttempts bounds the runs of one Update.
+	maxUpdateAttempts = 3
+	// updateRetryBackoff is the base wait before a re-run: attempt n
+	// waits n times it plus a random part of up to it, so transactions
+	// that collided do not collide again in step.
+	updateRetryBackoff = 20 * time.Millisecond
+)
 
 // maxBatchRows bounds the records one statement writes or deletes when a
 // transaction's writes are flushed; more take several statements. A
@@ -228,8 +243,28 @@ func migrate(ctx context.Context, db *sql.DB, d dialect, ms [][]string) error {
 	return tx.Commit()
 }
 
+// Update runs fn in a read-write transaction. When the database aborts
+// it for a deadlock or a serialization failure (dialect.retryable), fn
+// is run again in a new transaction, at most maxUpdateAttempts times in
+// all: fn must therefore have no effect outside the transaction (no
+// logging of what it did, no in-memory changes, no requests) and must set
+// every result it reports from scratch on each run.
 func (s *sqlStore) Update(ctx context.Context, fn func(Tx) error) error {
-	return s.run(ctx, false, fn)
+	for attempt := 1; ; attempt++ {
+		err := s.run(ctx, false, fn)
+		if err == nil || s.d.retryable == nil || !s.d.retryable(err) {
+			return err
+		}
+		if attempt == maxUpdateAttempts {
+			return fmt.Errorf("%w (the database aborted the transaction %d times; retry the request)", err, attempt)
+		}
+		wait := time.Duration(attempt)*updateRetryBackoff + rand.N(updateRetryBackoff)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+	}
 }
 
 func (s *sqlStore) View(ctx context.Context, fn func(Tx) error) error {
