@@ -3,9 +3,11 @@ package state
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver, pure Go
 )
@@ -61,7 +63,7 @@ func openSQLite(ctx context.Context, dir string, ms [][]string) (*SQLite, error)
 	// never wait on each other's locks within the process.
 	db.SetMaxOpenConns(1)
 	d := dialect{blob: "BLOB", withoutRowID: " WITHOUT ROWID"}
-	if err := migrate(ctx, db, d, ms); err != nil {
+	if err := migrateSQLite(ctx, db, d, ms); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -71,6 +73,33 @@ func openSQLite(ctx context.Context, dir string, ms [][]string) (*SQLite, error)
 	}
 	return &SQLite{sqlStore: s, path: path}, nil
 }
+
+// migrateSQLite is migrate, tried again while another process holds the
+// file: two serve processes starting on one new file both switch it to
+// WAL, and SQLite answers that switch SQLITE_BUSY without waiting for
+// busy_timeout. It gives up after sqliteBusyTimeoutMillis.
+func migrateSQLite(ctx context.Context, db *sql.DB, d dialect, ms [][]string) error {
+	deadline := time.Now().Add(sqliteBusyTimeoutMillis * time.Millisecond)
+	for {
+		err := migrate(ctx, db, d, ms)
+		var se interface{ Code() int }
+		if err == nil || !errors.As(err, &se) || se.Code()&0xff != sqliteBusy || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(sqliteBusyRetry):
+		}
+	}
+}
+
+// sqliteBusy is SQLITE_BUSY, the primary result code of "database is
+// locked"; sqliteBusyRetry is how long migrateSQLite waits between tries.
+const (
+	sqliteBusy      = 5
+	sqliteBusyRetry = 20 * time.Millisecond
+)
 
 // Path is the database file's absolute path.
 func (s *SQLite) Path() string { return s.path }

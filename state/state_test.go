@@ -259,3 +259,4 @@ func TestCancelledTransaction(t *testing.T) {
 		})
 	}
 }
+
