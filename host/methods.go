@@ -275,6 +275,8 @@ func (s *session) handle(ctx context.Context, data []byte) {
 		}
 	case m.Method == wire.MethodPing && published:
 		result = json.RawMessage("null") // AHP PingParams: no payload either way
+	case m.Method == methodReconnect && !initialized:
+		rerr = reconnect(m.Params)
 	case !initialized && m.Method != wire.MethodPing && (published || slices.Contains(allMethods, m.Method)):
 		rerr = wire.Errorf(early, "invalid request: call initialize before %s", m.Method)
 	case m.Method == wire.MethodSubscribe && published:
@@ -1013,6 +1015,28 @@ func (a *agentSessions) create(ctx context.Context, owner, id string, now time.T
 		return agentSession{}, wire.Errorf(codeSessionAlreadyExists, "cannot create session %s: it already exists; choose a new URI (ahp-session:/<uuid>)", id), nil
 	}
 	return s, nil, nil
+}
+
+// methodReconnect is AHP's reconnect {clientId, lastSeenServerSeq,
+// subscriptions}: a client resuming on a new connection.
+const methodReconnect = "reconnect"
+
+// codeNotFound is AHP's NotFound (types/common/errors.ts).
+const codeNotFound = -32008
+
+// reconnect answers AHP's reconnect. This host keeps no client past its
+// connection, so it answers as VS Code's host answers a client it does not
+// know (node/protocolServerHandler.ts @
+// 01230893d55a5b69ca4eb2a597924c7b45da13e8, _handleReconnect: NotFound),
+// and the client starts again with initialize.
+func reconnect(params json.RawMessage) *wire.Error {
+	var p struct {
+		ClientID string `json:"clientId"`
+	}
+	if json.Unmarshal(params, &p) != nil || p.ClientID == "" {
+		return wire.Errorf(wire.CodeInvalidParams, `invalid params: reconnect needs {"clientId": "…", "lastSeenServerSeq": N, "subscriptions": […]}`)
+	}
+	return wire.Errorf(codeNotFound, "cannot reconnect client %q: this host keeps no client past its connection; send initialize", p.ClientID)
 }
 
 // AHP's session error codes (types/common/errors.ts).
