@@ -418,7 +418,7 @@ func upstreamMethodID(ask wire.SignInAsk, methods []string) string {
 // none (a token from stdin is passed by the caller).
 func (s *HostSession) heldToken() string {
 	for _, r := range s.Reqs {
-		if c := s.held[r.SchemeID]; c != nil {
+		if c := s.held[heldKey(r)]; c != nil {
 			return c.AccessToken
 		}
 	}

@@ -14,7 +14,8 @@ import (
 )
 
 // HostSession is an initialized connection to an agent host with the
-// stored credentials it may be handed, and the ones it holds by scheme id.
+// stored credentials it may be handed, and the ones it holds by
+// requirement (heldKey).
 type HostSession struct {
 	Target string
 	*HostConn
@@ -69,6 +70,13 @@ func (cl *Client) OpenHostWith(ctx context.Context, target string, noStore bool,
 	return s, raw, nil
 }
 
+// heldKey names requirement r among the held credentials: its scheme id
+// or, from a shipped AHP host, which declares none (VS Code's agent host:
+// every requirement is a protected resource), its resource.
+func heldKey(r wire.Requirement) string {
+	return cmp.Or(r.SchemeID, r.Resource)
+}
+
 func (cl *Client) newHostSession(ctx context.Context, target string, noStore bool) (*HostSession, error) {
 	s := &HostSession{Target: target, held: map[string]*store.Credential{}, cl: cl}
 	if noStore {
@@ -113,7 +121,7 @@ func (s *HostSession) AuthenticateScheme(ctx context.Context, r wire.Requirement
 		return res, err
 	}
 	if cur != nil {
-		s.held[r.SchemeID] = cur
+		s.held[heldKey(r)] = cur
 	}
 	res.credential = cur
 	if cur == nil {
@@ -149,8 +157,10 @@ func (s *HostSession) AuthenticateStoredAll(ctx context.Context, refused func(Sc
 
 // Renew answers a call refused with -32007 invalid_token for a scheme
 // authenticated from the store: the credential is refreshed and
-// authenticated again, and retry says to repeat the call once. refused
-// reports each scheme that could not be renewed.
+// authenticated again, and retry says to repeat the call once. A -32007
+// that names only protected resources (VS Code's agent host) sends each
+// one's held credential again. refused reports each scheme that could not
+// be renewed.
 func (s *HostSession) Renew(ctx context.Context, callErr error, refused func(SchemeResult)) (retry bool, err error) {
 	var rpc *wire.Error
 	data, ok := wire.AuthRequiredData{}, false
@@ -160,14 +170,39 @@ func (s *HostSession) Renew(ctx context.Context, callErr error, refused func(Sch
 	if !ok {
 		return false, nil
 	}
+	// What to renew: the schemes whose token a challenge calls invalid
+	// (refreshed first), or, from a host that names only resources (VS
+	// Code's agents answer -32007 with their protected resources when
+	// they hold no token: node/claude/claudeAgent.ts,
+	// _ensureAuthenticated), the held credential of each (sent again).
+	type renewal struct {
+		req   wire.Requirement
+		force bool
+	}
+	var todo []renewal
 	for _, ch := range data.Challenges {
-		c := s.held[ch.SchemeID]
-		if c == nil || ch.Error != wire.ErrInvalidToken {
+		i := slices.IndexFunc(s.Reqs, func(r wire.Requirement) bool { return r.SchemeID == ch.SchemeID })
+		if i >= 0 && ch.Error == wire.ErrInvalidToken {
+			todo = append(todo, renewal{s.Reqs[i], true})
+		}
+	}
+	if len(data.Challenges) == 0 {
+		for _, md := range data.Resources {
+			i := slices.IndexFunc(s.Reqs, func(r wire.Requirement) bool {
+				return (md.SchemeID != "" && r.SchemeID == md.SchemeID) || (md.SchemeID == "" && r.Resource == md.Resource)
+			})
+			if i >= 0 {
+				todo = append(todo, renewal{s.Reqs[i], false})
+			}
+		}
+	}
+	for _, t := range todo {
+		c := s.held[heldKey(t.req)]
+		if c == nil {
 			continue
 		}
-		i := slices.IndexFunc(s.Reqs, func(r wire.Requirement) bool { return r.SchemeID == ch.SchemeID })
 		var res SchemeResult
-		cur, err := s.AuthenticateStored(ctx, s.cs, s.Target, s.Reqs[i], c, true, &res)
+		cur, err := s.AuthenticateStored(ctx, s.cs, s.Target, t.req, c, t.force, &res)
 		if err != nil {
 			return false, err
 		}
@@ -178,7 +213,7 @@ func (s *HostSession) Renew(ctx context.Context, callErr error, refused func(Sch
 			}
 			continue
 		}
-		s.held[ch.SchemeID], retry = cur, true
+		s.held[heldKey(t.req)], retry = cur, true
 	}
 	return retry, nil
 }
@@ -237,7 +272,7 @@ func (s *HostSession) answer(ctx context.Context, n AuthNotification, report fun
 	if n.State == wire.StateAuthenticated {
 		return nil
 	}
-	c := s.held[n.Req.SchemeID]
+	c := s.held[heldKey(n.Req)]
 	if c == nil {
 		c = CredentialFor(s.Creds, s.Target, n.Req)
 	}
@@ -256,7 +291,7 @@ func (s *HostSession) answer(ctx context.Context, n AuthNotification, report fun
 		return err
 	}
 	if next != nil {
-		s.held[n.Req.SchemeID] = next
+		s.held[heldKey(n.Req)] = next
 	}
 	if err := report(WatchEvent{Notification: n, Result: &res}); err != nil {
 		return err

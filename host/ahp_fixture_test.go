@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // ahpFixtureConfig makes the host the shipped specification's example
@@ -75,11 +76,20 @@ func TestAHPFixtures(t *testing.T) {
 
 // contains checks that have holds want: every key of a wanted object,
 // arrays of the same length element by element, {} only as {}, and
-// "<any>" as any value.
+// "<any>" as any value and "<iso8601>" as a date-time string (RFC 3339,
+// the form of JavaScript's toISOString).
 func contains(want, have any, path string) error {
 	if want == "<any>" {
 		if have == nil {
 			return fmt.Errorf("%s: missing", path)
+		}
+		return nil
+	}
+	if want == "<iso8601>" {
+		if s, ok := have.(string); !ok {
+			return fmt.Errorf("%s: got %v, want an ISO 8601 string", path, have)
+		} else if _, err := time.Parse(time.RFC3339Nano, s); err != nil {
+			return fmt.Errorf("%s: %v", path, err)
 		}
 		return nil
 	}

@@ -275,6 +275,8 @@ func (s *session) handle(ctx context.Context, data []byte) {
 		}
 	case m.Method == wire.MethodPing && published:
 		result = json.RawMessage("null") // AHP PingParams: no payload either way
+	case m.Method == methodReconnect && !initialized:
+		rerr = reconnect(m.Params)
 	case !initialized && m.Method != wire.MethodPing && (published || slices.Contains(allMethods, m.Method)):
 		rerr = wire.Errorf(early, "invalid request: call initialize before %s", m.Method)
 	case m.Method == wire.MethodSubscribe && published:
@@ -500,14 +502,9 @@ func (h *Host) initialize(params json.RawMessage) (any, wire.Dialect, bool, *wir
 				strings.Join(p.ProtocolVersions, ", "), strings.Join(wire.PublishedSupportedVersions, ", ")).
 				WithData(wire.UnsupportedVersionData{SupportedVersions: wire.PublishedSupportedVersions})
 		}
-		if p.Channel != "" && p.Channel != wire.RootChannel {
-			return nil, d, false, wire.Errorf(wire.CodeInvalidParams, "invalid params: unknown channel %q (this host serves %s)", p.Channel, wire.RootChannel)
-		}
-		for _, ch := range p.InitialSubscriptions {
-			if ch != wire.RootChannel {
-				return nil, d, false, wire.Errorf(wire.CodeInvalidParams, "invalid params: cannot subscribe to %q: this host has only %s", ch, wire.RootChannel)
-			}
-		}
+		// Like VS Code's host (protocolServerHandler.ts,
+		// _addInitialSubscription), a channel this host does not have gets
+		// no snapshot rather than a refused initialize.
 		res["protocolVersion"] = v
 		if root = slices.Contains(p.InitialSubscriptions, wire.RootChannel); root {
 			res["snapshots"] = []wire.Snapshot{h.rootSnapshot()}
@@ -560,7 +557,9 @@ func (s *session) subscribe(params json.RawMessage) (any, *wire.Error) {
 		return nil, wire.Errorf(wire.CodeInvalidParams, `invalid params: subscribe needs {"channel": "%s"}`, wire.RootChannel)
 	}
 	if p.Channel != wire.RootChannel {
-		return nil, wire.Errorf(codeNotFound, "cannot subscribe to %q: this host has only %s", p.Channel, wire.RootChannel)
+		// VS Code's host answers SessionNotFound for a channel it cannot
+		// restore (agentService.ts, subscribe → restoreSession).
+		return nil, wire.Errorf(codeSessionNotFound, "cannot subscribe to %q: this host has only %s", p.Channel, wire.RootChannel)
 	}
 	s.mu.Lock()
 	s.rootSubscribed = true
@@ -579,16 +578,17 @@ func (s *session) unsubscribe(params json.RawMessage) {
 	}
 }
 
-// codeNotFound is AHP's NotFound: the URI does not exist (types/common/errors.ts).
-const codeNotFound = -32008
-
 // negotiate picks the highest of the offered AHP versions that one of
-// PublishedSupportedVersions admits.
+// PublishedSupportedVersions admits and that is not newer than the
+// version this host speaks (PublishedProtocolVersions[0]): a host that
+// knows 0.9.0 cannot speak 0.9.3 (VS Code's
+// common/state/protocol/version/negotiation.ts, isCompatibleProtocolVersion).
 func negotiate(offered []string) (string, bool) {
+	own, _ := parseSemver(wire.PublishedProtocolVersions[0])
 	best, bestV := "", semver{}
 	for _, o := range offered {
 		v, ok := parseSemver(o)
-		if !ok || !slices.ContainsFunc(wire.PublishedSupportedVersions, func(r string) bool { return caretAdmits(r, v) }) {
+		if !ok || own.less(v) || !slices.ContainsFunc(wire.PublishedSupportedVersions, func(r string) bool { return caretAdmits(r, v) }) {
 			continue
 		}
 		if best == "" || bestV.less(v) {
@@ -687,6 +687,25 @@ func (h *Host) candidates(p wire.AuthenticateParams) ([]*scheme, *wire.Error) {
 	return byResource, nil
 }
 
+// unknownResource answers the published dialect's authenticate for a
+// resource no scheme has (the design dialect answers -32602). VS Code's
+// host answers -32007 there (protocolServerHandler.ts,
+// authenticate: no agent lists the resource, so none authenticates); the
+// data lists the resources this host does protect.
+func (h *Host) unknownResource(resource string) *wire.Error {
+	var chs []wire.Challenge
+	var rs []string
+	for _, sc := range h.r().schemes {
+		ch := h.challenge(sc, schemeStatus{})
+		ch.ErrorDescription = fmt.Sprintf("this host protects no resource %q: send a token for %s", resource, sc.Resource)
+		chs = append(chs, ch)
+		rs = append(rs, sc.Resource)
+	}
+	e := h.authRequired(chs)
+	e.Message = fmt.Sprintf("cannot authenticate for %q: this host protects only %s; authenticate for one of them", resource, strings.Join(rs, ", "))
+	return e
+}
+
 // authenticate validates a token eagerly (PROTOCOL.md "authenticate"). A
 // rejected token is -32007 with a challenge per scheme tried; an empty
 // token signs the scheme(s) out.
@@ -702,6 +721,9 @@ func (s *session) authenticate(ctx context.Context, params json.RawMessage) (any
 	s.mu.Lock()
 	published, acp := s.dialect == wire.DialectPublished, s.dialect == wire.DialectACP
 	s.mu.Unlock()
+	if published && p.Resource != "" && len(h.r().byResource(p.Resource)) == 0 {
+		return nil, h.unknownResource(p.Resource)
+	}
 	cands, rerr := h.candidates(p)
 	if rerr != nil {
 		return nil, rerr
@@ -995,6 +1017,28 @@ func (a *agentSessions) create(ctx context.Context, owner, id string, now time.T
 	return s, nil, nil
 }
 
+// methodReconnect is AHP's reconnect {clientId, lastSeenServerSeq,
+// subscriptions}: a client resuming on a new connection.
+const methodReconnect = "reconnect"
+
+// codeNotFound is AHP's NotFound (types/common/errors.ts).
+const codeNotFound = -32008
+
+// reconnect answers AHP's reconnect. This host keeps no client past its
+// connection, so it answers as VS Code's host answers a client it does not
+// know (node/protocolServerHandler.ts @
+// 01230893d55a5b69ca4eb2a597924c7b45da13e8, _handleReconnect: NotFound),
+// and the client starts again with initialize.
+func reconnect(params json.RawMessage) *wire.Error {
+	var p struct {
+		ClientID string `json:"clientId"`
+	}
+	if json.Unmarshal(params, &p) != nil || p.ClientID == "" {
+		return wire.Errorf(wire.CodeInvalidParams, `invalid params: reconnect needs {"clientId": "…", "lastSeenServerSeq": N, "subscriptions": […]}`)
+	}
+	return wire.Errorf(codeNotFound, "cannot reconnect client %q: this host keeps no client past its connection; send initialize", p.ClientID)
+}
+
 // AHP's session error codes (types/common/errors.ts).
 const (
 	codeSessionNotFound      = -32001
@@ -1054,22 +1098,23 @@ func (s *session) shippedSession(ctx context.Context, method string, params json
 		}
 		items := []map[string]any{}
 		for _, a := range all {
+			// ISO 8601 like Date.prototype.toISOString, as VS Code's host
+			// answers and its client parses (Date.parse).
 			t, _ := time.Parse(time.RFC3339, a.CreatedAt)
+			at := t.UTC().Format("2006-01-02T15:04:05.000Z")
 			items = append(items, map[string]any{"resource": a.ID, "provider": shippedProvider, "title": a.ID, "status": 1,
-				"createdAt": t.UnixMilli(), "modifiedAt": t.UnixMilli()})
+				"createdAt": at, "modifiedAt": at})
 		}
 		return map[string]any{"items": items}, nil
 	default: // disposeSession
 		if p.Channel == "" {
 			return nil, wire.Errorf(wire.CodeInvalidParams, `invalid params: disposeSession needs {"channel": "<session URI>"}`)
 		}
-		found, err := h.sessions.dispose(ctx, owner, p.Channel)
-		if err != nil {
+		// Disposing a session that is gone is not an error, as in VS
+		// Code's host (agentService.ts, disposeSession).
+		if _, err := h.sessions.dispose(ctx, owner, p.Channel); err != nil {
 			h.log.Error("disposeSession failed", "conn", s.id, "err", err)
 			return nil, errSessionStore
-		}
-		if !found {
-			return nil, wire.Errorf(codeSessionNotFound, "no session %s: listSessions lists yours", p.Channel)
 		}
 		return null, nil
 	}

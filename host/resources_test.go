@@ -109,7 +109,7 @@ func TestTwoSchemesTwoResources(t *testing.T) {
 		{resA, tokB, wire.CodeAuthRequired},
 		{resA, tokA, 0},
 		{resB, tokB, 0},
-		{"https://other.example/mcp", tokA, wire.CodeInvalidParams},
+		{"https://other.example/mcp", tokA, wire.CodeAuthRequired}, // as VS Code's host answers
 	} {
 		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 2, "method": "authenticate",
 			"params": map[string]string{"channel": "ahp-root://", "resource": tc.resource, "token": tc.token}})

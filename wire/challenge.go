@@ -34,13 +34,16 @@ func NewAuthRequiredError(data AuthRequiredData) *Error {
 }
 
 // AuthRequired decodes the data of a -32007 error; ok is false for any other error.
+// The data may also be a bare array of protected resources, as VS Code's
+// Copilot agent sends it (src/vs/platform/agentHost/node/copilot/copilotAgent.ts,
+// _ensureClient), or absent, as VS Code's host answers a refused authenticate.
 func (e *Error) AuthRequired() (AuthRequiredData, bool) {
 	if e == nil || e.Code != CodeAuthRequired {
 		return AuthRequiredData{}, false // no allocation on the hot path
 	}
 	var d AuthRequiredData
-	if len(e.Data) > 0 {
-		_ = json.Unmarshal(e.Data, &d)
+	if len(e.Data) > 0 && json.Unmarshal(e.Data, &d) != nil {
+		_ = json.Unmarshal(e.Data, &d.Resources)
 	}
 	return d, true
 }

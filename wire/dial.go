@@ -232,6 +232,7 @@ func NewInitializeParams(d Dialect, clientID string) InitializeParams {
 	p := InitializeParams{ClientID: clientID}
 	switch d {
 	case DialectPublished:
+		p.ClientID = ConnectionClientID(clientID)
 		p.Channel = RootChannel
 		p.ProtocolVersions = PublishedProtocolVersions
 		p.InitialSubscriptions = []string{RootChannel}

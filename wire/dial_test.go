@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -224,7 +225,7 @@ func TestInitializeAndAuthenticateDialects(t *testing.T) {
 			`initialize {"protocolVersion":1,"clientId":"cli-1"}`,
 			`authenticate {"schemeId":"dev","scheme":"bearer","token":"tok"}`},
 		{wire.DialectPublished,
-			`initialize {"channel":"ahp-root://","protocolVersions":["0.9.0"],"clientId":"cli-1","initialSubscriptions":["ahp-root://"]}`,
+			`initialize {"channel":"ahp-root://","protocolVersions":["0.9.0"],"clientId":"cli-1-<uuid>","initialSubscriptions":["ahp-root://"]}`,
 			`authenticate {"channel":"ahp-root://","resource":"http://127.0.0.1:7777/mcp","token":"tok"}`},
 	}
 	for _, tt := range tests {
@@ -232,7 +233,8 @@ func TestInitializeAndAuthenticateDialects(t *testing.T) {
 		if _, err := wire.Initialize(ctx, c, tt.dialect, "cli-1"); err != nil {
 			t.Fatal(err)
 		}
-		if got := <-params; got != tt.wantInit {
+		uuid := regexp.MustCompile(`cli-1-[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}`)
+		if got := uuid.ReplaceAllString(<-params, "cli-1-<uuid>"); got != tt.wantInit {
 			t.Errorf("%s initialize sent %s, want %s", tt.dialect, got, tt.wantInit)
 		}
 		if err := wire.Authenticate(ctx, c, tt.dialect, req, "tok"); err != nil {

@@ -2,8 +2,10 @@ package wire
 
 import (
 	"cmp"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -84,6 +86,23 @@ var PublishedProtocolVersions = []string{"0.9.0"}
 // host speaks, as -32005's data lists them (AHP types/common/errors.ts,
 // UnsupportedProtocolVersionErrorData).
 var PublishedSupportedVersions = []string{"^0.9.0"}
+
+// ConnectionClientID is the published dialect's clientId for one
+// connection: prefix and a random UUID (RFC 9562 §5.4). VS Code's agent
+// host treats connections with one clientId as one client and sends its
+// actions and notifications to the newest of them only
+// (src/vs/platform/agentHost/node/protocolServerHandler.ts,
+// _attachConnection and _getActiveClientFromRecord), and VS Code's own
+// client sends generateUuid() (browser/remoteAgentHostProtocolClient.ts):
+// two agentauth processes sharing a fixed clientId would take each other's
+// pushes.
+func ConnectionClientID(prefix string) string {
+	var b [16]byte
+	rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%s-%x-%x-%x-%x-%x", prefix, b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+}
 
 // RootChannel is the channel of the published dialect's root agent.
 const RootChannel = "ahp-root://"
@@ -234,6 +253,10 @@ func (r *InitializeResult) Requirements() []Requirement {
 		}
 		return out
 	}
+	// Several agents may list one protected resource (VS Code's Copilot
+	// CLI and Claude agents both name GitHub's), and one authenticate
+	// serves them all (VS Code's node/agentService.ts, authenticate): it
+	// is one requirement, required if any agent requires it.
 	for _, snap := range r.Snapshots {
 		for _, a := range snap.State.Agents {
 			for _, p := range a.ProtectedResources {
@@ -241,8 +264,24 @@ func (r *InitializeResult) Requirements() []Requirement {
 				if p.Required != nil {
 					req = *p.Required
 				}
-				out = append(out, Requirement{SchemeID: p.SchemeID, Label: p.ResourceName, Resource: p.Resource,
-					AuthorizationServers: p.AuthorizationServers, ScopesSupported: p.ScopesSupported, Required: req})
+				i := slices.IndexFunc(out, func(o Requirement) bool { return o.SchemeID == p.SchemeID && o.Resource == p.Resource })
+				if i < 0 {
+					out = append(out, Requirement{SchemeID: p.SchemeID, Label: p.ResourceName, Resource: p.Resource,
+						AuthorizationServers: p.AuthorizationServers, ScopesSupported: p.ScopesSupported, Required: req})
+					continue
+				}
+				o := &out[i]
+				o.Required = o.Required || req
+				for _, as := range p.AuthorizationServers {
+					if !slices.Contains(o.AuthorizationServers, as) {
+						o.AuthorizationServers = append(o.AuthorizationServers, as)
+					}
+				}
+				for _, sc := range p.ScopesSupported {
+					if !slices.Contains(o.ScopesSupported, sc) {
+						o.ScopesSupported = append(o.ScopesSupported, sc)
+					}
+				}
 			}
 		}
 	}
