@@ -259,4 +259,3 @@ func TestCancelledTransaction(t *testing.T) {
 		})
 	}
 }
-
