@@ -154,9 +154,24 @@ func appendRaw(b []byte, raw json.RawMessage) ([]byte, error) {
 		return nil, fmt.Errorf("json: error calling MarshalJSON for type json.RawMessage: %w", err)
 	}
 	added := out.Bytes()[len(b):]
+	if !needsEscape(added) { // spaces in strings, say: compact already
+		return out.Bytes(), nil
+	}
 	var esc bytes.Buffer
 	json.HTMLEscape(&esc, added)
 	return append(b, esc.Bytes()...), nil
+}
+
+// needsEscape reports whether compact JSON holds characters encoding/json
+// escapes for HTML (<, >, &, U+2028, U+2029, whose UTF-8 starts with 0xE2).
+func needsEscape(b []byte) bool {
+	for _, c := range b {
+		switch c {
+		case '<', '>', '&', 0xE2:
+			return true
+		}
+	}
+	return false
 }
 
 // needsRewrite reports whether raw may hold whitespace to compact or
