@@ -1,6 +1,8 @@
 package host
 
 import (
+	"bufio"
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/sha256"
@@ -9,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"reflect"
 	"sync"
@@ -310,7 +313,7 @@ func (h *Host) WebSocketHandler(connectionToken string) http.Handler {
 			}
 		}
 		_, guarded := guardedOrigin(r.Context())
-		c, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: guarded})
+		c, err := websocket.Accept(smallBuffers{w}, r, &websocket.AcceptOptions{InsecureSkipVerify: guarded})
 		if err != nil {
 			h.log.Warn("websocket upgrade failed", "remote", r.RemoteAddr, "err", err)
 			return
@@ -321,6 +324,33 @@ func (h *Host) WebSocketHandler(connectionToken string) http.Handler {
 		// memory of an idle connection).
 		go h.ServeConn(h.ctx, &wsConn{WSConn: wire.NewWSConn(c, h.maxMsg), ws: c})
 	})
+}
+
+// wsBufferSize is the size of a WebSocket connection's read and write
+// buffers: JSON-RPC messages are small, and an idle connection keeps both.
+const wsBufferSize = 1 << 10
+
+// smallBuffers hands coder/websocket, which keeps the buffers of the
+// hijacked HTTP connection for the WebSocket's life, buffers of
+// wsBufferSize instead of net/http's 4 KiB ones; bytes the client sent
+// after the upgrade request and net/http already read stay first.
+type smallBuffers struct{ http.ResponseWriter }
+
+func (w smallBuffers) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c, brw, err := http.NewResponseController(w.ResponseWriter).Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
+	n := brw.Reader.Buffered()
+	if n > wsBufferSize {
+		return c, brw, nil
+	}
+	buffered, _ := brw.Reader.Peek(n)
+	br := bufio.NewReaderSize(io.MultiReader(bytes.NewReader(bytes.Clone(buffered)), c), wsBufferSize)
+	if _, err := br.Peek(n); err != nil { // into br's buffer, without reading c
+		return nil, nil, err
+	}
+	return c, bufio.NewReadWriter(br, bufio.NewWriterSize(c, wsBufferSize)), nil
 }
 
 // wsConn is a WebSocket connection the host accepted: it can close with a

@@ -72,10 +72,13 @@ func (s *session) table() *grantTable {
 // the pushes queued before it: while the peer does not read, the write
 // waits, and the connection reads nothing more, which slows its peer down.
 func (s *session) send(ctx context.Context, m *wire.Message) {
-	b := s.encode(m)
-	if b == nil {
-		return
+	if b := s.encode(m); b != nil {
+		s.sendEncoded(ctx, b)
 	}
+}
+
+// sendEncoded is send for a message already encoded.
+func (s *session) sendEncoded(ctx context.Context, b []byte) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	if ctx.Err() == nil && s.flush() {
@@ -310,8 +313,24 @@ func (s *session) handle(ctx context.Context, data []byte) {
 		e.Code = wire.CodeACPAuthRequired
 		rerr = &e
 	}
-	s.send(ctx, respond(m.ID, result, rerr))
+	s.answer(ctx, m.ID, result, rerr)
 }
+
+// answer sends the response to request id: result, or rerr when set.
+func (s *session) answer(ctx context.Context, id wire.ID, result any, rerr *wire.Error) {
+	if rerr == nil {
+		b, err := wire.EncodeResult(id, result)
+		if err == nil {
+			s.sendEncoded(ctx, b)
+			return
+		}
+		s.h.log.Error("cannot encode a result", "conn", s.id, "err", err)
+		rerr = errEncodeResult
+	}
+	s.send(ctx, wire.NewErrorResponse(id, rerr))
+}
+
+var errEncodeResult = wire.Errorf(wire.CodeInternalError, "internal error: cannot encode the result")
 
 func respond(id wire.ID, result any, rerr *wire.Error) *wire.Message {
 	if rerr != nil {
@@ -319,7 +338,7 @@ func respond(id wire.ID, result any, rerr *wire.Error) *wire.Message {
 	}
 	m, err := wire.NewResult(id, result)
 	if err != nil {
-		return wire.NewErrorResponse(id, wire.Errorf(wire.CodeInternalError, "internal error: cannot encode the result"))
+		return wire.NewErrorResponse(id, errEncodeResult)
 	}
 	return m
 }

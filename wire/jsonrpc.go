@@ -489,6 +489,31 @@ func jsonErrorText(err error) string {
 	return err.Error()
 }
 
+// EncodeResult serialises the response to id carrying result, as
+// Encode(NewResult(id, result)) does, with result marshalled straight
+// into the message rather than into a value of its own that is then
+// copied.
+func EncodeResult(id ID, result any) ([]byte, error) {
+	buf := bytes.NewBuffer(make([]byte, 0, 64))
+	buf.WriteString(`{"jsonrpc":"2.0",`)
+	if !id.IsZero() {
+		buf.WriteString(`"id":`)
+		buf.Write(id.raw)
+		buf.WriteByte(',')
+	}
+	buf.WriteString(`"result":`)
+	// encoding/json's Encoder writes what Marshal does (compact,
+	// HTML-escaped), and a newline.
+	if err := json.NewEncoder(buf).Encode(result); err != nil {
+		return nil, err
+	}
+	b := buf.Bytes()[:buf.Len()-1]
+	if id.IsZero() {
+		b = append(b, `,"id":null`...)
+	}
+	return append(b, '}'), nil
+}
+
 // Encode serialises a message as one line of JSON (no embedded newlines).
 func Encode(m *Message) ([]byte, error) {
 	if m.JSONRPC == "" {
