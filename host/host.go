@@ -408,6 +408,9 @@ func (h *Host) ServeConn(ctx context.Context, c wire.Conn) {
 	s.closeConn()
 	h.log.Info("connection closed", "conn", s.id, "reason", reason)
 	s.stopWatch()
+	if s.cancelIO != nil {
+		s.cancelIO()
+	}
 	h.serving.Done()
 }
 
