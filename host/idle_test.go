@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -134,5 +135,37 @@ func TestWebSocketBuffersAreSmall(t *testing.T) {
 	}
 	if got := <-sizes; got != [2]int{wsBufferSize, wsBufferSize} {
 		t.Errorf("buffers of %d and %d bytes, want %d", got[0], got[1], wsBufferSize)
+	}
+}
+
+// Messages many times the connection's buffers (wsBufferSize) go through
+// whole, both ways.
+func TestWebSocketMessagesLargerThanBuffers(t *testing.T) {
+	h := newTestHost(t, baseConfig, Options{})
+	srv := httptest.NewServer(h.WebSocketHandler(""))
+	t.Cleanup(srv.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), pushWait)
+	defer cancel()
+	conn, err := wire.DialWebSocket(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), srv.Client(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := wire.NewClient(conn)
+	defer c.Close()
+	if _, err := wire.Initialize(ctx, c, wire.DialectDesign, "t"); err != nil {
+		t.Fatal(err)
+	}
+	if err := authenticate(t, c, "dev", "t-alice"); err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Repeat("0123456789abcdef", 20*wsBufferSize/16)
+	var got struct {
+		Text string `json:"text"`
+	}
+	if err := c.Call(ctx, wire.MethodEcho, map[string]string{"text": text}, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Text != text {
+		t.Errorf("echo of %d bytes came back as %d bytes", len(text), len(got.Text))
 	}
 }
