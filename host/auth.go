@@ -61,7 +61,8 @@ type grantTable struct {
 }
 
 // held is one scheme's token in a table. token is kept in memory only to
-// re-introspect it, and dropped when the grant lapses.
+// re-introspect it (schemes with a recheck; empty for the others), and
+// dropped when the grant lapses.
 type held struct {
 	sc      *scheme
 	token   string
@@ -140,7 +141,10 @@ func (t *grantTable) clear() {
 // writer wins), and arms the expiry and re-check timers. In the host-wide
 // table every other connection is told "authenticated".
 func (h *Host) hold(t *grantTable, sc *scheme, token string, g *Grant, from *session) {
-	e := &held{sc: sc, token: token, grant: g}
+	e := &held{sc: sc, grant: g}
+	if sc.recheck > 0 {
+		e.token = token
+	}
 	t.mu.Lock()
 	if old := t.held[sc.ID]; old != nil {
 		old.stop()

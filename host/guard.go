@@ -33,12 +33,12 @@ type GuardOptions struct {
 	Logger *slog.Logger
 }
 
-// guardKey marks a request context that passed the guard; its value is
-// the request's Origin ("" without one).
+// guardKey marks the context of a request with an Origin that passed the
+// guard; its value is that Origin.
 type guardKey struct{}
 
-// guardedOrigin reports whether ctx is a request's that passed a guard,
-// and its vetted Origin.
+// guardedOrigin reports whether ctx is that of a request with an Origin
+// that passed a guard, and that Origin.
 func guardedOrigin(ctx context.Context) (string, bool) {
 	o, ok := ctx.Value(guardKey{}).(string)
 	return o, ok
@@ -60,9 +60,10 @@ func guardedOrigin(ctx context.Context) (string, bool) {
 //     Origin and answer an invalid one with 403). Requests without
 //     Origin (command-line clients) pass.
 //
-// Requests that pass carry the vetted Origin in their context: the
-// WebSocket handler then skips its library's own same-host check, and
-// the HTTP face allows that origin by CORS.
+// Requests that pass with an Origin carry it, vetted, in their context:
+// the WebSocket handler then skips its library's own same-host check
+// (which passes a request without Origin anyway), and the HTTP face
+// allows that origin by CORS. Requests without one go on unchanged.
 func NewGuard(next http.Handler, opts GuardOptions) (http.Handler, error) {
 	host, port, err := net.SplitHostPort(opts.Addr)
 	if err != nil || port == "" || port == "0" {
@@ -143,6 +144,11 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				clip(strings.Join(origins, ", ")), g.answersFor[0]), g.originHint)
 			return
 		}
+	}
+	if origin == "" {
+		// Nothing to pass on: the request goes on as it came, not copied.
+		g.next.ServeHTTP(w, r)
+		return
 	}
 	g.next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), guardKey{}, origin)))
 }

@@ -85,8 +85,12 @@ func TestGuard(t *testing.T) {
 				if reached == nil {
 					t.Fatalf("refused: %d %s", w.Code, w.Body)
 				}
-				if o, ok := guardedOrigin(reached.Context()); !ok || o != r.Header.Get("Origin") {
-					t.Errorf("context origin = %q, %t", o, ok)
+				want := r.Header.Get("Origin")
+				if o, ok := guardedOrigin(reached.Context()); o != want || ok != (want != "") {
+					t.Errorf("context origin = %q, %t; want %q", o, ok, want)
+				}
+				if want == "" && reached != r {
+					t.Error("a request without Origin was copied; want it passed on as it came")
 				}
 				return
 			}

@@ -1,6 +1,8 @@
 package host
 
 import (
+	"bufio"
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/sha256"
@@ -9,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"reflect"
 	"sync"
@@ -113,6 +116,9 @@ type requirements struct {
 	// face (/mcp) accepts, since an MCP server's tokens must name it as
 	// their audience (MCP "Authorization", Token Audience Binding).
 	mcp []*scheme
+
+	initOnce sync.Once
+	init     *initFixed // see initFixed
 }
 
 // r returns the requirements in force.
@@ -307,7 +313,7 @@ func (h *Host) WebSocketHandler(connectionToken string) http.Handler {
 			}
 		}
 		_, guarded := guardedOrigin(r.Context())
-		c, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: guarded})
+		c, err := websocket.Accept(smallBuffers{w}, r, &websocket.AcceptOptions{InsecureSkipVerify: guarded})
 		if err != nil {
 			h.log.Warn("websocket upgrade failed", "remote", r.RemoteAddr, "err", err)
 			return
@@ -318,6 +324,33 @@ func (h *Host) WebSocketHandler(connectionToken string) http.Handler {
 		// memory of an idle connection).
 		go h.ServeConn(h.ctx, &wsConn{WSConn: wire.NewWSConn(c, h.maxMsg), ws: c})
 	})
+}
+
+// wsBufferSize is the size of a WebSocket connection's read and write
+// buffers: JSON-RPC messages are small, and an idle connection keeps both.
+const wsBufferSize = 1 << 10
+
+// smallBuffers hands coder/websocket, which keeps the buffers of the
+// hijacked HTTP connection for the WebSocket's life, buffers of
+// wsBufferSize instead of net/http's 4 KiB ones; bytes the client sent
+// after the upgrade request and net/http already read stay first.
+type smallBuffers struct{ http.ResponseWriter }
+
+func (w smallBuffers) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c, brw, err := http.NewResponseController(w.ResponseWriter).Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
+	n := brw.Reader.Buffered()
+	if n > wsBufferSize {
+		return c, brw, nil
+	}
+	buffered, _ := brw.Reader.Peek(n)
+	br := bufio.NewReaderSize(io.MultiReader(bytes.NewReader(bytes.Clone(buffered)), c), wsBufferSize)
+	if _, err := br.Peek(n); err != nil { // into br's buffer, without reading c
+		return nil, nil, err
+	}
+	return c, bufio.NewReadWriter(br, bufio.NewWriterSize(c, wsBufferSize)), nil
 }
 
 // wsConn is a WebSocket connection the host accepted: it can close with a
@@ -360,96 +393,99 @@ var (
 // status 1008 with the reason), so that a peer that does not read stalls
 // no one else. An idle connection has one goroutine, its reader.
 func (h *Host) ServeConn(ctx context.Context, c wire.Conn) {
-	// Reads and writes end with ctx or the host, not with the session
-	// (coder/websocket closes a connection at once when either's context
-	// ends): a write under way when the queue overflows may still complete,
-	// and the close frame with the reason then follows it.
-	ioCtx, cancelIO := context.WithCancel(ctx)
-	defer cancelIO()
-	stopIO := context.AfterFunc(h.ctx, cancelIO)
-	defer stopIO()
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	// A WebSocket is read and written with a context that never ends
-	// (coder/websocket arms a timer per message for one that can), and
-	// aborted when ioCtx ends instead.
-	rwCtx := ioCtx
-	if _, ok := c.(*wsConn); ok {
-		rwCtx = context.WithoutCancel(ioCtx)
-	}
-	s := h.open(c, cancel, rwCtx)
+	s := h.open(ctx, c)
 	if s == nil {
 		c.Close()
 		return
 	}
-	defer h.serving.Done()
-	stop := context.AfterFunc(h.ctx, func() { cancel(errShuttingDown) })
-	defer stop()
-	if rwCtx != ioCtx {
-		defer context.AfterFunc(ioCtx, s.abort)()
+	reason := s.serve()
+	if s.ctx.Err() == nil { // the peer closed: flush what is queued
+		s.flushQueue()
 	}
+	s.ending.Do(func() { s.cancel(nil) }) // closed below, not by stop
+	s.waits.Wait()                        // authenticates waiting for a sign-in end with s.ctx
+	s.endWrites()
+	h.closeSession(s)
+	s.closeConn()
+	h.log.Info("connection closed", "conn", s.id, "reason", reason)
+	s.stopWatch()
+	if s.cancelIO != nil {
+		s.cancelIO()
+	}
+	h.serving.Done()
+}
 
-	reason := "closed by peer"
-	var closing sync.Once
-	closeConn := func() {
-		closing.Do(func() {
-			if wc, ok := c.(*wsConn); ok && errors.Is(context.Cause(ctx), errQueueFull) {
-				wc.closeWith(websocket.StatusPolicyViolation, "send queue full: the client does not read its messages")
-			} else {
-				c.Close()
-			}
-		})
-	}
-	// A session that ends (send queue full, a write failed, shutdown)
-	// writes nothing more and closes its connection once the write under
-	// way is done, which ends the read below.
-	stopClose := context.AfterFunc(ctx, func() {
-		s.endWrites()
-		closeConn()
-	})
-	defer func() {
-		if context.Cause(ctx) == nil { // the peer closed: flush what is queued
-			s.flushQueue()
-		}
-		stopClose()
-		cancel(nil)
-		s.waits.Wait() // authenticates waiting for a sign-in end with ctx
-		s.endWrites()
-		h.closeSession(s)
-		closeConn()
-		h.log.Info("connection closed", "conn", s.id, "reason", reason)
-	}()
-
-	read := c.Read
-	if _, ok := c.(*wsConn); !ok {
-		// Only a WebSocket read ends when the connection closes; any
-		// other (stdio) is read by a goroutine the session need not wait for.
-		read = readAsync(ctx, c)
-	}
+// serve reads and answers messages until the connection or the session
+// ends, and says why.
+func (s *session) serve() string {
 	for {
-		data, err := read(rwCtx)
+		var data []byte
+		var err error
+		if s.readAsync != nil {
+			data, err = s.readAsync(s.ioCtx)
+		} else {
+			data, err = s.conn.Read(s.ioCtx)
+		}
 		switch {
-		case ctx.Err() != nil:
-			reason = errShuttingDown.Error()
-			if cause := context.Cause(ctx); !errors.Is(cause, context.Canceled) {
-				reason = cause.Error()
+		case s.ctx.Err() != nil:
+			if cause := context.Cause(s.ctx); !errors.Is(cause, context.Canceled) {
+				return cause.Error()
 			}
-			return
+			return errShuttingDown.Error()
 		case errors.Is(err, wire.ErrSkippedMessage):
-			h.log.Warn("message refused", "conn", s.id, "reason", err.Error())
-			s.send(ctx, wire.NewErrorResponse(wire.ID{}, wire.Errorf(wire.CodeInvalidRequest, "invalid request: %v", err)))
+			s.h.log.Warn("message refused", "conn", s.id, "reason", err.Error())
+			s.send(s.ctx, wire.NewErrorResponse(wire.ID{}, wire.Errorf(wire.CodeInvalidRequest, "invalid request: %v", err)))
 		case err != nil:
 			switch {
-			case ioCtx.Err() != nil: // the read ended with the host
-				reason = errShuttingDown.Error()
+			case s.ioEnded.Load(): // the read ended with the host
+				return errShuttingDown.Error()
 			case !errors.Is(err, io.EOF) && websocket.CloseStatus(err) != websocket.StatusNormalClosure:
-				reason = err.Error()
+				return err.Error()
 			}
-			return
+			return "closed by peer"
 		default:
-			s.handle(ctx, data)
+			s.handle(s.ctx, data)
 		}
 	}
+}
+
+// stop ends the session with a cause, once: it writes nothing more and
+// closes its connection once the write under way is done, which ends the
+// read. That happens on a goroutine of its own, since a write that fails
+// calls stop.
+func (s *session) stop(cause error) {
+	s.ending.Do(func() {
+		s.cancel(cause)
+		go func() {
+			s.endWrites()
+			s.closeConn()
+		}()
+	})
+}
+
+// shutdown ends the session when its ServeConn context or the host ends:
+// reads and writes end at once, without waiting for a write under way.
+func (s *session) shutdown(cause error) {
+	s.stop(cause)
+	s.ioEnded.Store(true)
+	if s.cancelIO != nil {
+		s.cancelIO()
+	}
+	if _, ok := s.conn.(*wsConn); ok {
+		s.abort()
+	}
+}
+
+// closeConn closes the connection once; a session stopped because its
+// send queue was full closes a WebSocket with status 1008 and the reason.
+func (s *session) closeConn() {
+	s.closing.Do(func() {
+		if wc, ok := s.conn.(*wsConn); ok && errors.Is(context.Cause(s.ctx), errQueueFull) {
+			wc.closeWith(websocket.StatusPolicyViolation, "send queue full: the client does not read its messages")
+		} else {
+			s.conn.Close()
+		}
+	})
 }
 
 // readAsync reads c from a goroutine of its own, for connections whose
@@ -488,7 +524,19 @@ func readAsync(ctx context.Context, c wire.Conn) func(context.Context) ([]byte, 
 }
 
 // open registers a connection, or returns nil once the host is closed.
-func (h *Host) open(c wire.Conn, stop context.CancelCauseFunc, wctx context.Context) *session {
+//
+// The session's context ends with the session (see stop). It is no child
+// of ctx: the end of ctx, or of the host, ends the session through one
+// AfterFunc each (one in all when ctx is the host's, as for WebSocket
+// connections), so that an idle connection holds no more contexts than
+// that. Reads and writes end with ctx or the host, not with the session
+// (coder/websocket closes a connection at once when either's context
+// ends): a write under way when the queue overflows may still complete,
+// and the close frame with the reason then follows it. A WebSocket is
+// read and written with a context that never ends (coder/websocket arms a
+// timer per message for one that can), and aborted when ctx or the host
+// ends instead (see shutdown).
+func (h *Host) open(ctx context.Context, c wire.Conn) *session {
 	transport := "custom"
 	switch c.(type) {
 	case *wsConn, *wire.WSConn:
@@ -503,7 +551,14 @@ func (h *Host) open(c wire.Conn, stop context.CancelCauseFunc, wctx context.Cont
 	}
 	h.serving.Add(1)
 	h.nextConn++
-	s := &session{h: h, id: h.nextConn, conn: c, stop: stop, wctx: wctx}
+	s := &session{h: h, id: h.nextConn, conn: c, ioCtx: context.WithoutCancel(ctx)}
+	s.ctx, s.cancel = context.WithCancelCause(s.ioCtx)
+	if _, ok := c.(*wsConn); !ok {
+		s.ioCtx, s.cancelIO = context.WithCancel(s.ioCtx)
+		// Only a WebSocket read ends when the connection closes; any
+		// other (stdio) is read by a goroutine the session need not wait for.
+		s.readAsync = readAsync(s.ctx, c)
+	}
 	s.overrun = time.AfterFunc(writeTimeout, s.abort)
 	s.overrun.Stop()
 	if h.shared == nil {
@@ -511,6 +566,13 @@ func (h *Host) open(c wire.Conn, stop context.CancelCauseFunc, wctx context.Cont
 	}
 	h.conns[s] = struct{}{}
 	h.mu.Unlock()
+	if ctx == h.ctx {
+		s.stopWatch = context.AfterFunc(ctx, func() { s.shutdown(errShuttingDown) })
+	} else {
+		stopCtx := context.AfterFunc(ctx, func() { s.shutdown(context.Cause(ctx)) })
+		stopHost := context.AfterFunc(h.ctx, func() { s.shutdown(errShuttingDown) })
+		s.stopWatch = func() bool { return stopCtx() && stopHost() }
+	}
 	h.log.Info("connection opened", "conn", s.id, "transport", transport)
 	return s
 }

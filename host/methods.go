@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentauth/agentauth/state"
@@ -23,11 +24,25 @@ type session struct {
 	id   uint64
 	conn wire.Conn
 	own  *grantTable // nil when the auth scope is host
-	// stop ends the connection with a cause (see ServeConn).
-	stop context.CancelCauseFunc
-	// wctx is the context of writes; overrun aborts a write that takes
-	// longer than writeTimeout (one timer per connection, not per message).
-	wctx    context.Context
+	// ctx ends with the session, with a cause (see stop); cancel ends it.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	ending sync.Once // ctx ended by stop or ServeConn
+	// ioCtx is the context of reads and writes: it ends with ServeConn's
+	// context or the host (cancelIO; nil for a WebSocket, whose ioCtx
+	// never ends: see open); ioEnded says it did.
+	ioCtx    context.Context
+	cancelIO context.CancelFunc
+	ioEnded  atomic.Bool
+	// stopWatch stops the AfterFuncs that end the session with ServeConn's
+	// context or the host.
+	stopWatch func() bool
+	// readAsync, when set, reads a connection whose Read ignores its
+	// context (see readAsync).
+	readAsync func(context.Context) ([]byte, error)
+	closing   sync.Once // the connection is closed
+	// overrun aborts a write that takes longer than writeTimeout (one
+	// timer per connection, not per message).
 	overrun *time.Timer
 	// wmu serialises writes: whoever holds it writes the queued pushes
 	// first, then its own answer (see send, notify).
@@ -62,10 +77,13 @@ func (s *session) table() *grantTable {
 // the pushes queued before it: while the peer does not read, the write
 // waits, and the connection reads nothing more, which slows its peer down.
 func (s *session) send(ctx context.Context, m *wire.Message) {
-	b := s.encode(m)
-	if b == nil {
-		return
+	if b := s.encode(m); b != nil {
+		s.sendEncoded(ctx, b)
 	}
+}
+
+// sendEncoded is send for a message already encoded.
+func (s *session) sendEncoded(ctx context.Context, b []byte) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	if ctx.Err() == nil && s.flush() {
@@ -154,7 +172,7 @@ func (s *session) endWrites() {
 // write ends the connection.
 func (s *session) write(b []byte) bool {
 	s.overrun.Reset(writeTimeout)
-	err := s.conn.Write(s.wctx, b)
+	err := s.conn.Write(s.ioCtx, b)
 	s.overrun.Stop()
 	if err != nil {
 		s.h.log.Debug("cannot write", "conn", s.id, "err", err)
@@ -312,8 +330,24 @@ func (s *session) handle(ctx context.Context, data []byte) {
 		}
 		h.log.Debug("request answered", "conn", s.id, "method", m.Method, "error", code)
 	}
-	s.send(ctx, respond(m.ID, result, rerr))
+	s.answer(ctx, m.ID, result, rerr)
 }
+
+// answer sends the response to request id: result, or rerr when set.
+func (s *session) answer(ctx context.Context, id wire.ID, result any, rerr *wire.Error) {
+	if rerr == nil {
+		b, err := wire.EncodeResult(id, result)
+		if err == nil {
+			s.sendEncoded(ctx, b)
+			return
+		}
+		s.h.log.Error("cannot encode a result", "conn", s.id, "err", err)
+		rerr = errEncodeResult
+	}
+	s.send(ctx, wire.NewErrorResponse(id, rerr))
+}
+
+var errEncodeResult = wire.Errorf(wire.CodeInternalError, "internal error: cannot encode the result")
 
 func respond(id wire.ID, result any, rerr *wire.Error) *wire.Message {
 	if rerr != nil {
@@ -321,7 +355,7 @@ func respond(id wire.ID, result any, rerr *wire.Error) *wire.Message {
 	}
 	m, err := wire.NewResult(id, result)
 	if err != nil {
-		return wire.NewErrorResponse(id, wire.Errorf(wire.CodeInternalError, "internal error: cannot encode the result"))
+		return wire.NewErrorResponse(id, errEncodeResult)
 	}
 	return m
 }
@@ -494,7 +528,12 @@ func (h *Host) initialize(params json.RawMessage) (any, wire.Dialect, bool, *wir
 	}
 	d := p.Dialect()
 	root := false
-	res := map[string]any{"serverSeq": h.seq.Load(), "snapshots": []wire.Snapshot{}}
+	fixed := h.r().initFixed(h)
+	if fixed.err != nil {
+		return nil, 0, false, wire.Errorf(wire.CodeInternalError, "internal error: cannot encode the resource metadata")
+	}
+	res := &initializeResult{ServerSeq: h.seq.Load(), Snapshots: []wire.Snapshot{}, ResourceMetadata: fixed.resourceMetadata,
+		AgentCapabilities: agentCapabilities, AuthMethods: fixed.authMethodsJSON}
 	if d == wire.DialectPublished {
 		v, ok := negotiate(p.ProtocolVersions)
 		if !ok {
@@ -505,48 +544,88 @@ func (h *Host) initialize(params json.RawMessage) (any, wire.Dialect, bool, *wir
 		// Like VS Code's host (protocolServerHandler.ts,
 		// _addInitialSubscription), a channel this host does not have gets
 		// no snapshot rather than a refused initialize.
-		res["protocolVersion"] = v
+		res.ProtocolVersion = v
 		if root = slices.Contains(p.InitialSubscriptions, wire.RootChannel); root {
-			res["snapshots"] = []wire.Snapshot{h.rootSnapshot()}
+			res.Snapshots = []wire.Snapshot{h.rootSnapshot()}
 		}
 	} else if d == wire.DialectACP {
 		// ACP answers an unsupported protocolVersion with its latest one;
 		// the client decides whether to disconnect.
-		res["protocolVersion"] = wire.DesignProtocolVersion
-		res["agentInfo"] = map[string]string{"name": "agentauth", "version": h.version}
+		res.ProtocolVersion = wire.DesignProtocolVersion
+		res.AgentInfo = map[string]string{"name": "agentauth", "version": h.version}
+		// ACP capabilities are objects whose presence is the flag.
+		res.AgentCapabilities = acpAgentCapabilities
+		if up := h.acpUpstreamMethods(); len(up) > 0 {
+			res.AuthMethods = slices.Concat(fixed.authMethods, up)
+		}
 	} else {
 		if p.ProtocolVersion != nil && *p.ProtocolVersion != wire.DesignProtocolVersion {
 			supported := append([]string{fmt.Sprint(wire.DesignProtocolVersion)}, wire.PublishedProtocolVersions...)
 			return nil, d, false, wire.Errorf(wire.CodeUnsupportedVersion, "unsupported protocol version %d", *p.ProtocolVersion).
 				WithData(wire.UnsupportedVersionData{SupportedVersions: supported})
 		}
-		res["protocolVersion"] = wire.DesignProtocolVersion
+		res.ProtocolVersion = wire.DesignProtocolVersion
 	}
-	rm := wire.ResourceMetadata{Resource: h.cfg.Resource, AuthSchemes: []wire.AuthScheme{}}
-	methods := []wire.AuthMethod{}
-	for _, sc := range h.r().schemes {
-		as := sc.AuthorizationServers
-		if as == nil {
-			as = []string{}
-		}
-		rm.AuthSchemes = append(rm.AuthSchemes, wire.AuthScheme{Scheme: wire.SchemeBearer, ID: sc.ID, Label: sc.Label, Resource: sc.Resource,
-			AuthorizationServers: as, ScopesSupported: sc.ScopesSupported, Required: sc.IsRequired()})
-		desc := "bearer token"
-		if len(as) > 0 {
-			desc += " from " + strings.Join(as, ", ")
-		}
-		methods = append(methods, wire.AuthMethod{ID: sc.ID, Name: cmp.Or(sc.Label, sc.ID), Description: desc, Type: "agent",
-			Meta: map[string]any{"agentauth.dev/oauth": h.metadata(sc)}})
-	}
-	res["resourceMetadata"] = rm
-	res["agentCapabilities"] = map[string]any{"getAuthState": true, "auth": map[string]bool{"status": true}}
-	if d == wire.DialectACP {
-		// ACP capabilities are objects whose presence is the flag.
-		res["agentCapabilities"] = map[string]any{"getAuthState": true, "auth": map[string]any{"logout": struct{}{}}}
-		methods = append(methods, h.acpUpstreamMethods()...)
-	}
-	res["authMethods"] = methods
 	return res, d, root, nil
+}
+
+// initializeResult is initialize's answer in every dialect; its members
+// are in the order encoding/json writes a map's (sorted by name).
+type initializeResult struct {
+	AgentCapabilities any               `json:"agentCapabilities"`
+	AgentInfo         map[string]string `json:"agentInfo,omitempty"`
+	// AuthMethods is a []wire.AuthMethod or its JSON.
+	AuthMethods      any             `json:"authMethods"`
+	ProtocolVersion  any             `json:"protocolVersion"`
+	ResourceMetadata json.RawMessage `json:"resourceMetadata"`
+	ServerSeq        int64           `json:"serverSeq"`
+	Snapshots        []wire.Snapshot `json:"snapshots"`
+}
+
+// The agent capabilities initialize announces: the design and published
+// dialects' flags, and ACP's objects whose presence is the flag.
+var (
+	agentCapabilities    = json.RawMessage(`{"auth":{"status":true},"getAuthState":true}`)
+	acpAgentCapabilities = json.RawMessage(`{"auth":{"logout":{}},"getAuthState":true}`)
+)
+
+// initFixed is the part of initialize's answer that depends on the
+// schemes only, built once per config (a reload builds new
+// requirements) rather than per connection.
+type initFixed struct {
+	resourceMetadata json.RawMessage
+	authMethods      []wire.AuthMethod
+	authMethodsJSON  json.RawMessage
+	err              error
+}
+
+// initFixed builds, on first use, what initialize says about r's schemes:
+// the design dialect's resourceMetadata and an ACP auth method per scheme.
+func (r *requirements) initFixed(h *Host) *initFixed {
+	r.initOnce.Do(func() {
+		rm := wire.ResourceMetadata{Resource: h.cfg.Resource, AuthSchemes: []wire.AuthScheme{}}
+		methods := []wire.AuthMethod{}
+		for _, sc := range r.schemes {
+			as := sc.AuthorizationServers
+			if as == nil {
+				as = []string{}
+			}
+			rm.AuthSchemes = append(rm.AuthSchemes, wire.AuthScheme{Scheme: wire.SchemeBearer, ID: sc.ID, Label: sc.Label, Resource: sc.Resource,
+				AuthorizationServers: as, ScopesSupported: sc.ScopesSupported, Required: sc.IsRequired()})
+			desc := "bearer token"
+			if len(as) > 0 {
+				desc += " from " + strings.Join(as, ", ")
+			}
+			methods = append(methods, wire.AuthMethod{ID: sc.ID, Name: cmp.Or(sc.Label, sc.ID), Description: desc, Type: "agent",
+				Meta: map[string]any{"agentauth.dev/oauth": h.metadata(sc)}})
+		}
+		f := &initFixed{authMethods: methods}
+		if f.resourceMetadata, f.err = json.Marshal(rm); f.err == nil {
+			f.authMethodsJSON, f.err = json.Marshal(methods)
+		}
+		r.init = f
+	})
+	return r.init
 }
 
 // subscribe answers AHP's subscribe (types/common/commands.ts): the root

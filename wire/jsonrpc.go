@@ -154,9 +154,24 @@ func appendRaw(b []byte, raw json.RawMessage) ([]byte, error) {
 		return nil, fmt.Errorf("json: error calling MarshalJSON for type json.RawMessage: %w", err)
 	}
 	added := out.Bytes()[len(b):]
+	if !needsEscape(added) { // spaces in strings, say: compact already
+		return out.Bytes(), nil
+	}
 	var esc bytes.Buffer
 	json.HTMLEscape(&esc, added)
 	return append(b, esc.Bytes()...), nil
+}
+
+// needsEscape reports whether compact JSON holds characters encoding/json
+// escapes for HTML (<, >, &, U+2028, U+2029, whose UTF-8 starts with 0xE2).
+func needsEscape(b []byte) bool {
+	for _, c := range b {
+		switch c {
+		case '<', '>', '&', 0xE2:
+			return true
+		}
+	}
+	return false
 }
 
 // needsRewrite reports whether raw may hold whitespace to compact or
@@ -472,6 +487,31 @@ func jsonErrorText(err error) string {
 		return fmt.Sprintf("field %q has the wrong type (%s)", te.Field, te.Value)
 	}
 	return err.Error()
+}
+
+// EncodeResult serialises the response to id carrying result, as
+// Encode(NewResult(id, result)) does, with result marshalled straight
+// into the message rather than into a value of its own that is then
+// copied.
+func EncodeResult(id ID, result any) ([]byte, error) {
+	buf := bytes.NewBuffer(make([]byte, 0, 64))
+	buf.WriteString(`{"jsonrpc":"2.0",`)
+	if !id.IsZero() {
+		buf.WriteString(`"id":`)
+		buf.Write(id.raw)
+		buf.WriteByte(',')
+	}
+	buf.WriteString(`"result":`)
+	// encoding/json's Encoder writes what Marshal does (compact,
+	// HTML-escaped), and a newline.
+	if err := json.NewEncoder(buf).Encode(result); err != nil {
+		return nil, err
+	}
+	b := buf.Bytes()[:buf.Len()-1]
+	if id.IsZero() {
+		b = append(b, `,"id":null`...)
+	}
+	return append(b, '}'), nil
 }
 
 // Encode serialises a message as one line of JSON (no embedded newlines).

@@ -1,10 +1,12 @@
 package wire
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
+	"sync"
 
 	"github.com/coder/websocket"
 )
@@ -49,6 +51,14 @@ func AcceptWebSocket(w http.ResponseWriter, r *http.Request, limit int64) (*WSCo
 	return NewWSConn(c, limit), nil
 }
 
+// readBufs are the buffers messages are read into before being copied
+// out at their size: a message costs one allocation of its length, not
+// the doublings of io.ReadAll.
+var readBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledReadBuf bounds the buffers kept in readBufs.
+const maxPooledReadBuf = 64 << 10
+
 // Read returns the next text frame. An oversized frame is drained and
 // reported as *TooLargeError, a binary frame as ErrBinaryFrame; the
 // connection stays open either way.
@@ -57,7 +67,12 @@ func (c *WSConn) Read(ctx context.Context) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	data, err := io.ReadAll(io.LimitReader(r, c.limit+1))
+	buf := readBufs.Get().(*bytes.Buffer)
+	_, err = buf.ReadFrom(io.LimitReader(r, c.limit+1))
+	data := bytes.Clone(buf.Bytes())
+	if buf.Reset(); buf.Cap() <= maxPooledReadBuf {
+		readBufs.Put(buf)
+	}
 	if err != nil {
 		return nil, err
 	}
