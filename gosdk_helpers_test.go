@@ -6,8 +6,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"net/http/cookiejar"
 	"net/url"
 	"os"
 	"os/signal"
@@ -18,6 +20,7 @@ import (
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/oauth2"
@@ -44,26 +47,33 @@ const goSDKTimeout = 30 * time.Second
 // metadata the SDK's oauthex fetches from the challenge), then the error.
 // With -login the SDK's own authorization code handler signs in (dynamic
 // registration, PKCE, RFC 9207 iss), its "browser" following the
-// authorization URL to the redirect.
+// authorization URL to the redirect. With -upstream ID it calls
+// upstream_call for that upstream instead of whoami and answers serve's
+// sign-in request as the SDK surfaces it: on 2026-07-28 the SDK's
+// multi-round-trip support calls its ElicitationHandler (url mode) and
+// retries by itself; on 2025-11-25 CallTool fails with -32042, and this
+// program opens the url, polls /auth-status and calls again. The
+// "browser" follows the url with a cookie jar.
 //
-// Usage: gosdkclient [-token FILE] [-login] [-version V] URL
+// Usage: gosdkclient [-token FILE] [-login] [-version V] [-upstream ID] URL
 func goSDKClientMain() {
 	fs := flag.NewFlagSet("gosdkclient", flag.ExitOnError)
 	tokenFile := fs.String("token", "", "file holding the bearer token")
 	login := fs.Bool("login", false, "sign in with the SDK's authorization code handler")
 	version := fs.String("version", "", "MCP protocol version to ask for (default: the SDK's latest)")
+	upstream := fs.String("upstream", "", "call upstream_call for this upstream instead of whoami")
 	fs.Parse(os.Args[1:])
 	if fs.NArg() != 1 {
-		fmt.Fprintln(os.Stderr, "usage: gosdkclient [-token FILE] [-login] [-version V] URL")
+		fmt.Fprintln(os.Stderr, "usage: gosdkclient [-token FILE] [-login] [-version V] [-upstream ID] URL")
 		os.Exit(2)
 	}
-	if err := goSDKClient(fs.Arg(0), *tokenFile, *login, *version); err != nil {
+	if err := goSDKClient(fs.Arg(0), *tokenFile, *login, *version, *upstream); err != nil {
 		fmt.Println("error:", err)
 		os.Exit(1)
 	}
 }
 
-func goSDKClient(endpoint, tokenFile string, login bool, version string) error {
+func goSDKClient(endpoint, tokenFile string, login bool, version, upstream string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), goSDKTimeout)
 	defer cancel()
 	h := &recordingHandler{}
@@ -90,7 +100,20 @@ func goSDKClient(endpoint, tokenFile string, login bool, version string) error {
 		}
 		h.inner = inner
 	}
-	client := mcp.NewClient(&mcp.Implementation{Name: "gosdkclient", Version: "1.0.0"}, nil)
+	var opts *mcp.ClientOptions
+	if upstream != "" {
+		opts = &mcp.ClientOptions{
+			Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{URL: &mcp.URLElicitationCapabilities{}}},
+			ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				fmt.Printf("elicitation/create: mode=%s url=%s\n", req.Params.Mode, req.Params.URL)
+				if err := browse(ctx, req.Params.URL); err != nil {
+					return nil, err
+				}
+				return &mcp.ElicitResult{Action: "accept"}, nil
+			},
+		}
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "gosdkclient", Version: "1.0.0"}, opts)
 	transport := &mcp.StreamableClientTransport{Endpoint: endpoint, OAuthHandler: h, DisableStandaloneSSE: true}
 	session, err := client.Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
@@ -112,16 +135,113 @@ func goSDKClient(endpoint, tokenFile string, login bool, version string) error {
 	}
 	slices.Sort(names)
 	fmt.Println("tools:", strings.Join(names, " "))
-	res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "whoami", Arguments: map[string]any{}})
+	params := &mcp.CallToolParams{Name: "whoami", Arguments: map[string]any{}}
+	var res *mcp.CallToolResult
+	if upstream != "" {
+		params = &mcp.CallToolParams{Name: "upstream_call", Arguments: map[string]any{"upstream": upstream}}
+		res, err = callUpstream(ctx, session, params, endpoint, upstream, h.ts)
+	} else {
+		res, err = session.CallTool(ctx, params)
+	}
 	if err != nil {
 		return err
 	}
 	for _, c := range res.Content {
 		if t, ok := c.(*mcp.TextContent); ok {
-			fmt.Println("whoami:", strings.Join(strings.Fields(t.Text), " "))
+			fmt.Printf("%s: %s\n", params.Name, strings.Join(strings.Fields(t.Text), " "))
 		}
 	}
 	fmt.Println("isError:", res.IsError)
+	return nil
+}
+
+// callUpstream calls upstream_call; a -32042 URLElicitationRequiredError
+// (MCP 2025-11-25) is answered by hand: open each url, poll /auth-status
+// until the upstream is signed in, call again.
+func callUpstream(ctx context.Context, session *mcp.ClientSession, params *mcp.CallToolParams, endpoint, upstream string, ts oauth2.TokenSource) (*mcp.CallToolResult, error) {
+	res, err := session.CallTool(ctx, params)
+	var rpcErr *jsonrpc.Error
+	if !errors.As(err, &rpcErr) || rpcErr.Code != mcp.CodeURLElicitationRequired {
+		return res, err
+	}
+	var data struct {
+		Elicitations []*mcp.ElicitParams `json:"elicitations"`
+	}
+	if err := json.Unmarshal(rpcErr.Data, &data); err != nil {
+		return nil, err
+	}
+	fmt.Printf("error %d: %s (%d elicitations)\n", rpcErr.Code, rpcErr.Message, len(data.Elicitations))
+	for _, e := range data.Elicitations {
+		fmt.Printf("elicitation: mode=%s url=%s\n", e.Mode, e.URL)
+		if err := browse(ctx, e.URL); err != nil {
+			return nil, err
+		}
+	}
+	tok, err := ts.Token()
+	if err != nil {
+		return nil, err
+	}
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return nil, err
+	}
+	statusURL := u.Scheme + "://" + u.Host + "/auth-status?upstream=" + url.QueryEscape(upstream)
+	for i := 0; ; i++ {
+		var st struct {
+			Authenticated bool `json:"authenticated"`
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, statusURL, nil)
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+		if err := doJSON(req, &st); err != nil {
+			return nil, err
+		}
+		if st.Authenticated {
+			fmt.Println("auth-status: authenticated")
+			break
+		}
+		if i == goSDKPolls {
+			return nil, errors.New("auth-status: still not signed in")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return session.CallTool(ctx, params)
+}
+
+// goSDKPolls bounds the /auth-status polling (100 ms apart).
+const goSDKPolls = 100
+
+// browse is the user's browser for serve's sign-in url: it follows the
+// redirects with a cookie jar and prints each hop and the final page's
+// title.
+func browse(ctx context.Context, u string) error {
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		return err
+	}
+	hc := &http.Client{Jar: jar, CheckRedirect: func(req *http.Request, via []*http.Request) error {
+		fmt.Printf("browser: %s %s -> %d\n", via[len(via)-1].URL.Host, via[len(via)-1].URL.Path, req.Response.StatusCode)
+		return nil
+	}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return err
+	}
+	fmt.Printf("browser: %s %s -> %d\n", resp.Request.URL.Host, resp.Request.URL.Path, resp.StatusCode)
+	if m := titleRE.FindSubmatch(body); m != nil {
+		fmt.Printf("page: %s\n", m[1])
+	}
 	return nil
 }
 
@@ -334,6 +454,11 @@ func getJSONCtx(ctx context.Context, u string, v any) error {
 	if err != nil {
 		return err
 	}
+	return doJSON(req, v)
+}
+
+func doJSON(req *http.Request, v any) error {
+	u := req.URL.String()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return err
