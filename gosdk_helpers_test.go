@@ -349,22 +349,30 @@ func (h *recordingHandler) report(ctx context.Context, endpoint string) {
 // metadata at /.well-known/oauth-protected-resource/mcp naming ISSUER, and
 // writes its address to ADDRFILE. Tokens are the issuer's RFC 9068 JWTs,
 // verified against its JWKS (ES256), iss, aud (this server's /mcp) and
-// exp. Its one tool, whoami, answers the token's subject, client and
-// scopes. It stops on SIGINT.
+// exp; with -deny FILE, tokens listed there (one a line, read on each
+// request) are refused as a revoked token would be. Its one tool, whoami,
+// answers the token's subject, client and scopes. It stops on SIGINT.
 //
-// Usage: gosdkserver ADDRFILE ISSUER
+// The SDK's handler serves MCP 2026-07-28 (server/discover) only when
+// stateless (-stateless); otherwise it lists 2025-11-25 and earlier.
+//
+// Usage: gosdkserver [-deny FILE] [-stateless] ADDRFILE ISSUER
 func goSDKServerMain() {
-	if len(os.Args) != 3 {
-		fmt.Fprintln(os.Stderr, "usage: gosdkserver ADDRFILE ISSUER")
+	fs := flag.NewFlagSet("gosdkserver", flag.ExitOnError)
+	deny := fs.String("deny", "", "file of tokens to refuse")
+	stateless := fs.Bool("stateless", false, "serve statelessly (the SDK's handler speaks MCP 2026-07-28 only then)")
+	fs.Parse(os.Args[1:])
+	if fs.NArg() != 2 {
+		fmt.Fprintln(os.Stderr, "usage: gosdkserver [-deny FILE] [-stateless] ADDRFILE ISSUER")
 		os.Exit(2)
 	}
-	if err := goSDKServer(os.Args[1], os.Args[2]); err != nil {
+	if err := goSDKServer(fs.Arg(0), fs.Arg(1), *deny, *stateless); err != nil {
 		fmt.Fprintln(os.Stderr, "gosdkserver:", err)
 		os.Exit(1)
 	}
 }
 
-func goSDKServer(addrFile, issuer string) error {
+func goSDKServer(addrFile, issuer, deny string, stateless bool) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -378,6 +386,9 @@ func goSDKServer(addrFile, issuer string) error {
 		return err
 	}
 	verify := func(_ context.Context, raw string, _ *http.Request) (*auth.TokenInfo, error) {
+		if denied, _ := os.ReadFile(deny); deny != "" && slices.Contains(strings.Fields(string(denied)), raw) {
+			return nil, fmt.Errorf("%w: revoked", auth.ErrInvalidToken)
+		}
 		tok, err := jwt.ParseSigned(raw, []jose.SignatureAlgorithm{jose.ES256})
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", auth.ErrInvalidToken, err)
@@ -419,7 +430,7 @@ func goSDKServer(addrFile, issuer string) error {
 		ResourceMetadataURL: base + "/.well-known/oauth-protected-resource/mcp",
 		Scopes:              []string{"agent:use"},
 	})
-	mux.Handle("/mcp", bearer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)))
+	mux.Handle("/mcp", bearer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, &mcp.StreamableHTTPOptions{Stateless: stateless})))
 	srv := &http.Server{Handler: mux}
 	go func() {
 		<-ctx.Done()
