@@ -55,25 +55,28 @@ const goSDKTimeout = 30 * time.Second
 // program opens the url, polls /auth-status and calls again. The
 // "browser" follows the url with a cookie jar.
 //
-// Usage: gosdkclient [-token FILE] [-login] [-version V] [-upstream ID] URL
+// -answer decline (or cancel) makes the ElicitationHandler refuse instead.
+//
+// Usage: gosdkclient [-token FILE] [-login] [-version V] [-upstream ID [-answer ACTION]] URL
 func goSDKClientMain() {
 	fs := flag.NewFlagSet("gosdkclient", flag.ExitOnError)
 	tokenFile := fs.String("token", "", "file holding the bearer token")
 	login := fs.Bool("login", false, "sign in with the SDK's authorization code handler")
 	version := fs.String("version", "", "MCP protocol version to ask for (default: the SDK's latest)")
 	upstream := fs.String("upstream", "", "call upstream_call for this upstream instead of whoami")
+	answer := fs.String("answer", "accept", "the ElicitationHandler's action: accept (after the browser), decline or cancel")
 	fs.Parse(os.Args[1:])
 	if fs.NArg() != 1 {
-		fmt.Fprintln(os.Stderr, "usage: gosdkclient [-token FILE] [-login] [-version V] [-upstream ID] URL")
+		fmt.Fprintln(os.Stderr, "usage: gosdkclient [-token FILE] [-login] [-version V] [-upstream ID [-answer ACTION]] URL")
 		os.Exit(2)
 	}
-	if err := goSDKClient(fs.Arg(0), *tokenFile, *login, *version, *upstream); err != nil {
+	if err := goSDKClient(fs.Arg(0), *tokenFile, *login, *version, *upstream, *answer); err != nil {
 		fmt.Println("error:", err)
 		os.Exit(1)
 	}
 }
 
-func goSDKClient(endpoint, tokenFile string, login bool, version, upstream string) error {
+func goSDKClient(endpoint, tokenFile string, login bool, version, upstream, answer string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), goSDKTimeout)
 	defer cancel()
 	h := &recordingHandler{}
@@ -106,6 +109,9 @@ func goSDKClient(endpoint, tokenFile string, login bool, version, upstream strin
 			Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{URL: &mcp.URLElicitationCapabilities{}}},
 			ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 				fmt.Printf("elicitation/create: mode=%s url=%s\n", req.Params.Mode, req.Params.URL)
+				if answer != "accept" {
+					return &mcp.ElicitResult{Action: answer}, nil
+				}
 				if err := browse(ctx, req.Params.URL); err != nil {
 					return nil, err
 				}
