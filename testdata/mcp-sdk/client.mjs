@@ -10,6 +10,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import {
   discoverOAuthProtectedResourceMetadata,
   discoverAuthorizationServerMetadata,
+  UnauthorizedError,
 } from '@modelcontextprotocol/sdk/client/auth.js';
 import { ErrorCode, UrlElicitationRequiredError, LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
 
@@ -62,6 +63,57 @@ check('the SDK reads the authorization server metadata (S256)', asm?.code_challe
   }
   check('without a token the SDK sees HTTP 401', err?.code === 401, String(err));
   await client.close().catch(() => {});
+}
+
+// The SDK's own OAuth client (an OAuthClientProvider) signs in at the
+// broker's embedded issuer: discovery from the 401, dynamic registration,
+// PKCE; the "browser" stops at the redirect, and finishAuth exchanges the
+// code.
+{
+  const redirectUrl = 'http://127.0.0.1:1/callback';
+  const saved = {};
+  let authorizationUrl;
+  const provider = {
+    get redirectUrl() { return redirectUrl; },
+    get clientMetadata() {
+      return { client_name: 'MCP TypeScript SDK check', redirect_uris: [redirectUrl], token_endpoint_auth_method: 'none',
+        grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'] };
+    },
+    state: () => 'sdk-state',
+    clientInformation: () => saved.client,
+    saveClientInformation: (c) => { saved.client = c; },
+    tokens: () => saved.tokens,
+    saveTokens: (t) => { saved.tokens = t; },
+    redirectToAuthorization: (u) => { authorizationUrl = u; },
+    saveCodeVerifier: (v) => { saved.verifier = v; },
+    codeVerifier: () => saved.verifier,
+  };
+  const newTransport = () => new StreamableHTTPClientTransport(new URL(endpoint), { authProvider: provider });
+  let first = new Client({ name: 'agentauth-mcp-sdk-check', version: '1.0.0' });
+  const t1 = newTransport();
+  let err;
+  try {
+    await first.connect(t1);
+  } catch (e) {
+    err = e;
+  }
+  check('the SDK registers a client and sends the user to the issuer',
+    err instanceof UnauthorizedError && authorizationUrl?.origin === base && saved.client?.client_id, `${err} ${authorizationUrl}`);
+  check('with PKCE S256 and the resource indicator',
+    authorizationUrl.searchParams.get('code_challenge_method') === 'S256' && authorizationUrl.searchParams.get('resource') === endpoint,
+    authorizationUrl.toString());
+  const r = await fetch(authorizationUrl, { redirect: 'manual' });
+  const loc = new URL(r.headers.get('location') ?? '', authorizationUrl);
+  check('the issuer redirects back with the code and state',
+    loc.toString().startsWith(redirectUrl) && loc.searchParams.get('code') && loc.searchParams.get('state') === 'sdk-state', loc.toString());
+  await t1.finishAuth(loc.searchParams.get('code'));
+  check('finishAuth exchanges the code for a token', saved.tokens?.access_token && saved.tokens?.refresh_token, Object.keys(saved.tokens ?? {}));
+  first = new Client({ name: 'agentauth-mcp-sdk-check', version: '1.0.0' });
+  await first.connect(newTransport());
+  const who = resultText(await first.callTool({ name: 'whoami', arguments: {} }));
+  check("whoami names alice and the SDK's registered client",
+    who.includes('"subject":"alice"') && who.includes(`"clientId":"${saved.client.client_id}"`), who);
+  await first.close();
 }
 
 const { client, transport } = connect(auth);

@@ -8,11 +8,17 @@
 #   - the broker: `agentauth serve --config` naming Rally, validating the
 #     JWTs of its own embedded issuer; the bearer token comes from
 #     `agentauth login` + `agentauth token`;
-#   - client.mjs: tools/call upstream_call -> the SDK raises
+#   - client.mjs: the SDK's discovery reads serve's RFC 9728/8414
+#     metadata; without a token its transport sees the 401; its own OAuth
+#     client (an OAuthClientProvider: dynamic registration, PKCE S256, the
+#     resource indicator, finishAuth) signs in at the broker's embedded
+#     issuer and calls whoami; then, with the agentauth token,
+#     tools/call upstream_call -> the SDK raises
 #     UrlElicitationRequiredError (-32042, MCP 2025-11-25) -> it follows the
 #     url like a browser (manual redirects, a cookie jar) -> polls
 #     /auth-status -> calls again: Rally saw alice, through the broker's
-#     client there.
+#     client there. The SDK (1.32.2) speaks MCP up to 2025-11-25: it has no
+#     2026-07-28 input_required url elicitations to cover.
 # Both servers listen on 127.0.0.1:0 (--addr-file). Prints one line per
 # check and "MCP TypeScript SDK against serve's broker: passed"; exits 1 on
 # a failure (the servers' logs then go to stderr).
