@@ -55,9 +55,11 @@ const goSDKTimeout = 30 * time.Second
 // program opens the url, polls /auth-status and calls again. The
 // "browser" follows the url with a cookie jar.
 //
-// -answer decline (or cancel) makes the ElicitationHandler refuse instead.
+// -answer decline (or cancel) makes the ElicitationHandler refuse instead;
+// -form-only declares form elicitations only, and prints the capabilities
+// a -32021 answer requires (the SDK's MissingRequiredClientCapabilityData).
 //
-// Usage: gosdkclient [-token FILE] [-login] [-version V] [-upstream ID [-answer ACTION]] URL
+// Usage: gosdkclient [-token FILE] [-login] [-version V] [-upstream ID [-answer ACTION] [-form-only]] URL
 func goSDKClientMain() {
 	fs := flag.NewFlagSet("gosdkclient", flag.ExitOnError)
 	tokenFile := fs.String("token", "", "file holding the bearer token")
@@ -65,18 +67,19 @@ func goSDKClientMain() {
 	version := fs.String("version", "", "MCP protocol version to ask for (default: the SDK's latest)")
 	upstream := fs.String("upstream", "", "call upstream_call for this upstream instead of whoami")
 	answer := fs.String("answer", "accept", "the ElicitationHandler's action: accept (after the browser), decline or cancel")
+	formOnly := fs.Bool("form-only", false, "with -upstream, declare form elicitations only")
 	fs.Parse(os.Args[1:])
 	if fs.NArg() != 1 {
-		fmt.Fprintln(os.Stderr, "usage: gosdkclient [-token FILE] [-login] [-version V] [-upstream ID [-answer ACTION]] URL")
+		fmt.Fprintln(os.Stderr, "usage: gosdkclient [-token FILE] [-login] [-version V] [-upstream ID [-answer ACTION] [-form-only]] URL")
 		os.Exit(2)
 	}
-	if err := goSDKClient(fs.Arg(0), *tokenFile, *login, *version, *upstream, *answer); err != nil {
+	if err := goSDKClient(fs.Arg(0), *tokenFile, *login, *version, *upstream, *answer, *formOnly); err != nil {
 		fmt.Println("error:", err)
 		os.Exit(1)
 	}
 }
 
-func goSDKClient(endpoint, tokenFile string, login bool, version, upstream, answer string) error {
+func goSDKClient(endpoint, tokenFile string, login bool, version, upstream, answer string, formOnly bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), goSDKTimeout)
 	defer cancel()
 	h := &recordingHandler{}
@@ -118,6 +121,9 @@ func goSDKClient(endpoint, tokenFile string, login bool, version, upstream, answ
 				return &mcp.ElicitResult{Action: "accept"}, nil
 			},
 		}
+	}
+	if formOnly {
+		opts.Capabilities.Elicitation = &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "gosdkclient", Version: "1.0.0"}, opts)
 	transport := &mcp.StreamableClientTransport{Endpoint: endpoint, OAuthHandler: h, DisableStandaloneSSE: true}
@@ -167,6 +173,15 @@ func goSDKClient(endpoint, tokenFile string, login bool, version, upstream, answ
 func callUpstream(ctx context.Context, session *mcp.ClientSession, params *mcp.CallToolParams, endpoint, upstream string, ts oauth2.TokenSource) (*mcp.CallToolResult, error) {
 	res, err := session.CallTool(ctx, params)
 	var rpcErr *jsonrpc.Error
+	if errors.As(err, &rpcErr) && rpcErr.Code == mcp.CodeMissingRequiredClientCapabilities {
+		var data mcp.MissingRequiredClientCapabilityData
+		if err := json.Unmarshal(rpcErr.Data, &data); err != nil {
+			return nil, err
+		}
+		b, _ := json.Marshal(data.RequiredCapabilities)
+		fmt.Printf("required capabilities: %s\n", b)
+		return nil, err
+	}
 	if !errors.As(err, &rpcErr) || rpcErr.Code != mcp.CodeURLElicitationRequired {
 		return res, err
 	}
