@@ -121,9 +121,9 @@ func goSDKClient(endpoint, tokenFile string, login bool, version, upstream, answ
 				return &mcp.ElicitResult{Action: "accept"}, nil
 			},
 		}
-	}
-	if formOnly {
-		opts.Capabilities.Elicitation = &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}
+		if formOnly {
+			opts.Capabilities.Elicitation = &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}
+		}
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "gosdkclient", Version: "1.0.0"}, opts)
 	transport := &mcp.StreamableClientTransport{Endpoint: endpoint, OAuthHandler: h, DisableStandaloneSSE: true}
@@ -151,7 +151,8 @@ func goSDKClient(endpoint, tokenFile string, login bool, version, upstream, answ
 	var res *mcp.CallToolResult
 	if upstream != "" {
 		params = &mcp.CallToolParams{Name: "upstream_call", Arguments: map[string]any{"upstream": upstream}}
-		res, err = callUpstream(ctx, session, params, endpoint, upstream, h.ts)
+		ts, _ := h.TokenSource(ctx)
+		res, err = callUpstream(ctx, session, params, endpoint, upstream, ts)
 	} else {
 		res, err = session.CallTool(ctx, params)
 	}
@@ -197,6 +198,9 @@ func callUpstream(ctx context.Context, session *mcp.ClientSession, params *mcp.C
 		if err := browse(ctx, e.URL); err != nil {
 			return nil, err
 		}
+	}
+	if ts == nil {
+		return nil, errors.New("polling /auth-status needs a token")
 	}
 	tok, err := ts.Token()
 	if err != nil {
