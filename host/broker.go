@@ -116,8 +116,12 @@ func askFailed(err error) *wire.Error {
 }
 
 // callUpstream runs upstream_call for the grant g: the upstream's api
-// with the session's upstream token, or the ask when it has none.
-func (f *httpFace) callUpstream(ctx context.Context, g *Grant, args map[string]json.RawMessage, req *mcpRequest) (map[string]any, *wire.Error) {
+// with the session's upstream token, or the ask when it has none. On MCP
+// 2026-07-28 a retry whose answer to the ask (responses[inputSignIn]) is
+// decline or cancel ends with a tool error rather than asking again (MCP
+// "Elicitation", Response Actions): a client that retries with each
+// answer would otherwise be asked until it gives up.
+func (f *httpFace) callUpstream(ctx context.Context, g *Grant, args, responses map[string]json.RawMessage, req *mcpRequest) (map[string]any, *wire.Error) {
 	h := f.h
 	id, ok := jsonString(args["upstream"])
 	u := h.broker.Upstream(id)
@@ -154,6 +158,13 @@ func (f *httpFace) callUpstream(ctx context.Context, g *Grant, args map[string]j
 		}
 	}
 	if errors.Is(err, broker.ErrSignInNeeded) {
+		if req.stateless {
+			action := elicitAction(responses[inputSignIn])
+			if refused := refusedSignIn[action]; refused != "" {
+				h.log.Info("upstream sign-in refused by the user", "upstream", u.ID, "action", action)
+				return toolText(fmt.Sprintf("You %s the sign-in to %s; call the tool again to sign in.", refused, u.Label), true), nil
+			}
+		}
 		a, err := h.broker.Ask(ctx, sid, u.ID)
 		if err != nil {
 			return nil, askFailed(err)
@@ -169,6 +180,22 @@ func (f *httpFace) callUpstream(ctx context.Context, g *Grant, args map[string]j
 	}
 	h.log.Error("upstream token unavailable", "upstream", u.ID, "err", err)
 	return nil, wire.Errorf(wire.CodeInternalError, "internal error: cannot get the %s token now; try again later", u.Label)
+}
+
+// refusedSignIn words the elicitation actions that refuse a sign-in (MCP
+// "Elicitation", Response Actions): decline is the user's explicit no,
+// cancel a dismissal.
+var refusedSignIn = map[string]string{"decline": "declined", "cancel": "dismissed"}
+
+// elicitAction is the action of an elicitation/create result, or "".
+func elicitAction(raw json.RawMessage) string {
+	var r struct {
+		Action string `json:"action"`
+	}
+	if json.Unmarshal(raw, &r) != nil {
+		return ""
+	}
+	return r.Action
 }
 
 // postUpstream POSTs {} to the upstream's api with its token and returns

@@ -86,7 +86,7 @@ func (f *httpFace) callTool(ctx context.Context, m *wire.Message, g *Grant, req 
 		return nil, wire.Errorf(wire.CodeInvalidParams, `invalid params: tools/call needs {"name": "…", "arguments": {…}}`)
 	}
 	if p.Name == toolUpstreamCall && len(f.h.upstreamTools()) > 0 {
-		return f.callUpstream(ctx, g, p.Arguments, req)
+		return f.callUpstream(ctx, g, p.Arguments, p.InputResponses, req)
 	}
 	i := slices.IndexFunc(mcpTools, func(t mcpTool) bool { return t.Name == p.Name && (req.stateless || !t.statelessOnly) })
 	if i < 0 {
