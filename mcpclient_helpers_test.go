@@ -33,11 +33,21 @@ func freePort(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 1 {
 		ts.Fatalf("usage: freeport VAR")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	ts.Check(err)
-	port := ln.Addr().(*net.TCPAddr).Port
-	ts.Check(ln.Close())
-	ts.Setenv(args[0], strconv.Itoa(port))
+	// The system may hand a closed port out again: never give one script
+	// the same port twice (its scripts need distinct ones).
+	used := strings.Fields(ts.Getenv("FREEPORTS_GIVEN"))
+	for range 20 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		ts.Check(err)
+		port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+		ts.Check(ln.Close())
+		if !slices.Contains(used, port) {
+			ts.Setenv("FREEPORTS_GIVEN", strings.Join(append(used, port), " "))
+			ts.Setenv(args[0], port)
+			return
+		}
+	}
+	ts.Fatalf("freeport: the system keeps handing out ports this script has")
 }
 
 // interopASMain is an MCP server (POST /mcp: 401 with a Bearer challenge
