@@ -45,6 +45,11 @@ const (
 // refreshed rather than used.
 const refreshMargin = 30 * time.Second
 
+// DefaultTokenLifetime is how long a session's upstream tokens are kept
+// after their last use or refresh when the upstream does not say when its
+// refresh token expires (host config upstreamTokenLifetime).
+const DefaultTokenLifetime = 720 * time.Hour
+
 // maxSweep bounds the expired records one call deletes.
 const maxSweep = 100
 
@@ -95,6 +100,10 @@ type Options struct {
 	Origin string
 	// StateLifetime bounds a pending sign-in (default 10 minutes).
 	StateLifetime time.Duration
+	// TokenLifetime is how long a session's upstream tokens are kept
+	// after their last use or refresh when the upstream does not say when
+	// its refresh token expires (default DefaultTokenLifetime).
+	TokenLifetime time.Duration
 	// Key, when set (32 bytes, the --state-key-file's), encrypts the
 	// upstream tokens and PKCE verifiers at rest (AES-256-GCM).
 	Key        []byte
@@ -113,6 +122,8 @@ type Broker struct {
 	log       *slog.Logger
 	now       func() time.Time
 	lifetime  time.Duration
+	// tokenLifetime is Options.TokenLifetime or its default.
+	tokenLifetime time.Duration
 
 	mu       sync.Mutex
 	locks    map[string]*keyLock // per session/upstream in use: one refresh at a time
@@ -123,7 +134,7 @@ type Broker struct {
 // New makes a Broker, creating the session-id key in the store on first use.
 func New(ctx context.Context, opts Options) (*Broker, error) {
 	b := &Broker{opts: opts, upstreams: map[string]*Upstream{}, log: opts.Logger, now: opts.Now,
-		lifetime: cmp.Or(opts.StateLifetime, 10*time.Minute), locks: map[string]*keyLock{}, waiting: map[string][]chan struct{}{}}
+		lifetime: cmp.Or(opts.StateLifetime, 10*time.Minute), tokenLifetime: cmp.Or(opts.TokenLifetime, DefaultTokenLifetime), locks: map[string]*keyLock{}, waiting: map[string][]chan struct{}{}}
 	if b.log == nil {
 		b.log = slog.New(slog.DiscardHandler)
 	}

@@ -20,10 +20,34 @@ import (
 // session/upstream. The broker must use the refresh token, so it is kept,
 // not hashed; with a key the whole record is sealed.
 type tokenRecord struct {
-	AccessToken  string    `json:"access_token"`
-	RefreshToken string    `json:"refresh_token,omitempty"`
-	Expiry       time.Time `json:"expiry,omitzero"`
-	Scopes       []string  `json:"scopes,omitempty"`
+	AccessToken   string    `json:"access_token"`
+	RefreshToken  string    `json:"refresh_token,omitempty"`
+	Expiry        time.Time `json:"expiry,omitzero"`
+	RefreshExpiry time.Time `json:"refresh_expiry,omitzero"`
+	Scopes        []string  `json:"scopes,omitempty"`
+	// Expires is the record's own expiry (recordExpiry), after which it
+	// is treated as absent and swept.
+	Expires time.Time `json:"expires,omitzero"`
+}
+
+// sliding says whether the record lives for Options.TokenLifetime from its
+// last use, its tokens saying nothing of when the sign-in ends.
+func (t *tokenRecord) sliding() bool {
+	return t.RefreshExpiry.IsZero() && (t.RefreshToken != "" || t.Expiry.IsZero())
+}
+
+// recordExpiry is when a record written now stops being usable: when its
+// refresh token expires, if the upstream said (refresh_expires_in); when
+// its access token expires, if there is no refresh token; else
+// tokenLifetime from now, renewed by each use and refresh.
+func (b *Broker) recordExpiry(t *tokenRecord, now time.Time) time.Time {
+	switch {
+	case !t.sliding() && !t.RefreshExpiry.IsZero():
+		return t.RefreshExpiry
+	case !t.sliding():
+		return t.Expiry
+	}
+	return now.Add(b.tokenLifetime)
 }
 
 // sealedPrefix marks a sealed record value.
@@ -78,7 +102,16 @@ func (b *Broker) unseal(v []byte, aad string) ([]byte, error) {
 }
 
 func (b *Broker) putToken(ctx context.Context, sid, upstream string, t *flows.Token) error {
-	raw, err := json.Marshal(tokenRecord{AccessToken: t.AccessToken, RefreshToken: t.RefreshToken, Expiry: t.Expiry, Scopes: t.Scopes})
+	return b.putRecord(ctx, sid, upstream, &tokenRecord{AccessToken: t.AccessToken, RefreshToken: t.RefreshToken, Expiry: t.Expiry,
+		RefreshExpiry: t.RefreshExpiry, Scopes: t.Scopes})
+}
+
+// putRecord stores t with its expiry (recordExpiry) and sweeps up to
+// maxSweep expired token records.
+func (b *Broker) putRecord(ctx context.Context, sid, upstream string, t *tokenRecord) error {
+	now := b.now()
+	t.Expires = b.recordExpiry(t, now)
+	raw, err := json.Marshal(t)
 	if err != nil {
 		return err
 	}
@@ -87,7 +120,10 @@ func (b *Broker) putToken(ctx context.Context, sid, upstream string, t *flows.To
 		return err
 	}
 	err = b.opts.Store.Update(ctx, func(tx state.Tx) error {
-		return tx.Put(kindToken, tokenKey(sid, upstream), sealed, time.Time{})
+		if _, err := tx.DeleteExpired(kindToken, now, maxSweep); err != nil {
+			return err
+		}
+		return tx.Put(kindToken, tokenKey(sid, upstream), sealed, t.Expires)
 	})
 	if err != nil {
 		return fmt.Errorf("cannot store the upstream token: %w", err)
@@ -115,6 +151,9 @@ func (b *Broker) getToken(ctx context.Context, sid, upstream string) (*tokenReco
 	var t tokenRecord
 	if err := json.Unmarshal(plain, &t); err != nil {
 		return nil, fmt.Errorf("cannot read the upstream token: %w", err)
+	}
+	if !t.Expires.IsZero() && !b.now().Before(t.Expires) {
+		return nil, nil // stale: not yet swept
 	}
 	return &t, nil
 }
@@ -151,6 +190,12 @@ func (b *Broker) lock(sid, upstream string) func() {
 	}
 }
 
+// renewDue says whether a use of t renews its record: a sliding record
+// past half its lifetime (so a use writes at most twice per lifetime).
+func (b *Broker) renewDue(t *tokenRecord) bool {
+	return t.sliding() && t.Expires.Sub(b.now()) < b.tokenLifetime/2
+}
+
 func (t *tokenRecord) fresh(now time.Time) bool {
 	return t.Expiry.IsZero() || now.Add(refreshMargin).Before(t.Expiry)
 }
@@ -171,7 +216,7 @@ func (b *Broker) Token(ctx context.Context, sid, upstream string) (string, error
 		}
 		return "", err
 	}
-	if t.fresh(b.now()) {
+	if t.fresh(b.now()) && !b.renewDue(t) {
 		return t.AccessToken, nil
 	}
 	defer b.lock(sid, upstream)()
@@ -181,7 +226,12 @@ func (b *Broker) Token(ctx context.Context, sid, upstream string) (string, error
 		}
 		return "", err
 	}
-	if t.fresh(b.now()) { // another caller refreshed it meanwhile
+	if t.fresh(b.now()) { // another caller refreshed it meanwhile, or a use renews it
+		if b.renewDue(t) {
+			if err := b.putRecord(ctx, sid, upstream, t); err != nil {
+				return "", err
+			}
+		}
 		return t.AccessToken, nil
 	}
 	if t.RefreshToken == "" {
@@ -201,6 +251,9 @@ func (b *Broker) Token(ctx context.Context, sid, upstream string) (string, error
 			return "", ErrSignInNeeded
 		}
 		return "", fmt.Errorf("cannot refresh the %s token: %w", u.Label, err)
+	}
+	if nt.RefreshToken == t.RefreshToken && nt.RefreshExpiry.IsZero() {
+		nt.RefreshExpiry = t.RefreshExpiry // the same refresh token, with its known expiry
 	}
 	if err := b.putToken(ctx, sid, upstream, nt); err != nil {
 		return "", err

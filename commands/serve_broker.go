@@ -52,7 +52,7 @@ func newBroker(ctx context.Context, cfg *host.Config, st state.Store, key []byte
 		lifetime = host.DefaultStateLifetime
 	}
 	b, err := broker.New(ctx, broker.Options{Store: st, Upstreams: ups, Origin: origin, StateLifetime: lifetime, Key: key,
-		HTTPClient: hc, Logger: logger, Now: now})
+		TokenLifetime: time.Duration(cfg.UpstreamTokenLifetime), HTTPClient: hc, Logger: logger, Now: now})
 	if err != nil {
 		return nil, err
 	}

@@ -20,8 +20,14 @@ import (
 // secrets masked.
 
 // maxTracedBody bounds the request body read to trace a form or a
-// JSON-RPC method; a larger one is traced by its size only.
+// JSON-RPC method; a larger one is traced by its size only. It bounds
+// too the response body (or SSE line) kept to trace a JSON-RPC answer; a
+// larger one is not traced.
 const maxTracedBody = 64 << 10
+
+// maxTracedErrorMessage bounds, in bytes, the JSON-RPC error message the
+// trace shows; a longer one is cut with "…".
+const maxTracedErrorMessage = 200
 
 // secretParams are the query and form parameters whose values --verbose
 // masks: tokens, codes, verifiers, secrets (RFC 6749, 7636, 7009, 7523,
@@ -102,6 +108,10 @@ func (tr *traceTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		line += " (" + ct + ")"
 	}
 	tr.t.printf("%s", safeText(line))
+	ct := resp.Header.Get("Content-Type")
+	if sse := strings.HasPrefix(ct, "text/event-stream"); sse || strings.HasPrefix(ct, "application/json") {
+		resp.Body = &traceBody{ReadCloser: resp.Body, t: tr.t, sse: sse}
+	}
 	for _, h := range resp.Header.Values("WWW-Authenticate") {
 		tr.t.printf("<   WWW-Authenticate: %s", safeText(h))
 	}
@@ -111,6 +121,63 @@ func (tr *traceTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	return resp, nil
+}
+
+// traceBody traces the JSON-RPC answers of a response body as it is
+// read: a JSON body once, at its end or when closed; an event stream at
+// each complete "data:" line.
+type traceBody struct {
+	io.ReadCloser
+	t    *tracer
+	sse  bool
+	buf  []byte
+	over bool // buf passed maxTracedBody: this body (line) is not traced
+	done bool
+}
+
+func (b *traceBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	for _, c := range p[:n] {
+		if b.sse && c == '\n' {
+			b.flush()
+			continue
+		}
+		if len(b.buf) >= maxTracedBody {
+			b.over = true
+			continue
+		}
+		b.buf = append(b.buf, c)
+	}
+	if err == io.EOF {
+		b.flush()
+	}
+	return n, err
+}
+
+func (b *traceBody) Close() error {
+	b.flush()
+	return b.ReadCloser.Close()
+}
+
+// flush traces the JSON-RPC answer held in buf, if any, and empties it.
+func (b *traceBody) flush() {
+	msg, over := b.buf, b.over
+	b.buf, b.over = b.buf[:0], false
+	if b.sse {
+		data, ok := bytes.CutPrefix(bytes.TrimRight(msg, "\r"), []byte("data:"))
+		if !ok || over {
+			return
+		}
+		msg = data
+	} else {
+		if b.done || over {
+			return
+		}
+		b.done = true
+	}
+	if s := rpcSummary(msg); s != "" {
+		b.t.printf("<   %s", safeText(s))
+	}
 }
 
 // maskURL is u with the values of secretParams replaced by ***.
@@ -150,13 +217,16 @@ func describeBody(contentType string, body []byte) string {
 }
 
 // rpcSummary names a JSON-RPC message (or batch) by method, id and
-// outcome, never by params or result; "" when body is none.
+// outcome, never by params, result or error data; an error shows its code
+// and message (JSON-RPC 2.0 section 5.1), so the trace says why a server
+// refused. "" when body is none.
 func rpcSummary(body []byte) string {
 	var one struct {
 		Method string          `json:"method"`
 		ID     json.RawMessage `json:"id"`
 		Error  *struct {
-			Code int `json:"code"`
+			Code    int    `json:"code"`
+			Message string `json:"message"`
 		} `json:"error"`
 		Result json.RawMessage `json:"result"`
 	}
@@ -177,7 +247,14 @@ func rpcSummary(body []byte) string {
 	case one.Method != "":
 		return "rpc notification " + one.Method
 	case one.Error != nil:
-		return fmt.Sprintf("rpc error %d%s", one.Error.Code, id)
+		msg := strings.ToValidUTF8(one.Error.Message, "")
+		if len(msg) > maxTracedErrorMessage {
+			msg = strings.ToValidUTF8(msg[:maxTracedErrorMessage], "") + "…"
+		}
+		if msg != "" {
+			msg = ": " + msg
+		}
+		return fmt.Sprintf("rpc error %d%s%s", one.Error.Code, id, msg)
 	case one.Result != nil:
 		return "rpc result" + id
 	}

@@ -28,6 +28,11 @@ type Token struct {
 	// Scopes are the granted scopes, or the requested ones when the AS's
 	// answer has no scope (RFC 6749 §5.1).
 	Scopes []string
+	// RefreshExpiry is when the refresh token expires, from the
+	// refresh_expires_in extension (Keycloak's; not in RFC 6749); zero
+	// when absent, 0 (no expiry) or not a positive number. It is at most
+	// MaxTokenLifetime away.
+	RefreshExpiry time.Time
 }
 
 // String describes the token without its secrets.
@@ -67,11 +72,15 @@ type tokenResponse struct {
 	TokenType    string      `json:"token_type"`
 	RefreshToken string      `json:"refresh_token"`
 	ExpiresIn    json.Number `json:"expires_in"`
-	Scope        *string     `json:"scope"`
-	Error        string      `json:"error"`
+	// RefreshExpiresIn is an extension: ignored unless a positive number
+	// (or a string holding one), never an error.
+	RefreshExpiresIn json.RawMessage `json:"refresh_expires_in"`
+	Scope            *string         `json:"scope"`
+	Error            string          `json:"error"`
 }
 
-// MaxTokenLifetime caps an access token's expires_in: a longer one (an
+// MaxTokenLifetime caps an access token's expires_in (and a refresh
+// token's refresh_expires_in): a longer one (an
 // authorization server's 1e12) is taken as this long, so that the expiry
 // stays a sane date.
 const MaxTokenLifetime = 10 * 365 * 24 * time.Hour
@@ -163,6 +172,10 @@ func (tr *tokenResponse) token(now time.Time, requested []string, dpop bool) (*T
 			lifetime = time.Duration(secs * float64(time.Second))
 		}
 		t.Expiry = now.Add(lifetime)
+	}
+	secs, err := strconv.ParseFloat(strings.Trim(string(tr.RefreshExpiresIn), `"`), 64)
+	if (err == nil || errors.Is(err, strconv.ErrRange)) && secs > 0 && t.RefreshToken != "" {
+		t.RefreshExpiry = now.Add(time.Duration(min(secs, MaxTokenLifetime.Seconds()) * float64(time.Second)))
 	}
 	return t, nil
 }

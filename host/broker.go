@@ -423,8 +423,9 @@ func (h *Host) logoutUpstreams(ctx context.Context, g *Grant, only string) {
 }
 
 // EndSession is told that the broker session of subject's client clientID
-// ended: the client revoked its last grant at serve's embedded issuer
-// (issuer.OnSessionEnd, RFC 7009). Unless revokeOnSessionEnd is false,
+// ended: the client's last grant at serve's embedded issuer was revoked,
+// by the client (RFC 7009) or for a reused refresh token or a replayed
+// code (issuer.OnSessionEnd). Unless revokeOnSessionEnd is false,
 // the session is signed out of every upstream and its tokens revoked
 // there; with false they are kept for the client's next sign-in to serve.
 // Sessions of other authorization servers have no end serve can see:

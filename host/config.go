@@ -45,6 +45,11 @@ type Config struct {
 	// StateLifetime bounds a pending upstream sign-in (default
 	// DefaultStateLifetime).
 	StateLifetime Duration `json:"stateLifetime"`
+	// UpstreamTokenLifetime is how long a session's upstream tokens are
+	// kept after their last use or refresh, when the upstream does not say
+	// when its refresh token expires (refresh_expires_in); past it the
+	// session signs in again (default broker.DefaultTokenLifetime, 720h).
+	UpstreamTokenLifetime Duration `json:"upstreamTokenLifetime"`
 	// RevokeOnLogout revokes a session's upstream tokens at the upstream
 	// when it logs out (default true).
 	RevokeOnLogout *bool `json:"revokeOnLogout"`

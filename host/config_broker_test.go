@@ -31,6 +31,7 @@ func TestUpstreamConfigErrorsNameTheKey(t *testing.T) {
 		{"unknown method", cfg(`{"id": "r", "clientId": "c", `+ep+`}`, `, "methodUpstreams": {"dispose": ["r"]}`), "methodUpstreams.dispose: not a gated method"},
 		{"unknown upstream", cfg(`{"id": "r", "clientId": "c", `+ep+`}`, `, "methodUpstreams": {"echo": ["github"]}`), `methodUpstreams.echo[0]: no upstream has the id "github"`},
 		{"bad lifetime", cfg(`{"id": "r", "clientId": "c", `+ep+`}`, `, "stateLifetime": "soon"`), `stateLifetime: "soon" is not a duration`},
+		{"bad token lifetime", cfg(`{"id": "r", "clientId": "c", `+ep+`}`, `, "upstreamTokenLifetime": "-1h"`), `upstreamTokenLifetime: "-1h" must be positive`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -160,10 +160,12 @@ func (i *Issuer) fetchCIMD(ctx context.Context, id string) (*client, error) {
 }
 
 // blockedAddressError is a document URL whose host resolved to an address
-// the issuer must not fetch from.
+// the issuer must not fetch from. embedded, when valid, is the IPv4
+// address a NAT64 address (addr) carries, and the one refused.
 type blockedAddressError struct {
-	addr netip.Addr
-	kind string
+	addr     netip.Addr
+	kind     string
+	embedded netip.Addr
 }
 
 func (e *blockedAddressError) Error() string {
@@ -171,14 +173,77 @@ func (e *blockedAddressError) Error() string {
 	if e.kind == "loopback" {
 		fix = "loopback documents are fetched only when the issuer itself is on loopback (a dev setup); " + fix
 	}
+	if e.embedded.IsValid() {
+		return fmt.Sprintf("its host resolves to the NAT64 address %s, which carries the %s address %s, which the issuer does not fetch from: %s", e.addr, e.kind, e.embedded, fix)
+	}
 	return fmt.Sprintf("its host resolves to the %s address %s, which the issuer does not fetch from: %s", e.kind, e.addr, fix)
+}
+
+// nat64Prefix is the NAT64 well-known prefix (RFC 6052 section 2.1): an
+// address in it carries an IPv4 address in its last 32 bits, which a
+// NAT64 gateway connects to, so that IPv4 address is what is checked.
+var nat64Prefix = netip.MustParsePrefix("64:ff9b::/96")
+
+// blockedPrefixes are the ranges a metadata fetch never connects to: the
+// IANA IPv4 and IPv6 Special-Purpose Address Registries (RFC 6890 and its
+// updates) entries that are not globally reachable, plus multicast,
+// broadcast and the deprecated IPv6 site-local and IPv4-compatible
+// ranges. The first matching entry names the refusal, so narrow entries
+// come before the ranges that contain them. IPv4-mapped IPv6 addresses
+// (::ffff:0:0/96) are unmapped before the lookup.
+var blockedPrefixes = []struct {
+	prefix netip.Prefix
+	kind   string
+}{
+	{netip.MustParsePrefix("0.0.0.0/32"), "unspecified"},                   // RFC 1122 section 3.2.1.3
+	{netip.MustParsePrefix("0.0.0.0/8"), "this-network"},                   // RFC 791, RFC 6890
+	{netip.MustParsePrefix("10.0.0.0/8"), "private"},                       // RFC 1918
+	{netip.MustParsePrefix("100.64.0.0/10"), "shared (carrier-grade NAT)"}, // RFC 6598
+	{netip.MustParsePrefix("127.0.0.0/8"), "loopback"},                     // RFC 1122 section 3.2.1.3
+	{netip.MustParsePrefix("169.254.0.0/16"), "link-local"},                // RFC 3927
+	{netip.MustParsePrefix("172.16.0.0/12"), "private"},                    // RFC 1918
+	{netip.MustParsePrefix("192.0.0.0/24"), "IETF protocol assignment"},    // RFC 6890 section 2.1
+	{netip.MustParsePrefix("192.0.2.0/24"), "documentation"},               // RFC 5737
+	{netip.MustParsePrefix("192.88.99.0/24"), "6to4 relay anycast"},        // RFC 7526
+	{netip.MustParsePrefix("192.168.0.0/16"), "private"},                   // RFC 1918
+	{netip.MustParsePrefix("198.18.0.0/15"), "benchmarking"},               // RFC 2544
+	{netip.MustParsePrefix("198.51.100.0/24"), "documentation"},            // RFC 5737
+	{netip.MustParsePrefix("203.0.113.0/24"), "documentation"},             // RFC 5737
+	{netip.MustParsePrefix("224.0.0.0/4"), "multicast"},                    // RFC 5771
+	{netip.MustParsePrefix("255.255.255.255/32"), "broadcast"},             // RFC 919, RFC 8190
+	{netip.MustParsePrefix("240.0.0.0/4"), "reserved"},                     // RFC 1112 section 4
+	{netip.MustParsePrefix("::/128"), "unspecified"},                       // RFC 4291 section 2.5.2
+	{netip.MustParsePrefix("::1/128"), "loopback"},                         // RFC 4291 section 2.5.3
+	{netip.MustParsePrefix("::/96"), "IPv4-compatible"},                    // RFC 4291 section 2.5.5.1 (deprecated)
+	{netip.MustParsePrefix("64:ff9b:1::/48"), "local-use NAT64"},           // RFC 8215
+	{netip.MustParsePrefix("100::/64"), "discard-only"},                    // RFC 6666
+	{netip.MustParsePrefix("2001::/23"), "IETF protocol assignment"},       // RFC 2928 (Teredo, ORCHID, AMT...)
+	{netip.MustParsePrefix("2001:db8::/32"), "documentation"},              // RFC 3849
+	{netip.MustParsePrefix("2002::/16"), "6to4"},                           // RFC 3056, RFC 7526
+	{netip.MustParsePrefix("3fff::/20"), "documentation"},                  // RFC 9637
+	{netip.MustParsePrefix("5f00::/16"), "segment-routing"},                // RFC 9602
+	{netip.MustParsePrefix("fc00::/7"), "unique local"},                    // RFC 4193
+	{netip.MustParsePrefix("fe80::/10"), "link-local"},                     // RFC 4291 section 2.5.6
+	{netip.MustParsePrefix("fec0::/10"), "site-local"},                     // RFC 3879 (deprecated)
+	{netip.MustParsePrefix("ff00::/8"), "multicast"},                       // RFC 4291 section 2.7
+}
+
+// blockedKind names the blocked range ip is in, or returns "".
+func blockedKind(ip netip.Addr) string {
+	for _, b := range blockedPrefixes {
+		if b.prefix.Contains(ip) {
+			return b.kind
+		}
+	}
+	return ""
 }
 
 // cimdDialControl guards the fetch of a client ID metadata document
 // against server-side request forgery (draft-ietf-oauth-client-id-
 // metadata-document, Security Considerations, SSRF): it refuses to
-// connect to a private, link-local, multicast or unspecified address, and
-// to loopback unless allowLoopback (the issuer itself is on loopback).
+// connect to an address in blockedPrefixes, or to a NAT64 address whose
+// embedded IPv4 address is in them, and allows loopback only when
+// allowLoopback (the issuer itself is on loopback).
 // It runs as a net.Dialer Control func, on each address actually dialled
 // after DNS resolution, so a name that resolves, or rebinds between two
 // lookups, to an internal address is refused too.
@@ -188,25 +253,17 @@ func cimdDialControl(allowLoopback bool) func(network, address string, _ syscall
 		if err != nil {
 			return fmt.Errorf("cannot check the address %q it resolves to", address)
 		}
-		ip := ap.Addr().Unmap()
-		kind := ""
-		switch {
-		case ip.IsLoopback():
-			if allowLoopback {
-				return nil
-			}
-			kind = "loopback"
-		case ip.IsPrivate():
-			kind = "private"
-		case ip.IsLinkLocalUnicast(), ip.IsLinkLocalMulticast():
-			kind = "link-local"
-		case ip.IsMulticast(), ip.IsInterfaceLocalMulticast():
-			kind = "multicast"
-		case ip.IsUnspecified():
-			kind = "unspecified"
-		default:
+		ip := ap.Addr().Unmap().WithZone("")
+		checked, embedded := ip, netip.Addr{}
+		if nat64Prefix.Contains(ip) {
+			b := ip.As16()
+			embedded = netip.AddrFrom4([4]byte(b[12:]))
+			checked = embedded
+		}
+		kind := blockedKind(checked)
+		if kind == "" || kind == "loopback" && allowLoopback {
 			return nil
 		}
-		return &blockedAddressError{addr: ip, kind: kind}
+		return &blockedAddressError{addr: ip, kind: kind, embedded: embedded}
 	}
 }

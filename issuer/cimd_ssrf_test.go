@@ -51,3 +51,45 @@ func TestCIMDFetchRefusesInternalAddresses(t *testing.T) {
 		}
 	}
 }
+
+// TestCIMDDialControlSpecialPurpose: the dial guard refuses the IANA
+// special-purpose ranges a metadata fetch must never reach (RFC 6890),
+// and a NAT64 address (64:ff9b::/96) by the IPv4 address it carries,
+// while public addresses, in either family, pass.
+func TestCIMDDialControlSpecialPurpose(t *testing.T) {
+	control := cimdDialControl(false)
+	for addr, want := range map[string]string{
+		"100.64.0.1:443":           "the shared (carrier-grade NAT) address 100.64.0.1",
+		"100.127.255.254:443":      "shared (carrier-grade NAT)",
+		"198.18.0.1:443":           "the benchmarking address 198.18.0.1",
+		"198.19.255.1:443":         "benchmarking",
+		"0.1.2.3:443":              "the this-network address 0.1.2.3",
+		"192.0.0.8:443":            "the IETF protocol assignment address",
+		"192.0.2.1:443":            "documentation",
+		"240.1.2.3:443":            "the reserved address 240.1.2.3",
+		"255.255.255.255:443":      "the broadcast address",
+		"[fd00::1]:443":            "the unique local address fd00::1",
+		"[fe80::1%lo]:443":         "the link-local address fe80::1",
+		"[::1]:443":                "the loopback address ::1",
+		"[::]:443":                 "the unspecified address",
+		"[ff02::1]:443":            "multicast",
+		"[2001:db8::1]:443":        "documentation",
+		"[64:ff9b::a9fe:a9fe]:443": "the NAT64 address 64:ff9b::a9fe:a9fe, which carries the link-local address 169.254.169.254",
+		"[64:ff9b::7f00:1]:443":    "carries the loopback address 127.0.0.1",
+		"[64:ff9b::6440:1]:443":    "carries the shared (carrier-grade NAT) address 100.64.0.1",
+		"[64:ff9b:1::a00:1]:443":   "the local-use NAT64 address",
+		"[::ffff:100.64.0.1]:443":  "shared (carrier-grade NAT)",
+		"[2002:a00:1::1]:443":      "6to4",
+		"[::ffff:198.18.0.1]:443":  "benchmarking",
+	} {
+		err := control("tcp", addr, nil)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err = %v, want %q", addr, err, want)
+		}
+	}
+	for _, addr := range []string{"93.184.215.14:443", "100.128.0.1:443", "198.20.0.1:443", "[2606:4700::1111]:443", "[64:ff9b::5db8:d70e]:443"} {
+		if err := control("tcp", addr, nil); err != nil {
+			t.Errorf("%s: %v, want allowed", addr, err)
+		}
+	}
+}

@@ -320,11 +320,12 @@ func (i *Issuer) OnRevoke(fn func(jtis []string)) {
 	i.onRevoke = append(i.onRevoke, fn)
 }
 
-// OnSessionEnd registers fn to be called, synchronously, when the
-// revocation endpoint (RFC 7009 §2.1) revoked the last live token family
-// (refresh token) that the client clientID held for subject: that client
-// is signed out of this issuer. Families revoked for reuse or replay, or
-// that expire, do not call it.
+// OnSessionEnd registers fn to be called, synchronously, when the issuer
+// revoked the last live token family (refresh token) that the client
+// clientID held for subject, at the revocation endpoint (RFC 7009 §2.1)
+// or because a rotated refresh token was reused (RFC 9700 §4.14.2) or a
+// redeemed code replayed (RFC 6749 §4.1.2): that client is signed out of
+// this issuer. Families that expire do not call it.
 func (i *Issuer) OnSessionEnd(fn func(subject, clientID string)) {
 	i.mu.Lock()
 	defer i.mu.Unlock()

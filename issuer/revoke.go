@@ -84,16 +84,23 @@ func (i *Issuer) serveRevoke(w http.ResponseWriter, r *http.Request) {
 	if owner != "" {
 		i.log.Info("issuer: tokens revoked", "client_id", c.id, "access_tokens", len(jtis))
 	}
-	if ended != nil {
-		i.mu.Lock()
-		fns := slices.Clone(i.onEnd)
-		i.mu.Unlock()
-		for _, fn := range fns {
-			fn(ended.Subject, ended.ClientID)
-		}
-	}
+	i.endSession(ended)
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
+}
+
+// endSession tells the OnSessionEnd callbacks that the client of g is
+// signed out of its subject's session; g nil ends nothing.
+func (i *Issuer) endSession(g *grantRecord) {
+	if g == nil {
+		return
+	}
+	i.mu.Lock()
+	fns := slices.Clone(i.onEnd)
+	i.mu.Unlock()
+	for _, fn := range fns {
+		fn(g.Subject, g.ClientID)
+	}
 }
 
 // lastGrantTx reports whether no family but id (g) of g's subject and

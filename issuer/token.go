@@ -86,11 +86,12 @@ func (i *Issuer) token(w http.ResponseWriter, r *http.Request) (*tokenResponse, 
 	var resp *tokenResponse
 	var revoked []string
 	var logs []func()
+	var ended *grantRecord
 	err = i.store.Update(ctx, func(tx state.Tx) error {
 		is := &issuing{tx: tx, now: now, key: key, jkt: dp.jkt}
 		var err error
 		resp, revoked, e, err = redeem(is, c, form)
-		logs = is.logs
+		logs, ended = is.logs, is.ended
 		return err
 	})
 	if err != nil {
@@ -100,6 +101,7 @@ func (i *Issuer) token(w http.ResponseWriter, r *http.Request) (*tokenResponse, 
 		log()
 	}
 	i.notifyRevoked(ctx, revoked)
+	i.endSession(ended)
 	return resp, e
 }
 
@@ -118,6 +120,28 @@ type issuing struct {
 	// logs are written once the transaction commits: a store may run it
 	// again (state.Store.Update), and a rolled-back run did nothing.
 	logs []func()
+	// ended is the family revoked for reuse or replay when it was the
+	// client's last live one for its subject: the session ends
+	// (OnSessionEnd) once the transaction commits.
+	ended *grantRecord
+}
+
+// revokeStolenTx revokes the family id (g) because one of its tokens was
+// presented again (a rotated refresh token, a redeemed code): RFC 9700
+// §4.14.2, RFC 6749 §4.1.2. It returns the access token jtis revoked and
+// records in is.ended whether that left the client no live family for g's
+// subject; a family revoked already ends nothing again.
+func (i *Issuer) revokeStolenTx(is *issuing, id string, g *grantRecord) ([]string, error) {
+	wasRevoked := g.Revoked
+	jtis, err := i.revokeGrantTx(is.tx, is.now, id, g)
+	if err != nil || wasRevoked {
+		return jtis, err
+	}
+	last, err := lastGrantTx(is.tx, is.now, id, g)
+	if last {
+		is.ended = g
+	}
+	return jtis, err
 }
 
 // logAfter logs what the transaction did once it commits.
@@ -175,7 +199,7 @@ func (i *Issuer) redeemCodeTx(is *issuing, c *client, form url.Values) (*tokenRe
 // tokens may live), in which case every token issued from it is revoked
 // (RFC 6749 §4.1.2).
 func (i *Issuer) replayedCodeTx(is *issuing, c *client, key string) (*tokenResponse, []string, *oauthError, error) {
-	tx, now := is.tx, is.now
+	tx := is.tx
 	g, err := getRecord[grantRecord](tx, kindGrant, key)
 	if err != nil {
 		return nil, nil, nil, err
@@ -184,7 +208,7 @@ func (i *Issuer) replayedCodeTx(is *issuing, c *client, key string) (*tokenRespo
 		if g.ClientID != c.id {
 			return nil, nil, badRequest("invalid_grant", "the authorization code was issued to another client"), nil
 		}
-		jtis, err := i.revokeGrantTx(tx, now, key, g)
+		jtis, err := i.revokeStolenTx(is, key, g)
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -241,7 +265,7 @@ func (i *Issuer) redeemRefreshTx(is *issuing, c *client, form url.Values) (*toke
 	case g.Revoked:
 		return nil, nil, badRequest("invalid_grant", "the refresh token was revoked"), nil
 	case g.Refresh != key:
-		jtis, err := i.revokeGrantTx(tx, now, rt.GrantID, g)
+		jtis, err := i.revokeStolenTx(is, rt.GrantID, g)
 		if err != nil {
 			return nil, nil, nil, err
 		}
