@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/agentauth/agentauth/wire"
 )
 
 // ahpFixtureConfig makes the host the shipped specification's example
@@ -55,7 +57,7 @@ func TestAHPFixtures(t *testing.T) {
 						t.Fatalf("frame %d: %v", i, err)
 					}
 				} else {
-					got, err := conn.Read(ctx)
+					got, err := readFrame(ctx, conn)
 					if err != nil {
 						t.Fatalf("frame %d: %v", i, err)
 					}
@@ -71,6 +73,28 @@ func TestAHPFixtures(t *testing.T) {
 				cancel()
 			}
 		})
+	}
+}
+
+// readFrame reads the next frame from conn, or fails when ctx ends
+// first: a frame that never comes fails the test rather than hanging it
+// (a pipe's Read ignores its context; the read left waiting ends when the
+// test closes conn).
+func readFrame(ctx context.Context, conn wire.Conn) ([]byte, error) {
+	type frame struct {
+		b   []byte
+		err error
+	}
+	ch := make(chan frame, 1)
+	go func() {
+		b, err := conn.Read(ctx)
+		ch <- frame{b, err}
+	}()
+	select {
+	case f := <-ch:
+		return f.b, f.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("no frame came: %w", ctx.Err())
 	}
 }
 

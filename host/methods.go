@@ -60,6 +60,9 @@ type session struct {
 	// rootSubscribed: the published dialect's client subscribed to the
 	// root channel (initialSubscriptions or subscribe).
 	rootSubscribed bool
+	// sessionSubs are the session channels the published dialect's client
+	// subscribed to.
+	sessionSubs map[string]bool
 	// upstreamWaits are the ACP upstream auth methods whose authenticate
 	// waits for a sign-in (authenticateUpstream); waits counts them.
 	upstreamWaits map[string]bool
@@ -289,6 +292,9 @@ func (s *session) handle(ctx context.Context, data []byte) {
 			s.mu.Lock()
 			s.initialized, s.dialect, s.rootSubscribed = true, d, root
 			s.mu.Unlock()
+			if d == wire.DialectPublished {
+				s.initialSessions(ctx, m.Params, result.(*initializeResult))
+			}
 			h.log.Info("connection initialized", "conn", s.id, "dialect", d.String())
 		}
 	case m.Method == wire.MethodPing && published:
@@ -298,7 +304,7 @@ func (s *session) handle(ctx context.Context, data []byte) {
 	case !initialized && m.Method != wire.MethodPing && (published || slices.Contains(allMethods, m.Method)):
 		rerr = wire.Errorf(early, "invalid request: call initialize before %s", m.Method)
 	case m.Method == wire.MethodSubscribe && published:
-		result, rerr = s.subscribe(m.Params)
+		result, rerr = s.subscribe(ctx, m.Params)
 	case published && slices.Contains([]string{wire.MethodCreateSession, wire.MethodListSessions, wire.MethodDisposeSession}, m.Method):
 		result, rerr = s.shippedSession(ctx, m.Method, m.Params)
 	case m.Method == wire.MethodLogout && acp:
@@ -532,7 +538,7 @@ func (h *Host) initialize(params json.RawMessage) (any, wire.Dialect, bool, *wir
 	if fixed.err != nil {
 		return nil, 0, false, wire.Errorf(wire.CodeInternalError, "internal error: cannot encode the resource metadata")
 	}
-	res := &initializeResult{ServerSeq: h.seq.Load(), Snapshots: []wire.Snapshot{}, ResourceMetadata: fixed.resourceMetadata,
+	res := &initializeResult{ServerSeq: h.seq.Load(), Snapshots: []any{}, ResourceMetadata: fixed.resourceMetadata,
 		AgentCapabilities: agentCapabilities, AuthMethods: fixed.authMethodsJSON}
 	if d == wire.DialectPublished {
 		v, ok := negotiate(p.ProtocolVersions)
@@ -546,7 +552,7 @@ func (h *Host) initialize(params json.RawMessage) (any, wire.Dialect, bool, *wir
 		// no snapshot rather than a refused initialize.
 		res.ProtocolVersion = v
 		if root = slices.Contains(p.InitialSubscriptions, wire.RootChannel); root {
-			res.Snapshots = []wire.Snapshot{h.rootSnapshot()}
+			res.Snapshots = []any{h.rootSnapshot()}
 		}
 	} else if d == wire.DialectACP {
 		// ACP answers an unsupported protocolVersion with its latest one;
@@ -579,7 +585,9 @@ type initializeResult struct {
 	ProtocolVersion  any             `json:"protocolVersion"`
 	ResourceMetadata json.RawMessage `json:"resourceMetadata"`
 	ServerSeq        int64           `json:"serverSeq"`
-	Snapshots        []wire.Snapshot `json:"snapshots"`
+	// Snapshots are wire.Snapshot (the root channel) and
+	// wire.SessionSnapshot values.
+	Snapshots []any `json:"snapshots"`
 }
 
 // The agent capabilities initialize announces: the design and published
@@ -628,17 +636,20 @@ func (r *requirements) initFixed(h *Host) *initFixed {
 	return r.init
 }
 
-// subscribe answers AHP's subscribe (types/common/commands.ts): the root
-// channel's snapshot; this host has no other channel.
-func (s *session) subscribe(params json.RawMessage) (any, *wire.Error) {
+// subscribe answers AHP's subscribe (types/common/commands.ts): the
+// snapshot of the root channel or of a session the caller's principal
+// owns.
+func (s *session) subscribe(ctx context.Context, params json.RawMessage) (any, *wire.Error) {
 	var p wire.SubscribeParams
 	if err := json.Unmarshal(params, &p); err != nil || p.Channel == "" {
-		return nil, wire.Errorf(wire.CodeInvalidParams, `invalid params: subscribe needs {"channel": "%s"}`, wire.RootChannel)
+		return nil, wire.Errorf(wire.CodeInvalidParams, `invalid params: subscribe needs {"channel": "%s"} or a session URI`, wire.RootChannel)
 	}
 	if p.Channel != wire.RootChannel {
-		// VS Code's host answers SessionNotFound for a channel it cannot
-		// restore (agentService.ts, subscribe → restoreSession).
-		return nil, wire.Errorf(codeSessionNotFound, "cannot subscribe to %q: this host has only %s", p.Channel, wire.RootChannel)
+		snap, rerr := s.sessionSnapshot(ctx, p.Channel)
+		if rerr != nil {
+			return nil, rerr
+		}
+		return map[string]any{"snapshot": snap}, nil
 	}
 	s.mu.Lock()
 	s.rootSubscribed = true
@@ -647,14 +658,76 @@ func (s *session) subscribe(params json.RawMessage) (any, *wire.Error) {
 	return wire.SubscribeResult{Snapshot: &snap}, nil
 }
 
+// sessionSnapshot subscribes the connection to the session channel ch
+// and answers its snapshot: a SessionState with the session's summary,
+// lifecycle ready and no turns (AHP types/channels-session/state.ts). A
+// session that is not the caller principal's is SessionNotFound, as VS
+// Code's host answers a channel it cannot restore (agentService.ts,
+// subscribe → restoreSession).
+func (s *session) sessionSnapshot(ctx context.Context, ch string) (*wire.SessionSnapshot, *wire.Error) {
+	h := s.h
+	owner := h.principal(s.table().view(h.now()))
+	all, err := h.sessions.list(ctx, owner)
+	if err != nil {
+		h.log.Error("subscribe failed", "conn", s.id, "err", err)
+		return nil, errSessionStore
+	}
+	i := slices.IndexFunc(all, func(a agentSession) bool { return a.ID == ch })
+	if i < 0 {
+		return nil, wire.Errorf(codeSessionNotFound, "cannot subscribe to %q: no such session of yours; create it with createSession (listSessions lists yours)", ch)
+	}
+	s.mu.Lock()
+	if s.sessionSubs == nil {
+		s.sessionSubs = map[string]bool{}
+	}
+	s.sessionSubs[ch] = true
+	s.mu.Unlock()
+	return &wire.SessionSnapshot{Resource: ch, State: wire.SessionState{Summary: summary(all[i]), Lifecycle: wire.SessionLifecycleReady,
+		Turns: []json.RawMessage{}}, FromSeq: h.seq.Load()}, nil
+}
+
+// initialSessions adds to res the snapshot of every session channel that
+// initialize's initialSubscriptions names and the caller may see; like
+// VS Code's host (protocolServerHandler.ts, _addInitialSubscription), a
+// channel it cannot have gets no snapshot rather than a refused
+// initialize.
+func (s *session) initialSessions(ctx context.Context, params json.RawMessage, res *initializeResult) {
+	var p wire.InitializeParams
+	if json.Unmarshal(params, &p) != nil {
+		return
+	}
+	for _, ch := range p.InitialSubscriptions {
+		if ch == wire.RootChannel {
+			continue
+		}
+		if snap, rerr := s.sessionSnapshot(ctx, ch); rerr == nil {
+			res.Snapshots = append(res.Snapshots, snap)
+		}
+	}
+}
+
+// summary is a session's SessionSummary (AHP
+// types/channels-session/state.ts): idle, titled by its URI, its times ISO
+// 8601 like Date.prototype.toISOString, as VS Code's host answers and its
+// client parses (Date.parse).
+func summary(a agentSession) wire.SessionSummary {
+	t, _ := time.Parse(time.RFC3339, a.CreatedAt)
+	at := t.UTC().Format("2006-01-02T15:04:05.000Z")
+	return wire.SessionSummary{Resource: a.ID, Provider: shippedProvider, Title: a.ID, Status: wire.SessionStatusIdle, CreatedAt: at, ModifiedAt: at}
+}
+
 // unsubscribe is AHP's unsubscribe notification.
 func (s *session) unsubscribe(params json.RawMessage) {
 	var p wire.SubscribeParams
-	if json.Unmarshal(params, &p) == nil && p.Channel == wire.RootChannel {
-		s.mu.Lock()
-		s.rootSubscribed = false
-		s.mu.Unlock()
+	if json.Unmarshal(params, &p) != nil {
+		return
 	}
+	s.mu.Lock()
+	if p.Channel == wire.RootChannel {
+		s.rootSubscribed = false
+	}
+	delete(s.sessionSubs, p.Channel)
+	s.mu.Unlock()
 }
 
 // negotiate picks the highest of the offered AHP versions that one of
@@ -1175,14 +1248,9 @@ func (s *session) shippedSession(ctx context.Context, method string, params json
 			h.log.Error("listSessions failed", "conn", s.id, "err", err)
 			return nil, errSessionStore
 		}
-		items := []map[string]any{}
+		items := []wire.SessionSummary{}
 		for _, a := range all {
-			// ISO 8601 like Date.prototype.toISOString, as VS Code's host
-			// answers and its client parses (Date.parse).
-			t, _ := time.Parse(time.RFC3339, a.CreatedAt)
-			at := t.UTC().Format("2006-01-02T15:04:05.000Z")
-			items = append(items, map[string]any{"resource": a.ID, "provider": shippedProvider, "title": a.ID, "status": 1,
-				"createdAt": at, "modifiedAt": at})
+			items = append(items, summary(a))
 		}
 		return map[string]any{"items": items}, nil
 	default: // disposeSession
@@ -1191,11 +1259,50 @@ func (s *session) shippedSession(ctx context.Context, method string, params json
 		}
 		// Disposing a session that is gone is not an error, as in VS
 		// Code's host (agentService.ts, disposeSession).
-		if _, err := h.sessions.dispose(ctx, owner, p.Channel); err != nil {
+		found, err := h.sessions.dispose(ctx, owner, p.Channel)
+		if err != nil {
 			h.log.Error("disposeSession failed", "conn", s.id, "err", err)
 			return nil, errSessionStore
 		}
+		if found {
+			h.sessionRemoved(owner, p.Channel)
+		}
 		return null, nil
+	}
+}
+
+// methodSessionRemoved is AHP's root/sessionRemoved notification
+// {channel, session} (types/channels-root/notifications.ts).
+const methodSessionRemoved = "root/sessionRemoved"
+
+// sessionRemoved tells owner's connections subscribed to session ch that
+// it is gone, and ends their subscriptions. Connections subscribed to the
+// root channel only are not told, as this host pushes no
+// root/sessionAdded either (they learn of sessions with listSessions);
+// nor are other principals': sessions are visible to their owner only.
+func (h *Host) sessionRemoved(owner, ch string) {
+	m, err := wire.NewNotification(methodSessionRemoved, map[string]string{"channel": wire.RootChannel, "session": ch})
+	if err != nil {
+		h.log.Error("cannot encode root/sessionRemoved", "err", err)
+		return
+	}
+	h.mu.Lock()
+	conns := make([]*session, 0, len(h.conns))
+	for s := range h.conns {
+		conns = append(conns, s)
+	}
+	h.mu.Unlock()
+	for _, s := range conns {
+		s.mu.Lock()
+		tell := s.sessionSubs[ch]
+		s.mu.Unlock()
+		if !tell || h.principal(s.table().view(h.now())) != owner {
+			continue
+		}
+		s.mu.Lock()
+		delete(s.sessionSubs, ch)
+		s.mu.Unlock()
+		s.notify(m)
 	}
 }
 

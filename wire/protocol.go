@@ -205,6 +205,44 @@ type SubscribeResult struct {
 	Snapshot *Snapshot `json:"snapshot,omitempty"`
 }
 
+// SessionSnapshot is a session channel's snapshot (AHP
+// types/common/state.ts, Snapshot, whose state is a SessionState).
+type SessionSnapshot struct {
+	Resource string       `json:"resource"`
+	State    SessionState `json:"state"`
+	FromSeq  int64        `json:"fromSeq"`
+}
+
+// SessionState is the minimal state of a session channel: its summary,
+// lifecycle and turns (AHP types/channels-session/state.ts, SessionState,
+// as VS Code's protocol 0.9.0 copy has it); Turns are kept raw.
+type SessionState struct {
+	Summary   SessionSummary    `json:"summary"`
+	Lifecycle string            `json:"lifecycle"`
+	Turns     []json.RawMessage `json:"turns"`
+}
+
+// SessionSummary is AHP's SessionSummary (types/channels-session/state.ts):
+// Status is a SessionStatus bitset (SessionStatusIdle when no turn is
+// active); CreatedAt and ModifiedAt are ISO 8601, as listSessions
+// answers them.
+type SessionSummary struct {
+	Resource   string `json:"resource"`
+	Provider   string `json:"provider"`
+	Title      string `json:"title"`
+	Status     int    `json:"status"`
+	CreatedAt  string `json:"createdAt"`
+	ModifiedAt string `json:"modifiedAt"`
+}
+
+// SessionStatusIdle and SessionLifecycleReady are the SessionStatus and
+// SessionLifecycle of a session with no turn (AHP
+// types/channels-session/state.ts).
+const (
+	SessionStatusIdle     = 1
+	SessionLifecycleReady = "ready"
+)
+
 // SnapshotState lists the agents of a snapshot.
 type SnapshotState struct {
 	Agents []SnapshotAgent `json:"agents"`
