@@ -6,15 +6,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
 	"testing"
 
 	"github.com/coder/websocket"
-
-	"github.com/agentauth/agentauth/issuer"
 )
 
 // BenchmarkIdleWebSocketSetup opens b.N WebSocket connections through
@@ -29,24 +26,7 @@ import (
 //	go test -run '^$' -bench IdleWebSocketSetup -benchtime 2000x -memprofile mem.out ./host
 //	go tool pprof -sample_index alloc_space -focus 'http.\(\*conn\).serve|ServeConn' mem.out
 func BenchmarkIdleWebSocketSetup(b *testing.B) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	origin := "http://" + ln.Addr().String()
-	iss, err := issuer.New(issuer.Options{Issuer: origin, AutoApprove: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	cfg, err := ParseConfig([]byte(`{"schemes": [{"id": "dev", "authorizationServers": ["embedded"], "scopesSupported": ["agent:use"], "validation": {"type": "jwt"}}]}`))
-	if err != nil {
-		b.Fatal(err)
-	}
-	cfg.Resolve(origin)
-	h, err := New(Options{Config: cfg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}) // as serve logs
-	if err != nil {
-		b.Fatal(err)
-	}
+	ln, origin, iss, h := benchHost(b, slog.New(slog.NewTextHandler(io.Discard, nil))) // as serve logs
 	mux := http.NewServeMux()
 	for _, p := range iss.Paths() {
 		mux.Handle(p, iss.Handler())
@@ -59,9 +39,8 @@ func BenchmarkIdleWebSocketSetup(b *testing.B) {
 	srv := &httptest.Server{Listener: ln, Config: &http.Server{Handler: guarded}}
 	srv.Start()
 	b.Cleanup(srv.Close)
-	b.Cleanup(h.Close)
 
-	token := embeddedToken(b, origin)
+	token := embeddedToken(b, origin, nil)
 	ctx := context.Background()
 	dial := func() *websocket.Conn {
 		c, _, err := websocket.Dial(ctx, "ws://"+ln.Addr().String()+"/", nil)
