@@ -84,6 +84,26 @@ func initialized(t *testing.T, h *Host, d wire.Dialect) *wire.Client {
 	return c
 }
 
+// initializedWebSocket is initialized over a real WebSocket (the host's
+// WebSocketHandler on a test server) in the design dialect.
+func initializedWebSocket(t *testing.T, h *Host) *wire.Client {
+	t.Helper()
+	srv := httptest.NewServer(h.WebSocketHandler(""))
+	t.Cleanup(srv.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), pushWait)
+	defer cancel()
+	conn, err := wire.DialWebSocket(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), srv.Client(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := wire.NewClient(conn)
+	t.Cleanup(func() { c.Close() })
+	if _, err := wire.Initialize(ctx, c, wire.DialectDesign, "t"); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 func authenticate(t *testing.T, c *wire.Client, scheme, token string) error {
 	t.Helper()
 	return wire.Authenticate(context.Background(), c, wire.DialectDesign, wire.Requirement{SchemeID: scheme}, token)
@@ -621,19 +641,9 @@ func (b *syncBuffer) String() string {
 func TestCloseEndsEveryConnection(t *testing.T) {
 	var logs syncBuffer
 	h := newTestHost(t, baseConfig, Options{Logger: newTextLogger(&logs)})
-	srv := httptest.NewServer(h.WebSocketHandler(""))
-	t.Cleanup(srv.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), pushWait)
 	defer cancel()
-	conn, err := wire.DialWebSocket(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), srv.Client(), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := wire.NewClient(conn)
-	defer c.Close()
-	if _, err := wire.Initialize(ctx, c, wire.DialectDesign, "t"); err != nil {
-		t.Fatal(err)
-	}
+	c := initializedWebSocket(t, h)
 
 	h.Close()
 	if !strings.Contains(logs.String(), `msg="connection closed" conn=1 reason="host shutting down"`) {

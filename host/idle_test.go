@@ -142,19 +142,9 @@ func TestWebSocketBuffersAreSmall(t *testing.T) {
 // whole, both ways.
 func TestWebSocketMessagesLargerThanBuffers(t *testing.T) {
 	h := newTestHost(t, baseConfig, Options{})
-	srv := httptest.NewServer(h.WebSocketHandler(""))
-	t.Cleanup(srv.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), pushWait)
 	defer cancel()
-	conn, err := wire.DialWebSocket(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), srv.Client(), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := wire.NewClient(conn)
-	defer c.Close()
-	if _, err := wire.Initialize(ctx, c, wire.DialectDesign, "t"); err != nil {
-		t.Fatal(err)
-	}
+	c := initializedWebSocket(t, h)
 	if err := authenticate(t, c, "dev", "t-alice"); err != nil {
 		t.Fatal(err)
 	}
