@@ -2,20 +2,17 @@ package host
 
 import (
 	"bytes"
-	"encoding/json"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"golang.org/x/oauth2"
-
+	"github.com/agentauth/agentauth/internal/devlogin"
 	"github.com/agentauth/agentauth/issuer"
 	"github.com/agentauth/agentauth/wire"
 )
@@ -143,54 +140,13 @@ func benchHost(b *testing.B, logger *slog.Logger) (net.Listener, string, *issuer
 	return ln, origin, iss, h
 }
 
-// embeddedToken runs the authorization code grant with PKCE against an
-// auto-approving embedded issuer and returns the access token; with key,
-// DPoP-bound (after the nonce round trip).
+// embeddedToken signs in to the auto-approving embedded issuer at origin
+// for its /mcp resource (devlogin.Token); with key, DPoP-bound.
 func embeddedToken(b *testing.B, origin string, key *wire.DPoPKey) string {
 	b.Helper()
-	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	verifier := oauth2.GenerateVerifier()
-	redirect := "http://127.0.0.1:1/callback"
-	q := url.Values{"response_type": {"code"}, "client_id": {issuer.CLIClientID}, "redirect_uri": {redirect}, "state": {"s"},
-		"code_challenge": {oauth2.S256ChallengeFromVerifier(verifier)}, "code_challenge_method": {"S256"}, "resource": {origin + "/mcp"}}
-	resp, err := noRedirect.Get(origin + "/authorize?" + q.Encode())
+	token, err := devlogin.Token(http.DefaultClient, origin, origin+"/mcp", key)
 	if err != nil {
 		b.Fatal(err)
 	}
-	resp.Body.Close()
-	loc, err := url.Parse(resp.Header.Get("Location"))
-	if err != nil || loc.Query().Get("code") == "" {
-		b.Fatalf("authorize: %s %q", resp.Status, resp.Header.Get("Location"))
-	}
-	form := url.Values{"grant_type": {"authorization_code"}, "code": {loc.Query().Get("code")}, "redirect_uri": {redirect},
-		"client_id": {issuer.CLIClientID}, "code_verifier": {verifier}}
-	nonce := ""
-	for range 2 {
-		req, _ := http.NewRequest(http.MethodPost, origin+"/token", strings.NewReader(form.Encode()))
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		if key != nil {
-			proof, err := key.Proof(http.MethodPost, origin+"/token", "", nonce, time.Now())
-			if err != nil {
-				b.Fatal(err)
-			}
-			req.Header.Set("DPoP", proof)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			b.Fatal(err)
-		}
-		var tok struct {
-			AccessToken string `json:"access_token"`
-		}
-		err = json.NewDecoder(resp.Body).Decode(&tok)
-		resp.Body.Close()
-		if tok.AccessToken != "" {
-			return tok.AccessToken
-		}
-		if nonce = resp.Header.Get("DPoP-Nonce"); key == nil || nonce == "" || err != nil {
-			b.Fatalf("token: %s %v", resp.Status, err)
-		}
-	}
-	b.Fatal("token: no token after the nonce round trip")
-	return ""
+	return token
 }

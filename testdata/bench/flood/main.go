@@ -32,6 +32,8 @@ import (
 
 	"github.com/coder/websocket"
 	"golang.org/x/oauth2"
+
+	"github.com/agentauth/agentauth/internal/devlogin"
 )
 
 func main() {
@@ -296,7 +298,7 @@ func run(bin string, d time.Duration, workers int, bound int64) error {
 
 	// createSession over WebSocket, one authenticated connection per
 	// worker, all as the one dev user.
-	token, err := devToken(hc, auto.addr)
+	token, err := devlogin.Token(hc, "http://"+auto.addr, "", nil)
 	if err != nil {
 		return err
 	}
@@ -321,37 +323,6 @@ func run(bin string, d time.Duration, workers int, bound int64) error {
 		return boundError{fmt.Errorf("serve grew past the bound: %s", strings.Join(exceeded, "; "))}
 	}
 	return nil
-}
-
-// devToken runs the authorization code flow of agentauth-cli against an
-// auto-approving issuer.
-func devToken(hc *http.Client, addr string) (string, error) {
-	verifier := oauth2.GenerateVerifier()
-	redirect := "http://127.0.0.1:1/callback"
-	q := url.Values{"response_type": {"code"}, "client_id": {"agentauth-cli"}, "redirect_uri": {redirect},
-		"code_challenge": {oauth2.S256ChallengeFromVerifier(verifier)}, "code_challenge_method": {"S256"}}
-	resp, err := hc.Get("http://" + addr + "/authorize?" + q.Encode())
-	if err != nil {
-		return "", err
-	}
-	resp.Body.Close()
-	loc, err := url.Parse(resp.Header.Get("Location"))
-	if err != nil || loc.Query().Get("code") == "" {
-		return "", fmt.Errorf("no code from /authorize: %s", resp.Status)
-	}
-	resp, err = hc.PostForm("http://"+addr+"/token", url.Values{"grant_type": {"authorization_code"}, "code": {loc.Query().Get("code")},
-		"redirect_uri": {redirect}, "code_verifier": {verifier}, "client_id": {"agentauth-cli"}})
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	var tok struct {
-		AccessToken string `json:"access_token"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&tok); err != nil || tok.AccessToken == "" {
-		return "", fmt.Errorf("no token: %s", resp.Status)
-	}
-	return tok.AccessToken, nil
 }
 
 // rpcConn is a JSON-RPC 2.0 connection to the agent host's WebSocket face.

@@ -40,7 +40,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -54,7 +53,8 @@ import (
 	"github.com/coder/websocket"
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
-	"golang.org/x/oauth2"
+
+	"github.com/agentauth/agentauth/internal/devlogin"
 )
 
 func main() {
@@ -193,7 +193,7 @@ func (b *bench) servers(serveArgs ...string) (agent, ref *proc, token string, er
 		agent.stop()
 		return nil, nil, "", err
 	}
-	token, err = devToken(agent.addr)
+	token, err = devlogin.Token(http.DefaultClient, "http://"+agent.addr, "", nil)
 	if err != nil {
 		agent.stop()
 		ref.stop()
@@ -516,11 +516,11 @@ func (b *bench) burst() error {
 		data, _ := os.ReadFile(agent.log)
 		return bytes.Count(data, []byte(`msg="token validated"`))
 	}
-	httpToken, err := devToken(agent.addr)
+	httpToken, err := devlogin.Token(http.DefaultClient, "http://"+agent.addr, "", nil)
 	if err != nil {
 		return err
 	}
-	wsToken, err := devToken(agent.addr)
+	wsToken, err := devlogin.Token(http.DefaultClient, "http://"+agent.addr, "", nil)
 	if err != nil {
 		return err
 	}
@@ -595,38 +595,6 @@ func (b *bench) burst() error {
 	fmt.Printf("%-34s %d of %d accepted, %d signature verifications (reference: 1), wall %s, serve CPU %s\n",
 		"WebSocket authenticate", ok.Load(), b.conns, count()-before, wall.Round(time.Millisecond), cpu)
 	return nil
-}
-
-// devToken runs the authorization code flow of agentauth-cli against the
-// auto-approving embedded issuer.
-func devToken(addr string) (string, error) {
-	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	verifier := oauth2.GenerateVerifier()
-	redirect := "http://127.0.0.1:1/callback"
-	q := url.Values{"response_type": {"code"}, "client_id": {"agentauth-cli"}, "redirect_uri": {redirect},
-		"code_challenge": {oauth2.S256ChallengeFromVerifier(verifier)}, "code_challenge_method": {"S256"}}
-	resp, err := hc.Get("http://" + addr + "/authorize?" + q.Encode())
-	if err != nil {
-		return "", err
-	}
-	resp.Body.Close()
-	loc, err := url.Parse(resp.Header.Get("Location"))
-	if err != nil || loc.Query().Get("code") == "" {
-		return "", fmt.Errorf("no code from /authorize: %s", resp.Status)
-	}
-	resp, err = hc.PostForm("http://"+addr+"/token", url.Values{"grant_type": {"authorization_code"}, "code": {loc.Query().Get("code")},
-		"redirect_uri": {redirect}, "code_verifier": {verifier}, "client_id": {"agentauth-cli"}})
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	var tok struct {
-		AccessToken string `json:"access_token"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&tok); err != nil || tok.AccessToken == "" {
-		return "", fmt.Errorf("no token: %s", resp.Status)
-	}
-	return tok.AccessToken, nil
 }
 
 // refServer is the reference: verified claims cached by the token's SHA-256.
