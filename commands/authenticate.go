@@ -94,8 +94,7 @@ command to run is printed on stderr).`,
 				}
 			}
 			opts.IO, opts.Now, opts.Client = f.IO, f.Now, f.Client()
-			ctx := c.Context
-			return run(ctx, opts)
+			return run(c.Context, opts)
 		},
 	}
 }

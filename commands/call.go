@@ -135,8 +135,7 @@ scope, where to get a token) and exits 4; other JSON-RPC errors exit 1.
 				return err
 			}
 			opts.IO, opts.Client = f.IO, f.Client()
-			ctx := c.Context
-			return run(ctx, opts)
+			return run(c.Context, opts)
 		},
 	}
 }

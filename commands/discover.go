@@ -65,8 +65,7 @@ Prints one block per requirement on stdout; --json prints one document:
 				return err
 			}
 			opts.IO, opts.HTTPClient = f.IO, f.HTTPClient
-			ctx := c.Context
-			return run(ctx, opts)
+			return run(c.Context, opts)
 		},
 	}
 }

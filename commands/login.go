@@ -215,8 +215,7 @@ On success one line goes to stderr; --json prints on stdout:
 			}
 			opts.GitHubClientID = os.Getenv(client.EnvGitHubClientID)
 			opts.IO, opts.Factory = f.IO, f
-			ctx := c.Context
-			return run(ctx, opts)
+			return run(c.Context, opts)
 		},
 	}
 }

@@ -27,8 +27,7 @@ Output as token-revoke's, --json included.`,
 				return err
 			}
 			opts.IO, opts.Client = f.IO, f.Client()
-			ctx := c.Context
-			return runRevoke(ctx, opts)
+			return runRevoke(c.Context, opts)
 		},
 	}
 }

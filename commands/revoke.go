@@ -59,8 +59,7 @@ One line per credential on stderr; --json prints {"target", "credentials":
 				return err
 			}
 			opts.IO, opts.Client = f.IO, f.Client()
-			ctx := c.Context
-			return run(ctx, opts)
+			return run(c.Context, opts)
 		},
 	}
 }

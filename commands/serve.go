@@ -293,8 +293,7 @@ Logs go to stderr (or --log-file), never tokens.`,
 			if f.Verbose && !c.IsSet("log-level") {
 				opts.LogLevel = slog.LevelDebug
 			}
-			ctx := c.Context
-			return run(ctx, opts)
+			return run(c.Context, opts)
 		},
 	}
 }

@@ -86,8 +86,7 @@ status and git status); errors and the login hint go to stderr.`,
 			if opts.Target == "" {
 				return run(c.Context, opts)
 			}
-			ctx := c.Context
-			return run(ctx, opts)
+			return run(c.Context, opts)
 		},
 	}
 }

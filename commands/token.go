@@ -44,8 +44,7 @@ usable credential, token exits 4 and prints the login command to run.`,
 				return err
 			}
 			opts.IO, opts.Client = f.IO, f.Client()
-			ctx := c.Context
-			return run(ctx, opts)
+			return run(c.Context, opts)
 		},
 	}
 }
