@@ -235,6 +235,17 @@ func (h *Host) recheckHeld(t *grantTable, e *held) {
 	t.mu.Unlock()
 }
 
+// connections lists the connections being served now.
+func (h *Host) connections() []*session {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]*session, 0, len(h.conns))
+	for s := range h.conns {
+		out = append(out, s)
+	}
+	return out
+}
+
 // audience lists the connections a table serves, except one.
 func (h *Host) audience(t *grantTable, except *session) []*session {
 	if t.owner != nil {

@@ -259,12 +259,7 @@ func (h *Host) upstreamGate(ctx context.Context, method string, v authView) *wir
 // "authenticated", the published dialect's auth/required, each with
 // "upstream".
 func (h *Host) pushSignedIn(sid, upstream string) {
-	h.mu.Lock()
-	conns := make([]*session, 0, len(h.conns))
-	for s := range h.conns {
-		conns = append(conns, s)
-	}
-	h.mu.Unlock()
+	conns := h.connections()
 	for _, s := range conns {
 		s.mu.Lock()
 		ok, d := s.initialized, s.dialect

@@ -1286,12 +1286,7 @@ func (h *Host) sessionRemoved(owner, ch string) {
 		h.log.Error("cannot encode root/sessionRemoved", "err", err)
 		return
 	}
-	h.mu.Lock()
-	conns := make([]*session, 0, len(h.conns))
-	for s := range h.conns {
-		conns = append(conns, s)
-	}
-	h.mu.Unlock()
+	conns := h.connections()
 	for _, s := range conns {
 		s.mu.Lock()
 		tell := s.sessionSubs[ch]

@@ -51,12 +51,7 @@ func (h *Host) Reload(cfg *Config) error {
 	h.reqs.Store(next)
 	seq := h.seq.Add(1)
 	h.log.Info("config reloaded", "changed", len(changed), "removed", removed, "schemes", len(next.schemes))
-	h.mu.Lock()
-	conns := make([]*session, 0, len(h.conns))
-	for s := range h.conns {
-		conns = append(conns, s)
-	}
-	h.mu.Unlock()
+	conns := h.connections()
 	action, err := wire.NewNotification(MethodAction, map[string]any{"channel": wire.RootChannel, "serverSeq": seq,
 		"action": map[string]any{"type": "root/agentsChanged", "agents": h.rootSnapshot().State.Agents}})
 	if err != nil {
