@@ -26,19 +26,14 @@ const headerMCPProtocolVersion = "Mcp-Protocol-Version"
 // well-known prefix inserted between the resource's host and its path
 // (RFC 9728 §3.1), e.g. http://127.0.0.1:7777/.well-known/oauth-protected-resource/mcp.
 func (h *Host) ResourceMetadataURL() string {
-	u, err := url.Parse(h.cfg.Resource)
-	if err != nil { // checked by checkResolved
+	origin, path, query := metadataAddress(h.cfg.Resource)
+	if origin == "" { // checked by checkResolved
 		return ""
 	}
-	path := strings.TrimSuffix(u.EscapedPath(), "/")
-	if u.Path == "/" {
-		path = ""
+	if query != "" {
+		path += "?" + query
 	}
-	out := u.Scheme + "://" + u.Host + WellKnownResourceMetadata + path
-	if u.RawQuery != "" {
-		out += "?" + u.RawQuery
-	}
-	return out
+	return origin + path
 }
 
 // HTTPHandler serves the host's HTTP face (PROTOCOL.md "HTTP resource"),
