@@ -92,6 +92,9 @@ func Discover(ctx context.Context, hc *http.Client, stderr io.Writer, target str
 		return nil, err
 	}
 	info := &TargetInfo{Target: target, Kind: KindAgentHost, Dialect: res.Dialect(), host: client}
+	if res.IsACPAgent() {
+		info.Dialect = wire.DialectACP
+	}
 	for _, req := range res.Requirements() {
 		info.Requirements = append(info.Requirements, &RequirementInfo{Requirement: req})
 	}
@@ -145,6 +148,10 @@ func initializeHost(ctx context.Context, hc *http.Client, stderr io.Writer, targ
 	var rpc *wire.Error
 	if errors.As(err, &rpc) && rpc.Code == wire.CodeUnsupportedVersion {
 		res, client, err = initializeIn(ctx, hc, stderr, target, wire.DialectPublished)
+	}
+	if err == nil && res.IsACPAgent() {
+		client.Close()
+		res, client, err = initializeACP(ctx, target, hc, stderr)
 	}
 	return res, client, err
 }

@@ -204,7 +204,38 @@ func DialHost(ctx context.Context, target string, hc *http.Client, stderr io.Wri
 		client.Close()
 		return nil, fmt.Errorf("cannot initialize %s: %w", wire.RedactTarget(target), err)
 	}
-	return &HostConn{Client: client, Dialect: res.Dialect(), Init: res, Reqs: res.Requirements()}, nil
+	d := res.Dialect()
+	if res.IsACPAgent() {
+		client.Close()
+		if res, client, err = initializeACP(ctx, target, hc, stderr); err != nil {
+			return nil, err
+		}
+		d = wire.DialectACP
+	}
+	return &HostConn{Client: client, Dialect: d, Init: res, Reqs: res.Requirements()}, nil
+}
+
+// initializeACP connects to target again and initializes as an ACP client
+// (clientInfo, clientCapabilities.auth.terminal): an ACP agent answers
+// the design dialect's initialize too, but lists its terminal methods
+// only to a client that can run them. stderr also receives the agent's
+// stdout lines that are not JSON.
+func initializeACP(ctx context.Context, target string, hc *http.Client, stderr io.Writer) (*wire.InitializeResult, *wire.Client, error) {
+	opts := wire.DialOptions{HTTPClient: hc, Stderr: stderr}
+	if stderr != nil {
+		opts.NonJSON = func(line []byte) { stderr.Write(append(line, '\n')) }
+	}
+	conn, err := wire.DialTarget(ctx, target, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	client := wire.NewClient(conn)
+	var res wire.InitializeResult
+	if err := client.Call(ctx, wire.MethodInitialize, wire.NewInitializeParams(wire.DialectACP, ""), &res); err != nil {
+		client.Close()
+		return nil, nil, fmt.Errorf("cannot initialize %s: %s", wire.RedactTarget(target), RPCText(err))
+	}
+	return &res, client, nil
 }
 
 // authenticate sends token for r and records the host's answer in res; a

@@ -165,20 +165,71 @@ type AuthMethod struct {
 	Description string         `json:"description,omitempty"`
 	Type        string         `json:"type,omitempty"`
 	Meta        map[string]any `json:"_meta,omitempty"`
-	// VarName and Link describe an ACP env_var method; Args and Env a
-	// terminal method (appended to the agent's own command line).
-	VarName string            `json:"varName,omitempty"`
-	Link    string            `json:"link,omitempty"`
-	Args    []string          `json:"args,omitempty"`
-	Env     map[string]string `json:"env,omitempty"`
+	// Vars and Link describe an env_var method: the variables the agent
+	// reads and where to get their values (ACP schema/v1/schema.unstable.json
+	// of v1.4.0–v1.6.0, AuthMethodEnvVar and AuthEnvVar; 1.7.0 removed the
+	// type, but agents such as codex-acp still advertise it). VarName is
+	// the single variable of the RFD's first draft, read for older agents.
+	Vars    []AuthEnvVar `json:"vars,omitempty"`
+	VarName string       `json:"varName,omitempty"`
+	Link    string       `json:"link,omitempty"`
+	// Args and Env describe a terminal method: appended to, and set on,
+	// the agent's own command line (ACP schema 1.7.0, AuthMethodTerminal).
+	Args []string          `json:"args,omitempty"`
+	Env  map[string]string `json:"env,omitempty"`
 }
 
-// AgentCapabilities advertises the optional queries.
+// ACP auth method types (ACP schema 1.7.0, AuthMethod; env_var from the
+// unstable schema of v1.4.0–v1.6.0).
+const (
+	AuthMethodAgent    = "agent"
+	AuthMethodTerminal = "terminal"
+	AuthMethodEnvVar   = "env_var"
+)
+
+// Kind is the method's type, "agent" when it names none (ACP schema
+// 1.7.0: "When no type is present, the method is treated as agent").
+func (m AuthMethod) Kind() string { return cmp.Or(m.Type, AuthMethodAgent) }
+
+// AuthEnvVar is one variable of an env_var method.
+type AuthEnvVar struct {
+	Name     string `json:"name"`
+	Label    string `json:"label,omitempty"`
+	Secret   *bool  `json:"secret,omitempty"`
+	Optional bool   `json:"optional,omitempty"`
+}
+
+// VarNames lists the variables an env_var method reads: vars[].name, or
+// the older varName.
+func (m AuthMethod) VarNames() []string {
+	var out []string
+	for _, v := range m.Vars {
+		if v.Name != "" {
+			out = append(out, v.Name)
+		}
+	}
+	if len(out) == 0 && m.VarName != "" {
+		out = []string{m.VarName}
+	}
+	return out
+}
+
+// AgentCapabilities advertises the optional queries: getAuthState
+// (PROTOCOL.md's name), auth.status (ACP RFD get-auth-state: the
+// auth/status method) and auth.logout (ACP schema 1.7.0,
+// AgentAuthCapabilities).
 type AgentCapabilities struct {
 	GetAuthState bool `json:"getAuthState,omitempty"`
 	Auth         *struct {
-		Status bool `json:"status,omitempty"`
+		Status bool            `json:"status,omitempty"`
+		Logout json.RawMessage `json:"logout,omitempty"`
 	} `json:"auth,omitempty"`
+}
+
+// CanLogout reports whether ACP's logout is advertised ({} rather than
+// absent or null).
+func (c AgentCapabilities) CanLogout() bool {
+	return c.Auth != nil && len(c.Auth.Logout) > 0 && string(c.Auth.Logout) != "null"
 }
 
 // CanQueryAuthState reports whether either auth-state query is advertised.
@@ -267,6 +318,23 @@ type InitializeResult struct {
 	ResourceMetadata  *ResourceMetadata `json:"resourceMetadata,omitempty"`
 	AgentCapabilities AgentCapabilities `json:"agentCapabilities"`
 	AuthMethods       []AuthMethod      `json:"authMethods,omitempty"`
+	// AgentInfo is an ACP agent's Implementation {name, title, version}.
+	AgentInfo *Implementation `json:"agentInfo,omitempty"`
+}
+
+// Implementation is ACP's Implementation (schema 1.7.0): name and version
+// are what a peer shows and logs.
+type Implementation struct {
+	Name    string `json:"name"`
+	Title   string `json:"title,omitempty"`
+	Version string `json:"version"`
+}
+
+// IsACPAgent reports whether a design-dialect initialize was answered by
+// an ACP agent rather than an agent host: a numeric protocolVersion with
+// neither resourceMetadata nor snapshots.
+func (r *InitializeResult) IsACPAgent() bool {
+	return r.Dialect() == DialectDesign && r.ResourceMetadata == nil && len(r.Snapshots) == 0
 }
 
 // Requirement is one auth requirement as a client understands it, read from
