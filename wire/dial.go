@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,7 +10,9 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -142,6 +145,9 @@ func dialStdio(line string, opts DialOptions) (Conn, error) {
 		cmd.Env = append(os.Environ(), opts.Env...)
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Once the child has exited, a helper it left holding its stderr
+	// must not hold up Wait: endGroup ends the helper next.
+	cmd.WaitDelay = 200 * time.Millisecond
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, fmt.Errorf("cannot run %s: %w", args[0], err)
@@ -208,6 +214,32 @@ func (c *childCloser) Close() error {
 	return c.err
 }
 
+// groupAlive reports whether a process of group pgid is running: a
+// zombie (exited, its parent gone, waiting for an init that may never
+// reap it) does not count. Without /proc, any member counts.
+func groupAlive(pgid int) bool {
+	if syscall.Kill(-pgid, 0) != nil {
+		return false
+	}
+	procs, err := filepath.Glob("/proc/[0-9]*/stat")
+	if err != nil || len(procs) == 0 {
+		return true
+	}
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp …: comm may hold spaces and ")".
+		i := bytes.LastIndexByte(b, ')')
+		f := strings.Fields(string(b[i+1:]))
+		if i >= 0 && len(f) >= 3 && f[2] == strconv.Itoa(pgid) && f[0] != "Z" {
+			return true
+		}
+	}
+	return false
+}
+
 // EndProcessGroup ends what remains of process group pgid, whose leader
 // has been waited for: SIGTERM, then SIGKILL 2 s later.
 func EndProcessGroup(pgid int) { endGroup(pgid, nil) }
@@ -230,7 +262,7 @@ func endGroup(pgid int, done <-chan error) {
 		case <-done:
 			done = nil
 		case <-tick.C:
-			if done == nil && syscall.Kill(-pgid, 0) != nil {
+			if done == nil && !groupAlive(pgid) {
 				return
 			}
 			continue
