@@ -225,7 +225,7 @@ func TestInitializeAndAuthenticateDialects(t *testing.T) {
 			`initialize {"protocolVersion":1,"clientId":"cli-1"}`,
 			`authenticate {"schemeId":"dev","scheme":"bearer","token":"tok"}`},
 		{wire.DialectPublished,
-			`initialize {"channel":"ahp-root://","protocolVersions":["0.9.0"],"clientId":"cli-1-<uuid>","initialSubscriptions":["ahp-root://"]}`,
+			`initialize {"channel":"ahp-root://","protocolVersions":["1.1.0","1.0.0","0.9.0"],"clientId":"cli-1-<uuid>","initialSubscriptions":["ahp-root://"]}`,
 			`authenticate {"channel":"ahp-root://","resource":"http://127.0.0.1:7777/mcp","token":"tok"}`},
 	}
 	for _, tt := range tests {

@@ -79,13 +79,16 @@ const ACPTokenMetaKey = "agentauth.dev/token"
 const DesignProtocolVersion = 1
 
 // PublishedProtocolVersions are the AHP versions this implementation
-// offers as a client, newest first.
-var PublishedProtocolVersions = []string{"0.9.0"}
+// offers as a client, most preferred first (AHP
+// types/version/registry.ts: PROTOCOL_VERSION 1.1.0,
+// SUPPORTED_PROTOCOL_VERSIONS 1.0.0 and 0.9.0); a host picks the newest
+// it speaks.
+var PublishedProtocolVersions = []string{"1.1.0", "1.0.0", "0.9.0"}
 
 // PublishedSupportedVersions are the SemVer ranges of AHP versions the
 // host speaks, as -32005's data lists them (AHP types/common/errors.ts,
 // UnsupportedProtocolVersionErrorData).
-var PublishedSupportedVersions = []string{"^0.9.0"}
+var PublishedSupportedVersions = []string{"^1.0.0", "^0.9.0"}
 
 // ConnectionClientID is the published dialect's clientId for one
 // connection: prefix and a random UUID (RFC 9562 §5.4). VS Code's agent
