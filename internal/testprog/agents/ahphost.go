@@ -19,12 +19,13 @@ import (
 // accountRevocation and authentication.flows (types/authentication.test.ts
 // @ e034159f2e6dc4739947af053a75f2c02d804f4d, types/accounts.test.ts @
 // c0e5745a07bc39476050dbf0f706aaae134cae92). authenticate {channel,
-// resource, token} accepts gho_good and answers {} — or, with
+// resource, token} accepts gho_good (or a JWT) and answers {} — or, with
 // --vscode, {"authenticated": true} as VS Code's host does
 // (src/vs/platform/agentHost/node/agentHostAuthenticationService.ts);
 // listSessions is -32007 with the protected resources until then.
 func ahpVersionedHostMain() {
 	vscode := flag.Bool("vscode", false, `answer authenticate with {"authenticated": true}`)
+	brokered := flag.Bool("brokered", os.Getenv("AHP_HOST_BROKERED") != "", "advertise authentication.flows clientBrokered: authenticate needs a binding from authBegin (default: $AHP_HOST_BROKERED set)")
 	as := flag.String("as", "https://github.com/login/oauth", "the authorization server the protected resource names")
 	flag.Parse()
 	if flag.NArg() != 1 {
@@ -46,7 +47,7 @@ func ahpVersionedHostMain() {
 		}
 		send(map[string]any{"id": id, "error": e})
 	}
-	authenticated := false
+	authenticated, attempts := false, 0
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
 		var m struct {
@@ -54,7 +55,15 @@ func ahpVersionedHostMain() {
 			Method string
 			Params map[string]any
 		}
-		if json.Unmarshal(in.Bytes(), &m) != nil || m.ID == nil {
+		if json.Unmarshal(in.Bytes(), &m) != nil {
+			continue
+		}
+		if m.ID == nil {
+			if m.Method == "auth/revoked" {
+				account, _ := json.Marshal(m.Params["account"])
+				fmt.Fprintf(os.Stderr, "host: auth/revoked resource=%v account=%s\n", m.Params["resource"], account)
+				authenticated = false
+			}
 			continue
 		}
 		switch m.Method {
@@ -69,14 +78,42 @@ func ahpVersionedHostMain() {
 			if !strings.HasPrefix(v, "0.") {
 				res["_meta"] = map[string]any{"example.com/build": "test"}
 				res["accountRevocation"] = map[string]any{}
-				res["authentication"] = map[string]any{"flows": []any{map[string]any{"kind": "clientBrokered"}}}
+				if *brokered {
+					res["authentication"] = map[string]any{"flows": []any{map[string]any{"kind": "clientBrokered"}}}
+				}
 			}
 			send(map[string]any{"id": m.ID, "result": res})
+		case "authBegin":
+			target, _ := m.Params["target"].(map[string]any)
+			consumer, _ := target["consumer"].(map[string]any)
+			if !*brokered || m.Params["channel"] != "ahp-accounts://" || consumer["provider"] != "copilot" || consumer["resource"] != "https://api.github.com" {
+				fail(m.ID, -32602, "invalid authBegin", nil)
+				continue
+			}
+			attempts++
+			send(map[string]any{"id": m.ID, "result": map[string]any{"flow": "clientBrokered", "attemptId": fmt.Sprintf("attempt-%d", attempts)}})
 		case "authenticate":
+			account, _ := json.Marshal(m.Params["account"])
+			binding, _ := m.Params["binding"].(map[string]any)
+			fmt.Fprintf(os.Stderr, "host: authenticate account=%s binding=%v\n", account, binding["kind"])
+			token, _ := m.Params["token"].(string)
+			valid := token == "gho_good" || strings.Count(token, ".") == 2 // or a JWT from serve's issuer
+			if *brokered && valid {
+				switch {
+				case binding["kind"] == "attempt" && binding["attemptId"] == fmt.Sprintf("attempt-%d", attempts):
+				case binding["kind"] == "account" && binding["accountId"] == "account-1":
+				default:
+					fail(m.ID, -32602, "unbound delivery refused: send authBegin first", nil)
+					continue
+				}
+				authenticated = true
+				send(map[string]any{"id": m.ID, "result": map[string]any{"accountId": "account-1"}})
+				continue
+			}
 			switch {
 			case m.Params["resource"] != "https://api.github.com":
 				fail(m.ID, -32602, "unknown resource", nil)
-			case m.Params["token"] != "gho_good":
+			case !valid:
 				fail(m.ID, -32007, "invalid token", []any{resource})
 			case *vscode:
 				authenticated = true
