@@ -555,15 +555,16 @@ func (h *Host) initialize(params json.RawMessage) (any, wire.Dialect, bool, *wir
 			res.Snapshots = []any{h.rootSnapshot()}
 		}
 	} else if d == wire.DialectACP {
-		// ACP answers an unsupported protocolVersion with its latest one;
-		// the client decides whether to disconnect.
-		res.ProtocolVersion = wire.DesignProtocolVersion
-		res.AgentInfo = map[string]string{"name": "agentauth", "version": h.version}
-		// ACP capabilities are objects whose presence is the flag.
-		res.AgentCapabilities = acpAgentCapabilities
+		// ACP's InitializeResponse (schema 1.7.0) and nothing else: an
+		// unsupported protocolVersion is answered with the latest one (the
+		// client decides whether to disconnect); capabilities are objects
+		// whose presence is the flag.
+		acp := acpInitializeResult{ProtocolVersion: wire.DesignProtocolVersion, AgentCapabilities: acpAgentCapabilities,
+			AgentInfo: map[string]string{"name": "agentauth", "version": h.version}, AuthMethods: fixed.authMethodsJSON}
 		if up := h.acpUpstreamMethods(); len(up) > 0 {
-			res.AuthMethods = slices.Concat(fixed.authMethods, up)
+			acp.AuthMethods = slices.Concat(fixed.authMethods, up)
 		}
+		return acp, d, false, nil
 	} else {
 		if p.ProtocolVersion != nil && *p.ProtocolVersion != wire.DesignProtocolVersion {
 			supported := append([]string{fmt.Sprint(wire.DesignProtocolVersion)}, wire.PublishedProtocolVersions...)
@@ -590,11 +591,22 @@ type initializeResult struct {
 	Snapshots []any `json:"snapshots"`
 }
 
+// acpInitializeResult is ACP's InitializeResponse (schema 1.7.0).
+type acpInitializeResult struct {
+	AgentCapabilities json.RawMessage   `json:"agentCapabilities"`
+	AgentInfo         map[string]string `json:"agentInfo"`
+	// AuthMethods is a []wire.AuthMethod or its JSON.
+	AuthMethods     any `json:"authMethods"`
+	ProtocolVersion int `json:"protocolVersion"`
+}
+
 // The agent capabilities initialize announces: the design and published
-// dialects' flags, and ACP's objects whose presence is the flag.
+// dialects' flags, and ACP's: auth.logout (an object whose presence is the
+// flag, schema 1.7.0), auth.status (RFD get-auth-state: auth/status) and
+// getAuthState (seed 003's name of the same query).
 var (
 	agentCapabilities    = json.RawMessage(`{"auth":{"status":true},"getAuthState":true}`)
-	acpAgentCapabilities = json.RawMessage(`{"auth":{"logout":{}},"getAuthState":true}`)
+	acpAgentCapabilities = json.RawMessage(`{"auth":{"logout":{},"status":true},"getAuthState":true}`)
 )
 
 // initFixed is the part of initialize's answer that depends on the
