@@ -57,6 +57,10 @@ type session struct {
 	mu          sync.Mutex
 	initialized bool
 	dialect     wire.Dialect
+	// ahp1: the published dialect's negotiated version is 1.x, whose
+	// authenticate with an empty token signs out and which takes
+	// auth/revoked (accountRevocation).
+	ahp1 bool
 	// rootSubscribed: the published dialect's client subscribed to the
 	// root channel (initialSubscriptions or subscribe).
 	rootSubscribed bool
@@ -258,6 +262,8 @@ func (s *session) handle(ctx context.Context, data []byte) {
 		switch {
 		case m.Method == wire.MethodUnsubscribe:
 			s.unsubscribe(m.Params)
+		case m.Method == wire.MethodAuthRevoked:
+			s.authRevoked(m.Params)
 		case m.Method != wire.MethodSetAuthToken:
 			h.log.Debug("notification ignored", "conn", s.id, "method", m.Method)
 		case !initialized:
@@ -291,6 +297,9 @@ func (s *session) handle(ctx context.Context, data []byte) {
 		if rerr == nil {
 			s.mu.Lock()
 			s.initialized, s.dialect, s.rootSubscribed = true, d, root
+			if ir, ok := result.(*initializeResult); ok && d == wire.DialectPublished {
+				s.ahp1 = ir.AccountRevocation != nil
+			}
 			s.mu.Unlock()
 			if d == wire.DialectPublished {
 				s.initialSessions(ctx, m.Params, result.(*initializeResult))
@@ -551,6 +560,13 @@ func (h *Host) initialize(params json.RawMessage) (any, wire.Dialect, bool, *wir
 		// _addInitialSubscription), a channel this host does not have gets
 		// no snapshot rather than a refused initialize.
 		res.ProtocolVersion = v
+		if !strings.HasPrefix(v, "0.") {
+			// AHP 1.x: this host takes auth/revoked
+			// (types/authentication.test.ts) and names itself
+			// (Implementation, types/common/commands.ts).
+			res.AccountRevocation = json.RawMessage(`{}`)
+			res.ServerInfo = map[string]string{"name": "agentauth", "version": h.version}
+		}
 		if root = slices.Contains(p.InitialSubscriptions, wire.RootChannel); root {
 			res.Snapshots = []any{h.rootSnapshot()}
 		}
@@ -579,13 +595,16 @@ func (h *Host) initialize(params json.RawMessage) (any, wire.Dialect, bool, *wir
 // initializeResult is initialize's answer in every dialect; its members
 // are in the order encoding/json writes a map's (sorted by name).
 type initializeResult struct {
+	// AccountRevocation and ServerInfo are AHP 1.x's (absent before).
+	AccountRevocation json.RawMessage   `json:"accountRevocation,omitempty"`
 	AgentCapabilities any               `json:"agentCapabilities"`
 	AgentInfo         map[string]string `json:"agentInfo,omitempty"`
 	// AuthMethods is a []wire.AuthMethod or its JSON.
-	AuthMethods      any             `json:"authMethods"`
-	ProtocolVersion  any             `json:"protocolVersion"`
-	ResourceMetadata json.RawMessage `json:"resourceMetadata"`
-	ServerSeq        int64           `json:"serverSeq"`
+	AuthMethods      any               `json:"authMethods"`
+	ProtocolVersion  any               `json:"protocolVersion"`
+	ResourceMetadata json.RawMessage   `json:"resourceMetadata"`
+	ServerInfo       map[string]string `json:"serverInfo,omitempty"`
+	ServerSeq        int64             `json:"serverSeq"`
 	// Snapshots are wire.Snapshot (the root channel) and
 	// wire.SessionSnapshot values.
 	Snapshots []any `json:"snapshots"`
@@ -726,6 +745,33 @@ func summary(a agentSession) wire.SessionSummary {
 	t, _ := time.Parse(time.RFC3339, a.CreatedAt)
 	at := t.UTC().Format("2006-01-02T15:04:05.000Z")
 	return wire.SessionSummary{Resource: a.ID, Provider: shippedProvider, Title: a.ID, Status: wire.SessionStatusIdle, CreatedAt: at, ModifiedAt: at}
+}
+
+// authRevoked is AHP 1.x's client notification auth/revoked {channel,
+// resource, account} (types/authentication.test.ts): the credential this
+// connection holds for resource is released when it belongs to account
+// (the grant's issuer is the account's authority and its subject the
+// account's id); a grant of another account stays. Before 1.x, and for a
+// malformed one, nothing happens (a notification has no answer).
+func (s *session) authRevoked(params json.RawMessage) {
+	h := s.h
+	s.mu.Lock()
+	ahp1 := s.ahp1
+	s.mu.Unlock()
+	var p wire.AuthRevokedParams
+	if !ahp1 || json.Unmarshal(params, &p) != nil || p.Resource == "" || p.Account.ID == "" {
+		h.log.Debug("auth/revoked ignored", "conn", s.id)
+		return
+	}
+	view := s.table().view(h.now())
+	for _, sc := range h.r().byResource(p.Resource) {
+		g := view[sc.ID].grant
+		if g == nil || g.Subject != p.Account.ID || g.Issuer != p.Account.Authority {
+			continue
+		}
+		h.release(s.table(), sc, s)
+		h.log.Info("auth decision", "conn", s.id, "scheme", sc.ID, "outcome", "revoked by the client")
+	}
 }
 
 // unsubscribe is AHP's unsubscribe notification.
@@ -883,7 +929,7 @@ func (s *session) authenticate(ctx context.Context, params json.RawMessage) (any
 		return nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: expiresIn must be a positive number of seconds, not %d", *p.ExpiresIn)
 	}
 	s.mu.Lock()
-	published, acp := s.dialect == wire.DialectPublished, s.dialect == wire.DialectACP
+	published, acp, ahp1 := s.dialect == wire.DialectPublished, s.dialect == wire.DialectACP, s.ahp1
 	s.mu.Unlock()
 	if published && p.Resource != "" && len(h.r().byResource(p.Resource)) == 0 {
 		return nil, h.unknownResource(p.Resource)
@@ -895,9 +941,19 @@ func (s *session) authenticate(ctx context.Context, params json.RawMessage) (any
 	if acp {
 		return s.authenticateACP(ctx, cands[0], p)
 	}
+	if p.Token == "" && published && ahp1 {
+		// AHP 1.x: an empty token clears the resource's credential
+		// (accounts-channel.md "The failure to prevent"; VS Code's host
+		// hands "" to its agents, which forget the token).
+		for _, sc := range cands {
+			h.release(s.table(), sc, s)
+			h.log.Info("auth decision", "conn", s.id, "scheme", sc.ID, "outcome", "signed out")
+		}
+		return struct{}{}, nil // AHP AuthenticateResult: {}
+	}
 	if p.Token == "" && published {
 		// The shipped host refuses an empty token: the published dialect
-		// has no sign-out.
+		// 0.9 has no sign-out.
 		var chs []wire.Challenge
 		for _, sc := range cands {
 			ch := h.challenge(sc, schemeStatus{})
