@@ -11,7 +11,8 @@
 # requirement"; authenticate --method never fails at initialize; an agent
 # method ends within --timeout with a message; a terminal method runs the
 # agent's own command (stdin closed) and reports its outcome; an env_var
-# method names the missing variable and exits 4; after every command no
+# method names the missing variable and exits 4; logout --agent uses an
+# agent's logout where it has one and says so where not; after every command no
 # process of the agent is left. Prints "N passed, N failed"; exits 1 on a
 # failure.
 set -uo pipefail
@@ -142,6 +143,14 @@ timed "codex chatgpt" authenticate --timeout 15s --method chatgpt "$codex"
 refute "codex chatgpt: initialize succeeds" 'cannot initialize'
 check "codex chatgpt: ends at --timeout saying so" 'did not finish within 15s; it was stopped'
 no_leftovers "codex chatgpt"
+timed "codex logout" logout --agent "$codex"
+check "codex logout --agent: the agent's own logout (auth.logout)" 'the agent signed out \(logout\)'
+check "codex logout --agent: exit 0" '^0$' "$code"
+no_leftovers "codex logout"
+timed "gemini logout" logout --agent "$gemini"
+check "gemini logout --agent: says the agent offers no logout" 'offers no sign-out: it advertises no logout'
+check "gemini logout --agent: exit 1" '^1$' "$code"
+no_leftovers "gemini logout"
 timed "codex unknown method" authenticate --method nope "$codex"
 check "codex: an unknown method id is refused with the advertised ones" 'advertises no auth method "nope" \(it offers: chatgpt, codex-api-key, openai-api-key\)'
 check "codex: an unknown method id is exit 2" '^2$' "$code"

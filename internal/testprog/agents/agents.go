@@ -37,7 +37,8 @@ func Cmds() map[string]func(ts *testscript.TestScript, neg bool, args []string) 
 // "key" (env_var SLOW_AGENT_KEY; authenticate fails with the reason in
 // data, as codex-acp does) and "term" (terminal, offered only to a client
 // with clientCapabilities.auth.terminal: --login writes ./logged-in). It
-// advertises auth.status (ACP RFD get-auth-state).
+// advertises auth.status (ACP RFD get-auth-state) and logout, which
+// removes ./logged-in.
 func slowAgentMain() {
 	args := os.Args[1:]
 	if len(args) > 0 && args[0] == "--helper" {
@@ -93,9 +94,12 @@ func slowAgentMain() {
 				continue
 			}
 			send(map[string]any{"id": m.ID, "result": map[string]any{"protocolVersion": 1,
-				"agentCapabilities": map[string]any{"auth": map[string]any{"status": true}},
+				"agentCapabilities": map[string]any{"auth": map[string]any{"status": true, "logout": map[string]any{}}},
 				"agentInfo":         map[string]any{"name": "acp-slow-agent", "version": "1.0.0"},
 				"authMethods":       methods}})
+		case "logout":
+			os.Remove("logged-in")
+			send(map[string]any{"id": m.ID, "result": map[string]any{}})
 		case "auth/status":
 			_, err := os.Stat("logged-in")
 			ok := err == nil || os.Getenv("SLOW_AGENT_KEY") != ""
