@@ -67,9 +67,6 @@ func (cl *Client) OpenACP(ctx context.Context, target string, o ACPOptions) (*AC
 // Close ends the connection (and a stdio agent's process group).
 func (a *ACPAgent) Close() { a.Client.Close() }
 
-// Methods are the auth methods the agent advertises.
-func (a *ACPAgent) Methods() []wire.AuthMethod { return a.Init.AuthMethods }
-
 // Method is the advertised method id, or a *UsageError listing the
 // advertised ones (ACP AuthenticateRequest: methodId "must be one of the
 // methods advertised in the initialize response").

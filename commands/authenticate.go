@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"strings"
 	"time"
@@ -418,10 +417,9 @@ func (opts *AuthenticateOptions) methodErr(ctx context.Context, err error, timeo
 // (stdin a TTY) in agentauth's foreground process group; otherwise in a
 // group of its own that ends with it.
 func (opts *AuthenticateOptions) runTerminal(ctx context.Context, cmd *exec.Cmd) error {
+	// stdout carries data only: the login command's screen goes to
+	// stderr, the user's terminal.
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = opts.IO.In, opts.IO.ErrOut, opts.IO.ErrOut
-	if f, ok := opts.IO.Out.(*os.File); ok && opts.IO.StdoutTTY {
-		cmd.Stdout = f
-	}
 	if opts.IO.StdinTTY {
 		cmd.WaitDelay = 2 * time.Second
 		return cmd.Run()
