@@ -108,16 +108,18 @@ func (a *ACPAgent) Login(ctx context.Context, id string) error {
 
 // Logout ends the agent's authenticated state when it advertises logout
 // (ACP schema 1.7.0 agentCapabilities.auth.logout; auth/logout in the v2
-// draft, where every agent with auth methods has it); ok is false when
-// it offers none.
-func (a *ACPAgent) Logout(ctx context.Context) (ok bool, err error) {
+// draft, where every agent with auth methods has it); method is the one
+// called, "" when it offers none.
+func (a *ACPAgent) Logout(ctx context.Context) (method string, err error) {
 	switch {
 	case a.protocolVersion() >= 2 && len(a.Init.AuthMethods) > 0:
-		return true, a.Client.Call(ctx, methodAuthLogout, struct{}{}, nil)
+		method = methodAuthLogout
 	case a.Init.AgentCapabilities.CanLogout():
-		return true, a.Client.Call(ctx, wire.MethodLogout, struct{}{}, nil)
+		method = wire.MethodLogout
+	default:
+		return "", nil
 	}
-	return false, nil
+	return method, a.Client.Call(ctx, method, struct{}{}, nil)
 }
 
 // ACPState is what an ACP agent says of its authentication.

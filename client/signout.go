@@ -45,14 +45,14 @@ func (cl *Client) SignOutAtHost(ctx context.Context, target string, creds []*sto
 	switch {
 	case hc.Dialect == wire.DialectACP:
 		a := &ACPAgent{Target: target, Client: hc.Client, Init: hc.Init}
-		ok, err := a.Logout(ctx)
+		method, err := a.Logout(ctx)
 		switch {
 		case err != nil:
 			return nil, fmt.Errorf("cannot sign out at %s: %s", wire.RedactTarget(target), RPCText(err))
-		case !ok:
+		case method == "":
 			return nil, fmt.Errorf("%s %w: it advertises no logout", wire.RedactTarget(target), ErrNoHostSignOut)
 		}
-		return []string{"the agent signed out (logout)"}, nil
+		return []string{"the agent signed out (" + method + ")"}, nil
 	case hc.Dialect == wire.DialectPublished && hc.Init.TakesRevocation():
 		var done []string
 		for _, c := range creds {

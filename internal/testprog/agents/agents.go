@@ -38,7 +38,9 @@ func Cmds() map[string]func(ts *testscript.TestScript, neg bool, args []string) 
 // data, as codex-acp does) and "term" (terminal, offered only to a client
 // with clientCapabilities.auth.terminal: --login writes ./logged-in). It
 // advertises auth.status (ACP RFD get-auth-state) and logout, which
-// removes ./logged-in.
+// removes ./logged-in. With $SLOW_AGENT_V2 set it answers protocol
+// version 2 and takes ACP's draft auth/login and auth/logout instead of
+// authenticate and logout.
 func slowAgentMain() {
 	args := os.Args[1:]
 	if len(args) > 0 && args[0] == "--helper" {
@@ -76,6 +78,16 @@ func slowAgentMain() {
 		if json.Unmarshal(in.Bytes(), &m) != nil || m.ID == nil {
 			continue
 		}
+		if v2 := os.Getenv("SLOW_AGENT_V2") != ""; v2 {
+			switch m.Method {
+			case "authenticate", "logout":
+				m.Method = "unknown in v2"
+			case "auth/login":
+				m.Method = "authenticate"
+			case "auth/logout":
+				m.Method = "logout"
+			}
+		}
 		switch m.Method {
 		case "initialize":
 			methods := []any{
@@ -93,7 +105,11 @@ func slowAgentMain() {
 				send(map[string]any{"id": m.ID, "error": map[string]any{"code": -32602, "message": "Invalid params", "data": "clientInfo.version: Required"}})
 				continue
 			}
-			send(map[string]any{"id": m.ID, "result": map[string]any{"protocolVersion": 1,
+			version := 1
+			if os.Getenv("SLOW_AGENT_V2") != "" {
+				version = 2 // ACP's draft: auth/login and auth/logout
+			}
+			send(map[string]any{"id": m.ID, "result": map[string]any{"protocolVersion": version,
 				"agentCapabilities": map[string]any{"auth": map[string]any{"status": true, "logout": map[string]any{}}},
 				"agentInfo":         map[string]any{"name": "acp-slow-agent", "version": "1.0.0"},
 				"authMethods":       methods}})
