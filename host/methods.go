@@ -656,7 +656,7 @@ func (r *requirements) initFixed(h *Host) *initFixed {
 				desc += " from " + strings.Join(as, ", ")
 			}
 			methods = append(methods, wire.AuthMethod{ID: sc.ID, Name: cmp.Or(sc.Label, sc.ID), Description: desc, Type: "agent",
-				Meta: map[string]any{"agentauth.dev/oauth": h.metadata(sc)}})
+				Meta: map[string]any{wire.ACPOAuthMetaKey: h.metadata(sc)}})
 		}
 		f := &initFixed{authMethods: methods}
 		if f.resourceMetadata, f.err = json.Marshal(rm); f.err == nil {

@@ -161,7 +161,7 @@ type ResourceMetadata struct {
 
 // AuthMethod is an ACP auth method advertisement. agentauth's are of
 // Type "agent" (the agent authenticates), with what a client needs to
-// obtain a token under Meta["agentauth.dev/oauth"].
+// obtain a token under Meta[ACPOAuthMetaKey].
 type AuthMethod struct {
 	ID          string         `json:"id"`
 	Name        string         `json:"name"`
@@ -471,6 +471,9 @@ func (r *InitializeResult) Requirements() []Requirement {
 		}
 		return out
 	}
+	if len(r.Snapshots) == 0 {
+		return r.acpRequirements()
+	}
 	// Several agents may list one protected resource (VS Code's Copilot
 	// CLI and Claude agents both name GitHub's), and one authenticate
 	// serves them all (VS Code's node/agentService.ts, authenticate): it
@@ -502,6 +505,34 @@ func (r *InitializeResult) Requirements() []Requirement {
 				}
 			}
 		}
+	}
+	return out
+}
+
+// ACPOAuthMetaKey is the _meta key under which agentauth's ACP face
+// describes an agent-type auth method's protected resource (RFC 9728
+// metadata with scheme_id and required).
+const ACPOAuthMetaKey = "agentauth.dev/oauth"
+
+// acpRequirements reads the requirements of an ACP initialize result
+// from its auth methods' ACPOAuthMetaKey: an ACP InitializeResponse has
+// no other place for them. Methods without it (real agents' own) are no
+// requirement a client can hold a token for.
+func (r *InitializeResult) acpRequirements() []Requirement {
+	var out []Requirement
+	for _, m := range r.AuthMethods {
+		raw, ok := m.Meta[ACPOAuthMetaKey]
+		if !ok {
+			continue
+		}
+		b, _ := json.Marshal(raw)
+		var p ProtectedResourceMetadata
+		if json.Unmarshal(b, &p) != nil || p.Resource == "" {
+			continue
+		}
+		req := p.Required == nil || *p.Required
+		out = append(out, Requirement{SchemeID: cmp.Or(p.SchemeID, m.ID), Label: p.ResourceName, Resource: p.Resource,
+			AuthorizationServers: p.AuthorizationServers, ScopesSupported: p.ScopesSupported, Required: req})
 	}
 	return out
 }
