@@ -21,8 +21,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/godbus/dbus/v5"
 	"github.com/creack/pty"
+	"github.com/godbus/dbus/v5"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
