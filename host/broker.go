@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentauth/agentauth/broker"
+	"github.com/agentauth/agentauth/mcpserver"
 	"github.com/agentauth/agentauth/wire"
 )
 
@@ -55,9 +56,9 @@ func (h *Host) useBroker(b *broker.Broker) {
 	b.OnSignedIn(h.pushSignedIn)
 }
 
-// upstreamTools are the tools the broker adds: upstream_call when an
-// upstream has an api.
-func (h *Host) upstreamTools() []mcpTool {
+// Tools are the MCP tools the broker adds (mcpserver.Backend): upstream_call
+// when an upstream has an api.
+func (h *Host) Tools() []mcpserver.Tool {
 	if h.broker == nil {
 		return nil
 	}
@@ -71,7 +72,7 @@ func (h *Host) upstreamTools() []mcpTool {
 		return nil
 	}
 	enum, _ := json.Marshal(ids)
-	return []mcpTool{{Name: toolUpstreamCall, Title: "Call an upstream API as the user",
+	return []mcpserver.Tool{{Name: toolUpstreamCall, Title: "Call an upstream API as the user",
 		Description: "POSTs to the upstream's API with the user's upstream token (signing the user in first) and returns its answer.",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"upstream":{"type":"string","enum":` + string(enum) + `}},"required":["upstream"],"additionalProperties":false}`),
 		Annotations: map[string]bool{"openWorldHint": true}}}
@@ -121,8 +122,7 @@ func askFailed(err error) *wire.Error {
 // decline or cancel ends with a tool error rather than asking again (MCP
 // "Elicitation", Response Actions): a client that retries with each
 // answer would otherwise be asked until it gives up.
-func (f *httpFace) callUpstream(ctx context.Context, g *Grant, args, responses map[string]json.RawMessage, req *mcpRequest) (map[string]any, *wire.Error) {
-	h := f.h
+func (h *Host) callUpstream(ctx context.Context, g *Grant, args, responses map[string]json.RawMessage, req *mcpserver.Request) (map[string]any, *wire.Error) {
 	id, ok := jsonString(args["upstream"])
 	u := h.broker.Upstream(id)
 	if !ok || len(args) != 1 || u == nil || u.API == "" {
@@ -134,12 +134,12 @@ func (f *httpFace) callUpstream(ctx context.Context, g *Grant, args, responses m
 		}
 		return nil, wire.Errorf(wire.CodeInvalidParams, `invalid params: %s takes {"upstream": ID}, one of %s`, toolUpstreamCall, strings.Join(ids, ", "))
 	}
-	if req.stateless {
+	if req.Stateless {
 		// URL mode is a submode the client declares (MCP "Elicitation",
 		// Capabilities: {"elicitation": {}} alone means form only).
 		var modes map[string]json.RawMessage
-		if json.Unmarshal(req.capabilities["elicitation"], &modes) != nil || modes["url"] == nil {
-			return nil, wire.Errorf(codeMissingClientCapability, `missing required client capability: this tool may need to send the user to a sign-in page; declare {"elicitation": {"url": {}}} in _meta %s`, metaClientCapabilities).
+		if json.Unmarshal(req.Capabilities["elicitation"], &modes) != nil || modes["url"] == nil {
+			return nil, wire.Errorf(mcpserver.CodeMissingClientCapability, `missing required client capability: this tool may need to send the user to a sign-in page; declare {"elicitation": {"url": {}}} in _meta %s`, mcpserver.MetaClientCapabilities).
 				WithData(map[string]any{"requiredCapabilities": map[string]any{"elicitation": map[string]any{"url": map[string]any{}}}})
 		}
 	}
@@ -158,11 +158,11 @@ func (f *httpFace) callUpstream(ctx context.Context, g *Grant, args, responses m
 		}
 	}
 	if errors.Is(err, broker.ErrSignInNeeded) {
-		if req.stateless {
+		if req.Stateless {
 			action := elicitAction(responses[inputSignIn])
 			if refused := refusedSignIn[action]; refused != "" {
 				h.log.Info("upstream sign-in refused by the user", "upstream", u.ID, "action", action)
-				return toolText(fmt.Sprintf("You %s the sign-in to %s; call the tool again to sign in.", refused, u.Label), true), nil
+				return mcpserver.ToolText(fmt.Sprintf("You %s the sign-in to %s; call the tool again to sign in.", refused, u.Label), true), nil
 			}
 		}
 		a, err := h.broker.Ask(ctx, sid, u.ID)
@@ -170,7 +170,7 @@ func (f *httpFace) callUpstream(ctx context.Context, g *Grant, args, responses m
 			return nil, askFailed(err)
 		}
 		h.log.Info("upstream sign-in needed", "upstream", u.ID, "elicitation", broker.LogID(a.ElicitationID))
-		if req.stateless {
+		if req.Stateless {
 			// MCP 2026-07-28: an input request of a URL elicitation; the
 			// retry with its answer runs the tool again, or asks again.
 			return map[string]any{"resultType": "input_required", "inputRequests": map[string]any{
@@ -214,7 +214,7 @@ func (h *Host) postUpstream(ctx context.Context, u *broker.Upstream, token strin
 	resp, err := h.client.Do(req)
 	if err != nil {
 		h.log.Warn("upstream call failed", "upstream", u.ID, "err", err)
-		return toolText(fmt.Sprintf("%s cannot be reached now; try again later.", u.Label), true), nil, false
+		return mcpserver.ToolText(fmt.Sprintf("%s cannot be reached now; try again later.", u.Label), true), nil, false
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxUpstreamAnswer))
@@ -224,9 +224,9 @@ func (h *Host) postUpstream(ctx context.Context, u *broker.Upstream, token strin
 	case resp.StatusCode == http.StatusUnauthorized:
 		return nil, nil, true
 	case resp.StatusCode/100 != 2:
-		return toolText(fmt.Sprintf("%s answered %s: %s", u.Label, resp.Status, bytes.TrimSpace(body)), true), nil, false
+		return mcpserver.ToolText(fmt.Sprintf("%s answered %s: %s", u.Label, resp.Status, bytes.TrimSpace(body)), true), nil, false
 	}
-	return toolText(string(bytes.TrimSpace(body)), false), nil, false
+	return mcpserver.ToolText(string(bytes.TrimSpace(body)), false), nil, false
 }
 
 // upstreamGate asks for the upstream sign-ins a gated method needs

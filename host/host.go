@@ -21,6 +21,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/agentauth/agentauth/broker"
+	"github.com/agentauth/agentauth/resource"
 	"github.com/agentauth/agentauth/state"
 	"github.com/agentauth/agentauth/wire"
 )
@@ -127,7 +128,7 @@ func (h *Host) r() *requirements { return h.reqs.Load() }
 // scheme is a configured requirement with its validator.
 type scheme struct {
 	Scheme
-	checker *checker
+	checker *resource.Checker
 	// recheck is how often a held token is validated again (introspection
 	// only; zero: never).
 	recheck time.Duration
@@ -163,7 +164,7 @@ func New(opts Options) (*Host, error) {
 	}
 	h.client = opts.HTTPClient
 	if h.client == nil {
-		h.client = &http.Client{Timeout: fetchTimeout}
+		h.client = &http.Client{Timeout: resource.FetchTimeout}
 	}
 	h.reqs.Store(h.build(opts.Config, nil))
 	h.useBroker(opts.Broker)
@@ -211,25 +212,12 @@ func (h *Host) build(cfg *Config, old *requirements) *requirements {
 				continue
 			}
 		}
-		sc := &scheme{Scheme: s}
-		var v validator
-		var ttl time.Duration
-		switch s.Validation.Type {
-		case ValidationStatic:
-			v = newStaticValidator(s, h.now)
-		case ValidationJWT:
-			v = newJWTValidator(s, s.Resource, h.client, h.now)
-		case ValidationIntrospection:
-			v = newIntrospectionValidator(s, s.Resource, h.client, h.now)
-			ttl = time.Duration(s.Validation.CacheTTL)
-			if ttl == 0 {
-				ttl = DefaultCacheTTL
-			}
-			sc.recheck = ttl
-		}
-		id := s.ID
-		sc.checker = &checker{scheme: s.ID, v: v, cache: newGrantCache(h.now, ttl),
-			validated: func() { h.log.Debug("token validated", "scheme", id, "validation", s.Validation.Type) }}
+		id, ttl := s.ID, s.CacheTTL()
+		// recheck: an introspected token held by a connection is checked
+		// again every cacheTTL, so that a revocation is pushed.
+		sc := &scheme{Scheme: s, recheck: ttl}
+		sc.checker = resource.NewChecker(id, resource.NewValidator(s, h.client, h.now), ttl, h.now,
+			func() { h.log.Debug("token validated", "scheme", id, "validation", s.Validation.Type) })
 		r.add(sc)
 	}
 	return r
@@ -611,7 +599,7 @@ func (h *Host) NotifyRevoked(until time.Time, jtis ...string) {
 		until = now.Add(defaultRevokedRetention)
 	}
 	for _, sc := range h.r().schemes {
-		if t := sc.checker.cache.dropJTIs(set); t.After(until) {
+		if t := sc.checker.DropJTIs(set); t.After(until) {
 			until = t
 		}
 	}
@@ -630,7 +618,7 @@ func (h *Host) NotifyRevoked(until time.Time, jtis ...string) {
 	h.mu.Unlock()
 	for _, t := range tables {
 		for _, e := range t.matching(func(g *Grant) bool { return set[g.JTI] }) {
-			h.lapse(t, e, errRevoked)
+			h.lapse(t, e, resource.ErrRevoked)
 		}
 	}
 }
@@ -657,13 +645,13 @@ func (h *Host) isRevoked(jti string) bool {
 
 // validate checks token against one scheme, refusing revoked JTIs.
 func (h *Host) validate(ctx context.Context, sc *scheme, token string, fresh bool) (*Grant, error) {
-	g, err := sc.checker.check(ctx, token, fresh)
+	g, err := sc.checker.Check(ctx, token, fresh)
 	if err != nil {
 		return nil, err
 	}
 	if h.isRevoked(g.JTI) {
-		sc.checker.cache.drop(token)
-		return nil, errRevoked
+		sc.checker.Drop(token)
+		return nil, resource.ErrRevoked
 	}
 	return g, nil
 }

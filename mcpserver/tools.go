@@ -1,4 +1,4 @@
-package host
+package mcpserver
 
 import (
 	"context"
@@ -7,11 +7,12 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentauth/agentauth/resource"
 	"github.com/agentauth/agentauth/wire"
 )
 
-// mcpTool is a tools/list entry (MCP 2025-11-25 "Tools").
-type mcpTool struct {
+// Tool is a tools/list entry (MCP 2025-11-25 "Tools").
+type Tool struct {
 	Name        string          `json:"name"`
 	Title       string          `json:"title"`
 	Description string          `json:"description"`
@@ -29,11 +30,11 @@ type mcpTool struct {
 // Tool names. The test_* ones are the fixtures the official conformance
 // suite's server scenarios call, with the behaviour they expect.
 const (
-	toolWhoami      = "whoami"
+	ToolWhoami      = "whoami"
 	toolEcho        = "echo"
 	toolSimpleText  = "test_simple_text"
 	toolError       = "test_error_handling"
-	toolSampling    = "test_missing_capability"
+	ToolSampling    = "test_missing_capability"
 	toolElicitation = "test_streaming_elicitation"
 	toolLogging     = "test_logging_tool"
 )
@@ -42,8 +43,8 @@ const noArguments = `{"type":"object","properties":{},"additionalProperties":fal
 
 var readOnly = map[string]bool{"readOnlyHint": true, "openWorldHint": false}
 
-var mcpTools = []mcpTool{
-	{Name: toolWhoami, Title: "Who am I",
+var mcpTools = []Tool{
+	{Name: ToolWhoami, Title: "Who am I",
 		Description: "Reports what the request's access token establishes, per scheme: subject, client id, scopes and expiry (never the token).",
 		InputSchema: json.RawMessage(noArguments), Annotations: readOnly},
 	{Name: toolEcho, Title: "Echo",
@@ -56,7 +57,7 @@ var mcpTools = []mcpTool{
 	{Name: toolError, Title: "Failing tool",
 		Description: "Always fails with a tool error (isError: true), to show how a client reports one.",
 		InputSchema: json.RawMessage(noArguments), Annotations: readOnly},
-	{Name: toolSampling, Title: "Ask the client's model",
+	{Name: ToolSampling, Title: "Ask the client's model",
 		Description: "Asks the client's model to say hello, through an input request: needs the sampling capability (MCP 2026-07-28).",
 		InputSchema: json.RawMessage(noArguments), Annotations: readOnly, statelessOnly: true},
 	{Name: toolElicitation, Title: "Ask the user",
@@ -74,9 +75,17 @@ const (
 	inputName  = "name"
 )
 
-// callTool runs tools/call. whoami and echo go through the host's gate,
-// so a missing scope is the same 403 as calling the method directly.
-func (f *httpFace) callTool(ctx context.Context, m *wire.Message, g *Grant, req *mcpRequest) (map[string]any, *wire.Error) {
+// CallTool runs the tools/call request m for the grant g as a request of
+// MCP 2025-11-25 or older would (the plain HTTP face POST /tools/{name}
+// of host.Host.BrokerHandler calls it).
+func CallTool(ctx context.Context, b Backend, m *wire.Message, g *resource.Grant) (map[string]any, *wire.Error) {
+	return callTool(ctx, b, m, g, &Request{})
+}
+
+// callTool runs tools/call. whoami and echo go through the backend's
+// gate (Dispatch), so a missing scope is the same 403 as calling the
+// method directly; the backend's own tools are its to run.
+func callTool(ctx context.Context, b Backend, m *wire.Message, g *resource.Grant, req *Request) (map[string]any, *wire.Error) {
 	var p struct {
 		Name           string                     `json:"name"`
 		Arguments      map[string]json.RawMessage `json:"arguments"`
@@ -85,14 +94,14 @@ func (f *httpFace) callTool(ctx context.Context, m *wire.Message, g *Grant, req 
 	if err := json.Unmarshal(m.Params, &p); err != nil {
 		return nil, wire.Errorf(wire.CodeInvalidParams, `invalid params: tools/call needs {"name": "…", "arguments": {…}}`)
 	}
-	if p.Name == toolUpstreamCall && len(f.h.upstreamTools()) > 0 {
-		return f.callUpstream(ctx, g, p.Arguments, p.InputResponses, req)
+	if slices.ContainsFunc(b.Tools(), func(t Tool) bool { return t.Name == p.Name }) {
+		return b.CallTool(ctx, g, p.Name, p.Arguments, p.InputResponses, req)
 	}
-	i := slices.IndexFunc(mcpTools, func(t mcpTool) bool { return t.Name == p.Name && (req.stateless || !t.statelessOnly) })
+	i := slices.IndexFunc(mcpTools, func(t Tool) bool { return t.Name == p.Name && (req.Stateless || !t.statelessOnly) })
 	if i < 0 {
 		var names []string
 		for _, t := range mcpTools {
-			if req.stateless || !t.statelessOnly {
+			if req.Stateless || !t.statelessOnly {
 				names = append(names, t.Name)
 			}
 		}
@@ -102,33 +111,33 @@ func (f *httpFace) callTool(ctx context.Context, m *wire.Message, g *Grant, req 
 		return nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: %s takes no arguments", p.Name)
 	}
 	switch p.Name {
-	case toolWhoami:
-		resp := f.h.Dispatch(ctx, &wire.Message{JSONRPC: wire.Version, ID: m.ID, Method: wire.MethodWhoami}, g)
+	case ToolWhoami:
+		resp := b.Dispatch(ctx, &wire.Message{JSONRPC: wire.Version, ID: m.ID, Method: wire.MethodWhoami}, g)
 		if resp.Error != nil {
 			return nil, resp.Error
 		}
-		return toolText(string(resp.Result), false), nil
+		return ToolText(string(resp.Result), false), nil
 	case toolEcho:
 		text, ok := jsonString(p.Arguments["text"])
 		if !ok || len(p.Arguments) != 1 {
 			return nil, wire.Errorf(wire.CodeInvalidParams, `invalid params: echo takes {"text": "…"} and nothing else`)
 		}
 		params, _ := json.Marshal(map[string]string{"text": text})
-		resp := f.h.Dispatch(ctx, &wire.Message{JSONRPC: wire.Version, ID: m.ID, Method: wire.MethodEcho, Params: params}, g)
+		resp := b.Dispatch(ctx, &wire.Message{JSONRPC: wire.Version, ID: m.ID, Method: wire.MethodEcho, Params: params}, g)
 		if resp.Error != nil {
 			return nil, resp.Error
 		}
-		return toolText(text, false), nil
+		return ToolText(text, false), nil
 	case toolSimpleText:
-		return toolText("This is a simple text response for testing.", false), nil
+		return ToolText("This is a simple text response for testing.", false), nil
 	case toolLogging:
 		for i := 1; i <= 3; i++ {
 			req.log("info", toolLogging, fmt.Sprintf("log line %d of 3", i))
 		}
-		return toolText("Logged three info lines.", false), nil
+		return ToolText("Logged three info lines.", false), nil
 	case toolError:
-		return toolText("This tool always fails: the failure is reported in the result (isError), not as a protocol error.", true), nil
-	case toolSampling:
+		return ToolText("This tool always fails: the failure is reported in the result (isError), not as a protocol error.", true), nil
+	case ToolSampling:
 		return askClient(req, "sampling", p.InputResponses, inputHello, map[string]any{
 			"method": "sampling/createMessage",
 			"params": map[string]any{
@@ -181,9 +190,9 @@ func (f *httpFace) callTool(ctx context.Context, m *wire.Message, g *Grant, req 
 // 2026-07-28 "Multi Round-Trip"): without the capability the request
 // declares, -32021 naming it; without the answer, an input_required
 // result asking for it under key; with it, the tool's text.
-func askClient(req *mcpRequest, capability string, responses map[string]json.RawMessage, key string, ask map[string]any, answer func(json.RawMessage) (string, bool)) (map[string]any, *wire.Error) {
-	if _, ok := req.capabilities[capability]; !ok {
-		return nil, wire.Errorf(codeMissingClientCapability, "missing required client capability: this tool needs %s; declare it in _meta %s", capability, metaClientCapabilities).
+func askClient(req *Request, capability string, responses map[string]json.RawMessage, key string, ask map[string]any, answer func(json.RawMessage) (string, bool)) (map[string]any, *wire.Error) {
+	if _, ok := req.Capabilities[capability]; !ok {
+		return nil, wire.Errorf(CodeMissingClientCapability, "missing required client capability: this tool needs %s; declare it in _meta %s", capability, MetaClientCapabilities).
 			WithData(map[string]any{"requiredCapabilities": map[string]any{capability: map[string]any{}}})
 	}
 	raw, ok := responses[key]
@@ -194,10 +203,11 @@ func askClient(req *mcpRequest, capability string, responses map[string]json.Raw
 	if !ok {
 		return nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: inputResponses[%s] is not a %s result", quoteValue(key), ask["method"])
 	}
-	return toolText(text, false), nil
+	return ToolText(text, false), nil
 }
 
-func toolText(text string, isError bool) map[string]any {
+// ToolText is a tools/call result of one text content block.
+func ToolText(text string, isError bool) map[string]any {
 	return map[string]any{"content": []map[string]string{{"type": "text", "text": text}}, "isError": isError}
 }
 
@@ -216,7 +226,7 @@ var staticTextResource = mcpResource{URI: "test://static-text", Name: "static-te
 
 // readResource answers resources/read; an unknown URI is -32602 in MCP
 // 2026-07-28 and -32002 before ("Resources", Error Handling).
-func readResource(params json.RawMessage, req *mcpRequest) (map[string]any, *wire.Error) {
+func readResource(params json.RawMessage, req *Request) (map[string]any, *wire.Error) {
 	var p struct {
 		URI string `json:"uri"`
 	}
@@ -225,8 +235,8 @@ func readResource(params json.RawMessage, req *mcpRequest) (map[string]any, *wir
 	}
 	if p.URI != staticTextResource.URI {
 		code := wire.CodeInvalidParams
-		if !req.stateless {
-			code = codeResourceNotFoundLegacy
+		if !req.Stateless {
+			code = CodeResourceNotFoundLegacy
 		}
 		return nil, wire.Errorf(code, "resource not found: %s (this server has: %s)", quoteValue(p.URI), staticTextResource.URI).
 			WithData(map[string]string{"uri": p.URI})

@@ -1,4 +1,4 @@
-package host
+package resource
 
 import (
 	"context"
@@ -22,7 +22,7 @@ func TestStaticLifetimeStartsAtFirstUse(t *testing.T) {
 
 	clock.advance(time.Hour) // the process has run a while: the lifetime has not started yet
 	start := clock.now()
-	g, err := v.validate(ctx, "t-short")
+	g, err := v.Validate(ctx, "t-short")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,18 +30,18 @@ func TestStaticLifetimeStartsAtFirstUse(t *testing.T) {
 		t.Errorf("grant = %+v, want expiry 2s after first use", g)
 	}
 	clock.advance(1900 * time.Millisecond)
-	if _, err := v.validate(ctx, "t-short"); err != nil {
+	if _, err := v.Validate(ctx, "t-short"); err != nil {
 		t.Errorf("before expiry: %v", err)
 	}
 	clock.advance(100 * time.Millisecond)
 	var te *TokenError
-	if _, err := v.validate(ctx, "t-short"); !errors.As(err, &te) || te.Kind != TokenExpired {
+	if _, err := v.Validate(ctx, "t-short"); !errors.As(err, &te) || te.Kind != TokenExpired {
 		t.Errorf("at expiry: err = %v, want expired", err)
 	}
-	if g, err := v.validate(ctx, "t-forever"); err != nil || !g.Expiry.IsZero() {
+	if g, err := v.Validate(ctx, "t-forever"); err != nil || !g.Expiry.IsZero() {
 		t.Errorf("token without expiresIn: %+v, %v", g, err)
 	}
-	if _, err := v.validate(ctx, "t-unknown"); !errors.As(err, &te) || te.Kind != TokenInvalid {
+	if _, err := v.Validate(ctx, "t-unknown"); !errors.As(err, &te) || te.Kind != TokenInvalid {
 		t.Errorf("unknown token: err = %v, want invalid", err)
 	}
 }
@@ -53,7 +53,7 @@ type countingValidator struct {
 	err   error
 }
 
-func (c *countingValidator) validate(context.Context, string) (*Grant, error) {
+func (c *countingValidator) Validate(context.Context, string) (*Grant, error) {
 	c.calls.Add(1)
 	return c.grant, c.err
 }
@@ -62,17 +62,17 @@ func TestGrantCache(t *testing.T) {
 	clock := newFakeClock()
 	ctx := context.Background()
 	inner := &countingValidator{grant: &Grant{Subject: "alice", JTI: "j1", Expiry: clock.now().Add(time.Minute)}}
-	c := &checker{scheme: "dev", v: inner, cache: newGrantCache(clock.now, 0)}
+	c := &Checker{scheme: "dev", v: inner, cache: newGrantCache(clock.now, 0)}
 
-	g, err := c.check(ctx, "tok", false)
+	g, err := c.Check(ctx, "tok", false)
 	if err != nil || g.Scheme != "dev" {
 		t.Fatalf("check = %+v, %v", g, err)
 	}
-	c.check(ctx, "tok", false)
+	c.Check(ctx, "tok", false)
 	if n := inner.calls.Load(); n != 1 {
 		t.Errorf("validated %d times, want 1 (the second from the cache)", n)
 	}
-	c.check(ctx, "tok", true)
+	c.Check(ctx, "tok", true)
 	if n := inner.calls.Load(); n != 2 {
 		t.Errorf("fresh check validated %d times in all, want 2", n)
 	}
@@ -80,22 +80,22 @@ func TestGrantCache(t *testing.T) {
 	if until := c.cache.dropJTIs(map[string]bool{"j1": true}); !until.Equal(inner.grant.Expiry) {
 		t.Errorf("dropJTIs returned %v, want the grant's expiry", until)
 	}
-	c.check(ctx, "tok", false)
+	c.Check(ctx, "tok", false)
 	if n := inner.calls.Load(); n != 3 {
 		t.Errorf("after revocation validated %d times, want 3", n)
 	}
 	// An entry does not outlive the grant.
 	clock.advance(time.Minute)
-	c.check(ctx, "tok", false)
+	c.Check(ctx, "tok", false)
 	if n := inner.calls.Load(); n != 4 {
 		t.Errorf("after expiry validated %d times, want 4", n)
 	}
 	// A rejection is not cached.
-	inner.grant, inner.err = nil, errRevoked
-	if _, err := c.check(ctx, "tok", true); !errors.Is(err, errRevoked) {
+	inner.grant, inner.err = nil, ErrRevoked
+	if _, err := c.Check(ctx, "tok", true); !errors.Is(err, ErrRevoked) {
 		t.Errorf("err = %v", err)
 	}
-	if _, err := c.check(ctx, "tok", false); !errors.Is(err, errRevoked) || inner.calls.Load() != 6 {
+	if _, err := c.Check(ctx, "tok", false); !errors.Is(err, ErrRevoked) || inner.calls.Load() != 6 {
 		t.Errorf("after a rejection: err %v, calls %d; want the validator asked again", err, inner.calls.Load())
 	}
 }
@@ -162,14 +162,14 @@ func TestIntrospection(t *testing.T) {
 
 	// The endpoint is discovered from the RFC 8414 metadata.
 	v := newIntrospectionValidator(introspectionScheme(ti, ""), testResource, ti.srv.Client(), clock.now)
-	g, err := v.validate(ctx, "good")
+	g, err := v.Validate(ctx, "good")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if g.Subject != "alice" || g.ClientID != "cli" || g.JTI != "j1" || g.Expiry.Unix() != exp || len(g.Scopes) != 1 {
 		t.Errorf("grant = %+v", g)
 	}
-	if g, err := v.validate(ctx, "username"); err != nil || g.Subject != "bob" {
+	if g, err := v.Validate(ctx, "username"); err != nil || g.Subject != "bob" {
 		t.Errorf("username: %+v, %v", g, err)
 	}
 	for token, want := range map[string]struct {
@@ -181,7 +181,7 @@ func TestIntrospection(t *testing.T) {
 		"other-aud": {TokenInvalid, "audience does not include"},
 		"other-iss": {TokenInvalid, "issuer"},
 	} {
-		_, err := v.validate(ctx, token)
+		_, err := v.Validate(ctx, token)
 		var te *TokenError
 		if !errors.As(err, &te) || te.Kind != want.kind || !strings.Contains(te.Description, want.desc) {
 			t.Errorf("%s: err = %v, want kind %d %q", token, err, want.kind, want.desc)
@@ -191,7 +191,7 @@ func TestIntrospection(t *testing.T) {
 	// Wrong client credentials: an error, not a token rejection.
 	s := introspectionScheme(ti, ti.srv.URL+"/introspect")
 	s.Validation.ClientSecret = "wrong"
-	_, err = newIntrospectionValidator(s, testResource, ti.srv.Client(), clock.now).validate(ctx, "good")
+	_, err = newIntrospectionValidator(s, testResource, ti.srv.Client(), clock.now).Validate(ctx, "good")
 	var te *TokenError
 	if err == nil || errors.As(err, &te) || !strings.Contains(err.Error(), "HTTP 401") {
 		t.Errorf("err = %v, want HTTP 401", err)
@@ -207,9 +207,9 @@ func TestIntrospectionCacheTTL(t *testing.T) {
 	ctx := context.Background()
 	ti.set("good", map[string]any{"active": true, "sub": "alice", "exp": clock.now().Add(time.Hour).Unix()})
 	s := introspectionScheme(ti, ti.srv.URL+"/introspect")
-	c := &checker{scheme: "corp", v: newIntrospectionValidator(s, testResource, ti.srv.Client(), clock.now), cache: newGrantCache(clock.now, 30*time.Second)}
+	c := &Checker{scheme: "corp", v: newIntrospectionValidator(s, testResource, ti.srv.Client(), clock.now), cache: newGrantCache(clock.now, 30*time.Second)}
 	for range 3 {
-		if _, err := c.check(ctx, "good", false); err != nil {
+		if _, err := c.Check(ctx, "good", false); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -218,7 +218,7 @@ func TestIntrospectionCacheTTL(t *testing.T) {
 	}
 	ti.set("good", map[string]any{"active": false})
 	clock.advance(30 * time.Second)
-	_, err := c.check(ctx, "good", false)
+	_, err := c.Check(ctx, "good", false)
 	var te *TokenError
 	if !errors.As(err, &te) || te.Kind != TokenRevoked || ti.calls.Load() != 2 {
 		t.Errorf("after the TTL: err %v, calls %d; want revoked after a second introspection", err, ti.calls.Load())
@@ -235,11 +235,11 @@ func TestIntrospectionDPoPBinding(t *testing.T) {
 	ti.set("bound", map[string]any{"active": true, "sub": "alice", "token_type": "DPoP", "cnf": map[string]string{"jkt": "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I"}})
 	ti.set("mtls", map[string]any{"active": true, "sub": "alice", "cnf": map[string]string{"x5t#S256": "bwcK0esc3ACC3DB2Y5_lESsXE8o9ltc05O89jdN-dg2"}})
 	v := newIntrospectionValidator(introspectionScheme(ti, ""), testResource, ti.srv.Client(), clock.now)
-	g, err := v.validate(ctx, "bound")
+	g, err := v.Validate(ctx, "bound")
 	if err != nil || g.JKT != "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I" {
 		t.Errorf("bound: grant %+v, err %v; want the cnf.jkt on the grant", g, err)
 	}
-	_, err = v.validate(ctx, "mtls")
+	_, err = v.Validate(ctx, "mtls")
 	var te *TokenError
 	if !errors.As(err, &te) || te.Kind != TokenInvalid || !strings.Contains(te.Description, "cnf has no jkt") {
 		t.Errorf("mtls: err = %v, want the token refused", err)

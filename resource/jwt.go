@@ -1,4 +1,4 @@
-package host
+package resource
 
 import (
 	"context"
@@ -57,7 +57,7 @@ type keySet struct {
 func newJWTValidator(s Scheme, resource string, client *http.Client, now func() time.Time) *jwtValidator {
 	names := s.Validation.Algorithms
 	if len(names) == 0 {
-		names = allowedAlgorithms
+		names = AllowedAlgorithms
 	}
 	algs := make([]jose.SignatureAlgorithm, len(names))
 	for i, a := range names {
@@ -82,7 +82,7 @@ type accessClaims struct {
 	Cnf *confirmation `json:"cnf"`
 }
 
-func (v *jwtValidator) validate(ctx context.Context, token string) (*Grant, error) {
+func (v *jwtValidator) Validate(ctx context.Context, token string) (*Grant, error) {
 	parts := strings.Split(token, ".")
 	if len(parts) != 3 {
 		return nil, invalidf("The access token is not a signed JWT")
@@ -154,7 +154,7 @@ func (v *jwtValidator) validate(ctx context.Context, token string) (*Grant, erro
 	case c.IssuedAt != nil && now.Add(jwtLeeway).Before(c.IssuedAt.Time()):
 		return nil, invalidf("The access token was issued in the future (iat)")
 	case !now.Before(c.Expiry.Time()):
-		return nil, errExpired
+		return nil, ErrExpired
 	}
 	g := &Grant{Subject: c.Subject, ClientID: extra.ClientID, Scopes: wire.SplitScope(extra.Scope),
 		Expiry: c.Expiry.Time(), JTI: c.ID, Issuer: c.Issuer}

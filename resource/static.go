@@ -1,4 +1,4 @@
-package host
+package resource
 
 import (
 	"context"
@@ -31,7 +31,7 @@ func newStaticValidator(s Scheme, now func() time.Time) *staticValidator {
 	return v
 }
 
-func (v *staticValidator) validate(_ context.Context, token string) (*Grant, error) {
+func (v *staticValidator) Validate(_ context.Context, token string) (*Grant, error) {
 	k := sha256.Sum256([]byte(token))
 	t, ok := v.tokens[k]
 	if !ok {
@@ -48,8 +48,8 @@ func (v *staticValidator) validate(_ context.Context, token string) (*Grant, err
 		}
 		v.mu.Unlock()
 		g.Expiry = first.Add(time.Duration(t.ExpiresIn))
-		if g.expiredAt(now) {
-			return nil, errExpired
+		if g.ExpiredAt(now) {
+			return nil, ErrExpired
 		}
 	}
 	return g, nil

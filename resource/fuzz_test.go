@@ -1,4 +1,4 @@
-package host
+package resource
 
 import (
 	"context"
@@ -103,14 +103,14 @@ func FuzzJWTValidate(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw, typ string, keyIndex uint8, issOK bool, iss string, audOK bool, aud string,
 		exp, nbf, iat int64, present, respell uint8) {
 		// A raw string.
-		g, err := v.validate(context.Background(), raw)
+		g, err := v.Validate(context.Background(), raw)
 		var te *TokenError
 		switch {
 		case err == nil:
 			parts := strings.Split(raw, ".")
 			var h jwsHeader
 			if len(parts) != 3 || !canonicalSegments(parts) || json.Unmarshal(mustDecode(parts[0]), &h) != nil ||
-				!modelTyp(h.Typ) || !slices.Contains(allowedAlgorithms, h.Alg) || g.Issuer != fuzzIssuer {
+				!modelTyp(h.Typ) || !slices.Contains(AllowedAlgorithms, h.Alg) || g.Issuer != fuzzIssuer {
 				t.Fatalf("accepted %q", raw)
 			}
 		case !errors.As(err, &te):
@@ -143,7 +143,7 @@ func FuzzJWTValidate(f *testing.F) {
 			c["iss"] != fuzzIssuer || c["aud"] != testResource || present&1 == 0 ||
 			present&2 != 0 && at(nbf).After(now.Add(jwtLeeway)) || present&4 != 0 && at(iat).After(now.Add(jwtLeeway))
 		expired := present&1 != 0 && !at(exp).After(now)
-		g, err = v.validate(context.Background(), tok)
+		g, err = v.Validate(context.Background(), tok)
 		te = nil
 		errors.As(err, &te)
 		switch {

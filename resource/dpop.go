@@ -1,4 +1,4 @@
-package host
+package resource
 
 import (
 	"net/http"
@@ -8,7 +8,7 @@ import (
 	"github.com/agentauth/agentauth/wire"
 )
 
-// DPoP on the HTTP face (RFC 9449 §7): a token bound to a key (cnf.jkt)
+// DPoP on a protected resource (RFC 9449 §7): a token bound to a key (cnf.jkt)
 // is accepted only with the DPoP scheme and a valid proof of that key.
 const (
 	// DPoPWindow bounds |now - iat| of a proof.
@@ -78,16 +78,16 @@ func (c *jtiCache) add(jti string, expires, now time.Time) bool {
 
 // dpopRefusal is 401 with a DPoP challenge (RFC 9449 §7.1): the proof
 // is missing or invalid.
-func dpopRefusal(desc string) *httpRefusal {
-	return &httpRefusal{status: http.StatusUnauthorized, dpop: true,
-		challenge: map[string]string{"error": wire.ErrInvalidDPoPProof, "error_description": desc, "algs": "ES256"},
-		err:       wire.Errorf(wire.CodeInvalidRequest, "invalid DPoP proof: %s", desc)}
+func dpopRefusal(desc string) *Refusal {
+	return &Refusal{Status: http.StatusUnauthorized, DPoP: true,
+		Challenge: map[string]string{"error": wire.ErrInvalidDPoPProof, "error_description": desc, "algs": "ES256"},
+		Err:       wire.Errorf(wire.CodeInvalidRequest, "invalid DPoP proof: %s", desc)}
 }
 
 // checkDPoP enforces the binding of a grant (RFC 9449 §7.1): a bound
 // token must come with the DPoP scheme and one proof of its key for this
 // request (htm, htu, iat, ath), never seen before.
-func (f *httpFace) checkDPoP(r *http.Request, scheme, token string, g *Grant) *httpRefusal {
+func (b *Bearer) checkDPoP(r *http.Request, scheme, token string, g *Grant) *Refusal {
 	if g.JKT == "" {
 		return nil
 	}
@@ -98,14 +98,14 @@ func (f *httpFace) checkDPoP(r *http.Request, scheme, token string, g *Grant) *h
 	if len(proofs) != 1 {
 		return dpopRefusal("Send exactly one DPoP proof header")
 	}
-	now := f.h.now()
-	p, err := wire.CheckDPoPProof(proofs[0], wire.DPoPCheck{Method: r.Method, URI: f.h.cfg.Resource, AccessToken: token, Now: now, Window: DPoPWindow})
+	now := b.now()
+	p, err := wire.CheckDPoPProof(proofs[0], wire.DPoPCheck{Method: r.Method, URI: b.opts.Resource, AccessToken: token, Now: now, Window: DPoPWindow})
 	switch {
 	case err != nil:
 		return dpopRefusal(wire.ErrorDescription(err.Error()))
 	case p.JKT != g.JKT:
 		return dpopRefusal("The DPoP proof is not made with the key the access token is bound to")
-	case !f.jtis.add(p.JTI, p.Expires, now):
+	case !b.jtis.add(p.JTI, p.Expires, now):
 		return dpopRefusal("The DPoP proof was already used (jti)")
 	}
 	return nil

@@ -1,4 +1,4 @@
-package host
+package resource
 
 import (
 	"context"
@@ -16,16 +16,16 @@ import (
 // Bounds on every document the host fetches.
 const (
 	maxDocumentSize = 1 << 20
-	fetchTimeout    = 10 * time.Second
+	FetchTimeout    = 10 * time.Second
 )
 
 // fetchJSON GETs an https (or loopback http) URL and decodes its JSON body,
 // refusing bodies over 1 MiB.
 func fetchJSON(ctx context.Context, client *http.Client, u string, v any) error {
-	if err := checkFetchURL(u); err != nil {
+	if err := CheckFetchURL(u); err != nil {
 		return fmt.Errorf("cannot fetch: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
+	ctx, cancel := context.WithTimeout(ctx, FetchTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {

@@ -1,4 +1,4 @@
-package host
+package mcpserver
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/agentauth/agentauth/resource"
 	"github.com/agentauth/agentauth/wire"
 )
 
@@ -29,10 +30,10 @@ var mcpInitializeVersions = MCPProtocolVersions[1:]
 // MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION) and the
 // resource-not-found code of 2025-11-25 and older.
 const (
-	codeHeaderMismatch             = -32020
-	codeMissingClientCapability    = -32021
-	codeUnsupportedProtocolVersion = -32022
-	codeResourceNotFoundLegacy     = -32002
+	CodeHeaderMismatch             = -32020
+	CodeMissingClientCapability    = -32021
+	CodeUnsupportedProtocolVersion = -32022
+	CodeResourceNotFoundLegacy     = -32002
 )
 
 // Standard request headers (MCP 2026-07-28 "Transports"): they repeat the
@@ -46,7 +47,7 @@ const (
 // _meta keys of MCP 2026-07-28 requests and results.
 const (
 	metaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
-	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
+	MetaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
 	metaServerInfo         = "io.modelcontextprotocol/serverInfo"
 	metaLogLevel           = "io.modelcontextprotocol/logLevel"
 )
@@ -72,12 +73,12 @@ const (
 // resources/(un)subscribe by subscriptions/listen).
 var mcpRemovedMethods = []string{wire.MethodInitialize, wire.MethodPing, "logging/setLevel", "resources/subscribe", "resources/unsubscribe"}
 
-// mcpRequest is what the transport headers and _meta say about one MCP
+// Request is what the transport headers and _meta say about one MCP
 // message: whether it is MCP 2026-07-28 and then the client's declared
 // capabilities (a request's own, never inferred from earlier ones).
-type mcpRequest struct {
-	stateless    bool
-	capabilities map[string]json.RawMessage
+type Request struct {
+	Stateless    bool
+	Capabilities map[string]json.RawMessage
 	// logLevel is the least severe level the request asked to be sent
 	// (_meta logLevel, MCP 2026-07-28); "" for none.
 	logLevel string
@@ -87,7 +88,7 @@ type mcpRequest struct {
 
 // log queues a log message for the client when the request asked for its
 // level or a less severe one.
-func (req *mcpRequest) log(level, logger string, data any) {
+func (req *Request) log(level, logger string, data any) {
 	want := slices.Index(mcpLogLevels, req.logLevel)
 	if want < 0 || slices.Index(mcpLogLevels, level) < want {
 		return
@@ -97,16 +98,16 @@ func (req *mcpRequest) log(level, logger string, data any) {
 	}
 }
 
-// mcpRequestOf checks a message's MCP-Protocol-Version, and for MCP
+// requestOf checks a message's MCP-Protocol-Version, and for MCP
 // 2026-07-28 its standard headers and _meta ("Transports", Server
 // Validation; "Lifecycle", per-request metadata). Every refusal is 400:
 // -32022 with data {supported, requested} for a revision this server does
 // not speak, -32020 when a header is missing or differs from the body,
 // -32602 when _meta lacks the protocol version or the capabilities.
-func mcpRequestOf(r *http.Request, m *wire.Message) (mcpRequest, *httpRefusal) {
+func requestOf(r *http.Request, m *wire.Message) (Request, *resource.Refusal) {
 	values := r.Header.Values(headerMCPProtocolVersion)
 	if len(values) == 0 && len(m.Params) == 0 {
-		return mcpRequest{}, nil // MCP 2025-03-26 (see below), without _meta to check
+		return Request{}, nil // MCP 2025-03-26 (see below), without _meta to check
 	}
 	var params struct {
 		Meta map[string]json.RawMessage `json:"_meta"`
@@ -118,65 +119,65 @@ func mcpRequestOf(r *http.Request, m *wire.Message) (mcpRequest, *httpRefusal) {
 
 	switch {
 	case len(values) == 0 && params.Meta[metaProtocolVersion] != nil:
-		return mcpRequest{}, headerMismatch("the MCP-Protocol-Version header is missing but _meta names %s; send the header with the same version", quoteValue(metaVersion))
+		return Request{}, headerMismatch("the MCP-Protocol-Version header is missing but _meta names %s; send the header with the same version", quoteValue(metaVersion))
 	case len(values) == 0:
 		// MCP 2025-03-26, the revision a server assumes without the
 		// header (MCP 2025-11-25 "Transports", Protocol Version Header).
-		return mcpRequest{}, nil
+		return Request{}, nil
 	case len(values) > 1:
-		return mcpRequest{}, headerMismatch("the request has %d MCP-Protocol-Version headers; send one", len(values))
+		return Request{}, headerMismatch("the request has %d MCP-Protocol-Version headers; send one", len(values))
 	}
 	v := strings.TrimSpace(values[0])
 	if !slices.Contains(MCPProtocolVersions, v) {
-		return mcpRequest{}, &httpRefusal{status: http.StatusBadRequest,
-			err: wire.Errorf(codeUnsupportedProtocolVersion, "unsupported MCP-Protocol-Version %s: this server speaks %s",
+		return Request{}, &resource.Refusal{Status: http.StatusBadRequest,
+			Err: wire.Errorf(CodeUnsupportedProtocolVersion, "unsupported MCP-Protocol-Version %s: this server speaks %s",
 				quoteValue(v), strings.Join(MCPProtocolVersions, ", ")).
 				WithData(map[string]any{"supported": MCPProtocolVersions, "requested": v})}
 	}
 	if v != MCPStatelessVersion {
-		return mcpRequest{}, nil
+		return Request{}, nil
 	}
 	if ref := checkHeader(r, headerMCPMethod, m.Method); ref != nil {
-		return mcpRequest{}, ref
+		return Request{}, ref
 	}
-	if name, ok := mcpNameOf(m); ok {
+	if name, ok := NameOf(m); ok {
 		if ref := checkHeader(r, headerMCPName, name); ref != nil {
-			return mcpRequest{}, ref
+			return Request{}, ref
 		}
 	}
 	if m.Method == methodToolsCall {
 		if ref := checkParamHeaders(r, m); ref != nil {
-			return mcpRequest{}, ref
+			return Request{}, ref
 		}
 	}
 	if !m.IsRequest() {
-		return mcpRequest{stateless: true}, nil
+		return Request{Stateless: true}, nil
 	}
 	var caps map[string]json.RawMessage
-	if !metaVersionOK || json.Unmarshal(params.Meta[metaClientCapabilities], &caps) != nil || caps == nil {
-		return mcpRequest{}, &httpRefusal{status: http.StatusBadRequest,
-			err: wire.Errorf(wire.CodeInvalidParams, "invalid params: an MCP %s request carries params._meta with %s and %s (an empty object when the client has none)",
-				MCPStatelessVersion, metaProtocolVersion, metaClientCapabilities)}
+	if !metaVersionOK || json.Unmarshal(params.Meta[MetaClientCapabilities], &caps) != nil || caps == nil {
+		return Request{}, &resource.Refusal{Status: http.StatusBadRequest,
+			Err: wire.Errorf(wire.CodeInvalidParams, "invalid params: an MCP %s request carries params._meta with %s and %s (an empty object when the client has none)",
+				MCPStatelessVersion, metaProtocolVersion, MetaClientCapabilities)}
 	}
 	if metaVersion != v {
-		return mcpRequest{}, headerMismatch("MCP-Protocol-Version is %s but _meta names %s; send the same version in both", quoteValue(v), quoteValue(metaVersion))
+		return Request{}, headerMismatch("MCP-Protocol-Version is %s but _meta names %s; send the same version in both", quoteValue(v), quoteValue(metaVersion))
 	}
 	level, _ := jsonString(params.Meta[metaLogLevel])
 	if params.Meta[metaLogLevel] != nil && !slices.Contains(mcpLogLevels, level) {
-		return mcpRequest{}, &httpRefusal{status: http.StatusBadRequest,
-			err: wire.Errorf(wire.CodeInvalidParams, "invalid params: _meta %s is not one of %s", metaLogLevel, strings.Join(mcpLogLevels, ", "))}
+		return Request{}, &resource.Refusal{Status: http.StatusBadRequest,
+			Err: wire.Errorf(wire.CodeInvalidParams, "invalid params: _meta %s is not one of %s", metaLogLevel, strings.Join(mcpLogLevels, ", "))}
 	}
-	return mcpRequest{stateless: true, capabilities: caps, logLevel: level}, nil
+	return Request{Stateless: true, Capabilities: caps, logLevel: level}, nil
 }
 
-func headerMismatch(format string, args ...any) *httpRefusal {
-	return &httpRefusal{status: http.StatusBadRequest, err: wire.Errorf(codeHeaderMismatch, "header mismatch: "+format, args...)}
+func headerMismatch(format string, args ...any) *resource.Refusal {
+	return &resource.Refusal{Status: http.StatusBadRequest, Err: wire.Errorf(CodeHeaderMismatch, "header mismatch: "+format, args...)}
 }
 
 // checkHeader checks that a header is present once and, without its
 // surrounding whitespace (RFC 9110 §5.5) and decoded (decodeHeaderValue),
 // equals the body's value; values are case-sensitive.
-func checkHeader(r *http.Request, name, want string) *httpRefusal {
+func checkHeader(r *http.Request, name, want string) *resource.Refusal {
 	values := r.Header.Values(name)
 	switch {
 	case len(values) == 0:
@@ -213,7 +214,7 @@ func decodeHeaderValue(v string) (string, error) {
 // argument whose schema property names a header (x-mcp-header) and that
 // the body carries must be repeated in Mcp-Param-NAME (MCP 2026-07-28
 // "Transports", Custom Headers from Tool Parameters).
-func checkParamHeaders(r *http.Request, m *wire.Message) *httpRefusal {
+func checkParamHeaders(r *http.Request, m *wire.Message) *resource.Refusal {
 	var p struct {
 		Name      string                     `json:"name"`
 		Arguments map[string]json.RawMessage `json:"arguments"`
@@ -221,7 +222,7 @@ func checkParamHeaders(r *http.Request, m *wire.Message) *httpRefusal {
 	if json.Unmarshal(m.Params, &p) != nil {
 		return nil // tools/call refuses the params itself
 	}
-	i := slices.IndexFunc(mcpTools, func(t mcpTool) bool { return t.Name == p.Name })
+	i := slices.IndexFunc(mcpTools, func(t Tool) bool { return t.Name == p.Name })
 	if i < 0 {
 		return nil
 	}
@@ -235,9 +236,9 @@ func checkParamHeaders(r *http.Request, m *wire.Message) *httpRefusal {
 	return nil
 }
 
-// mcpNameOf is the value Mcp-Name repeats: params.name of tools/call and
+// NameOf is the value Mcp-Name repeats: params.name of tools/call and
 // prompts/get, params.uri of resources/read.
-func mcpNameOf(m *wire.Message) (string, bool) {
+func NameOf(m *wire.Message) (string, bool) {
 	var p struct {
 		Name json.RawMessage `json:"name"`
 		URI  json.RawMessage `json:"uri"`
@@ -278,8 +279,8 @@ func quoteValue(s string) string {
 }
 
 // serverInfo is the server's MCP Implementation object.
-func (h *Host) serverInfo() map[string]string {
-	return map[string]string{"name": "agentauth", "title": "agentauth agent host", "version": h.version}
+func (f *Server) serverInfo() map[string]string {
+	return map[string]string{"name": "agentauth", "title": "agentauth agent host", "version": f.opts.Version}
 }
 
 const mcpInstructions = "agentauth's minimal agent host. Call the whoami tool to see what your access token establishes."
@@ -294,7 +295,7 @@ var mcpStatelessCapabilities = map[string]any{"tools": map[string]any{}, "resour
 
 // mcpInitialize answers MCP initialize: the requested revision when
 // supported, else the newest (MCP 2025-11-25 "Lifecycle", version negotiation).
-func (h *Host) mcpInitialize(requested string) any {
+func (f *Server) initialize(requested string) any {
 	version := mcpInitializeVersions[0]
 	if slices.Contains(mcpInitializeVersions, requested) {
 		version = requested
@@ -302,7 +303,7 @@ func (h *Host) mcpInitialize(requested string) any {
 	return map[string]any{
 		"protocolVersion": version,
 		"capabilities":    mcpCapabilities,
-		"serverInfo":      h.serverInfo(),
+		"serverInfo":      f.serverInfo(),
 		"instructions":    mcpInstructions,
 	}
 }
@@ -322,24 +323,24 @@ func mcpRequestedVersion(params json.RawMessage) (string, bool) {
 // answerLegacy runs one request of MCP 2025-11-25 and older: MCP's own
 // methods here, the rest (the agent host's methods, ping) through Dispatch
 // with the request's grant.
-func (f *httpFace) answerLegacy(ctx context.Context, m *wire.Message, g *Grant, req *mcpRequest) *wire.Message {
+func (f *Server) answerLegacy(ctx context.Context, m *wire.Message, g *resource.Grant, req *Request) *wire.Message {
 	switch m.Method {
 	case wire.MethodInitialize:
 		if v, ok := mcpRequestedVersion(m.Params); ok {
-			return respond(m.ID, f.h.mcpInitialize(v), nil)
+			return respond(m.ID, f.initialize(v), nil)
 		}
 	case methodToolsList, methodToolsCall, methodResourcesList, methodResourcesRead, methodTemplatesList, methodPromptsList, methodPromptsGet:
 		result, rerr := f.mcpMethod(ctx, m, g, req)
 		return respond(m.ID, result, rerr)
 	}
-	return f.h.Dispatch(ctx, m, g)
+	return f.opts.Backend.Dispatch(ctx, m, g)
 }
 
 // answerStateless runs one MCP 2026-07-28 request and says its HTTP
-// status: every result carries resultType and the server's identity in
+// Status: every result carries resultType and the server's identity in
 // _meta; an unknown or removed method is 404 with -32601, an invalid one
 // 400 ("Transports", HTTP status codes).
-func (f *httpFace) answerStateless(ctx context.Context, m *wire.Message, g *Grant, req *mcpRequest) (*wire.Message, int) {
+func (f *Server) answerStateless(ctx context.Context, m *wire.Message, g *resource.Grant, req *Request) (*wire.Message, int) {
 	var result map[string]any
 	var rerr *wire.Error
 	switch {
@@ -362,7 +363,7 @@ func (f *httpFace) answerStateless(ctx context.Context, m *wire.Message, g *Gran
 	if _, ok := result["resultType"]; !ok {
 		result["resultType"] = "complete"
 	}
-	result["_meta"] = map[string]any{metaServerInfo: f.h.serverInfo()}
+	result["_meta"] = map[string]any{metaServerInfo: f.serverInfo()}
 	return respond(m.ID, result, nil), http.StatusOK
 }
 
@@ -372,7 +373,7 @@ func statelessStatus(code int) int {
 	case wire.CodeMethodNotFound:
 		return http.StatusNotFound
 	case wire.CodeParseError, wire.CodeInvalidRequest, wire.CodeInvalidParams,
-		codeHeaderMismatch, codeMissingClientCapability, codeUnsupportedProtocolVersion:
+		CodeHeaderMismatch, CodeMissingClientCapability, CodeUnsupportedProtocolVersion:
 		return http.StatusBadRequest
 	case wire.CodeInternalError:
 		return http.StatusInternalServerError
@@ -381,19 +382,19 @@ func statelessStatus(code int) int {
 }
 
 // mcpMethod answers the MCP server methods both generations share.
-func (f *httpFace) mcpMethod(ctx context.Context, m *wire.Message, g *Grant, req *mcpRequest) (map[string]any, *wire.Error) {
+func (f *Server) mcpMethod(ctx context.Context, m *wire.Message, g *resource.Grant, req *Request) (map[string]any, *wire.Error) {
 	switch m.Method {
 	case methodToolsList:
-		tools := []mcpTool{}
+		tools := []Tool{}
 		for _, t := range mcpTools {
-			if req.stateless || !t.statelessOnly {
+			if req.Stateless || !t.statelessOnly {
 				tools = append(tools, t)
 			}
 		}
-		tools = append(tools, f.h.upstreamTools()...)
+		tools = append(tools, f.opts.Backend.Tools()...)
 		return cacheable(map[string]any{"tools": tools}, req), nil
 	case methodToolsCall:
-		return f.callTool(ctx, m, g, req)
+		return callTool(ctx, f.opts.Backend, m, g, req)
 	case methodResourcesList:
 		return cacheable(map[string]any{"resources": []mcpResource{staticTextResource}}, req), nil
 	case methodResourcesRead:
@@ -415,10 +416,32 @@ func (f *httpFace) mcpMethod(ctx context.Context, m *wire.Message, g *Grant, req
 // cacheable adds the MCP 2026-07-28 caching hints to a list result: the
 // lists are the same for every caller, so public, and may change with the
 // next start of serve, so stale at once.
-func cacheable(result map[string]any, req *mcpRequest) map[string]any {
-	if req.stateless {
+func cacheable(result map[string]any, req *Request) map[string]any {
+	if req.Stateless {
 		result["ttlMs"] = 0
 		result["cacheScope"] = "public"
 	}
 	return result
+}
+
+// truncate cuts an untrusted value to 64 bytes for a message.
+func truncate(s string) string {
+	if len(s) > 64 {
+		s = s[:64] + "…"
+	}
+	return s
+}
+
+var errEncodeResult = wire.Errorf(wire.CodeInternalError, "internal error: cannot encode the result")
+
+// respond is the response to request id: result, or rerr when set.
+func respond(id wire.ID, result any, rerr *wire.Error) *wire.Message {
+	if rerr != nil {
+		return wire.NewErrorResponse(id, rerr)
+	}
+	m, err := wire.NewResult(id, result)
+	if err != nil {
+		return wire.NewErrorResponse(id, errEncodeResult)
+	}
+	return m
 }

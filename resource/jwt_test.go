@@ -1,4 +1,4 @@
-package host
+package resource
 
 import (
 	"context"
@@ -100,7 +100,7 @@ func TestJWTValidation(t *testing.T) {
 	v := newTestJWTValidator(ti, clock)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g, err := v.validate(context.Background(), tt.token)
+			g, err := v.Validate(context.Background(), tt.token)
 			if tt.want == "" {
 				if err != nil {
 					t.Fatalf("rejected a good token: %v", err)
@@ -150,7 +150,7 @@ func TestJWTAlgorithmsConfigured(t *testing.T) {
 	rs := newSigningKey(t, "rs", jose.RS256)
 	ti.publish(rs)
 	v := newTestJWTValidator(ti, clock, "ES256")
-	_, err := v.validate(context.Background(), rs.sign(t, claims(ti.srv.URL, testResource, clock.now()), "at+jwt"))
+	_, err := v.Validate(context.Background(), rs.sign(t, claims(ti.srv.URL, testResource, clock.now()), "at+jwt"))
 	var te *TokenError
 	if !errors.As(err, &te) || !strings.Contains(te.Description, `"RS256" is not allowed`) {
 		t.Errorf("err = %v, want RS256 refused", err)
@@ -167,7 +167,7 @@ func TestJWTUnknownKidRefetchesWithARateBound(t *testing.T) {
 	ctx := context.Background()
 	tok1 := k1.sign(t, claims(ti.srv.URL, testResource, clock.now()), "at+jwt")
 	validate := func(tok string) error {
-		_, err := v.validate(ctx, tok)
+		_, err := v.Validate(ctx, tok)
 		return err
 	}
 	if err := validate(tok1); err != nil {
@@ -219,7 +219,7 @@ func TestJWTKeyDiscovery(t *testing.T) {
 		ti.metadataPath = "/.well-known/openid-configuration"
 		k := newSigningKey(t, "k", jose.ES256)
 		ti.publish(k)
-		if _, err := newTestJWTValidator(ti, clock).validate(ctx, k.sign(t, claims(ti.srv.URL, testResource, clock.now()), "at+jwt")); err != nil {
+		if _, err := newTestJWTValidator(ti, clock).Validate(ctx, k.sign(t, claims(ti.srv.URL, testResource, clock.now()), "at+jwt")); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -231,7 +231,7 @@ func TestJWTKeyDiscovery(t *testing.T) {
 		defer srv.Close()
 		k := newSigningKey(t, "k", jose.ES256)
 		v := newJWTValidator(Scheme{AuthorizationServers: []string{srv.URL}}, testResource, srv.Client(), clock.now)
-		_, err := v.validate(ctx, k.sign(t, claims(srv.URL, testResource, clock.now()), "at+jwt"))
+		_, err := v.Validate(ctx, k.sign(t, claims(srv.URL, testResource, clock.now()), "at+jwt"))
 		var te *TokenError
 		if err == nil || errors.As(err, &te) || !strings.Contains(err.Error(), "RFC 8414 §3.3") {
 			t.Errorf("err = %v, want a discovery failure (not a token rejection)", err)
@@ -246,7 +246,7 @@ func TestJWTKeyDiscovery(t *testing.T) {
 		k := newSigningKey(t, "k", jose.ES256)
 		s := Scheme{AuthorizationServers: []string{"https://as.example"}, Validation: Validation{JWKSURI: srv.URL}}
 		v := newJWTValidator(s, testResource, srv.Client(), clock.now)
-		_, err := v.validate(ctx, k.sign(t, claims("https://as.example", testResource, clock.now()), "at+jwt"))
+		_, err := v.Validate(ctx, k.sign(t, claims("https://as.example", testResource, clock.now()), "at+jwt"))
 		if err == nil || !strings.Contains(err.Error(), "exceeds") {
 			t.Errorf("err = %v, want the size limit", err)
 		}
@@ -259,7 +259,7 @@ func TestJWTKeyDiscovery(t *testing.T) {
 			last = newSigningKey(t, "k"+string(rune('A'+i%26))+string(rune('a'+i/26)), jose.EdDSA)
 			ti.publish(last)
 		}
-		_, err := newTestJWTValidator(ti, clock).validate(ctx, last.sign(t, claims(ti.srv.URL, testResource, clock.now()), "at+jwt"))
+		_, err := newTestJWTValidator(ti, clock).Validate(ctx, last.sign(t, claims(ti.srv.URL, testResource, clock.now()), "at+jwt"))
 		if err == nil || !strings.Contains(err.Error(), "unknown key") {
 			t.Errorf("err = %v, want the key past the bound to be ignored", err)
 		}

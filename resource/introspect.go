@@ -1,4 +1,4 @@
-package host
+package resource
 
 import (
 	"context"
@@ -66,19 +66,19 @@ func (v *introspectionValidator) endpointURL(ctx context.Context) (string, error
 	if md.IntrospectionEndpoint == "" {
 		return "", fmt.Errorf("the authorization server %s publishes no introspection_endpoint", v.issuers[0])
 	}
-	if err := checkFetchURL(md.IntrospectionEndpoint); err != nil {
+	if err := CheckFetchURL(md.IntrospectionEndpoint); err != nil {
 		return "", fmt.Errorf("cannot use the introspection endpoint: %w", err)
 	}
 	v.endpoint = md.IntrospectionEndpoint
 	return v.endpoint, nil
 }
 
-func (v *introspectionValidator) validate(ctx context.Context, token string) (*Grant, error) {
+func (v *introspectionValidator) Validate(ctx context.Context, token string) (*Grant, error) {
 	ep, err := v.endpointURL(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("cannot introspect the token: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
+	ctx, cancel := context.WithTimeout(ctx, FetchTimeout)
 	defer cancel()
 	form := url.Values{"token": {token}, "token_type_hint": {"access_token"}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ep, strings.NewReader(form.Encode()))
@@ -121,8 +121,8 @@ func (v *introspectionValidator) validate(ctx context.Context, token string) (*G
 		return nil, invalidf("The access token's audience does not include " + v.resource)
 	case r.Nbf != nil && now.Add(jwtLeeway).Before(unixTime(*r.Nbf)):
 		return nil, invalidf("The access token is not valid yet (nbf)")
-	case g.expiredAt(now):
-		return nil, errExpired
+	case g.ExpiredAt(now):
+		return nil, ErrExpired
 	}
 	return g, nil
 }

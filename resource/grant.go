@@ -1,4 +1,4 @@
-package host
+package resource
 
 import (
 	"context"
@@ -40,7 +40,8 @@ func (g *Grant) HasScopes(need []string) bool {
 	return true
 }
 
-func (g *Grant) expiredAt(now time.Time) bool {
+// ExpiredAt reports whether the grant has expired at now.
+func (g *Grant) ExpiredAt(now time.Time) bool {
 	return !g.Expiry.IsZero() && !now.Before(g.Expiry)
 }
 
@@ -72,16 +73,18 @@ func invalidf(description string) *TokenError {
 	return &TokenError{Kind: TokenInvalid, Description: description}
 }
 
+// The rejections of an expired and of a revoked token.
 var (
-	errExpired = &TokenError{Kind: TokenExpired, Description: "The access token expired"}
-	errRevoked = &TokenError{Kind: TokenRevoked, Description: "The access token was revoked"}
+	ErrExpired = &TokenError{Kind: TokenExpired, Description: "The access token expired"}
+	ErrRevoked = &TokenError{Kind: TokenRevoked, Description: "The access token was revoked"}
 )
 
-// validator checks one token. A *TokenError means the token is bad; any
-// other error means it could not be checked (the authorization server is
-// unreachable, say).
-type validator interface {
-	validate(ctx context.Context, token string) (*Grant, error)
+// Validator checks one token: static.go, jwt.go (RFC 9068) and
+// introspect.go (RFC 7662) implement it. A *TokenError means the token is
+// bad; any other error means it could not be checked (the authorization
+// server is unreachable, say).
+type Validator interface {
+	Validate(ctx context.Context, token string) (*Grant, error)
 }
 
 // maxCachedGrants bounds the grant cache.
@@ -181,10 +184,26 @@ func (c *grantCache) dropJTIs(jtis map[string]bool) time.Time {
 	return latest
 }
 
-// checker validates one scheme's tokens through its cache.
-type checker struct {
+// NewChecker checks the tokens of the scheme named scheme with v, caching
+// each grant until it expires and, when ttl > 0, for at most ttl.
+// validated, when not nil, is called after each validation that was not a
+// cache hit.
+func NewChecker(scheme string, v Validator, ttl time.Duration, now func() time.Time, validated func()) *Checker {
+	return &Checker{scheme: scheme, v: v, cache: newGrantCache(now, ttl), validated: validated}
+}
+
+// Drop forgets the cached grant of token.
+func (c *Checker) Drop(token string) { c.cache.drop(token) }
+
+// DropJTIs forgets every cached grant whose JTI is in jtis (a revocation)
+// and returns the latest expiry among them.
+func (c *Checker) DropJTIs(jtis map[string]bool) time.Time { return c.cache.dropJTIs(jtis) }
+
+// Checker validates one scheme's tokens through its grant cache, with
+// single flight: the concurrent first uses of one token validate it once.
+type Checker struct {
 	scheme string
-	v      validator
+	v      Validator
 	cache  *grantCache
 	// flights makes concurrent validations of one token share one: the
 	// first runs, the others wait for its answer.
@@ -194,11 +213,11 @@ type checker struct {
 	validated func()
 }
 
-// check validates token, from the cache unless fresh is set. A rejected
+// Check validates token, from the cache unless fresh is set. A rejected
 // token is dropped from the cache at once. Concurrent misses for one token
 // wait for the first validation instead of repeating it; a caller whose
 // ctx ends stops waiting, while the validation goes on for the others.
-func (c *checker) check(ctx context.Context, token string, fresh bool) (*Grant, error) {
+func (c *Checker) Check(ctx context.Context, token string, fresh bool) (*Grant, error) {
 	k := tokenKey(token)
 	if !fresh {
 		if g := c.cache.get(k); g != nil {
@@ -210,7 +229,7 @@ func (c *checker) check(ctx context.Context, token string, fresh bool) (*Grant, 
 
 // share runs the validation of the token with key k, or waits for the one
 // under way (a function of its own, so that a cache hit allocates nothing).
-func (c *checker) share(ctx context.Context, k [32]byte, token string) (*Grant, error) {
+func (c *Checker) share(ctx context.Context, k [32]byte, token string) (*Grant, error) {
 	ch := c.flights.DoChan(string(k[:]), func() (any, error) {
 		return c.validate(context.WithoutCancel(ctx), k, token)
 	})
@@ -226,8 +245,8 @@ func (c *checker) share(ctx context.Context, k [32]byte, token string) (*Grant, 
 }
 
 // validate asks the validator and caches its answer.
-func (c *checker) validate(ctx context.Context, k [32]byte, token string) (*Grant, error) {
-	g, err := c.v.validate(ctx, token)
+func (c *Checker) validate(ctx context.Context, k [32]byte, token string) (*Grant, error) {
+	g, err := c.v.Validate(ctx, token)
 	if c.validated != nil {
 		c.validated()
 	}
