@@ -45,9 +45,6 @@ const (
 	metaAuthStatus = "io.agentauth/authStatus"
 )
 
-// ACPUpstreamMethodPrefix prefixes an upstream's ACP auth method id.
-const ACPUpstreamMethodPrefix = "upstream:"
-
 func (h *Host) useBroker(b *broker.Broker) {
 	h.broker = b
 	if b == nil {
@@ -281,103 +278,6 @@ func (h *Host) pushSignedIn(sid, upstream string) {
 	}
 }
 
-// acpUpstreamMethods are the ACP agent-type auth methods of the upstreams.
-func (h *Host) acpUpstreamMethods() []wire.AuthMethod {
-	if h.broker == nil {
-		return nil
-	}
-	var out []wire.AuthMethod
-	for _, u := range h.broker.Upstreams() {
-		out = append(out, wire.AuthMethod{ID: ACPUpstreamMethodPrefix + u.ID, Name: u.Label, Type: "agent",
-			Description: "The agent signs you in to " + u.Label + " at " + u.Host() + " through your browser"})
-	}
-	return out
-}
-
-// authenticateUpstream answers ACP authenticate {methodId: "upstream:ID"}
-// (request reqID): {} at once when the connection's session is signed in
-// to the upstream; while a sign-in is under way, {} once it completes,
-// answered from a goroutine so that the connection keeps serving its other
-// requests meanwhile (one such wait per connection and method, ended with
-// the connection or when the sign-in expires); without a sign-in, or once
-// it expired, -32000 with a new ask.
-func (s *session) authenticateUpstream(ctx context.Context, reqID wire.ID, methodID string) {
-	h := s.h
-	answer := func(result any, rerr *wire.Error) {
-		if rerr != nil && rerr.Code == wire.CodeAuthRequired {
-			e := *rerr // ACP's AuthRequired, same data
-			e.Code = wire.CodeACPAuthRequired
-			rerr = &e
-		}
-		s.send(ctx, respond(reqID, result, rerr))
-	}
-	id := strings.TrimPrefix(methodID, ACPUpstreamMethodPrefix)
-	if h.broker == nil || h.broker.Upstream(id) == nil {
-		answer(nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: no auth method %s", quoteValue(methodID)))
-		return
-	}
-	g := h.viewGrant(s.table().view(h.now()))
-	if g == nil {
-		rerr := h.gate(wire.MethodWhoami, s.table().view(h.now()), h.r().schemes)
-		if rerr == nil {
-			rerr = wire.Errorf(wire.CodeACPAuthRequired, "authentication required: sign in to this agent before %s", quoteValue(methodID))
-		}
-		answer(nil, rerr)
-		return
-	}
-	sid := h.sessionOf(g)
-	if _, err := h.broker.Token(ctx, sid, id); err == nil {
-		answer(struct{}{}, nil)
-		return
-	}
-	until, err := h.broker.Pending(ctx, sid, id)
-	if err != nil {
-		h.log.Error("cannot read the pending sign-ins", "err", err)
-		answer(nil, wire.Errorf(wire.CodeInternalError, "internal error: cannot check the upstream sign-in now; try again later"))
-		return
-	}
-	if until.IsZero() {
-		answer(signedInOr(h.upstreamGateFor(ctx, sid, id)))
-		return
-	}
-	s.mu.Lock()
-	busy := s.upstreamWaits[methodID]
-	if !busy {
-		if s.upstreamWaits == nil {
-			s.upstreamWaits = map[string]bool{}
-		}
-		s.upstreamWaits[methodID] = true
-		s.waits.Add(1)
-	}
-	s.mu.Unlock()
-	if busy {
-		answer(nil, wire.Errorf(wire.CodeInvalidRequest, "invalid request: an authenticate for %s already waits for the sign-in on this connection; wait for its answer", quoteValue(methodID)))
-		return
-	}
-	go func() {
-		defer s.waits.Done()
-		err := h.broker.Wait(ctx, sid, id, until)
-		s.mu.Lock()
-		delete(s.upstreamWaits, methodID)
-		s.mu.Unlock()
-		switch {
-		case err == nil:
-			answer(struct{}{}, nil)
-		case ctx.Err() == nil: // expired: a new ask; the connection's end needs no answer
-			answer(signedInOr(h.upstreamGateFor(ctx, sid, id)))
-		}
-	}()
-}
-
-// signedInOr is ACP authenticate's answer to an upstream gate: {} when it
-// passed, else its error.
-func signedInOr(rerr *wire.Error) (any, *wire.Error) {
-	if rerr == nil {
-		return struct{}{}, nil
-	}
-	return nil, rerr
-}
-
 // upstreamGateFor is upstreamGate for one upstream of a known session.
 func (h *Host) upstreamGateFor(ctx context.Context, sid, id string) *wire.Error {
 	_, err := h.broker.Token(ctx, sid, id)
@@ -395,16 +295,6 @@ func (h *Host) upstreamGateFor(ctx context.Context, sid, id string) *wire.Error 
 	return (&wire.Error{Code: wire.CodeAuthRequired, Message: "Authentication required: " + a.Message}).WithData(map[string]any{
 		"challenges": []wire.Challenge{}, "upstream": upstreamJSON(a.Upstream), "url": a.URL, "elicitationId": a.ElicitationID,
 		"authStatus": a.AuthStatus, "message": a.Message, "authMethods": []string{ACPUpstreamMethodPrefix + id}})
-}
-
-// upstreamMethodID is the methodId of ACP authenticate params when it
-// names an upstream ("upstream:ID"), else "".
-func upstreamMethodID(params json.RawMessage) string {
-	var p wire.AuthenticateParams
-	if json.Unmarshal(params, &p) != nil || !strings.HasPrefix(p.MethodID, ACPUpstreamMethodPrefix) {
-		return ""
-	}
-	return p.MethodID
 }
 
 // logoutUpstreams signs the session of g out of the upstream only, or of
