@@ -8,8 +8,6 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -136,8 +134,4 @@ func claims(iss, aud string, now time.Time) map[string]any {
 		"iss": iss, "aud": aud, "sub": "alice", "client_id": "cli-1", "scope": "agent:use agent:admin",
 		"jti": "jti-1", "iat": now.Unix(), "nbf": now.Unix(), "exp": now.Add(time.Hour).Unix(),
 	}
-}
-
-func newTextLogger(w io.Writer) *slog.Logger {
-	return slog.New(slog.NewTextHandler(w, nil))
 }
