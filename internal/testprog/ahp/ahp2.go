@@ -11,7 +11,7 @@ import (
 
 // ahp-shipped-two, for ahp_client_two_resources.txtar: a fake agent host
 // over stdio shaped strictly like the shipped Agent Host Protocol (the
-// same sources as ahp-shipped-host in ahp_helpers_test.go:
+// same sources as ahp-shipped-host in ahp.go:
 // microsoft/agent-host-protocol types/common/commands.ts @
 // 2f81aadbe141cfed8d69ffdd6c4cb22037d5b7b6, types/channels-root/state.ts
 // @ f995c7b0922506412f04ca1683921cddea01bb9e, types/common/errors.ts @

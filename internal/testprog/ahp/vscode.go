@@ -20,7 +20,7 @@ import (
 // protected resources (node/claude/claudeAgent.ts @
 // b559f469ae03e4933793d1834964913836375288, _ensureAuthenticated);
 // createSession answers null. The protocol loop (ping, initialize, root
-// subscribe) is shippedFake's (ahp_helpers_test.go).
+// subscribe) is shippedFake's (ahp.go).
 func init() {
 	programs["vscode-host"] = vscodeHostMain
 }
