@@ -244,7 +244,7 @@ func authChallenge(e *wire.Error) (wire.Challenge, bool) {
 	return d.Challenges[0], true
 }
 
-// formatChallenge renders a host challenge as WWW-Authenticate: a scheme
+// formatChallenge renders a backend's challenge as WWW-Authenticate: a scheme
 // without a token is asked for one without an error code (RFC 6750 §3.1).
 func (f *Server) formatChallenge(ch wire.Challenge) string {
 	params := map[string]string{"resource_metadata": f.opts.MetadataURL, "scope": ch.Scope}

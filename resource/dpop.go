@@ -26,7 +26,7 @@ type confirmation struct {
 
 // bind records on g the DPoP key the token is bound to, so checkDPoP holds
 // it to the same proof rules whichever validator accepted it. A cnf
-// without jkt binds the token to something this host cannot check, so
+// without jkt binds the token to something this resource server cannot check, so
 // the token is refused rather than taken as a bearer token.
 func (c *confirmation) bind(g *Grant) error {
 	if c == nil {

@@ -13,7 +13,8 @@ import (
 	"github.com/agentauth/agentauth/wire"
 )
 
-// Bounds on every document the host fetches.
+// Bounds on every document a resource server fetches (metadata, keys,
+// introspections).
 const (
 	maxDocumentSize = 1 << 20
 	FetchTimeout    = 10 * time.Second

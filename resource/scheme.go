@@ -32,7 +32,7 @@ type Scheme struct {
 	// Resource is the scheme's own RFC 8707 / RFC 9728 resource
 	// identifier: the audience its tokens must carry, and what the
 	// published dialect's authenticate and auth/required name. Empty:
-	// Resolve gives schemes[0] the host's resource and every other scheme
+	// host.Config.Resolve gives schemes[0] the host's resource and every other scheme
 	// derivedResource (RESOURCE/ID).
 	Resource             string   `json:"resource"`
 	AuthorizationServers []string `json:"authorizationServers"`
@@ -74,8 +74,8 @@ type Validation struct {
 	CacheTTL              Duration `json:"cacheTTL"`
 }
 
-// StaticToken is a token the host accepts without asking anyone: for tests
-// and demos. ExpiresIn counts from the moment the host first sees the token.
+// StaticToken is a token accepted without asking anyone: for tests
+// and demos. ExpiresIn counts from the moment the token is first seen.
 type StaticToken struct {
 	Token     string   `json:"token"`
 	Subject   string   `json:"subject"`
