@@ -67,6 +67,12 @@ func (h *Host) VerifyBearer(ctx context.Context, token string) (*Grant, *resourc
 
 // CallTool runs the host's one MCP tool, upstream_call (see Tools;
 // mcpserver.Backend).
-func (h *Host) CallTool(ctx context.Context, g *Grant, _ string, args, responses map[string]json.RawMessage, req *mcpserver.Request) (map[string]any, *wire.Error) {
+func (h *Host) CallTool(ctx context.Context, g *Grant, _ string, args, responses map[string]json.RawMessage, req mcpserver.Request) (map[string]any, *wire.Error) {
 	return h.callUpstream(ctx, g, args, responses, req)
+}
+
+// Answer is Dispatch for one grant (mcpserver.Backend): a call of a
+// concrete method, so the grant's slice stays on the stack.
+func (h *Host) Answer(ctx context.Context, req *wire.Message, g *Grant) *wire.Message {
+	return h.Dispatch(ctx, req, g)
 }

@@ -13,7 +13,7 @@
 // answers the agent host's methods (before 2026-07-28) and the broker's
 // upstream_call tool; rather than import host, which would tie the face
 // to the agent host and make an import cycle, it receives a Backend, a
-// small interface host.Host implements (Dispatch, Tools, CallTool), and a
+// small interface host.Host implements (Answer, Tools, CallTool), and a
 // resource.Verifier for the tokens. Every request's token is checked by
 // resource.Bearer before its body is read.
 //

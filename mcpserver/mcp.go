@@ -321,7 +321,7 @@ func mcpRequestedVersion(params json.RawMessage) (string, bool) {
 }
 
 // answerLegacy runs one request of MCP 2025-11-25 and older: MCP's own
-// methods here, the rest (the agent host's methods, ping) through Dispatch
+// methods here, the rest (the agent host's methods, ping) through the Backend's Answer
 // with the request's grant.
 func (f *Server) answerLegacy(ctx context.Context, m *wire.Message, g *resource.Grant, req *Request) *wire.Message {
 	switch m.Method {
@@ -333,7 +333,7 @@ func (f *Server) answerLegacy(ctx context.Context, m *wire.Message, g *resource.
 		result, rerr := f.mcpMethod(ctx, m, g, req)
 		return respond(m.ID, result, rerr)
 	}
-	return f.opts.Backend.Dispatch(ctx, m, g)
+	return f.opts.Backend.Answer(ctx, m, g)
 }
 
 // answerStateless runs one MCP 2026-07-28 request and says its HTTP

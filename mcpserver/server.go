@@ -23,16 +23,16 @@ const headerMCPProtocolVersion = "Mcp-Protocol-Version"
 // host.Host implements it, so that /mcp also answers the agent host's
 // methods, and a gateway may implement it to serve its own.
 type Backend interface {
-	// Dispatch answers a request that is not MCP's own (before MCP
+	// Answer answers a request that is not MCP's own (before MCP
 	// 2026-07-28: the agent host's methods, ping), and the whoami and echo
-	// tools' methods, with the grant of the request.
-	Dispatch(ctx context.Context, req *wire.Message, grants ...*resource.Grant) *wire.Message
+	// tools' methods, with the grant of the request (host.Host.Dispatch).
+	Answer(ctx context.Context, req *wire.Message, g *resource.Grant) *wire.Message
 	// Tools are the backend's own tools, listed after the face's.
 	Tools() []Tool
 	// CallTool runs one of Tools for the grant g: args are its arguments,
 	// responses the client's answers to its input requests (MCP
 	// 2026-07-28), req what the request declared.
-	CallTool(ctx context.Context, g *resource.Grant, name string, args, responses map[string]json.RawMessage, req *Request) (map[string]any, *wire.Error)
+	CallTool(ctx context.Context, g *resource.Grant, name string, args, responses map[string]json.RawMessage, req Request) (map[string]any, *wire.Error)
 }
 
 // Options configure the MCP face.

@@ -16,8 +16,8 @@ import (
 // be: whoami answers the grant's subject, one tool of its own.
 type gatewayBackend struct{ calls []string }
 
-func (b *gatewayBackend) Dispatch(_ context.Context, req *wire.Message, grants ...*resource.Grant) *wire.Message {
-	m, _ := wire.NewResult(req.ID, map[string]string{"method": req.Method, "subject": grants[0].Subject})
+func (b *gatewayBackend) Answer(_ context.Context, req *wire.Message, g *resource.Grant) *wire.Message {
+	m, _ := wire.NewResult(req.ID, map[string]string{"method": req.Method, "subject": g.Subject})
 	return m
 }
 
@@ -25,7 +25,7 @@ func (b *gatewayBackend) Tools() []Tool {
 	return []Tool{{Name: "backend_tool", Title: "Backend tool", Description: "A tool of the backend.", InputSchema: json.RawMessage(`{"type":"object"}`)}}
 }
 
-func (b *gatewayBackend) CallTool(_ context.Context, g *resource.Grant, name string, _, _ map[string]json.RawMessage, _ *Request) (map[string]any, *wire.Error) {
+func (b *gatewayBackend) CallTool(_ context.Context, g *resource.Grant, name string, _, _ map[string]json.RawMessage, _ Request) (map[string]any, *wire.Error) {
 	b.calls = append(b.calls, name+" for "+g.Subject)
 	return ToolText("done", false), nil
 }
@@ -66,7 +66,7 @@ func postMCP(t *testing.T, h http.Handler, token, body string) (*httptest.Respon
 }
 
 // The MCP face serves a Backend that is not the agent host: whoami goes
-// through its Dispatch with the request's grant, its own tools are listed
+// through its Answer with the request's grant, its own tools are listed
 // and called, and a request without a token never reaches it.
 func TestFaceWithAnotherBackend(t *testing.T) {
 	b := &gatewayBackend{}

@@ -83,7 +83,7 @@ func CallTool(ctx context.Context, b Backend, m *wire.Message, g *resource.Grant
 }
 
 // callTool runs tools/call. whoami and echo go through the backend's
-// gate (Dispatch), so a missing scope is the same 403 as calling the
+// gate (Answer), so a missing scope is the same 403 as calling the
 // method directly; the backend's own tools are its to run.
 func callTool(ctx context.Context, b Backend, m *wire.Message, g *resource.Grant, req *Request) (map[string]any, *wire.Error) {
 	var p struct {
@@ -95,7 +95,7 @@ func callTool(ctx context.Context, b Backend, m *wire.Message, g *resource.Grant
 		return nil, wire.Errorf(wire.CodeInvalidParams, `invalid params: tools/call needs {"name": "…", "arguments": {…}}`)
 	}
 	if slices.ContainsFunc(b.Tools(), func(t Tool) bool { return t.Name == p.Name }) {
-		return b.CallTool(ctx, g, p.Name, p.Arguments, p.InputResponses, req)
+		return b.CallTool(ctx, g, p.Name, p.Arguments, p.InputResponses, *req)
 	}
 	i := slices.IndexFunc(mcpTools, func(t Tool) bool { return t.Name == p.Name && (req.Stateless || !t.statelessOnly) })
 	if i < 0 {
@@ -112,7 +112,7 @@ func callTool(ctx context.Context, b Backend, m *wire.Message, g *resource.Grant
 	}
 	switch p.Name {
 	case ToolWhoami:
-		resp := b.Dispatch(ctx, &wire.Message{JSONRPC: wire.Version, ID: m.ID, Method: wire.MethodWhoami}, g)
+		resp := b.Answer(ctx, &wire.Message{JSONRPC: wire.Version, ID: m.ID, Method: wire.MethodWhoami}, g)
 		if resp.Error != nil {
 			return nil, resp.Error
 		}
@@ -123,7 +123,7 @@ func callTool(ctx context.Context, b Backend, m *wire.Message, g *resource.Grant
 			return nil, wire.Errorf(wire.CodeInvalidParams, `invalid params: echo takes {"text": "…"} and nothing else`)
 		}
 		params, _ := json.Marshal(map[string]string{"text": text})
-		resp := b.Dispatch(ctx, &wire.Message{JSONRPC: wire.Version, ID: m.ID, Method: wire.MethodEcho, Params: params}, g)
+		resp := b.Answer(ctx, &wire.Message{JSONRPC: wire.Version, ID: m.ID, Method: wire.MethodEcho, Params: params}, g)
 		if resp.Error != nil {
 			return nil, resp.Error
 		}
