@@ -20,6 +20,13 @@ import (
 	"github.com/coder/websocket"
 )
 
+// connOwner is what a connection's I/O needs of its session (an interface
+// holding the *session, which costs no allocation).
+type connOwner interface {
+	stop(cause error)
+	endCause() error
+}
+
 // connIO is a connection's I/O, apart from what its messages mean: every
 // message goes through its bounded send queue (sendQueueSize), written by
 // one writer at a time within writeTimeout (overrun), and the connection
@@ -28,10 +35,9 @@ type connIO struct {
 	id   uint64
 	log  *slog.Logger
 	conn wire.Conn
-	// end ends the session with a cause (session.stop); cause is the
-	// cause it ended with.
-	end   func(error)
-	cause func() error
+	// owner is the session the connection serves: its I/O ends the session
+	// when a write fails or the queue overflows, and closes as it ended.
+	owner connOwner
 	// ioCtx is the context of reads and writes: it ends with ServeConn's
 	// context or the host (cancelIO; nil for a WebSocket, whose ioCtx
 	// never ends: see open); ioEnded says it did.
@@ -91,7 +97,7 @@ func (c *connIO) notify(m *wire.Message) {
 	if len(c.queue) >= sendQueueSize {
 		c.qmu.Unlock()
 		c.log.Warn("send queue full; closing the connection", "conn", c.id, "queued", sendQueueSize)
-		c.end(errQueueFull)
+		c.owner.stop(errQueueFull)
 		return
 	}
 	c.queue = append(c.queue, b)
@@ -162,7 +168,7 @@ func (c *connIO) write(b []byte) bool {
 		c.qmu.Lock()
 		c.ended = true
 		c.qmu.Unlock()
-		c.end(fmt.Errorf("cannot write: %w", err))
+		c.owner.stop(fmt.Errorf("cannot write: %w", err))
 		return false
 	}
 	return true
@@ -275,7 +281,7 @@ var (
 // send queue was full closes a WebSocket with status 1008 and the reason.
 func (c *connIO) closeConn() {
 	c.closing.Do(func() {
-		if wc, ok := c.conn.(*wsConn); ok && errors.Is(c.cause(), errQueueFull) {
+		if wc, ok := c.conn.(*wsConn); ok && errors.Is(c.owner.endCause(), errQueueFull) {
 			wc.closeWith(websocket.StatusPolicyViolation, "send queue full: the client does not read its messages")
 		} else {
 			c.conn.Close()

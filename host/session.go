@@ -190,7 +190,7 @@ func (h *Host) open(ctx context.Context, c wire.Conn) *session {
 	h.nextConn++
 	s := &session{h: h}
 	s.id, s.log, s.conn, s.ioCtx = h.nextConn, h.log, c, context.WithoutCancel(ctx)
-	s.end, s.cause = s.stop, func() error { return context.Cause(s.ctx) }
+	s.owner = s
 	s.ctx, s.cancel = context.WithCancelCause(s.ioCtx)
 	if _, ok := c.(*wsConn); !ok {
 		s.ioCtx, s.cancelIO = context.WithCancel(s.ioCtx)
@@ -224,3 +224,6 @@ func (h *Host) closeSession(s *session) {
 		s.own.clear()
 	}
 }
+
+// endCause is why the session ended (see stop), or nil while it runs.
+func (s *session) endCause() error { return context.Cause(s.ctx) }
