@@ -104,6 +104,7 @@ func (f *Server) origin(ctx context.Context) string {
 	return o
 }
 
+// ServeHTTP serves the face (see Server).
 func (f *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case f.path:

@@ -43,7 +43,8 @@ func (ref *Refusal) Write(w http.ResponseWriter, id wire.ID, metadataURL string)
 // which a Verifier refuses with 401 and a challenge without an error code,
 // RFC 6750 §3.1): it returns the grant the token establishes, or the
 // refusal to answer (401 invalid_token for a rejected token, 503 when the
-// token cannot be checked now). host.Host.VerifyBearer is one.
+// token cannot be checked now); exactly one of the two is not nil.
+// host.Host.VerifyBearer is one.
 type Verifier func(ctx context.Context, token string) (*Grant, *Refusal)
 
 // BearerOptions configure RequireBearerToken.
@@ -133,6 +134,10 @@ func (b *Bearer) Check(w http.ResponseWriter, r *http.Request) (*Grant, *Refusal
 	g, ref := b.verify(r.Context(), token)
 	if ref != nil {
 		return nil, ref
+	}
+	if g == nil { // a Verifier that broke its contract: refuse, do not serve
+		return nil, &Refusal{Status: http.StatusInternalServerError,
+			Err: wire.Errorf(wire.CodeInternalError, "internal error: the token was neither accepted nor refused")}
 	}
 	if ref := b.checkDPoP(r, scheme, token, g); ref != nil {
 		return nil, ref
