@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentauth/agentauth/internal/testprog/agents"
 	"github.com/agentauth/agentauth/internal/testprog/ahp"
 	"github.com/agentauth/agentauth/internal/testprog/cli"
 	"github.com/agentauth/agentauth/internal/testprog/devserve"
@@ -21,7 +22,6 @@ import (
 	"github.com/agentauth/agentauth/internal/testprog/upstream"
 
 	"github.com/agentauth/agentauth/commands"
-	"github.com/agentauth/agentauth/internal/testprog/agents"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -47,6 +47,7 @@ var testprogs = []struct {
 	programs func() map[string]func()
 	cmds     func() map[string]func(ts *testscript.TestScript, neg bool, args []string)
 }{
+	{agents.Programs, agents.Cmds},
 	{ahp.Programs, ahp.Cmds},
 	{cli.Programs, cli.Cmds},
 	{devserve.Programs, devserve.Cmds},
@@ -68,8 +69,6 @@ func init() {
 }
 
 func TestMain(m *testing.M) {
-	maps.Copy(scriptPrograms, agents.Programs())
-	maps.Copy(scriptCmds, agents.Cmds())
 	testscript.Main(m, scriptPrograms)
 }
 
