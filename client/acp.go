@@ -146,9 +146,9 @@ func (a *ACPAgent) State(ctx context.Context, probe bool) (ACPState, error) {
 		if err != nil {
 			return ACPState{}, err
 		}
-		via := wire.MethodGetAuthState
-		if !a.Init.AgentCapabilities.GetAuthState {
-			via = wire.MethodAuthStatus
+		via := wire.MethodAuthStatus
+		if caps := a.Init.AgentCapabilities; caps.Auth == nil || !caps.Auth.Status {
+			via = wire.MethodGetAuthState
 		}
 		return ACPState{Known: true, Authenticated: st.Authenticated, Message: st.Message, Via: via}, nil
 	}

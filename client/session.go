@@ -334,12 +334,14 @@ func AgentsChanged(m *wire.Message, reqs []wire.Requirement) ([]wire.Requirement
 // AuthState asks the host what it holds (getAuthState, or auth/status:
 // seed 003), or returns nil when it advertises neither.
 func (hc *HostConn) AuthState(ctx context.Context) (*wire.AuthStateResult, error) {
+	// auth/status (ACP RFD get-auth-state: agentCapabilities.auth.status)
+	// first; getAuthState is the older name of the same query.
 	caps := hc.Init.AgentCapabilities
-	method := wire.MethodGetAuthState
+	method := wire.MethodAuthStatus
 	switch {
+	case caps.Auth != nil && caps.Auth.Status:
 	case caps.GetAuthState:
-	case caps.CanQueryAuthState():
-		method = wire.MethodAuthStatus
+		method = wire.MethodGetAuthState
 	default:
 		return nil, nil
 	}
