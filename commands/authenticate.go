@@ -80,6 +80,8 @@ showing what the agent prints (a sign-in URL) until it answers or --timeout
 args and env on this terminal (stdin closed without one), then connects again;
 env_var — the variables must be set in agentauth's environment, which the agent
 inherits. Each ends by asking the agent (auth/status, else session/new).
+With --json: {"target", "methodId", "type", "authenticated", "checkedWith"}.
+Exits 2 for a method the agent does not advertise.
 
 Exits 0 only when every required scheme is accepted, 4 otherwise (the login
 command to run is printed on stderr).`,
