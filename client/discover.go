@@ -149,15 +149,11 @@ func initializeHost(ctx context.Context, hc *http.Client, stderr io.Writer, targ
 	if errors.As(err, &rpc) && rpc.Code == wire.CodeUnsupportedVersion {
 		res, client, err = initializeIn(ctx, hc, stderr, target, wire.DialectPublished)
 	}
-	if err == nil && res.IsACPAgent() {
-		client.Close()
-		res, client, err = initializeACP(ctx, target, hc, stderr)
-	}
 	return res, client, err
 }
 
 func initializeIn(ctx context.Context, hc *http.Client, stderr io.Writer, target string, d wire.Dialect) (*wire.InitializeResult, *wire.Client, error) {
-	conn, err := wire.DialTarget(ctx, target, wire.DialOptions{HTTPClient: hc, Stderr: stderr})
+	conn, err := wire.DialTarget(ctx, target, hostDialOptions(hc, stderr))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -243,11 +243,22 @@ func (hc *HostConn) authenticateAccount(ctx context.Context, r wire.Requirement,
 	return nil
 }
 
+// hostDialOptions dial an agent host: a stdio child's stderr, and the
+// lines of its stdout that are not JSON (an ACP agent's sign-in URL), go
+// to stderr.
+func hostDialOptions(hc *http.Client, stderr io.Writer) wire.DialOptions {
+	opts := wire.DialOptions{HTTPClient: hc, Stderr: stderr}
+	if stderr != nil {
+		opts.NonJSON = func(line []byte) { stderr.Write(append(line, '\n')) }
+	}
+	return opts
+}
+
 // dialHost connects to an agent host and runs initialize in the design
 // dialect, or in the published one when the host supports no design version
 // (-32005).
 func DialHost(ctx context.Context, target string, hc *http.Client, stderr io.Writer) (*HostConn, error) {
-	conn, err := wire.DialTarget(ctx, target, wire.DialOptions{HTTPClient: hc, Stderr: stderr})
+	conn, err := wire.DialTarget(ctx, target, hostDialOptions(hc, stderr))
 	if err != nil {
 		return nil, err
 	}
@@ -263,36 +274,9 @@ func DialHost(ctx context.Context, target string, hc *http.Client, stderr io.Wri
 	}
 	d := res.Dialect()
 	if res.IsACPAgent() {
-		client.Close()
-		if res, client, err = initializeACP(ctx, target, hc, stderr); err != nil {
-			return nil, err
-		}
 		d = wire.DialectACP
 	}
 	return &HostConn{Client: client, Dialect: d, Init: res, Reqs: res.Requirements()}, nil
-}
-
-// initializeACP connects to target again and initializes as an ACP client
-// (clientInfo, clientCapabilities.auth.terminal): an ACP agent answers
-// the design dialect's initialize too, but lists its terminal methods
-// only to a client that can run them. stderr also receives the agent's
-// stdout lines that are not JSON.
-func initializeACP(ctx context.Context, target string, hc *http.Client, stderr io.Writer) (*wire.InitializeResult, *wire.Client, error) {
-	opts := wire.DialOptions{HTTPClient: hc, Stderr: stderr}
-	if stderr != nil {
-		opts.NonJSON = func(line []byte) { stderr.Write(append(line, '\n')) }
-	}
-	conn, err := wire.DialTarget(ctx, target, opts)
-	if err != nil {
-		return nil, nil, err
-	}
-	client := wire.NewClient(conn)
-	var res wire.InitializeResult
-	if err := client.Call(ctx, wire.MethodInitialize, wire.NewInitializeParams(wire.DialectACP, ""), &res); err != nil {
-		client.Close()
-		return nil, nil, fmt.Errorf("cannot initialize %s: %s", wire.RedactTarget(target), RPCText(err))
-	}
-	return &res, client, nil
 }
 
 // authenticate sends token for r and records the host's answer in res; a

@@ -47,7 +47,7 @@ func (cl *Client) OpenHostWith(ctx context.Context, target string, noStore bool,
 	if err != nil {
 		return nil, nil, err
 	}
-	conn, err := wire.DialTarget(ctx, target, wire.DialOptions{HTTPClient: cl.HTTPClient, Stderr: cl.Stderr})
+	conn, err := wire.DialTarget(ctx, target, hostDialOptions(cl.HTTPClient, cl.Stderr))
 	if err != nil {
 		return nil, nil, err
 	}

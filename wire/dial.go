@@ -353,14 +353,25 @@ func NewInitializeParams(d Dialect, clientID string) InitializeParams {
 		v := DesignProtocolVersion
 		p.ProtocolVersion = &v
 		p.ClientID = ""
-		p.ClientCapabilities = json.RawMessage(`{"auth":{"terminal":true}}`)
+		p.ClientCapabilities = acpClientCapabilities
 		p.ClientInfo, _ = json.Marshal(Implementation{Name: "agentauth", Version: ClientVersion})
 	default:
+		// The design dialect's {protocolVersion: 1, clientId}, with ACP's
+		// clientCapabilities and clientInfo: an ACP agent (which ignores
+		// clientId) then answers as to an ACP client, terminal methods
+		// included, and needs no second start.
 		v := DesignProtocolVersion
 		p.ProtocolVersion = &v
+		p.ClientCapabilities = acpClientCapabilities
+		p.ClientInfo, _ = json.Marshal(Implementation{Name: "agentauth", Version: ClientVersion})
 	}
 	return p
 }
+
+// acpClientCapabilities are the ACP client capabilities agentauth has:
+// terminal auth methods (it runs their command on the user's terminal),
+// no file system and no terminal/* methods.
+var acpClientCapabilities = json.RawMessage(`{"auth":{"terminal":true}}`)
 
 // Initialize runs initialize in dialect d (PROTOCOL.md "initialize"): the
 // design dialect offers protocolVersion 1, the published dialect offers

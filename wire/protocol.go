@@ -128,12 +128,16 @@ type InitializeParams struct {
 	ClientInfo         json.RawMessage `json:"clientInfo,omitempty"`
 }
 
-// Dialect reports which dialect the params ask for.
+// Dialect reports which dialect the params ask for: protocolVersions is
+// AHP's; clientCapabilities or clientInfo without a clientId ACP's; a
+// clientId with protocolVersion 1 the design dialect's, even with ACP's
+// members, which agentauth's client adds so that one initialize serves an
+// agent host and an ACP agent alike (NewInitializeParams).
 func (p InitializeParams) Dialect() Dialect {
 	switch {
 	case len(p.ProtocolVersions) > 0:
 		return DialectPublished
-	case p.ClientCapabilities != nil || p.ClientInfo != nil:
+	case (p.ClientCapabilities != nil || p.ClientInfo != nil) && p.ClientID == "":
 		return DialectACP
 	}
 	return DialectDesign

@@ -107,6 +107,8 @@ func TestInitializeParamsDialect(t *testing.T) {
 		want wire.Dialect
 	}{
 		{`{"protocolVersion":1,"clientId":"cli-1"}`, wire.DialectDesign},
+		{`{"protocolVersion":1,"clientId":"cli-1","clientCapabilities":{"auth":{"terminal":true}},"clientInfo":{"name":"agentauth","version":"1"}}`, wire.DialectDesign},
+		{`{"protocolVersion":1,"clientCapabilities":{},"clientInfo":{"name":"zed","version":"1"}}`, wire.DialectACP},
 		{`{"channel":"ahp-root://","protocolVersions":["1.1.0","1.0.0","0.9.0"],"clientId":"cli-1"}`, wire.DialectPublished},
 		{`{}`, wire.DialectDesign},
 	}
