@@ -94,10 +94,7 @@ func (cl *Client) Proxy(ctx context.Context, req ProxyRequest, in io.Reader, out
 	if !IsHTTPTarget(req.Target) {
 		return Usagef("proxy needs an http or https MCP server URL, not %q", wire.RedactTarget(req.Target))
 	}
-	auth, err := newProxyAuth(ctx, cl, req.Target, req.Choices)
-	if err != nil {
-		return err
-	}
+	auth := newProxyAuth(ctx, cl, req.Target, req.Choices)
 	hc := http.Client{}
 	if cl.HTTPClient != nil {
 		hc = *cl.HTTPClient

@@ -24,23 +24,26 @@ type proxyAuth struct {
 	mu      sync.Mutex // one recovery at a time; guards held
 	held    *store.Credential
 	refresh func(context.Context, *store.Credential) (*store.Credential, error)
+	// storeErr is why the store cannot be used (cs is then nil).
+	storeErr error
 }
 
-// newProxyAuth reads the stored credential for target (useStored: the
-// store must work, a credential that cannot be refreshed waits for the
-// server's 401 to be replaced by a login).
-func newProxyAuth(ctx context.Context, cl *Client, target string, choices Choices) (*proxyAuth, error) {
+// newProxyAuth reads the stored credential for target (useStored, but a
+// store that does not work is only a warning: a server that needs no
+// token is served all the same, and a 401 then reports the store's
+// error).
+func newProxyAuth(ctx context.Context, cl *Client, target string, choices Choices) *proxyAuth {
 	a := &proxyAuth{cl: cl, target: target, call: MCPCall{Target: target, Login: true, Choices: choices}}
 	c := &mcpCall{cl: cl, req: a.call, retry: &authRetry{Login: true}}
-	if err := c.useStored(ctx); err != nil {
-		return nil, err
+	if a.storeErr = c.useStored(ctx); a.storeErr != nil {
+		cl.UI.Warn(fmt.Sprintf("no stored credential can be used: %v", a.storeErr))
+		return a
 	}
-	cs, err := cl.Credentials()
-	if err != nil {
-		return nil, err
+	if a.cs, a.storeErr = cl.Credentials(); a.storeErr != nil {
+		return a
 	}
-	a.cs, a.held, a.refresh = cs, c.retry.Held, c.retry.Refresh
-	return a, nil
+	a.held, a.refresh = c.retry.Held, c.retry.Refresh
+	return a
 }
 
 // current is the credential sent now (nil: none).
@@ -92,6 +95,9 @@ func (a *proxyAuth) do(ctx context.Context, method string, send func(context.Con
 		var refusal *wire.HTTPAuthError
 		if !errors.As(err, &refusal) || try == maxProxyRetries {
 			return err
+		}
+		if a.storeErr != nil {
+			return fmt.Errorf("%w; cannot log in: %w", err, a.storeErr)
 		}
 		a.mu.Lock()
 		if a.held != sent {

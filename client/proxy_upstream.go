@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/agentauth/agentauth/wire"
 )
@@ -70,8 +71,20 @@ func (u *streamableUpstream) send(ctx context.Context, m *wire.Message) (func(co
 		return nil, err
 	}
 	if m.Method == methodInitialized {
-		// The session is open: listen for the server's own messages.
-		u.listenOnce.Do(func() { u.p.spawn(u.listen) })
+		// The session is open: listen for the server's own messages, and
+		// send nothing more before the stream is open (or refused): what
+		// the next request makes the server say outside its response
+		// would otherwise be lost.
+		u.listenOnce.Do(func() {
+			opened := make(chan struct{})
+			var once sync.Once
+			u.p.spawn(func(ctx context.Context) { u.listen(ctx, func() { once.Do(func() { close(opened) }) }) })
+			select {
+			case <-opened:
+			case <-ctx.Done():
+			case <-time.After(listenOpenWait):
+			}
+		})
 	}
 	if reply == nil {
 		return nil, nil
@@ -79,10 +92,14 @@ func (u *streamableUpstream) send(ctx context.Context, m *wire.Message) (func(co
 	return func(ctx context.Context) error { return reply.Read(ctx, u.p.fromServer) }, nil
 }
 
+// listenOpenWait bounds the wait for the GET stream to open.
+const listenOpenWait = 5 * time.Second
+
 // listen keeps the GET stream open for the session's life.
-func (u *streamableUpstream) listen(ctx context.Context) {
+func (u *streamableUpstream) listen(ctx context.Context, opened func()) {
+	defer opened()
 	err := u.p.auth.do(ctx, "GET stream", func(ctx context.Context) error {
-		return u.sess.Listen(ctx, u.p.fromServer)
+		return u.sess.Listen(ctx, u.p.fromServer, opened)
 	})
 	switch {
 	case ctx.Err() != nil:
@@ -153,7 +170,8 @@ func (p *proxy) connect(ctx context.Context, m *wire.Message) (upstream, func(co
 		return u, read, err
 	}
 	trySSE := func() (upstream, func(context.Context) error, error) {
-		u, err := p.connectLegacy(ctx)
+		// The stream lives as long as the proxy, not the first request.
+		u, err := p.connectLegacy(p.ctx)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -94,7 +94,7 @@ Exit status: 0 stdin closed, 1 failure (stdin or stdout failed), 2 usage,
 				}
 			}
 			if opts.Login.ClientSecretStdin {
-				return usageErrorf("--client-secret-stdin does not apply to proxy: stdin carries the client's messages\nTo log in with a client secret, run: agentauth login --client-id ID --client-secret-stdin " + target)
+				return usageErrorf("--client-secret-stdin does not apply to proxy: stdin carries the client's messages\nTo log in with a client secret, run: agentauth login --client-id ID --client-secret-stdin %s", target)
 			}
 			if err := opts.Login.check(c.IsSet("client-id")); err != nil {
 				return err

@@ -227,8 +227,11 @@ var ErrNoListenStream = errors.New("the server offers no stream for messages of 
 // ctx ends. A stream the server ends is opened again, with Last-Event-ID
 // when its events had ids; maxResumes failures in a row end Listen with
 // the last error. A 405 is ErrNoListenStream; a 401 or 403 an
-// *HTTPAuthError, for the caller to authorize and Listen again.
-func (s *HTTPSession) Listen(ctx context.Context, deliver func(m *Message, raw []byte) error) error {
+// *HTTPAuthError, for the caller to authorize and Listen again. opened
+// (may be nil) is called after each attempt to open the stream, whether
+// it opened or not: a caller can hold its next message until the server
+// has somewhere to send what that message causes.
+func (s *HTTPSession) Listen(ctx context.Context, deliver func(m *Message, raw []byte) error, opened func()) error {
 	var lastID string
 	var retry time.Duration
 	failures := 0
@@ -238,6 +241,9 @@ func (s *HTTPSession) Listen(ctx context.Context, deliver func(m *Message, raw [
 			wait = max(retry, time.Second)
 		}
 		resp, err := s.resume(ctx, lastID, wait)
+		if opened != nil {
+			opened()
+		}
 		var se *HTTPStatusError
 		switch {
 		case ctx.Err() != nil:
