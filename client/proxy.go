@@ -94,7 +94,12 @@ func (cl *Client) Proxy(ctx context.Context, req ProxyRequest, in io.Reader, out
 	if !IsHTTPTarget(req.Target) {
 		return Usagef("proxy needs an http or https MCP server URL, not %q", wire.RedactTarget(req.Target))
 	}
-	auth := newProxyAuth(ctx, cl, req.Target, req.Choices)
+	return cl.proxy(ctx, req, newProxyAuth(ctx, cl, req.Target, req.Choices), in, out)
+}
+
+// proxy is Proxy with the credential auth, which several bridges of one
+// process share (proxy --listen).
+func (cl *Client) proxy(ctx context.Context, req ProxyRequest, auth *proxyAuth, in io.Reader, out io.Writer) error {
 	hc := http.Client{}
 	if cl.HTTPClient != nil {
 		hc = *cl.HTTPClient

@@ -2,14 +2,19 @@ package commands
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/agentauth/agentauth/client"
+	"github.com/agentauth/agentauth/host"
+	"github.com/agentauth/agentauth/wire"
 )
 
 // ProxyOptions are proxy's inputs.
@@ -65,12 +70,22 @@ The proxy ends when stdin closes or on SIGTERM, cancelling the requests under
 way. A server that cannot be reached, or a login that fails, answers the
 request with a JSON-RPC error; the proxy goes on.
 
+--listen 127.0.0.1:PORT serves the same bridge as an MCP Streamable HTTP
+endpoint, http://127.0.0.1:PORT/mcp, for local clients that speak HTTP but
+not OAuth: loopback addresses only; Host and Origin are checked as serve
+checks them (a page of another origin, or a DNS-rebound name, is refused);
+each client session gets its own session at TARGET, all with the one
+credential. --addr-file FILE writes the address once listening (port 0: a
+free one). It runs until SIGINT or SIGTERM.
+
 Exit status: 0 stdin closed, 1 failure (stdin or stdout failed), 2 usage,
 4 authentication needed (the store cannot be used for a login).`,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "transport", Value: client.ProxyHTTPFirst, Usage: "`STRATEGY`: " + strings.Join(client.ProxyTransports, ", "), Destination: &opts.Transport},
 			&cli.StringSliceFlag{Name: "header", Usage: "send `NAME:VALUE` with every request to TARGET (repeatable)"},
 			&cli.StringSliceFlag{Name: "allow-resource", Usage: "let TARGET receive tokens for `URL`, a resource it declares on another origin (repeatable)"},
+			&cli.StringFlag{Name: "listen", Usage: "instead of stdio, serve MCP Streamable HTTP at http://`ADDR`/mcp (loopback only, e.g. 127.0.0.1:0) for local clients without OAuth", Destination: &opts.Listen},
+			&cli.StringFlag{Name: "addr-file", Usage: "with --listen, once listening, write the address (HOST:PORT and a newline) to `FILE`", Destination: &opts.AddrFile},
 		}, loginChoiceFlags(&opts.Login, "")...),
 		Action: func(c *cli.Context) error {
 			target, err := targetArg(c)
@@ -92,6 +107,9 @@ Exit status: 0 stdin closed, 1 failure (stdin or stdout failed), 2 usage,
 				if u, err := url.Parse(r); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 					return usageErrorf("--allow-resource must be an http(s) URL, not %q", r)
 				}
+			}
+			if err := opts.checkListen(); err != nil {
+				return err
 			}
 			if opts.Login.ClientSecretStdin {
 				return usageErrorf("--client-secret-stdin does not apply to proxy: stdin carries the client's messages\nTo log in with a client secret, run: agentauth login --client-id ID --client-secret-stdin %s", target)
@@ -126,9 +144,69 @@ func parseHeaders(values []string) (http.Header, error) {
 	return h, nil
 }
 
+// checkListen: --listen takes a loopback HOST:PORT; --addr-file needs it.
+func (opts *ProxyOptions) checkListen() error {
+	if opts.Listen == "" {
+		if opts.AddrFile != "" {
+			return usageErrorf("--addr-file needs --listen")
+		}
+		return nil
+	}
+	host, _, err := net.SplitHostPort(opts.Listen)
+	if err != nil {
+		return usageErrorf("--listen must be HOST:PORT, not %q", opts.Listen)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return usageErrorf("--listen must be a loopback address (127.0.0.1:PORT, [::1]:PORT or localhost:PORT), not %q: the endpoint has no authentication of its own", opts.Listen)
+	}
+	return nil
+}
+
 func runProxy(ctx context.Context, opts *ProxyOptions) error {
 	choices := opts.Login.choices("")
 	choices.AllowResources = opts.AllowResources
 	req := client.ProxyRequest{Target: opts.Target, Transport: opts.Transport, Header: opts.Header, Choices: choices}
-	return opts.Client.Proxy(ctx, req, opts.IO.In, opts.IO.Out)
+	if opts.Listen == "" {
+		return opts.Client.Proxy(ctx, req, opts.IO.In, opts.IO.Out)
+	}
+	return runProxyListen(ctx, opts, req)
+}
+
+// runProxyListen serves the bridge on a loopback listener behind serve's
+// Host/Origin guard (host.NewGuard) until ctx ends.
+func runProxyListen(ctx context.Context, opts *ProxyOptions, req client.ProxyRequest) error {
+	ps, err := opts.Client.NewProxyServer(ctx, req)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", opts.Listen)
+	if err != nil {
+		return fmt.Errorf("cannot listen on %s: %w", opts.Listen, err)
+	}
+	addr := ln.Addr().String()
+	guarded, err := host.NewGuard(ps, host.GuardOptions{Addr: addr, OriginPaths: []string{client.ProxyEndpointPath}})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	srv := &http.Server{Handler: guarded, ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	if opts.AddrFile != "" {
+		if err := writeFileAtomic(opts.AddrFile, []byte(addr+"\n")); err != nil {
+			srv.Close()
+			return err
+		}
+	}
+	opts.Client.UI.Say(fmt.Sprintf("Serving %s at http://%s%s", wire.RedactTarget(opts.Target), addr, client.ProxyEndpointPath))
+	select {
+	case err := <-served:
+		return fmt.Errorf("cannot serve: %w", err)
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(shutdownCtx) // open event streams end with their sessions
+	ps.Wait()
+	return nil
 }

@@ -5,7 +5,8 @@
 //     CommandTransport (or, with -tee, the same client over IOTransport
 //     with a copy of the proxy's stdout kept in a file);
 //   - jsonlines: checks that every line of a file is one JSON-RPC 2.0
-//     message.
+//     message;
+//   - httpstatus: one POST with a chosen Host or Origin, prints the status.
 //
 // It imports nothing of agentauth: the clients see only the command line.
 package proxy
@@ -19,6 +20,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"strings"
@@ -32,6 +34,7 @@ func Programs() map[string]func() {
 	return map[string]func(){
 		"gosdkstdio": goSDKStdioMain,
 		"jsonlines":  jsonLinesMain,
+		"httpstatus": httpStatusMain,
 	}
 }
 
@@ -248,4 +251,36 @@ func jsonLinesMain() {
 		os.Exit(1)
 	}
 	fmt.Printf("%d JSON-RPC lines\n", n)
+}
+
+// httpStatusMain POSTs an initialize to URL with -host as the Host header
+// and -origin as Origin (when given) and prints "status: N".
+//
+// Usage: httpstatus [-host HOST] [-origin ORIGIN] URL
+func httpStatusMain() {
+	fs := flag.NewFlagSet("httpstatus", flag.ExitOnError)
+	host := fs.String("host", "", "the Host header")
+	origin := fs.String("origin", "", "the Origin header")
+	_ = fs.Parse(os.Args[1:])
+	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"httpstatus","version":"1"}}}`
+	req, err := http.NewRequest(http.MethodPost, fs.Arg(0), strings.NewReader(body))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if *host != "" {
+		req.Host = *host
+	}
+	if *origin != "" {
+		req.Header.Set("Origin", *origin)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	resp.Body.Close()
+	fmt.Println("status:", resp.StatusCode)
 }
