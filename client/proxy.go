@@ -81,6 +81,8 @@ type pendingRequest struct {
 	method string
 	id     wire.ID
 	cancel context.CancelFunc
+	// request is the client's request, to send again after a sign-in.
+	request *wire.Message
 }
 
 // Proxy serves req: JSON-RPC messages read from in (one per line) go to
@@ -179,7 +181,7 @@ func (p *proxy) handle(ctx context.Context, line []byte) {
 			return
 		}
 		rctx, cancel := context.WithCancel(ctx)
-		pr := &pendingRequest{method: m.Method, id: m.ID, cancel: cancel}
+		pr := &pendingRequest{method: m.Method, id: m.ID, cancel: cancel, request: m}
 		p.mu.Lock()
 		p.pending[m.ID.String()] = pr
 		p.mu.Unlock()
@@ -215,10 +217,27 @@ func (p *proxy) request(ctx context.Context, pr *pendingRequest, m *wire.Message
 }
 
 // finish reads a request's answer (read; nil when it comes on the legacy
-// SSE stream) or reports the failure to send it (err).
-func (p *proxy) finish(ctx context.Context, pr *pendingRequest, read func(context.Context) error, err error) {
+// SSE stream) or reports the failure to send it (err). A client that did
+// not declare elicitation.url gets no -32042 URLElicitationRequired: the
+// proxy follows the sign-ins as call does and sends the request once more
+// (its answer, whatever it is, goes to the client).
+func (p *proxy) finish(ctx context.Context, pr *pendingRequest, read readFunc, err error) {
 	if err == nil && read != nil {
-		err = read(ctx)
+		var held *wire.Message
+		deliver := p.fromServer
+		if !p.clientURLElicitation() && pr.request != nil {
+			deliver = func(m *wire.Message, raw []byte) error {
+				if m.IsResponse() && m.Error != nil && m.Error.Code == wire.CodeURLElicitationRequired && held == nil {
+					held = m
+					return nil
+				}
+				return p.fromServer(m, raw)
+			}
+		}
+		err = read(ctx, deliver)
+		if err == nil && held != nil {
+			err = p.followAndRetry(ctx, pr, held)
+		}
 		if ctx.Err() != nil {
 			err = nil // cancelled: by the client, or the proxy ends
 		}
@@ -229,9 +248,41 @@ func (p *proxy) finish(ctx context.Context, pr *pendingRequest, read func(contex
 	p.release(pr, err != nil || read != nil)
 }
 
+// followAndRetry follows the URL elicitations of a -32042 answer (shown
+// on stderr, opened in the browser, completion awaited as call does) and
+// sends the request once more, its answer going to the client.
+func (p *proxy) followAndRetry(ctx context.Context, pr *pendingRequest, answer *wire.Message) error {
+	asks, _, ok := mcpSignInAsks(answer.Error, nil, pr.request.Params)
+	if !ok {
+		return p.fromServerMessage(answer)
+	}
+	w := signInWait{Origin: httpOrigin(p.req.Target)}
+	if held := p.auth.current(); held != nil {
+		w.Token = held.AccessToken
+	}
+	if err := p.cl.followAll(ctx, pr.method, asks, p.req.SignIn, w); err != nil {
+		p.cl.UI.Warn(err.Error())
+		return p.fromServerMessage(answer)
+	}
+	read, err := p.send(ctx, pr.request)
+	if err != nil || read == nil {
+		return err
+	}
+	return read(ctx, p.fromServer)
+}
+
+// fromServerMessage passes a decoded message of the server to the client.
+func (p *proxy) fromServerMessage(m *wire.Message) error {
+	b, err := wire.Encode(m)
+	if err != nil {
+		return err
+	}
+	return p.fromServer(m, b)
+}
+
 // send sends m upstream, connecting first (the first message chooses the
 // transport).
-func (p *proxy) send(ctx context.Context, m *wire.Message) (func(context.Context) error, error) {
+func (p *proxy) send(ctx context.Context, m *wire.Message) (readFunc, error) {
 	p.mu.Lock()
 	up := p.up
 	p.mu.Unlock()

@@ -27,11 +27,14 @@ var ProxyTransports = []string{ProxyHTTPFirst, ProxySSEFirst, ProxyHTTPOnly, Pro
 type upstream interface {
 	// send sends one message of the client. For a request whose answer
 	// comes on its own response (Streamable HTTP), it returns read, which
-	// hands the server's messages to the proxy up to the response.
-	send(ctx context.Context, m *wire.Message) (read func(context.Context) error, err error)
+	// hands the server's messages to deliver up to the response.
+	send(ctx context.Context, m *wire.Message) (read readFunc, err error)
 	// close ends the session (DELETE, or the SSE stream).
 	close(ctx context.Context)
 }
+
+// readFunc reads a request's answer, handing each message to deliver.
+type readFunc func(ctx context.Context, deliver func(*wire.Message, []byte) error) error
 
 // fallsBack reports whether a refusal of the first message means the
 // server speaks the other transport: the 4xx statuses the MCP spec
@@ -60,7 +63,7 @@ func (p *proxy) newStreamable() (*streamableUpstream, error) {
 	return &streamableUpstream{p: p, sess: sess}, nil
 }
 
-func (u *streamableUpstream) send(ctx context.Context, m *wire.Message) (func(context.Context) error, error) {
+func (u *streamableUpstream) send(ctx context.Context, m *wire.Message) (readFunc, error) {
 	var reply *wire.ForwardReply
 	err := u.p.auth.do(ctx, m.Method, func(ctx context.Context) error {
 		var err error
@@ -89,7 +92,7 @@ func (u *streamableUpstream) send(ctx context.Context, m *wire.Message) (func(co
 	if reply == nil {
 		return nil, nil
 	}
-	return func(ctx context.Context) error { return reply.Read(ctx, u.p.fromServer) }, nil
+	return reply.Read, nil
 }
 
 // listenOpenWait bounds the wait for the GET stream to open.
@@ -150,7 +153,7 @@ func (p *proxy) connectLegacy(ctx context.Context) (*legacyUpstream, error) {
 	return u, nil
 }
 
-func (u *legacyUpstream) send(ctx context.Context, m *wire.Message) (func(context.Context) error, error) {
+func (u *legacyUpstream) send(ctx context.Context, m *wire.Message) (readFunc, error) {
 	return nil, u.p.auth.do(ctx, m.Method, func(ctx context.Context) error { return u.sess.Send(ctx, m) })
 }
 
@@ -160,8 +163,8 @@ func (u *legacyUpstream) close(context.Context) { _ = u.sess.Close() }
 // http-first posts it and on a 400, 404 or 405 opens the SSE stream
 // instead; sse-first opens the stream and on a 4xx posts it. It returns
 // the upstream and read as send does.
-func (p *proxy) connect(ctx context.Context, m *wire.Message) (upstream, func(context.Context) error, error) {
-	tryHTTP := func() (upstream, func(context.Context) error, error) {
+func (p *proxy) connect(ctx context.Context, m *wire.Message) (upstream, readFunc, error) {
+	tryHTTP := func() (upstream, readFunc, error) {
 		u, err := p.newStreamable()
 		if err != nil {
 			return nil, nil, err
@@ -169,7 +172,7 @@ func (p *proxy) connect(ctx context.Context, m *wire.Message) (upstream, func(co
 		read, err := u.send(ctx, m)
 		return u, read, err
 	}
-	trySSE := func() (upstream, func(context.Context) error, error) {
+	trySSE := func() (upstream, readFunc, error) {
 		// The stream lives as long as the proxy, not the first request.
 		u, err := p.connectLegacy(p.ctx)
 		if err != nil {

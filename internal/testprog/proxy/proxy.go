@@ -6,7 +6,9 @@
 //     with a copy of the proxy's stdout kept in a file);
 //   - jsonlines: checks that every line of a file is one JSON-RPC 2.0
 //     message;
-//   - httpstatus: one POST with a chosen Host or Origin, prints the status.
+//   - httpstatus: one POST with a chosen Host or Origin, prints the status;
+//   - browser-jar: a $BROWSER that follows redirects with a cookie jar
+//     (serve's upstream sign-in sets a cookie at /auth/start).
 //
 // It imports nothing of agentauth: the clients see only the command line.
 package proxy
@@ -21,6 +23,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"os"
 	"os/exec"
 	"strings"
@@ -32,9 +35,10 @@ import (
 // Programs are the scripts' programs, by name.
 func Programs() map[string]func() {
 	return map[string]func(){
-		"gosdkstdio": goSDKStdioMain,
-		"jsonlines":  jsonLinesMain,
-		"httpstatus": httpStatusMain,
+		"gosdkstdio":  goSDKStdioMain,
+		"jsonlines":   jsonLinesMain,
+		"httpstatus":  httpStatusMain,
+		"browser-jar": browserJarMain,
 	}
 }
 
@@ -283,4 +287,26 @@ func httpStatusMain() {
 	}
 	resp.Body.Close()
 	fmt.Println("status:", resp.StatusCode)
+}
+
+// browserJarMain GETs URL and follows redirects keeping cookies, as a
+// browser does; a non-2xx final status fails.
+//
+// Usage: browser-jar URL
+func browserJarMain() {
+	if len(os.Args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: browser-jar URL")
+		os.Exit(2)
+	}
+	jar, _ := cookiejar.New(nil)
+	resp, err := (&http.Client{Jar: jar, Timeout: runTimeout}).Get(os.Args[1])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "browser-jar:", err)
+		os.Exit(1)
+	}
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		fmt.Fprintln(os.Stderr, "browser-jar: final status", resp.Status)
+		os.Exit(1)
+	}
 }
