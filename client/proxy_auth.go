@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -36,7 +37,8 @@ func newProxyAuth(ctx context.Context, cl *Client, target string, choices Choice
 	a := &proxyAuth{cl: cl, target: target, call: MCPCall{Target: target, Login: true, Choices: choices}}
 	c := &mcpCall{cl: cl, req: a.call, retry: &authRetry{Login: true}}
 	if a.storeErr = c.useStored(ctx); a.storeErr != nil {
-		cl.UI.Warn(fmt.Sprintf("no stored credential can be used: %v", a.storeErr))
+		// One line: the client shows its server's stderr as a log.
+		cl.UI.Warn("no stored credential can be used: " + strings.ReplaceAll(a.storeErr.Error(), "\n", "; "))
 		return a
 	}
 	if a.cs, a.storeErr = cl.Credentials(); a.storeErr != nil {
