@@ -83,6 +83,7 @@ type pendingRequest struct {
 	cancel context.CancelFunc
 	// request is the client's request, to send again after a sign-in.
 	request *wire.Message
+	settled sync.Once
 }
 
 // Proxy serves req: JSON-RPC messages read from in (one per line) go to
@@ -245,7 +246,9 @@ func (p *proxy) finish(ctx context.Context, pr *pendingRequest, read readFunc, e
 	if err != nil {
 		p.fail(pr, err)
 	}
-	p.release(pr, err != nil || read != nil)
+	if err != nil || read != nil {
+		p.settle(pr)
+	}
 }
 
 // followAndRetry follows the URL elicitations of a -32042 answer (shown
@@ -298,19 +301,20 @@ func (p *proxy) send(ctx context.Context, m *wire.Message) (readFunc, error) {
 	return read, err
 }
 
-// release forgets a request; done says its answer was given (or failed),
-// else it stays pending until its response comes on the SSE stream.
-func (p *proxy) release(pr *pendingRequest, done bool) {
-	<-p.inFlight
-	if !done {
-		return
-	}
-	p.mu.Lock()
-	if p.pending[pr.id.String()] == pr {
-		delete(p.pending, pr.id.String())
-	}
-	p.mu.Unlock()
-	pr.cancel()
+// settle forgets a request once its answer was given or failed, or it
+// was cancelled: it leaves pending, its reading stops, and its in-flight
+// slot is free. A legacy SSE request stays (slot held) until its response
+// comes on the stream.
+func (p *proxy) settle(pr *pendingRequest) {
+	pr.settled.Do(func() {
+		p.mu.Lock()
+		if p.pending[pr.id.String()] == pr {
+			delete(p.pending, pr.id.String())
+		}
+		p.mu.Unlock()
+		pr.cancel()
+		<-p.inFlight
+	})
 }
 
 // cancelled forwards the client's notifications/cancelled and stops
@@ -328,10 +332,9 @@ func (p *proxy) cancelled(ctx context.Context, m *wire.Message) {
 	}
 	p.mu.Lock()
 	pr := p.pending[params.RequestID.String()]
-	delete(p.pending, params.RequestID.String())
 	p.mu.Unlock()
 	if pr != nil {
-		pr.cancel()
+		p.settle(pr)
 	}
 }
 
@@ -341,11 +344,11 @@ func (p *proxy) fromServer(m *wire.Message, raw []byte) error {
 	switch {
 	case m.IsResponse():
 		p.mu.Lock()
-		if pr := p.pending[m.ID.String()]; pr != nil {
-			delete(p.pending, m.ID.String())
-			defer pr.cancel() // its answer is read
-		}
+		pr := p.pending[m.ID.String()]
 		p.mu.Unlock()
+		if pr != nil {
+			defer p.settle(pr) // its answer is read
+		}
 	case m.IsRequest() && m.Method == wire.MethodElicitationCreate && !p.clientURLElicitation() && isURLMode(m):
 		p.spawn(func(ctx context.Context) { p.elicit(ctx, m) })
 		return nil
@@ -454,7 +457,7 @@ func (p *proxy) failPending(why string) {
 	p.mu.Unlock()
 	for _, pr := range prs {
 		p.fail(pr, errors.New(why))
-		pr.cancel()
+		p.settle(pr)
 	}
 }
 
