@@ -408,6 +408,10 @@ func (p *proxy) declareURLElicitation(m *wire.Message) *wire.Message {
 	}
 	if elicitation == nil {
 		elicitation = map[string]json.RawMessage{}
+	} else if len(elicitation) == 0 {
+		// An empty elicitation object declares form mode (MCP 2025-11-25
+		// "Elicitation", Capabilities): keep it declared.
+		elicitation["form"] = json.RawMessage(`{}`)
 	}
 	if caps == nil {
 		caps = map[string]json.RawMessage{}

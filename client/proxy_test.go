@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/agentauth/agentauth/wire"
 )
 
 // fakeMCP is a Streamable HTTP server without authorization that records
@@ -159,5 +161,35 @@ func TestProxyDeadServer(t *testing.T) {
 	in.Close()
 	if err := <-done; err != nil {
 		t.Errorf("Proxy: %v", err)
+	}
+}
+
+// The client's initialize declares elicitation.url when it does not: an
+// empty elicitation (form mode) stays form, other capabilities stay.
+func TestDeclareURLElicitation(t *testing.T) {
+	for _, tc := range []struct{ caps, want string }{
+		{`{}`, `{"elicitation":{"url":{}}}`},
+		{`{"roots":{}}`, `{"elicitation":{"url":{}},"roots":{}}`},
+		{`{"elicitation":{}}`, `{"elicitation":{"form":{},"url":{}}}`},
+		{`{"elicitation":{"form":{}}}`, `{"elicitation":{"form":{},"url":{}}}`},
+		{`{"elicitation":{"url":{}}}`, `{"elicitation":{"url":{}}}`},
+	} {
+		p := &proxy{}
+		m, rpcErr := wire.Decode([]byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":` + tc.caps + `}}`))
+		if rpcErr != nil {
+			t.Fatal(rpcErr)
+		}
+		var params struct {
+			Capabilities json.RawMessage `json:"capabilities"`
+		}
+		if err := json.Unmarshal(p.declareURLElicitation(m).Params, &params); err != nil {
+			t.Fatal(err)
+		}
+		if string(params.Capabilities) != tc.want {
+			t.Errorf("%s: declared %s, want %s", tc.caps, params.Capabilities, tc.want)
+		}
+		if declared := p.clientURLElicitation(); declared != strings.Contains(tc.caps, "url") {
+			t.Errorf("%s: the client's own url declaration noted %v", tc.caps, declared)
+		}
 	}
 }
