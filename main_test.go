@@ -17,11 +17,11 @@ import (
 	"github.com/agentauth/agentauth/internal/testprog/gosdk"
 	"github.com/agentauth/agentauth/internal/testprog/machine"
 	"github.com/agentauth/agentauth/internal/testprog/mcp"
+	"github.com/agentauth/agentauth/internal/testprog/proxy"
 	"github.com/agentauth/agentauth/internal/testprog/replicas"
 	"github.com/agentauth/agentauth/internal/testprog/upstream"
 
 	"github.com/agentauth/agentauth/commands"
-	proxyprog "github.com/agentauth/agentauth/internal/testprog/proxy"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -54,6 +54,7 @@ var testprogs = []struct {
 	{gosdk.Programs, nil},
 	{machine.Programs, machine.Cmds},
 	{mcp.Programs, mcp.Cmds},
+	{proxy.Programs, nil},
 	{replicas.Programs, replicas.Cmds},
 	{upstream.Programs, nil},
 }
@@ -68,7 +69,6 @@ func init() {
 }
 
 func TestMain(m *testing.M) {
-	maps.Copy(scriptPrograms, proxyprog.Programs())
 	testscript.Main(m, scriptPrograms)
 }
 
