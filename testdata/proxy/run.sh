@@ -2,8 +2,10 @@
 # Real MCP clients start `agentauth proxy TARGET` as their stdio server and
 # list and call tools through it (issue: any MCP client reaches any
 # OAuth-protected MCP server with agentauth's login and store):
-#   clients: the MCP TypeScript SDK's StdioClientTransport (client.mjs) and
-#     the Inspector in CLI mode (@modelcontextprotocol/inspector --cli, stdio);
+#   clients: the MCP TypeScript SDK's StdioClientTransport (client.mjs),
+#     the MCP Go SDK's CommandTransport (gosdkstdio, the SDK pinned in
+#     go.mod) and the Inspector in CLI mode (@modelcontextprotocol/inspector
+#     --cli, stdio);
 #   servers: agentauth serve (its embedded issuer; the proxy logs in on the
 #     first 401), the TypeScript SDK's example OAuth server
 #     (simpleStreamableHttp --oauth: its own authorization server on
@@ -83,8 +85,9 @@ freeport() {
 	node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'
 }
 
-(cd "$root" && go build -o "$work/agentauth" .)
+(cd "$root" && go build -o "$work/agentauth" . && go build -o "$work/gosdkstdio" ./testdata/proxy/gosdkstdio)
 aa="$work/agentauth"
+gosdk="$work/gosdkstdio"
 export HOME="$work/home" AGENTAUTH_STORE=file NO_COLOR=1
 # The "browser": the authorization servers here approve at once.
 export BROWSER='curl --silent --show-error --fail --location --max-redirs 5 --max-time 20 --output /dev/null'
@@ -129,6 +132,9 @@ check inspector-serve-tools-list '"name": "whoami"' \
 check inspector-serve-tools-call '\\"subject\\":\\"alice\\"' \
 	"${inspector[@]}" "$aa" --method tools/call --tool-name whoami -- proxy "http://$serve/mcp"
 
+check go-sdk-serve $'^protocol: 2026-07-28$\n^call: \\{"schemes":\\[\\{"schemeId":"dev","subject":"alice"' \
+	"$gosdk" "$aa" proxy "http://$serve/mcp"
+
 # The TypeScript SDK's example OAuth server (exact redirect URIs).
 check ts-sdk-example-login $'^server: simple-streamable-http-server$\n^tools: .*\\bgreet\\b\n^call: Hello, proxy!' \
 	node client.mjs --tool greet --args '{"name":"proxy"}' -- "$aa" proxy --callback-port "$cbport" "$example"
@@ -141,6 +147,9 @@ check ts-sdk-example-cancel $'^cancel: aborted after 1 notification\\(s\\)$\n^ca
 check inspector-example-tools-call 'Hello, inspector!' \
 	"${inspector[@]}" "$aa" --tool-arg name=inspector --method tools/call --tool-name greet -- proxy "$example"
 
+check go-sdk-example $'^tools: .*\\bmulti-greet\\b\n^call: Hello, go-sdk!$' \
+	"$gosdk" -tool greet -args '{"name":"go-sdk"}' "$aa" proxy "$example"
+
 # The legacy HTTP+SSE server.
 check ts-sdk-legacy-fallback $'^server: legacy-sse$\n^call: 5$\n^progress: 1$' \
 	node client.mjs --tool add --args '{"a":2,"b":3}' --progress -- "$aa" proxy --header 'X-Api-Key: legacy-key' "$legacy"
@@ -150,6 +159,9 @@ check inspector-legacy-tools-call '"text": "11"' \
 	"${inspector[@]}" "$aa" --tool-arg a=5 b=6 --method tools/call --tool-name add -- proxy "$legacyopen"
 check ts-sdk-legacy-http-only-refused '^error: MCP error -32603: agentauth proxy: initialize failed: the server answered HTTP 404' \
 	bash -c '! node client.mjs --tool add -- "$0" proxy --transport http-only --header "X-Api-Key: legacy-key" "$1"' "$aa" "$legacy"
+
+check go-sdk-legacy $'^protocol: 2025-11-25$\n^call: 9$' \
+	"$gosdk" -tool add -args '{"a":4,"b":5}' "$aa" proxy --header 'X-Api-Key: legacy-key' "$legacy"
 
 # A server that is not there: JSON-RPC errors, not a crash.
 dead="http://127.0.0.1:$(freeport)/mcp"
