@@ -168,6 +168,11 @@ func (s *ProxyServer) post(w http.ResponseWriter, r *http.Request) {
 		writeJSONError(w, http.StatusBadRequest, wire.Errorf(wire.CodeInvalidRequest, "invalid request: id %s is already in use", key))
 		return
 	}
+	if len(sess.waiting) >= maxProxyInFlight {
+		sess.mu.Unlock()
+		http.Error(w, "service unavailable: too many requests under way in this session", http.StatusServiceUnavailable)
+		return
+	}
 	sess.waiting[key] = answer
 	sess.posts = append(sess.posts, stream)
 	sess.mu.Unlock()

@@ -78,8 +78,10 @@ each client session gets its own session at TARGET, all with the one
 credential. --addr-file FILE writes the address once listening (port 0: a
 free one). It runs until SIGINT or SIGTERM.
 
-Exit status: 0 stdin closed, 1 failure (stdin or stdout failed), 2 usage,
-4 authentication needed (the store cannot be used for a login).`,
+Exit status: 0 stdin closed or SIGTERM (with --listen: SIGINT or SIGTERM),
+1 failure (stdin or stdout failed, the address cannot be listened on),
+2 usage. Authorization failures do not end the proxy: the request that
+needed it gets a JSON-RPC error naming the login to run.`,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "transport", Value: client.ProxyHTTPFirst, Usage: "`STRATEGY`: " + strings.Join(client.ProxyTransports, ", "), Destination: &opts.Transport},
 			&cli.StringSliceFlag{Name: "header", Usage: "send `NAME:VALUE` with every request to TARGET (repeatable)"},
