@@ -88,7 +88,7 @@ needed it gets a JSON-RPC error naming the login to run.`,
 			&cli.StringSliceFlag{Name: "allow-resource", Usage: "let TARGET receive tokens for `URL`, a resource it declares on another origin (repeatable)"},
 			&cli.StringFlag{Name: "listen", Usage: "instead of stdio, serve MCP Streamable HTTP at http://`ADDR`/mcp (loopback only, e.g. 127.0.0.1:0) for local clients without OAuth", Destination: &opts.Listen},
 			&cli.StringFlag{Name: "addr-file", Usage: "with --listen, once listening, write the address (HOST:PORT and a newline) to `FILE`", Destination: &opts.AddrFile},
-		}, loginChoiceFlags(&opts.Login, "")...),
+		}, proxyLoginFlags(&opts.Login)...),
 		Action: func(c *cli.Context) error {
 			target, err := targetArg(c)
 			if err != nil {
@@ -113,9 +113,6 @@ needed it gets a JSON-RPC error naming the login to run.`,
 			if err := opts.checkListen(); err != nil {
 				return err
 			}
-			if opts.Login.ClientSecretStdin {
-				return usageErrorf("--client-secret-stdin does not apply to proxy: stdin carries the client's messages\nTo log in with a client secret, run: agentauth login --client-id ID --client-secret-stdin %s", target)
-			}
 			if err := opts.Login.check(c.IsSet("client-id")); err != nil {
 				return err
 			}
@@ -123,6 +120,20 @@ needed it gets a JSON-RPC error naming the login to run.`,
 			return run(c.Context, opts)
 		},
 	}
+}
+
+// proxyLoginFlags are login's choice flags but --client-secret-stdin:
+// stdin carries the client's messages (log in first with agentauth login
+// --client-id ID --client-secret-stdin TARGET; the proxy then uses that
+// credential).
+func proxyLoginFlags(ch *LoginChoices) []cli.Flag {
+	var out []cli.Flag
+	for _, f := range loginChoiceFlags(ch, "") {
+		if f.Names()[0] != "client-secret-stdin" {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // parseHeaders reads --header NAME:VALUE values. Headers the transport

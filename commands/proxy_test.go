@@ -30,7 +30,7 @@ func TestProxyFlags(t *testing.T) {
 		{args: []string{"--header", "NoColon", "https://h/mcp"}, wantCode: ExitUsage, wantErr: "--header must be NAME:VALUE"},
 		{args: []string{"--header", "Authorization: Bearer x", "https://h/mcp"}, wantCode: ExitUsage, wantErr: "--header cannot set Authorization"},
 		{args: []string{"--header", "mcp-session-id: x", "https://h/mcp"}, wantCode: ExitUsage, wantErr: "--header cannot set Mcp-Session-Id"},
-		{args: []string{"--client-secret-stdin", "--client-id", "c", "https://h/mcp"}, wantCode: ExitUsage, wantErr: "stdin carries the client's messages"},
+		{args: []string{"--client-secret-stdin", "--client-id", "c", "https://h/mcp"}, wantCode: ExitUsage, wantErr: "client-secret-stdin"},
 		{args: []string{"--device", "--callback-port", "1", "https://h/mcp"}, wantCode: ExitUsage, wantErr: "--callback-port does not apply to --device"},
 		{args: []string{"--allow-resource", "ftp://x", "https://h/mcp"}, wantCode: ExitUsage, wantErr: "--allow-resource must be an http(s) URL"},
 	}, proxyCommand, func(f *Factory, o *ProxyOptions) bool {
