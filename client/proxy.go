@@ -157,6 +157,12 @@ loop:
 	p.shutdown()
 	cancel()
 	p.wg.Wait()
+	if result == nil {
+		result = <-written // what was queued is written
+		if result != nil {
+			result = fmt.Errorf("cannot write stdout: %w", result)
+		}
+	}
 	return result
 }
 
@@ -505,17 +511,31 @@ func (p *proxy) emit(m *wire.Message) {
 	}
 }
 
-// write copies the queue to out, one message per line.
+// write copies the queue to out, one message per line; once ctx ends it
+// writes what is still queued and returns.
 func (p *proxy) write(ctx context.Context, out io.Writer) error {
+	line := func(b []byte) error {
+		buf := make([]byte, 0, len(b)+1)
+		_, err := out.Write(append(append(buf, b...), '\n'))
+		return err
+	}
 	for {
 		select {
 		case b := <-p.out:
-			buf := make([]byte, 0, len(b)+1)
-			if _, err := out.Write(append(append(buf, b...), '\n')); err != nil {
+			if err := line(b); err != nil {
 				return err
 			}
 		case <-ctx.Done():
-			return nil
+			for {
+				select {
+				case b := <-p.out:
+					if err := line(b); err != nil {
+						return err
+					}
+				default:
+					return nil
+				}
+			}
 		}
 	}
 }
