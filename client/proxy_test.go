@@ -193,3 +193,21 @@ func TestDeclareURLElicitation(t *testing.T) {
 		}
 	}
 }
+
+// http-first on a server that has neither transport: both refusals are
+// named in the request's error.
+func TestProxyNoTransport(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	defer srv.Close()
+	in, lines, done := runProxy(t, srv.URL+"/mcp")
+	fmt.Fprintln(in, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`)
+	l := next(t, lines)
+	if !strings.Contains(l, `initialize failed: over Streamable HTTP: the server answered HTTP 404 Not Found`) ||
+		!strings.Contains(l, `; over HTTP+SSE: the server answered HTTP 404 Not Found`) {
+		t.Errorf("got %s", l)
+	}
+	in.Close()
+	if err := <-done; err != nil {
+		t.Errorf("Proxy: %v", err)
+	}
+}

@@ -190,14 +190,22 @@ func (p *proxy) connect(ctx context.Context, m *wire.Message) (upstream, readFun
 		u, read, err := trySSE()
 		if fallsBack(err) {
 			p.cl.logger().Info("the server refused the SSE transport; trying Streamable HTTP", "err", err)
-			return tryHTTP()
+			u, read, err2 := tryHTTP()
+			if err2 != nil {
+				err2 = fmt.Errorf("over HTTP+SSE: %v; over Streamable HTTP: %w", err, err2)
+			}
+			return u, read, err2
 		}
 		return u, read, err
 	}
 	u, read, err := tryHTTP()
 	if fallsBack(err) {
 		p.cl.logger().Info("the server refused Streamable HTTP; trying the HTTP+SSE transport", "err", err)
-		return trySSE()
+		u, read, err2 := trySSE()
+		if err2 != nil {
+			err2 = fmt.Errorf("over Streamable HTTP: %v; over HTTP+SSE: %w", err, err2)
+		}
+		return u, read, err2
 	}
 	return u, read, err
 }
