@@ -126,20 +126,6 @@ func TestPendingConsentsEvictTheOldest(t *testing.T) {
 	}
 }
 
-// Unredeemed codes are bounded: the oldest is evicted.
-func TestPendingCodesEvictTheOldest(t *testing.T) {
-	s := start(t, issuer.Options{AutoApprove: true})
-	a := newAuthz(issuer.CLIClientID, cliRedirect)
-	code := s.code(a)
-	for range issuer.MaxPendingCodes {
-		s.advance(time.Millisecond)
-		s.code(newAuthz(issuer.CLIClientID, cliRedirect))
-	}
-	wantError(t, s.exchange(a, code), http.StatusBadRequest, "invalid_grant")
-	a = newAuthz(issuer.CLIClientID, cliRedirect)
-	wantOK(t, s.exchange(a, s.code(a)))
-}
-
 func TestDeviceAuthorizationsAreBounded(t *testing.T) {
 	s := start(t, issuer.Options{})
 	for range issuer.MaxDeviceAuthorizations {

@@ -3,7 +3,6 @@ package issuer
 // The bounds, for the external tests.
 const (
 	MaxPendingConsents      = maxPendingConsents
-	MaxPendingCodes         = maxPendingCodes
 	MaxDeviceAuthorizations = maxDeviceAuthorizations
 	MaxRegistrations        = maxRegistrations
 	MaxRegistrationBytes    = maxRegistrationBytes

@@ -15,7 +15,6 @@ import (
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
 
-	"github.com/agentauth/agentauth/state"
 )
 
 // GrantJWTBearer is the JWT bearer authorization grant (RFC 7523 §2.1).
@@ -145,18 +144,13 @@ func (i *Issuer) redeemJWTBearerTx(is *issuing, c *client, form url.Values) (*to
 	if len(jag.Resource) > 0 && !jag.Resource.Contains(resource) {
 		return nil, nil, badRequest("invalid_grant", fmt.Sprintf("the assertion was issued for another resource (resource): request the token for a resource it names, or ask the identity provider for an assertion for %s", resource)), nil
 	}
-	key := hash("jwt-bearer " + trusted.Issuer + " " + claims.ID)
-	switch _, err := is.tx.Get(kindAssertion, key); {
-	case err == nil:
-		return nil, nil, badRequest("invalid_grant", "the assertion was already used (jti): present a fresh one"), nil
-	case !errors.Is(err, state.ErrNotFound):
-		return nil, nil, nil, err
-	}
-	if err := evictFirst(is.tx, kindAssertion, maxAssertionJTIs); err != nil {
-		return nil, nil, nil, err
-	}
-	if err := is.tx.Put(kindAssertion, key, []byte("{}"), claims.Expiry.Time().Add(assertionLeeway)); err != nil {
-		return nil, nil, nil, err
+	// The assertion's id is kept, per issuer and subject (what it signs,
+	// whichever client presents it), until it expires (RFC 7523 §3 item
+	// 7), in the store the replicas share.
+	refused, err := rememberTx(is.tx, kindGrantAssertion, i.opts.Limits.GrantAssertions, trusted.Issuer+"\x00"+claims.Subject, claims.ID,
+		claims.Expiry.Time().Add(assertionLeeway), now, badRequest("invalid_grant", "the assertion was already used (jti): present a fresh one"), "assertions")
+	if refused != nil || err != nil {
+		return nil, nil, refused, err
 	}
 	is.noRefresh = true
 	g := &grantRecord{ClientID: c.id, Subject: claims.Subject, Scope: scope, Resource: resource}

@@ -1,0 +1,89 @@
+package bounded_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/agentauth/agentauth/internal/bounded"
+	"github.com/agentauth/agentauth/state"
+)
+
+// remember is Memory.Remember or RememberTx on a store.
+type remember func(owner, id string, expires, now time.Time) error
+
+func caches(t *testing.T, l bounded.Limits) map[string]remember {
+	t.Helper()
+	m := bounded.NewMemory(l)
+	out := map[string]remember{"memory": m.Remember}
+	for name, open := range map[string]func() (state.Store, error){
+		"state-memory": func() (state.Store, error) { return state.NewMemory(), nil },
+		"sqlite":       func() (state.Store, error) { return state.OpenSQLite(context.Background(), t.TempDir()) },
+	} {
+		s, err := open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		out[name] = func(owner, id string, expires, now time.Time) error {
+			var res error
+			err := s.Update(context.Background(), func(tx state.Tx) error {
+				res = bounded.RememberTx(tx, "test", l, owner, id, expires, now)
+				if _, ok := errors.AsType[*bounded.FullError](res); ok || errors.Is(res, bounded.ErrReplayed) {
+					return nil
+				}
+				return res
+			})
+			if err != nil {
+				return err
+			}
+			return res
+		}
+	}
+	return out
+}
+
+// More ids than a bound holds are refused, never admitted by evicting a
+// live one: the first id stays a replay until it expires, and then its
+// slot is free again.
+func TestFullRefusesAndNeverEvicts(t *testing.T) {
+	l := bounded.Limits{PerOwner: 3, Owners: 2, Retry: time.Minute}
+	now := time.Unix(1_000_000, 0)
+	for name, add := range caches(t, l) {
+		t.Run(name, func(t *testing.T) {
+			for i := range 3 {
+				if err := add("a", fmt.Sprint(i), now.Add(time.Duration(10+i)*time.Second), now); err != nil {
+					t.Fatalf("id %d: %v", i, err)
+				}
+			}
+			err := add("a", "3", now.Add(time.Minute), now)
+			full, ok := errors.AsType[*bounded.FullError](err)
+			if !ok || !full.Owner || full.RetryAfter != 10*time.Second {
+				t.Fatalf("fourth id of a: %v (%+v), want a per-owner refusal retrying in 10s", err, full)
+			}
+			if err := add("a", "0", now.Add(time.Minute), now.Add(time.Second)); !errors.Is(err, bounded.ErrReplayed) {
+				t.Fatalf("replay of id 0 after the refusals: %v, want ErrReplayed", err)
+			}
+			// Another owner is not crowded out by a's.
+			if err := add("b", "0", now.Add(time.Minute), now); err != nil {
+				t.Fatalf("owner b: %v", err)
+			}
+			err = add("c", "0", now.Add(time.Minute), now)
+			if full, ok := errors.AsType[*bounded.FullError](err); !ok || full.Owner {
+				t.Fatalf("third owner: %v, want an owners refusal", err)
+			}
+			// Once a's first id expires, a has room again.
+			later := now.Add(10 * time.Second)
+			if err := add("a", "3", later.Add(time.Minute), later); err != nil {
+				t.Fatalf("a after its first id expired: %v", err)
+			}
+			// Once every id of b expires, c gets b's slot.
+			later = now.Add(2 * time.Minute)
+			if err := add("c", "0", later.Add(time.Minute), later); err != nil {
+				t.Fatalf("c after b expired: %v", err)
+			}
+		})
+	}
+}
