@@ -135,9 +135,9 @@ type Options struct {
 	RotateKey bool
 	// Limits bound the replay caches, pending codes and registrations;
 	// zero fields take DefaultLimits.
-	Limits    Limits
-	Logger    *slog.Logger
-	Now       func() time.Time
+	Limits Limits
+	Logger *slog.Logger
+	Now    func() time.Time
 }
 
 // Issuer is the embedded authorization server. Its methods are safe for

@@ -14,7 +14,6 @@ import (
 
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
-
 )
 
 // GrantJWTBearer is the JWT bearer authorization grant (RFC 7523 §2.1).

@@ -131,7 +131,7 @@ func TestAssertionsAreNotEvicted(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ciKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 			s := start(t, issuer.Options{Store: open(t), Clients: []issuer.Client{rs},
-				Limits: issuer.Limits{ClientAssertions: small, GrantAssertions: small},
+				Limits:           issuer.Limits{ClientAssertions: small, GrantAssertions: small},
 				AssertionIssuers: []issuer.AssertionIssuer{{Issuer: ciIssuer, Keys: &jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &ciKey.PublicKey}}}}}})
 			register := func() (string, *ecdsa.PrivateKey) {
 				key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
