@@ -306,9 +306,14 @@ func (i *Issuer) redeemClientCredentialsTx(is *issuing, c *client, form url.Valu
 		return nil, nil, e, nil
 	}
 	is.noRefresh = true
-	g := &grantRecord{ClientID: c.id, Subject: c.id, Scope: scope, Resource: resource}
+	g := &grantRecord{ClientID: c.id, Subject: ClientSubject(c.id), Scope: scope, Resource: resource}
 	return i.issueTx(is, c, randomID(), g, scope)
 }
+
+// ClientSubject is the token subject of a client acting for itself (the
+// client credentials grant): "client:" and its id, so that a client named
+// alice is not the user alice.
+func ClientSubject(clientID string) string { return "client:" + clientID }
 
 // maxFamilyAccess bounds the live access tokens of one family (one
 // login, through its refreshes): a refresh beyond it revokes the oldest.
