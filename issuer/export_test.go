@@ -4,7 +4,6 @@ package issuer
 const (
 	MaxPendingConsents      = maxPendingConsents
 	MaxDeviceAuthorizations = maxDeviceAuthorizations
-	MaxRegistrations        = maxRegistrations
 	MaxRegistrationBytes    = maxRegistrationBytes
 	UnusedClientTTL         = unusedClientTTL
 	MaxStateBytes           = maxStateBytes

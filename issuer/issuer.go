@@ -56,10 +56,6 @@ const (
 	// maxDeviceAuthorizations bounds the device authorizations kept;
 	// beyond it a new one is refused (temporarily_unavailable).
 	maxDeviceAuthorizations = 1000
-	// maxRegistrations bounds the clients registered at the registration
-	// endpoint; beyond it a registration is refused
-	// (temporarily_unavailable).
-	maxRegistrations = 1000
 	// unusedClientTTL is how long a registered client that was never
 	// issued a token is kept after its registration or last request.
 	unusedClientTTL = 15 * time.Minute

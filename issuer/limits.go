@@ -35,6 +35,11 @@ type Limits struct {
 	// IPv4 address, or an IPv6 /64) within RegistrationWindow.
 	Registrations      bounded.Limits
 	RegistrationWindow time.Duration
+	// Clients bounds the clients registered at the registration endpoint
+	// in all; beyond it a registration is refused with 503
+	// temporarily_unavailable. A client never issued a token is dropped
+	// unusedClientTTL after its last request.
+	Clients int
 }
 
 // DefaultLimits are the limits an Options without Limits gets.
@@ -45,6 +50,7 @@ var DefaultLimits = Limits{
 	Codes:              bounded.Limits{PerOwner: 1000, Owners: 10000, Retry: DefaultCodeTTL},
 	Registrations:      bounded.Limits{PerOwner: 100, Owners: 1000, Retry: 10 * time.Minute},
 	RegistrationWindow: 10 * time.Minute,
+	Clients:            10000,
 }
 
 // setDefaults fills the zero fields of l from DefaultLimits.
@@ -61,6 +67,7 @@ func (l *Limits) setDefaults() {
 		setDefault(&p.l.Retry, p.d.Retry)
 	}
 	setDefault(&l.RegistrationWindow, DefaultLimits.RegistrationWindow)
+	setDefault(&l.Clients, DefaultLimits.Clients)
 }
 
 // The record families kept under Limits (each owner's records under its

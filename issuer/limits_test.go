@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -231,4 +232,64 @@ func TestPendingCodesAreBoundedPerClient(t *testing.T) {
 	}
 	a = newAuthz(issuer.CLIClientID, cliRedirect)
 	wantOK(t, s.exchange(a, s.code(a)))
+}
+
+// fromSource returns a copy of s's client whose connections come from the
+// loopback address ip (all of 127/8 is loopback).
+func (s *testServer) fromSource(ip string) *testServer {
+	return &testServer{t: s.t, iss: s.iss, url: s.url, clock: s.clock, client: &http.Client{
+		Transport:     &http.Transport{DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}).DialContext},
+		CheckRedirect: s.client.CheckRedirect,
+	}}
+}
+
+// A registration flood from one source is refused (429, Retry-After) past
+// that source's bound for the window, also after a restart on the same
+// store, while a user registering from another source still logs in;
+// the flood's unused clients expire, and the source may register again
+// once the window has passed.
+func TestRegistrationFloodFromOneSource(t *testing.T) {
+	const perSource = 5
+	store := stores(t)["sqlite"](t)
+	opts := issuer.Options{AutoApprove: true, Store: store, Limits: issuer.Limits{Registrations: bounded.Limits{PerOwner: perSource, Owners: 10}}}
+	s := start(t, opts)
+	register := func(s *testServer) reply {
+		return s.postJSON("/register", `{"redirect_uris":["http://127.0.0.1/cb"],"token_endpoint_auth_method":"none"}`)
+	}
+	flood := s.fromSource("127.0.0.2")
+	var flooded []string
+	for range perSource {
+		flooded = append(flooded, register(flood).str(t, "client_id"))
+	}
+	for range 50 {
+		wantFull(t, register(flood), http.StatusTooManyRequests)
+	}
+	login := func(s *testServer) {
+		t.Helper()
+		r := register(s)
+		if r.status != http.StatusCreated {
+			t.Fatalf("registration from another source during the flood: %d %s", r.status, r.body)
+		}
+		a := newAuthz(r.str(t, "client_id"), "http://127.0.0.1:5000/cb")
+		wantOK(t, s.exchange(a, s.code(a)))
+	}
+	login(s)
+
+	// A restart on the same store keeps the bound.
+	s = start(t, opts)
+	s.advance(time.Minute)
+	wantFull(t, register(s.fromSource("127.0.0.2")), http.StatusTooManyRequests)
+	login(s)
+
+	// The flood's clients, never used, expire; after the window the
+	// source may register again.
+	s.advance(issuer.UnusedClientTTL + time.Minute)
+	s.tokens(nil) // sweeps
+	a := newAuthz(flooded[0], "http://127.0.0.1:5000/cb")
+	if r := s.authorize(a); r.status == http.StatusFound {
+		t.Errorf("an unused flooded client still authorizes after %s", issuer.UnusedClientTTL)
+	}
+	if r := register(s.fromSource("127.0.0.2")); r.status != http.StatusCreated {
+		t.Errorf("after the window: %d %s", r.status, r.body)
+	}
 }
