@@ -26,14 +26,14 @@ type Limits struct {
 	PerOwner int
 	// Owners bounds the owners that have live records.
 	Owners int
+	// Total, when set, bounds the live records of all owners in Memory
+	// (in a store they are at most PerOwner times Owners).
+	Total int
 	// Retry is the Retry-After given when every owner slot is taken (a
 	// per-owner refusal gives the time until that owner's first record
 	// expires).
 	Retry time.Duration
 }
-
-// Total is the most records the limits let live at once.
-func (l Limits) Total() int { return l.PerOwner * l.Owners }
 
 // ErrReplayed is returned for an id that was remembered already and has
 // not expired.
@@ -54,7 +54,7 @@ func (e *FullError) Error() string {
 	if e.Owner {
 		return fmt.Sprintf("more than %d in use by one client; retry in %ss", e.Limit, e.RetrySeconds())
 	}
-	return fmt.Sprintf("more than %d clients in use at once; retry in %ss", e.Limit, e.RetrySeconds())
+	return fmt.Sprintf("more than %d in use at once; retry in %ss", e.Limit, e.RetrySeconds())
 }
 
 // RetrySeconds is RetryAfter in whole seconds, at least 1, for a

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentauth/agentauth/internal/bounded"
 	"github.com/agentauth/agentauth/state"
+	"github.com/agentauth/agentauth/state/statetest"
 )
 
 // remember is Memory.Remember or RememberTx on a store.
@@ -21,6 +22,7 @@ func caches(t *testing.T, l bounded.Limits) map[string]remember {
 	for name, open := range map[string]func() (state.Store, error){
 		"state-memory": func() (state.Store, error) { return state.NewMemory(), nil },
 		"sqlite":       func() (state.Store, error) { return state.OpenSQLite(context.Background(), t.TempDir()) },
+		"postgres":     func() (state.Store, error) { return state.OpenPostgres(context.Background(), statetest.Postgres(t)) },
 	} {
 		s, err := open()
 		if err != nil {
@@ -85,5 +87,31 @@ func TestFullRefusesAndNeverEvicts(t *testing.T) {
 				t.Fatalf("c after b expired: %v", err)
 			}
 		})
+	}
+}
+
+// Memory's Total bounds the ids of all owners: at it a new id is refused
+// until the first one expires.
+func TestMemoryTotal(t *testing.T) {
+	m := bounded.NewMemory(bounded.Limits{PerOwner: 10, Owners: 10, Total: 3})
+	now := time.Unix(1_000_000, 0)
+	for k := range 3 {
+		if err := m.Remember(fmt.Sprint("owner-", k), "id", now.Add(time.Duration(k+1)*time.Second), now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := m.Remember("owner-9", "id", now.Add(time.Minute), now)
+	if full, ok := errors.AsType[*bounded.FullError](err); !ok || full.Owner || full.RetryAfter != time.Second {
+		t.Fatalf("fourth id: %v, want a total refusal retrying in 1s", err)
+	}
+	if err := m.Remember("owner-0", "id", now.Add(time.Minute), now); !errors.Is(err, bounded.ErrReplayed) {
+		t.Fatalf("replay at the total bound: %v", err)
+	}
+	later := now.Add(time.Second)
+	if err := m.Remember("owner-9", "id", later.Add(time.Minute), later); err != nil {
+		t.Fatalf("after the first id expired: %v", err)
+	}
+	if m.Len() != 3 {
+		t.Errorf("Len %d, want 3", m.Len())
 	}
 }

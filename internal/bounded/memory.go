@@ -12,6 +12,10 @@ type Memory struct {
 	mu     sync.Mutex
 	l      Limits
 	owners map[string]*memOwner
+	// n counts the ids of all owners; first is the earliest expiry among
+	// them, or earlier: before it no id can be dropped.
+	n     int
+	first time.Time
 	// prune is the earliest time an owner's every id has expired: before
 	// it no owner can be dropped, so a full cache is not scanned.
 	prune time.Time
@@ -40,12 +44,22 @@ func (m *Memory) Remember(owner, id string, expires, now time.Time) error {
 			return ErrReplayed
 		}
 		if len(o.ids) >= m.l.PerOwner && !now.Before(o.first) {
-			o.expire(now)
+			m.n -= o.expire(now)
 		}
 		if len(o.ids) >= m.l.PerOwner {
 			return &FullError{Owner: true, Limit: m.l.PerOwner, RetryAfter: o.first.Sub(now)}
 		}
-	} else {
+	}
+	if m.l.Total > 0 && m.n >= m.l.Total {
+		if !now.Before(m.first) {
+			m.expireIDs(now)
+			o = m.owners[owner] // dropped when all its ids expired
+		}
+		if m.n >= m.l.Total {
+			return &FullError{Limit: m.l.Total, RetryAfter: m.first.Sub(now)}
+		}
+	}
+	if o == nil {
 		if len(m.owners) >= m.l.Owners && !now.Before(m.prune) {
 			m.expire(now)
 		}
@@ -55,7 +69,13 @@ func (m *Memory) Remember(owner, id string, expires, now time.Time) error {
 		o = &memOwner{ids: map[string]time.Time{}}
 		m.owners[owner] = o
 	}
+	if _, ok := o.ids[id]; !ok {
+		m.n++
+	}
 	o.ids[id] = expires
+	if m.n == 1 || expires.Before(m.first) {
+		m.first = expires
+	}
 	if len(o.ids) == 1 || expires.Before(o.first) {
 		o.first = expires
 	}
@@ -73,6 +93,7 @@ func (m *Memory) expire(now time.Time) {
 	m.prune = time.Time{}
 	for k, o := range m.owners {
 		if !now.Before(o.last) {
+			m.n -= len(o.ids)
 			delete(m.owners, k)
 			continue
 		}
@@ -82,18 +103,37 @@ func (m *Memory) expire(now time.Time) {
 	}
 }
 
-// expire drops the ids that expired at now.
-func (o *memOwner) expire(now time.Time) {
+// expireIDs drops the ids of every owner that expired at now, and the
+// owners left without any.
+func (m *Memory) expireIDs(now time.Time) {
+	m.first = time.Time{}
+	for k, o := range m.owners {
+		m.n -= o.expire(now)
+		if len(o.ids) == 0 {
+			delete(m.owners, k)
+			continue
+		}
+		if m.first.IsZero() || o.first.Before(m.first) {
+			m.first = o.first
+		}
+	}
+}
+
+// expire drops the ids that expired at now and says how many.
+func (o *memOwner) expire(now time.Time) int {
 	o.first = time.Time{}
+	n := 0
 	for id, exp := range o.ids {
 		if !now.Before(exp) {
 			delete(o.ids, id)
+			n++
 			continue
 		}
 		if o.first.IsZero() || exp.Before(o.first) {
 			o.first = exp
 		}
 	}
+	return n
 }
 
 // Len is how many ids are remembered, expired ones not yet dropped
@@ -101,9 +141,5 @@ func (o *memOwner) expire(now time.Time) {
 func (m *Memory) Len() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	n := 0
-	for _, o := range m.owners {
-		n += len(o.ids)
-	}
-	return n
+	return m.n
 }
