@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/agentauth/agentauth/internal/bounded"
 	"github.com/agentauth/agentauth/wire"
 )
 
@@ -57,7 +58,7 @@ func (h *Host) HTTPHandler() http.Handler {
 	f := &httpFace{h: h, path: cmp.Or(u.Path, "/"), metadataURL: h.ResourceMetadataURL()}
 	mu, _ := url.Parse(f.metadataURL)
 	f.metadataPath = mu.Path
-	f.jtis = newJTICache(MaxDPoPJTIs)
+	f.jtis = bounded.NewMemory(DPoPProofLimits)
 	f.maxBody = h.maxMsg
 	if f.maxBody <= 0 {
 		f.maxBody = wire.DefaultMaxMessageSize
@@ -72,7 +73,7 @@ type httpFace struct {
 	metadataURL  string
 	maxBody      int64
 	// jtis are the DPoP proofs seen (RFC 9449 §11.1).
-	jtis *jtiCache
+	jtis *bounded.Memory
 }
 
 func (f *httpFace) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -117,6 +118,8 @@ type httpRefusal struct {
 	err       *wire.Error
 	// dpop makes the challenge a DPoP one (RFC 9449 §7.1).
 	dpop bool
+	// retryAfter, in seconds, is sent as Retry-After.
+	retryAfter string
 }
 
 func (f *httpFace) serveMCP(w http.ResponseWriter, r *http.Request) {
@@ -350,6 +353,9 @@ func (f *httpFace) refuse(w http.ResponseWriter, id wire.ID, ref *httpRefusal) {
 			ch = wire.TokenTypeDPoP + strings.TrimPrefix(ch, "Bearer")
 		}
 		w.Header().Set("WWW-Authenticate", ch)
+	}
+	if ref.retryAfter != "" {
+		w.Header().Set("Retry-After", ref.retryAfter)
 	}
 	writeHTTPJSON(w, ref.status, wire.NewErrorResponse(id, ref.err))
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentauth/agentauth/internal/bounded"
 	"github.com/agentauth/agentauth/internal/devlogin"
 	"github.com/agentauth/agentauth/issuer"
 	"github.com/agentauth/agentauth/wire"
@@ -46,7 +47,10 @@ func benchmarkMCPPost(b *testing.B, cache, dpop bool) {
 	for _, p := range iss.Paths() {
 		mux.Handle(p, iss.Handler())
 	}
-	mux.Handle("/", h.HTTPHandler())
+	face := h.HTTPHandler().(*httpFace)
+	// One key sends every proof: room for all of them.
+	face.jtis = bounded.NewMemory(bounded.Limits{PerOwner: b.N + 1, Owners: 1, Retry: time.Minute})
+	mux.Handle("/", face)
 	srv := &httptest.Server{Listener: ln, Config: &http.Server{Handler: mux}}
 	srv.Start()
 	b.Cleanup(srv.Close)
