@@ -115,3 +115,53 @@ func TestMemoryTotal(t *testing.T) {
 		t.Errorf("Len %d, want 3", m.Len())
 	}
 }
+
+// Replicas on one PostgreSQL database racing to remember the same id of a
+// known owner: exactly one succeeds, the others see a replay.
+func TestConcurrentReplicasRememberOnce(t *testing.T) {
+	db := statetest.Postgres(t)
+	var replicas []state.Store
+	for range 2 {
+		s, err := state.OpenPostgres(context.Background(), db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		replicas = append(replicas, s)
+	}
+	l := bounded.Limits{PerOwner: 100, Owners: 10, Retry: time.Minute}
+	now := time.Now()
+	remember := func(s state.Store, id string) error {
+		var res error
+		err := s.Update(context.Background(), func(tx state.Tx) error {
+			res = bounded.RememberTx(tx, "race", l, "key", id, now.Add(time.Minute), now)
+			if errors.Is(res, bounded.ErrReplayed) {
+				return nil
+			}
+			return res
+		})
+		return errors.Join(err, res)
+	}
+	if err := remember(replicas[0], "first"); err != nil {
+		t.Fatal(err)
+	}
+	for round := range 5 {
+		id := fmt.Sprint("id-", round)
+		errs := make(chan error, 16)
+		for k := range 16 {
+			go func() { errs <- remember(replicas[k%2], id) }()
+		}
+		ok := 0
+		for range 16 {
+			switch err := <-errs; {
+			case err == nil:
+				ok++
+			case !errors.Is(err, bounded.ErrReplayed):
+				t.Errorf("round %d: %v", round, err)
+			}
+		}
+		if ok != 1 {
+			t.Errorf("round %d: %d of 16 concurrent uses of one id accepted, want 1", round, ok)
+		}
+	}
+}

@@ -66,6 +66,12 @@ func PutTx(tx state.Tx, kind state.Kind, l Limits, owner, key string, value []by
 // bound. A record past its expiry but not yet swept counts as used: the
 // caller has refused anything that old already.
 func RememberTx(tx state.Tx, kind state.Kind, l Limits, owner, id string, expires, now time.Time) error {
+	// Reading the owner's row first locks it (PostgreSQL): two replicas
+	// remembering the same id of a known owner then run one after the
+	// other, and the second sees the first's id.
+	if _, err := tx.Get(ownersKind(kind), ownerHash(owner)); err != nil && !errors.Is(err, state.ErrNotFound) {
+		return err
+	}
 	switch _, err := tx.Get(Kind(kind, owner), id); {
 	case err == nil:
 		return ErrReplayed
