@@ -68,6 +68,11 @@ func TestSQLiteRestrictsTheDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
+	os.Chmod(dir, 0o755) // and with the database in it
+	if s, err = OpenSQLite(context.Background(), dir); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
 	for _, p := range []string{dir, filepath.Join(dir, SQLiteFile)} {
 		fi, err := os.Stat(p)
 		if err != nil {
@@ -76,6 +81,22 @@ func TestSQLiteRestrictsTheDirectory(t *testing.T) {
 		if want := map[bool]os.FileMode{true: 0o700, false: 0o600}[fi.IsDir()]; fi.Mode().Perm() != want {
 			t.Errorf("%s has mode %04o, want %04o", p, fi.Mode().Perm(), want)
 		}
+	}
+
+	// A directory open to others that holds other files (a home
+	// directory, say) is refused, naming the fix, and left as it was.
+	home := filepath.Join(t.TempDir(), "home")
+	os.Mkdir(home, 0o755)
+	os.Chmod(home, 0o755)
+	os.WriteFile(filepath.Join(home, "notes.txt"), nil, 0o644)
+	if s, err := OpenSQLite(context.Background(), home); err == nil {
+		s.Close()
+		t.Fatal("opened a shared directory holding other files")
+	} else if !strings.Contains(err.Error(), "chmod 700 "+home) {
+		t.Errorf("error %q does not name the fix", err)
+	}
+	if fi, _ := os.Stat(home); fi.Mode().Perm() != 0o755 {
+		t.Errorf("the refused directory's mode became %04o", fi.Mode().Perm())
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 )
 
@@ -15,7 +16,8 @@ import (
 // can write into, so that nobody else can plant a symbolic or hard link
 // where the database will be: it is created with mode 0700 when missing;
 // a symbolic link or another user's directory is refused; an existing
-// directory open to the group or others is restricted to 0700. The checks
+// directory open to the group or others is restricted to 0700 when it
+// holds nothing but the database, and refused, naming chmod, otherwise. The checks
 // and the chmod apply to the directory opened without following a link
 // (O_NOFOLLOW), not to whatever the path names a moment later.
 func secureDir(dir string) error {
@@ -41,6 +43,18 @@ func secureDir(dir string) error {
 		return fmt.Errorf("the data directory %s belongs to another user (uid %d): name a directory of your own with --data-dir", dir, st.Uid)
 	}
 	if fi.Mode().Perm()&0o077 != 0 {
+		// Restricting a directory that holds other things (a home
+		// directory, a project) would surprise its owner: that is refused
+		// with the fix named instead.
+		names, err := f.Readdirnames(-1)
+		if err != nil {
+			return fmt.Errorf("cannot read the data directory: %w", err)
+		}
+		for _, n := range names {
+			if !strings.HasPrefix(n, SQLiteFile) {
+				return fmt.Errorf("the data directory %s has mode %04o, open to other users, and holds other files (%s): run chmod 700 %s, or name a directory of its own with --data-dir", dir, fi.Mode().Perm(), n, dir)
+			}
+		}
 		if err := f.Chmod(0o700); err != nil {
 			return fmt.Errorf("the data directory %s has mode %04o and cannot be restricted to its owner: run chmod 700 %s: %w", dir, fi.Mode().Perm(), dir, err)
 		}
