@@ -116,8 +116,9 @@ func TestMemoryTotal(t *testing.T) {
 	}
 }
 
-// Replicas on one PostgreSQL database racing to remember the same id of a
-// known owner: exactly one succeeds, the others see a replay.
+// Replicas on one PostgreSQL database racing to remember the same id, of
+// a new owner or of a known one: exactly one succeeds, the others see a
+// replay.
 func TestConcurrentReplicasRememberOnce(t *testing.T) {
 	db := statetest.Postgres(t)
 	var replicas []state.Store
@@ -131,10 +132,10 @@ func TestConcurrentReplicasRememberOnce(t *testing.T) {
 	}
 	l := bounded.Limits{PerOwner: 100, Owners: 10, Retry: time.Minute}
 	now := time.Now()
-	remember := func(s state.Store, id string) error {
+	remember := func(s state.Store, owner, id string) error {
 		var res error
 		err := s.Update(context.Background(), func(tx state.Tx) error {
-			res = bounded.RememberTx(tx, "race", l, "key", id, now.Add(time.Minute), now)
+			res = bounded.RememberTx(tx, "race", l, owner, id, now.Add(time.Minute), now)
 			if errors.Is(res, bounded.ErrReplayed) {
 				return nil
 			}
@@ -142,14 +143,11 @@ func TestConcurrentReplicasRememberOnce(t *testing.T) {
 		})
 		return errors.Join(err, res)
 	}
-	if err := remember(replicas[0], "first"); err != nil {
-		t.Fatal(err)
-	}
-	for round := range 5 {
-		id := fmt.Sprint("id-", round)
+	for round := range 6 {
+		owner, id := fmt.Sprint("key-", round/2), fmt.Sprint("id-", round) // a new owner, then a known one
 		errs := make(chan error, 16)
 		for k := range 16 {
-			go func() { errs <- remember(replicas[k%2], id) }()
+			go func() { errs <- remember(replicas[k%2], owner, id) }()
 		}
 		ok := 0
 		for range 16 {

@@ -38,6 +38,15 @@ func PutTx(tx state.Tx, kind state.Kind, l Limits, owner, key string, value []by
 		}
 		return err
 	}
+	if err := ownerTx(tx, kind, l, owner, expires, now); err != nil {
+		return err
+	}
+	return tx.Put(k, key, value, expires)
+}
+
+// ownerTx records that owner has a record of family kind until expires,
+// or returns a *FullError when l.Owners other owners have live records.
+func ownerTx(tx state.Tx, kind state.Kind, l Limits, owner string, expires, now time.Time) error {
 	ok, oh := ownersKind(kind), ownerHash(owner)
 	last := expires
 	switch b, err := tx.Get(ok, oh); {
@@ -55,30 +64,37 @@ func PutTx(tx state.Tx, kind state.Kind, l Limits, owner, key string, value []by
 	default:
 		return err
 	}
-	if err := tx.Put(ok, oh, []byte(strconv.FormatInt(last.UnixMilli(), 10)), last); err != nil {
-		return err
-	}
-	return tx.Put(k, key, value, expires)
+	return tx.Put(ok, oh, []byte(strconv.FormatInt(last.UnixMilli(), 10)), last)
 }
 
 // RememberTx records the id of owner in the family kind until expires,
 // under l: ErrReplayed when it is recorded already, a *FullError at a
 // bound. A record past its expiry but not yet swept counts as used: the
-// caller has refused anything that old already.
+// caller has refused anything that old already. Of transactions
+// remembering one id at once (replicas on one PostgreSQL database), one
+// succeeds and the others get ErrReplayed.
 func RememberTx(tx state.Tx, kind state.Kind, l Limits, owner, id string, expires, now time.Time) error {
-	// Reading the owner's row first locks it (PostgreSQL): two replicas
-	// remembering the same id of a known owner then run one after the
-	// other, and the second sees the first's id.
-	if _, err := tx.Get(ownersKind(kind), ownerHash(owner)); err != nil && !errors.Is(err, state.ErrNotFound) {
-		return err
-	}
-	switch _, err := tx.Get(Kind(kind, owner), id); {
+	k := Kind(kind, owner)
+	switch _, err := tx.Get(k, id); {
 	case err == nil:
 		return ErrReplayed
 	case !errors.Is(err, state.ErrNotFound):
 		return err
 	}
-	return PutTx(tx, kind, l, owner, id, []byte("{}"), expires, now)
+	if err := roomTx(tx, k, l.PerOwner, now); err != nil {
+		if full, ok := errors.AsType[*FullError](err); ok {
+			full.Owner, full.RetryAfter = true, firstExpiryTx(tx, k, now, l.Retry)
+		}
+		return err
+	}
+	if err := ownerTx(tx, kind, l, owner, expires, now); err != nil {
+		return err
+	}
+	created, err := tx.Create(k, id, []byte("{}"), expires)
+	if err == nil && !created {
+		return ErrReplayed
+	}
+	return err
 }
 
 // roomTx returns a *FullError when kind holds max records that have not
