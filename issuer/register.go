@@ -105,10 +105,10 @@ func (i *Issuer) register(w http.ResponseWriter, r *http.Request) (*registration
 	source := sourceOf(r)
 	err = i.store.Update(r.Context(), func(tx state.Tx) error {
 		full, limited = false, nil
-		max := i.opts.Limits.Clients
+		limit := i.opts.Limits.Clients
 		n, err := tx.Count(kindClient)
-		if err == nil && n >= max {
-			_, err = tx.DeleteExpired(kindClient, now, max)
+		if err == nil && n >= limit {
+			_, err = tx.DeleteExpired(kindClient, now, limit)
 			if err == nil {
 				n, err = tx.Count(kindClient)
 			}
@@ -116,7 +116,7 @@ func (i *Issuer) register(w http.ResponseWriter, r *http.Request) (*registration
 		if err != nil {
 			return err
 		}
-		if full = n >= max; full {
+		if full = n >= limit; full {
 			return nil
 		}
 		// Registrations are bounded per source and window too, so one
