@@ -18,8 +18,9 @@ const maxAgentLine = 4096
 // agentOutput is a writer for what an agent prints (a stdio child's
 // stderr, its stdout lines that are not JSON): each line is printed on w
 // with escape sequences and control characters removed (safeText), blank
-// lines dropped. Safe for concurrent use.
-func agentOutput(w io.Writer) io.Writer { return &agentWriter{w: w} }
+// lines dropped; Flush prints a last line without its newline (a prompt).
+// Safe for concurrent use.
+func agentOutput(w io.Writer) *agentWriter { return &agentWriter{w: w} }
 
 type agentWriter struct {
 	mu  sync.Mutex
@@ -45,6 +46,13 @@ func (a *agentWriter) Write(p []byte) (int, error) {
 		p = p[i+1:]
 	}
 	return n, nil
+}
+
+// Flush prints what is left of a line without its newline.
+func (a *agentWriter) Flush() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.flush()
 }
 
 func (a *agentWriter) flush() {

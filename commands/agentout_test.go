@@ -25,6 +25,13 @@ func TestAgentOutput(t *testing.T) {
 			t.Errorf("agentOutput(%q) = %q, want %q", tc.in, b.String(), tc.want)
 		}
 	}
+	var p strings.Builder
+	w := agentOutput(&p)
+	w.Write([]byte("Enter the authorization code: "))
+	w.Flush()
+	if p.String() != "Enter the authorization code: \n" {
+		t.Errorf("Flush printed %q", p.String())
+	}
 	var b strings.Builder
 	agentOutput(&b).Write([]byte(strings.Repeat("y", maxAgentLine+10)))
 	if got := len(strings.TrimSpace(b.String())); got != maxAgentLine+10 {

@@ -320,6 +320,7 @@ func (opts *AuthenticateOptions) runMethod(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	out := agentOutput(opts.IO.ErrOut)
+	defer out.Flush()
 	agent, err := opts.Client.OpenACP(ctx, opts.Target, client.ACPOptions{Output: out})
 	if err != nil {
 		return opts.methodErr(ctx, err, timeout)
