@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentauth/agentauth/wire"
@@ -79,13 +80,12 @@ func (c *stdioConn) running(ctx context.Context) (*process, error) {
 	if c.proc != nil && !c.proc.exited() {
 		return c.proc, nil
 	}
-	if c.proc != nil && c.proc.crashed {
+	if c.proc != nil && !c.proc.killed.Load() {
 		if time.Since(c.proc.started) > stableRun {
 			c.crashes = 0
 		}
 		c.crashes++
 		c.notBefore = time.Now().Add(restartDelay(c.crashes))
-		c.proc.crashed = false
 	}
 	if wait := time.Until(c.notBefore); wait > 0 {
 		t := time.NewTimer(wait)
@@ -96,12 +96,13 @@ func (c *stdioConn) running(ctx context.Context) (*process, error) {
 		case <-t.C:
 		}
 	}
+	restart := c.proc != nil
 	p, err := startProcess(c.m, c.envToken)
 	if err != nil {
 		return nil, err
 	}
 	c.proc = p
-	if c.init != nil {
+	if restart && c.init != nil {
 		if err := c.replay(ctx, p); err != nil {
 			p.kill()
 			return nil, err
@@ -198,6 +199,8 @@ func (c *stdioConn) post(ctx context.Context, msg *wire.Message, raw []byte, _ h
 	return &reply{status: http.StatusOK, stream: true, next: s.reader(ctx, p, c.m.b.Name, true), close: func() { p.unregister(s) }}, nil
 }
 
+// listen opens the session's GET stream; it outlives the process: when one
+// exits, the stream goes on from the restarted one.
 func (c *stdioConn) listen(ctx context.Context, _ http.Header) (*reply, error) {
 	p, err := c.running(ctx)
 	if err != nil {
@@ -207,7 +210,38 @@ func (c *stdioConn) listen(ctx context.Context, _ http.Header) (*reply, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &reply{status: http.StatusOK, stream: true, next: s.reader(ctx, p, c.m.b.Name, false), close: func() { p.unregister(s) }}, nil
+	var mu sync.Mutex
+	read := s.reader(ctx, p, c.m.b.Name, false)
+	next := func() (frame, error) {
+		for {
+			f, err := read()
+			if err == nil || ctx.Err() != nil {
+				return f, err
+			}
+			c.mu.Lock()
+			ended := c.ended
+			c.mu.Unlock()
+			if ended {
+				return frame{}, io.EOF
+			}
+			np, err := c.running(ctx)
+			if err != nil {
+				return frame{}, err
+			}
+			ns, err := np.listen()
+			if err != nil {
+				return frame{}, err
+			}
+			mu.Lock()
+			p, s, read = np, ns, ns.reader(ctx, np, c.m.b.Name, false)
+			mu.Unlock()
+		}
+	}
+	return &reply{status: http.StatusOK, stream: true, next: next, close: func() {
+		mu.Lock()
+		defer mu.Unlock()
+		p.unregister(s)
+	}}, nil
 }
 
 func (c *stdioConn) end(context.Context) {
@@ -228,7 +262,7 @@ type process struct {
 	wmu     sync.Mutex
 	started time.Time
 	done    chan struct{}
-	crashed bool // exited on its own (guarded by stdioConn.mu)
+	killed  atomic.Bool // ended by serve, not crashed
 
 	mu       sync.Mutex
 	pending  map[string]*pstream
@@ -332,7 +366,10 @@ func (p *process) read(stdout io.Reader) {
 		err = backendErr(name, "sent a message over %d bytes", p.m.maxMsg)
 		p.m.g.log.Warn("backend sent an oversized message; ending it", "backend", name, "limit", p.m.maxMsg)
 	}
-	p.kill()
+	// A process that closed its stdout, or broke the framing, is of no
+	// more use: end its group and collect it.
+	p.stdin.Close()
+	signalGroup(p.cmd, true)
 	werr := p.cmd.Wait()
 	if err == nil {
 		err = backendErr(name, "exited (%v)", exitText(werr))
@@ -500,6 +537,7 @@ func (p *process) write(raw []byte) error {
 // kill ends the process and its process group (MCP "Transports", stdio,
 // Shutdown: close stdin, then SIGTERM, then SIGKILL).
 func (p *process) kill() {
+	p.killed.Store(true)
 	p.stdin.Close()
 	select {
 	case <-p.done:
