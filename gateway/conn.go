@@ -30,16 +30,20 @@ type conn interface {
 // frame is one message of a backend's answer, with its SSE event id ("" for
 // none). An event without data (a resumption priming event) has no data.
 type frame struct {
-	id   string
-	data []byte
+	id       string
+	retry    string
+	data     []byte
+	dataSeen bool
 }
 
 // reply is a backend's answer to one POST or GET.
 type reply struct {
 	status int
-	// stream: the answer is an event stream (or, from a stdio process, may
-	// become one); otherwise at most one frame.
+	// stream: the answer is an event stream; otherwise at most one frame.
 	stream bool
+	// flexible: a stdio process's answer, sent as JSON when its first
+	// message is the response and as an event stream otherwise.
+	flexible bool
 	// sessionID is the backend's Mcp-Session-Id, if it set one.
 	sessionID string
 	next      func() (frame, error) // io.EOF after the last frame
@@ -177,19 +181,18 @@ func (c *httpConn) reply(resp *http.Response) (*reply, error) {
 		return nil, backendErr(name, "failed (HTTP %d)", resp.StatusCode)
 	case ct == "text/event-stream":
 		r.stream = true
-		sr := wire.NewSSEReader(resp.Body, c.m.maxMsg)
+		sr := newSSEReader(resp.Body, c.m.maxMsg)
 		r.next = func() (frame, error) {
-			ev, err := sr.Next()
-			if err != nil {
-				if _, ok := errors.AsType[*wire.TooLargeError](err); ok {
-					return frame{}, backendErr(name, "sent a message over %d bytes", c.m.maxMsg)
-				}
-				if errors.Is(err, io.EOF) {
-					return frame{}, io.EOF
-				}
-				return frame{}, backendErr(name, "broke off its event stream: %v", err)
+			f, err := sr.next()
+			switch {
+			case err == nil:
+				return f, nil
+			case errors.Is(err, errFrameTooLarge):
+				return frame{}, backendErr(name, "sent a message over %d bytes", c.m.maxMsg)
+			case errors.Is(err, io.EOF):
+				return frame{}, io.EOF
 			}
-			return frame{id: ev.ID, data: []byte(ev.Data)}, nil
+			return frame{}, backendErr(name, "broke off its event stream: %v", err)
 		}
 	case ct == "application/json":
 		done := false

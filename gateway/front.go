@@ -175,9 +175,7 @@ func (k *call) relay(w http.ResponseWriter, rep *reply, timer *time.Timer, timed
 		k.fail(w, err, timedOut.Load(), false)
 		return
 	}
-	// A stream whose first message is the answer ends with it (MCP
-	// "Transports": the server closes the stream after the response).
-	if !rep.stream || k.isAnswer(first.data) {
+	if !rep.stream || rep.flexible && k.isAnswer(first.data) {
 		data := k.process(first.data)
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
@@ -191,32 +189,48 @@ func (k *call) relay(w http.ResponseWriter, rep *reply, timer *time.Timer, timed
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
 	f := first
+	resumable, answered := false, false
 	for {
-		if len(f.data) > 0 || f.id != "" {
-			writeEvent(w, f.id, k.process(f.data))
-			rc.Flush()
-		}
+		resumable = resumable || f.id != ""
+		answered = answered || k.isAnswer(f.data)
+		writeEvent(w, f, k.process(f.data))
+		rc.Flush()
 		if f, err = next(); err != nil {
 			break
 		}
 	}
-	if !errors.Is(err, io.EOF) {
+	// A stream closed before the answer but after an event id is one the
+	// client resumes with GET and Last-Event-ID (MCP 2025-11-25
+	// "Transports", Resumability and Redelivery).
+	if !errors.Is(err, io.EOF) || !answered && !resumable {
+		if errors.Is(err, io.EOF) {
+			err = backendErr(k.m.b.Name, "ended its answer without a response")
+		}
 		k.fail(w, err, timedOut.Load(), true)
 	}
 }
 
-func writeEvent(w io.Writer, id string, data []byte) {
+// writeEvent writes one frame as a server-sent event, its id and retry
+// kept (a data-less priming event stays data-less).
+func writeEvent(w io.Writer, f frame, data []byte) {
 	var b bytes.Buffer
-	if id != "" {
+	if f.id != "" {
 		b.WriteString("id: ")
-		b.WriteString(id)
+		b.WriteString(f.id)
 		b.WriteByte('\n')
 	}
-	b.WriteString("event: message\n")
-	for _, line := range bytes.Split(data, []byte("\n")) {
-		b.WriteString("data: ")
-		b.Write(line)
+	if f.retry != "" {
+		b.WriteString("retry: ")
+		b.WriteString(f.retry)
 		b.WriteByte('\n')
+	}
+	if f.dataSeen || len(data) > 0 {
+		b.WriteString("event: message\n")
+		for _, line := range bytes.Split(data, []byte("\n")) {
+			b.WriteString("data: ")
+			b.Write(line)
+			b.WriteByte('\n')
+		}
 	}
 	b.WriteByte('\n')
 	w.Write(b.Bytes())
@@ -317,7 +331,7 @@ func (k *call) fail(w http.ResponseWriter, err error, timedOut, streaming bool) 
 		return
 	}
 	if streaming {
-		writeEvent(w, "", mustEncode(wire.NewErrorResponse(k.msg.ID, rerr)))
+		writeEvent(w, frame{}, mustEncode(wire.NewErrorResponse(k.msg.ID, rerr)))
 	} else {
 		status := http.StatusOK
 		if k.stateless {
@@ -416,10 +430,8 @@ func (m *Mount) serveGet(w http.ResponseWriter, r *http.Request, c Caller) {
 		if err != nil {
 			return
 		}
-		if len(f.data) > 0 || f.id != "" {
-			writeEvent(w, f.id, k.process(f.data))
-			rc.Flush()
-		}
+		writeEvent(w, f, k.process(f.data))
+		rc.Flush()
 	}
 }
 

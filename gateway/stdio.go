@@ -196,7 +196,7 @@ func (c *stdioConn) post(ctx context.Context, msg *wire.Message, raw []byte, _ h
 		p.unregister(s)
 		return nil, err
 	}
-	return &reply{status: http.StatusOK, stream: true, next: s.reader(ctx, p, c.m.b.Name, true), close: func() { p.unregister(s) }}, nil
+	return &reply{status: http.StatusOK, stream: true, flexible: true, next: s.reader(ctx, p, c.m.b.Name, true), close: func() { p.unregister(s) }}, nil
 }
 
 // listen opens the session's GET stream; it outlives the process: when one
