@@ -78,6 +78,14 @@ func testServer(calls *callLog) *mcp.Server {
 		}
 		return text(fmt.Sprintf("model said %s; user said %v", m.Content.(*mcp.TextContent).Text, e.Content["name"])), nil, nil
 	})
+	mcp.AddTool(s, &mcp.Tool{Name: "rally_token", Description: "Says which Rally token it got (header or environment)."}, func(ctx context.Context, req *mcp.CallToolRequest, a struct{}) (*mcp.CallToolResult, any, error) {
+		tok := os.Getenv("RALLY_TOKEN")
+		if req.Extra != nil && req.Extra.Header != nil {
+			tok = req.Extra.Header.Get("X-Rally-Token")
+		}
+		calls.add("rally_token:" + tok)
+		return text("token " + tok + " hash " + fmt.Sprint(len(tok))), nil, nil
+	})
 	mcp.AddTool(s, &mcp.Tool{Name: "slow", Description: "Answers after a minute."}, func(ctx context.Context, req *mcp.CallToolRequest, a struct{}) (*mcp.CallToolResult, any, error) {
 		select {
 		case <-time.After(time.Minute):
@@ -161,7 +169,12 @@ func front(t *testing.T, b Backend, p Policy) (*httptest.Server, *bytes.Buffer) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := g.Mounts()[0]
+	t.Cleanup(g.Close)
+	return serveMount(t, g.Mounts()[0]), &logs.buf
+}
+
+// serveMount serves a mount behind the fake token check.
+func serveMount(t *testing.T, m *Mount) *httptest.Server {
 	m.SetResourceMetadata("http://serve.test/.well-known/oauth-protected-resource/mcp")
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, ok := callers[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")]
@@ -171,8 +184,8 @@ func front(t *testing.T, b Backend, p Policy) (*httptest.Server, *bytes.Buffer) 
 		}
 		m.Serve(w, r, c)
 	}))
-	t.Cleanup(func() { srv.Close(); g.Close() })
-	return srv, &logs.buf
+	t.Cleanup(srv.Close)
+	return srv
 }
 
 type syncBuffer struct {

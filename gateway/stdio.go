@@ -57,6 +57,7 @@ type stdioConn struct {
 	notBefore   time.Time
 	envToken    string
 	ended       bool
+	everStarted bool // a process ran before: a new one gets the session's initialize again
 }
 
 func newStdioConn(m *Mount, c Caller) *stdioConn { return &stdioConn{m: m, caller: c} }
@@ -96,12 +97,12 @@ func (c *stdioConn) running(ctx context.Context) (*process, error) {
 		case <-t.C:
 		}
 	}
-	restart := c.proc != nil
+	restart := c.everStarted
 	p, err := startProcess(c.m, c.envToken)
 	if err != nil {
 		return nil, err
 	}
-	c.proc = p
+	c.proc, c.everStarted = p, true
 	if restart && c.init != nil {
 		if err := c.replay(ctx, p); err != nil {
 			p.kill()
