@@ -29,6 +29,9 @@ const (
 	// MaxSessions bounds the MCP sessions of one backend; past it a new
 	// initialize is refused (503) rather than an old session evicted.
 	MaxSessions = 4096
+	// MaxProcesses bounds the processes of one stdio backend (one per
+	// session): past it a new initialize is refused likewise.
+	MaxProcesses = 64
 	// MaxInFlight bounds the requests in flight on one stdio process.
 	MaxInFlight = 256
 )

@@ -48,6 +48,7 @@ type call struct {
 	decision  string
 	reason    string
 	errCode   int
+	audited   bool
 }
 
 func (m *Mount) servePost(w http.ResponseWriter, r *http.Request, c Caller) {
@@ -108,7 +109,7 @@ func (m *Mount) servePost(w http.ResponseWriter, r *http.Request, c Caller) {
 	raw := body
 	if msg.IsRequest() {
 		var ok bool
-		if raw, ok = k.check(w, r, cn, out); !ok {
+		if raw, ok = k.check(w, r, cn, out, body); !ok {
 			return
 		}
 	}
@@ -450,6 +451,10 @@ func (m *Mount) serveDelete(w http.ResponseWriter, r *http.Request, c Caller) {
 // method or tool, the decision, redactions and latency; never arguments,
 // results or tokens.
 func (k *call) audit() {
+	if k.audited {
+		return
+	}
+	k.audited = true
 	attrs := []any{"principal", k.c.Subject(), "client_id", k.c.ClientID(), "backend", k.m.b.Name,
 		"method", k.msg.Method, "decision", k.decision, "redactions", k.redacted.Load(),
 		"latency_ms", float64(time.Since(k.started).Microseconds()) / 1000}

@@ -47,18 +47,20 @@ type Options struct {
 
 // Gateway holds the mounted backends.
 type Gateway struct {
-	mounts   []*Mount
-	policy   Policy
-	broker   Broker
-	log      *slog.Logger
-	client   *http.Client
-	scrubber *scrubber
+	mounts    []*Mount
+	done      chan struct{}
+	closeOnce sync.Once
+	policy    Policy
+	broker    Broker
+	log       *slog.Logger
+	client    *http.Client
+	scrubber  *scrubber
 }
 
 // New checks the options and prepares one Mount per backend. Nothing is
 // started until a caller's first request.
 func New(opts Options) (*Gateway, error) {
-	g := &Gateway{policy: opts.Policy, broker: opts.Broker, log: cmp.Or(opts.Log, slog.New(slog.DiscardHandler)), client: opts.HTTPClient}
+	g := &Gateway{done: make(chan struct{}), policy: opts.Policy, broker: opts.Broker, log: cmp.Or(opts.Log, slog.New(slog.DiscardHandler)), client: opts.HTTPClient}
 	if g.client == nil {
 		g.client = &http.Client{Transport: &http.Transport{
 			Proxy: nil, MaxIdleConnsPerHost: 256, IdleConnTimeout: 90 * time.Second, ForceAttemptHTTP2: false,
@@ -91,7 +93,39 @@ func New(opts Options) (*Gateway, error) {
 		g.mounts = append(g.mounts, &Mount{g: g, b: b, timeout: time.Duration(cmp.Or(b.Timeout, Duration(DefaultTimeout))),
 			maxMsg: cmp.Or(b.MaxMessage, DefaultMaxMessage), sessions: map[string]*session{}, tools: newToolCache()})
 	}
+	go g.sweep()
 	return g, nil
+}
+
+// sweep ends, once a minute, the sessions unused for sessionIdle (their
+// stdio processes stop).
+func (g *Gateway) sweep() {
+	t := time.NewTicker(time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-g.done:
+			return
+		case <-t.C:
+		}
+		for _, m := range g.mounts {
+			var idle []*session
+			m.mu.Lock()
+			for id, s := range m.sessions {
+				s.mu.Lock()
+				old := time.Since(s.last) > sessionIdle
+				s.mu.Unlock()
+				if old {
+					delete(m.sessions, id)
+					idle = append(idle, s)
+				}
+			}
+			m.mu.Unlock()
+			for _, s := range idle {
+				s.conn.end(context.Background())
+			}
+		}
+	}
 }
 
 // Mounts are the backends in config order.
@@ -100,15 +134,18 @@ func (g *Gateway) Mounts() []*Mount { return g.mounts }
 // Close ends every session: stdio processes (their process groups) are
 // killed and HTTP backends get a DELETE of their session.
 func (g *Gateway) Close() {
+	g.closeOnce.Do(func() { close(g.done) })
+	var wg sync.WaitGroup
 	for _, m := range g.mounts {
 		m.mu.Lock()
 		all := m.sessions
 		m.sessions = map[string]*session{}
 		m.mu.Unlock()
 		for _, s := range all {
-			s.conn.end(context.Background())
+			wg.Go(func() { s.conn.end(context.Background()) })
 		}
 	}
+	wg.Wait()
 }
 
 // Mount is one backend at its path.
@@ -153,9 +190,13 @@ func (m *Mount) newSession(c Caller, cn conn) (*session, error) {
 	b := make([]byte, 24)
 	rand.Read(b)
 	s := &session{id: base64.RawURLEncoding.EncodeToString(b), owner: ownerOf(c), conn: cn, last: time.Now()}
+	limit := MaxSessions
+	if m.b.Command != "" {
+		limit = MaxProcesses
+	}
 	m.mu.Lock()
 	var idle []*session
-	if len(m.sessions) >= MaxSessions {
+	if len(m.sessions) >= limit {
 		for id, o := range m.sessions {
 			o.mu.Lock()
 			old := time.Since(o.last) > sessionIdle
@@ -166,7 +207,7 @@ func (m *Mount) newSession(c Caller, cn conn) (*session, error) {
 			}
 		}
 	}
-	full := len(m.sessions) >= MaxSessions
+	full := len(m.sessions) >= limit
 	if !full {
 		m.sessions[s.id] = s
 	}
@@ -175,7 +216,7 @@ func (m *Mount) newSession(c Caller, cn conn) (*session, error) {
 		o.conn.end(context.Background())
 	}
 	if full {
-		return nil, fmt.Errorf("backend %s has %d sessions open, the most serve keeps; try again later", m.b.Name, MaxSessions)
+		return nil, fmt.Errorf("backend %s has %d sessions open, the most serve keeps; try again later", m.b.Name, limit)
 	}
 	return s, nil
 }

@@ -47,8 +47,7 @@ type toolsCallParams struct {
 // tools/call the scopes (403 insufficient_scope, RFC 6750 §3.1), the
 // upstream sign-ins (asked for by URL elicitation) and the arguments
 // (-32602). It returns the message to forward, or false when it answered.
-func (k *call) check(w http.ResponseWriter, r *http.Request, cn conn, out http.Header) ([]byte, bool) {
-	raw, _ := json.Marshal(k.msg)
+func (k *call) check(w http.ResponseWriter, r *http.Request, cn conn, out http.Header, raw []byte) ([]byte, bool) {
 	if k.msg.Method != methodToolsCall {
 		return raw, true
 	}
