@@ -101,6 +101,9 @@ type ServeOptions struct {
 	// RotateKey is --rotate-key: retire the current key at start.
 	KeyRotation time.Duration
 	RotateKey   bool
+
+	// Backend is --backend: an MCP server to put serve in front of.
+	Backend string
 }
 
 // The built-in configuration's scheme (PROTOCOL.md "Auth requirements").
@@ -196,6 +199,7 @@ Logs go to stderr (or --log-file), never tokens.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:7777", Usage: "`HOST:PORT` to listen on (port 0 picks a free one)", Destination: &opts.Listen},
 			&cli.StringFlag{Name: "addr-file", Usage: "once listening, write the address (HOST:PORT and a newline) to `FILE`", Destination: &opts.AddrFile},
+			&cli.StringFlag{Name: "backend", Usage: "put serve in front of the MCP server at `URL` (Streamable HTTP) or 'stdio:COMMAND ARGS…', served at the resource's path (/mcp) with serve's token checks and the config's tool policy", Destination: &opts.Backend},
 			&cli.StringFlag{Name: "config", Usage: "JSON `FILE` declaring the resource, schemes and methodScopes (default: one scheme, dev, bound to the embedded issuer)", Destination: &opts.ConfigPath},
 			&cli.StringFlag{Name: "resource", Usage: "resource identifier `URL` tokens must carry as audience (default http://HOST:PORT/mcp)", Destination: &opts.Resource},
 			&cli.StringFlag{Name: "issuer", Usage: "trust the external authorization server `URL` (RFC 8414 metadata, JWKS) instead of running the embedded one", Destination: &opts.Issuer},
@@ -229,7 +233,7 @@ Logs go to stderr (or --log-file), never tokens.`,
 			if opts.AuthScope != host.AuthScopeConnection && opts.AuthScope != host.AuthScopeHost {
 				return usageErrorf("--auth-scope must be connection or host, not %q", opts.AuthScope)
 			}
-			for _, name := range []string{"listen", "config", "resource", "issuer", "connection-token", "dev-user", "log-file", "addr-file", "database", "state-key-file"} {
+			for _, name := range []string{"listen", "backend", "config", "resource", "issuer", "connection-token", "dev-user", "log-file", "addr-file", "database", "state-key-file"} {
 				if c.IsSet(name) && c.String(name) == "" {
 					return usageErrorf("--%s must not be empty", name)
 				}
@@ -423,6 +427,9 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := backendFlag(cfg, opts.Backend); err != nil {
+		return err
+	}
 	// Read before Resolve replaces "embedded" with the listener's origin.
 	embedded := usesEmbeddedIssuer(cfg)
 	clients, err := introspectionClients(cfg)
@@ -508,6 +515,13 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 		return err
 	}
 	defer h.Close()
+	gw, err := newGateway(cfg, brk, logger)
+	if err != nil {
+		return err
+	}
+	if gw != nil {
+		defer gw.Close()
+	}
 	if iss != nil {
 		// A revocation at the issuer reaches the connections at once; its
 		// tokens expire within one --token-ttl.
@@ -538,6 +552,9 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 		mux, err := newServeMux(h, iss, brk, opts.ConnectionToken, !opts.Stdio)
 		if err != nil {
 			return err
+		}
+		if gw != nil {
+			mountGateway(mux, gw, h)
 		}
 		guarded, err := host.NewGuard(mux, guardOptions(opts, ln.Addr().String(), h.Resource(), logger))
 		if err != nil {
