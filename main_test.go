@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentauth/agentauth/commands"
+	gatewayprog "github.com/agentauth/agentauth/internal/testprog/gateway"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -30,6 +32,7 @@ var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []str
 }
 
 func TestMain(m *testing.M) {
+	maps.Copy(scriptPrograms, gatewayprog.Programs())
 	testscript.Main(m, scriptPrograms)
 }
 

@@ -193,9 +193,14 @@ func (k *call) relay(w http.ResponseWriter, rep *reply, timer *time.Timer, timed
 	resumable, answered := false, false
 	for {
 		resumable = resumable || f.id != ""
-		answered = answered || k.isAnswer(f.data)
+		answered = k.isAnswer(f.data)
 		writeEvent(w, f, k.process(f.data))
 		rc.Flush()
+		if answered {
+			// The stream ends with the answer (MCP "Transports"); a
+			// client may close its side as soon as it has it.
+			return
+		}
 		if f, err = next(); err != nil {
 			break
 		}
@@ -203,7 +208,7 @@ func (k *call) relay(w http.ResponseWriter, rep *reply, timer *time.Timer, timed
 	// A stream closed before the answer but after an event id is one the
 	// client resumes with GET and Last-Event-ID (MCP 2025-11-25
 	// "Transports", Resumability and Redelivery).
-	if !errors.Is(err, io.EOF) || !answered && !resumable {
+	if !errors.Is(err, io.EOF) || !resumable {
 		if errors.Is(err, io.EOF) {
 			err = backendErr(k.m.b.Name, "ended its answer without a response")
 		}
