@@ -33,6 +33,7 @@ var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []str
 
 func TestMain(m *testing.M) {
 	maps.Copy(scriptPrograms, gatewayprog.Programs())
+	maps.Copy(scriptCmds, gatewayprog.Cmds())
 	testscript.Main(m, scriptPrograms)
 }
 

@@ -18,16 +18,50 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rogpeppe/go-internal/testscript"
 )
 
 // Programs are this package's script programs.
 func Programs() map[string]func() {
 	return map[string]func(){"rallymcp": rallyMCPMain}
+}
+
+// Cmds are this package's script commands.
+func Cmds() map[string]func(ts *testscript.TestScript, neg bool, args []string) {
+	return map[string]func(ts *testscript.TestScript, neg bool, args []string){"procsgone": procsGone}
+}
+
+// procsGone checks that no process whose pid is a line of FILE is alive
+// (signal 0), waiting up to 10 s for them to go.
+// Usage: procsgone FILE
+func procsGone(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: procsgone FILE")
+	}
+	pids := strings.Fields(ts.ReadFile(args[0]))
+	if len(pids) == 0 {
+		ts.Fatalf("%s lists no pid", args[0])
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for _, p := range pids {
+		pid, err := strconv.Atoi(p)
+		if err != nil {
+			ts.Fatalf("%s: %q is not a pid", args[0], p)
+		}
+		for syscall.Kill(pid, 0) == nil {
+			if time.Now().After(deadline) {
+				ts.Fatalf("process %d is still running", pid)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
 }
 
 type storyArgs struct {
@@ -46,7 +80,11 @@ type storyArgs struct {
 // Every request's headers go to -header-log as one JSON object per line
 // (name: values), so scripts can show what serve passed on; every tool
 // call is a line "tool NAME token=SHA8|none" in -call-log.
+// With -stdio it serves the same tools on stdin/stdout, plus crash (the
+// process exits) and env {name} (whether a variable is set).
 // Usage: rallymcp -addr-file FILE -header-log FILE -call-log FILE [-upstream URL] [-token-header NAME]
+//
+//	rallymcp -stdio [-pid-file FILE]
 func rallyMCPMain() {
 	fs := flag.NewFlagSet("rallymcp", flag.ExitOnError)
 	addrFile := fs.String("addr-file", "", "write HOST:PORT to `FILE`")
@@ -55,7 +93,16 @@ func rallyMCPMain() {
 	upstream := fs.String("upstream", "", "the legacy upstream's base `URL`")
 	tokenHeader := fs.String("token-header", "X-Rally-Token", "the `HEADER` serve puts the upstream token in")
 	stateless := fs.Bool("stateless", false, "keep no sessions")
+	stdio := fs.Bool("stdio", false, "serve MCP on stdin/stdout instead (crash exits)")
+	pidFile := fs.String("pid-file", "", "append the process id to `FILE`")
 	fs.Parse(os.Args[1:])
+	if *pidFile != "" {
+		f, err := os.OpenFile(*pidFile, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+		if err == nil {
+			fmt.Fprintln(f, os.Getpid())
+			f.Close()
+		}
+	}
 
 	var mu sync.Mutex
 	appendLine := func(path, line string) {
@@ -114,6 +161,25 @@ func rallyMCPMain() {
 	}) (*mcp.CallToolResult, any, error) {
 		return text(a.Text, false), nil, nil
 	})
+	mcp.AddTool(s, &mcp.Tool{Name: "crash", Description: "Exits the process (stdio only)."}, func(ctx context.Context, req *mcp.CallToolRequest, a struct{}) (*mcp.CallToolResult, any, error) {
+		if *stdio {
+			os.Exit(3)
+		}
+		return text("not on stdio", true), nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "env", Description: "Says whether the named environment variable is set."}, func(ctx context.Context, req *mcp.CallToolRequest, a struct {
+		Name string `json:"name"`
+	}) (*mcp.CallToolResult, any, error) {
+		_, ok := os.LookupEnv(a.Name)
+		return text(fmt.Sprintf("%s set: %v", a.Name, ok), false), nil, nil
+	})
+	if *stdio {
+		if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+			fmt.Fprintln(os.Stderr, "rallymcp:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: *stateless})
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
