@@ -4,11 +4,11 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"strings"
 
 	"github.com/agentauth/agentauth/broker"
 	"github.com/agentauth/agentauth/gateway"
 	"github.com/agentauth/agentauth/host"
+	"github.com/agentauth/agentauth/resource"
 	"github.com/agentauth/agentauth/wire"
 )
 
@@ -46,62 +46,32 @@ func newGateway(cfg *host.Config, brk *broker.Broker, logger *slog.Logger) (*gat
 	return gateway.New(opts)
 }
 
-// mountGateway serves each backend at its path, behind the host's token
-// check (h.ValidateBearer: the host's resource as audience). Only the
-// backend at the resource's own path is served today: another path would
-// be another resource, whose tokens the host does not accept.
+// mountGateway serves each backend at its path behind the host's token
+// checks (resource.RequireBearerToken with h.VerifyBearer: Bearer or
+// DPoP, the resource's audience, 401 with the RFC 9728 challenge). The
+// backends share serve's resource: one served at another path than the
+// resource's is still that resource (its tokens, its RFC 9728 document).
 func mountGateway(mux *http.ServeMux, gw *gateway.Gateway, h *host.Host) {
+	protect := resource.RequireBearerToken(h.VerifyBearer, &resource.BearerOptions{
+		ResourceMetadataURL: h.ResourceMetadataURL(), Resource: h.Resource(), MaxBody: wire.DefaultMaxMessageSize})
 	for _, m := range gw.Mounts() {
 		m.SetResourceMetadata(h.ResourceMetadataURL())
-		mux.Handle(m.Path(), gatewayAuth(h, m))
+		serve := protect(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			m.Serve(w, r, grantCaller{resource.GrantFromContext(r.Context())})
+		}))
+		mux.Handle(m.Path(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodOptions {
+				resource.Preflight(w, "GET, POST, DELETE")
+				return
+			}
+			serve.ServeHTTP(w, r)
+		}))
 	}
 }
 
-// grantCaller is the gateway's view of a host grant.
-type grantCaller struct{ g *host.Grant }
+// grantCaller is the gateway's view of a grant.
+type grantCaller struct{ g *resource.Grant }
 
 func (c grantCaller) Subject() string  { return c.g.Subject }
 func (c grantCaller) ClientID() string { return c.g.ClientID }
 func (c grantCaller) Scopes() []string { return c.g.Scopes }
-
-// gatewayAuth checks a request's bearer token (RFC 6750 §2.1, header
-// only) and hands the grant to the backend's mount; otherwise it answers
-// 401 with the RFC 9728 challenge (§5.1).
-func gatewayAuth(h *host.Host, m *gateway.Mount) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		token := ""
-		values := r.Header.Values("Authorization")
-		if len(values) == 1 {
-			if scheme, rest, ok := strings.Cut(values[0], " "); ok && strings.EqualFold(scheme, "Bearer") {
-				token = strings.TrimSpace(rest)
-			}
-		}
-		g, ch, err := h.ValidateBearer(r.Context(), token)
-		switch {
-		case err != nil:
-			refuse(w, http.StatusServiceUnavailable, nil, wire.Errorf(wire.CodeInternalError, "internal error: cannot validate the token now; try again later"))
-			return
-		case ch != nil:
-			params := map[string]string{"resource_metadata": h.ResourceMetadataURL(), "scope": ch.Scope}
-			if token != "" {
-				params["error"], params["error_description"] = ch.Error, ch.ErrorDescription
-			}
-			refuse(w, http.StatusUnauthorized, params, wire.Errorf(wire.CodeInvalidRequest, "unauthorized: send a serve access token in Authorization: Bearer"))
-			return
-		case g.JKT != "":
-			refuse(w, http.StatusBadRequest, nil, wire.Errorf(wire.CodeInvalidRequest, "invalid request: a DPoP-bound token is not accepted in front of a backend yet"))
-			return
-		}
-		m.Serve(w, r, grantCaller{g})
-	})
-}
-
-func refuse(w http.ResponseWriter, status int, challenge map[string]string, rerr *wire.Error) {
-	if challenge != nil {
-		w.Header().Set("WWW-Authenticate", wire.FormatBearerChallenge(challenge))
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	b, _ := wire.NewErrorResponse(wire.ID{}, rerr).MarshalJSON()
-	w.Write(b)
-}
