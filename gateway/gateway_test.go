@@ -455,3 +455,11 @@ func TestFaults(t *testing.T) {
 		t.Errorf("gone backend: %s; want a JSON-RPC error naming it", body)
 	}
 }
+
+func TestDepth(t *testing.T) {
+	for raw, want := range map[string]int{`5`: 0, `{}`: 1, `{"a":[1,{"b":"}]}"}]}`: 3, `["[[[\"]"]`: 1, strings.Repeat("[", 70) + strings.Repeat("]", 70): 70} {
+		if got := depth(json.RawMessage(raw)); got != want {
+			t.Errorf("depth(%s) = %d, want %d", raw, got, want)
+		}
+	}
+}

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -119,27 +118,32 @@ func schemaError(err error) string {
 	return fmt.Sprintf("at %s: %s", loc, s)
 }
 
-// depth is how deep a JSON value nests (0 for a scalar), read without
-// building it.
+// depth is how deep a JSON value nests (0 for a scalar), counted over its
+// bytes without decoding it (brackets inside strings do not count).
 func depth(raw json.RawMessage) int {
-	dec := json.NewDecoder(bytes.NewReader(raw))
 	d, most := 0, 0
-	for {
-		t, err := dec.Token()
-		if err != nil {
-			return most
-		}
-		switch t {
-		case json.Delim('{'), json.Delim('['):
+	inString, escaped := false, false
+	for _, c := range raw {
+		switch {
+		case escaped:
+			escaped = false
+		case inString:
+			switch c {
+			case '\\':
+				escaped = true
+			case '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
 			d++
 			most = max(most, d)
-			if most > MaxArgumentDepth {
-				return most
-			}
-		case json.Delim('}'), json.Delim(']'):
+		case c == '}' || c == ']':
 			d--
 		}
 	}
+	return most
 }
 
 // listTools asks the backend for its tools (all pages) on the caller's
