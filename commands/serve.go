@@ -529,7 +529,11 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 		if gw != nil {
 			mountGateway(mux, gw, h)
 		}
-		guarded, err := host.NewGuard(mux, guardOptions(opts, ln.Addr().String(), h.Resource(), logger))
+		gopts := guardOptions(opts, ln.Addr().String(), h.Resource(), logger)
+		if gw != nil {
+			gopts.OriginPaths = append(gopts.OriginPaths, gatewayPaths(gw)...)
+		}
+		guarded, err := host.NewGuard(mux, gopts)
 		if err != nil {
 			return err
 		}

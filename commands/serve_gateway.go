@@ -69,6 +69,16 @@ func mountGateway(mux *http.ServeMux, gw *gateway.Gateway, h *host.Host) {
 	}
 }
 
+// gatewayPaths are the backends' paths, where the guard vets Origin as on
+// the resource's own.
+func gatewayPaths(gw *gateway.Gateway) []string {
+	var paths []string
+	for _, m := range gw.Mounts() {
+		paths = append(paths, m.Path())
+	}
+	return paths
+}
+
 // grantCaller is the gateway's view of a grant.
 type grantCaller struct{ g *resource.Grant }
 

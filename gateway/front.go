@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -460,6 +461,9 @@ func (k *call) audit() {
 		return
 	}
 	k.audited = true
+	if !k.m.g.log.Enabled(context.Background(), slog.LevelInfo) {
+		return
+	}
 	attrs := []any{"principal", k.c.Subject(), "client_id", k.c.ClientID(), "backend", k.m.b.Name,
 		"method", k.msg.Method, "decision", k.decision, "redactions", k.redacted.Load(),
 		"latency_ms", float64(time.Since(k.started).Microseconds()) / 1000}

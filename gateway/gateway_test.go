@@ -463,3 +463,39 @@ func TestDepth(t *testing.T) {
 		}
 	}
 }
+
+// TestRefusals: a backend's own 401 is not passed on as a challenge; a
+// tool called without listing is checked against the schema the gateway
+// looks up; arguments nested too deep are refused; a batch is refused.
+func TestRefusals(t *testing.T) {
+	be, log := httpBackend(t)
+	srv, _ := front(t, Backend{Name: "rally", URL: be.URL}, Policy{})
+	sid := sessionOf(t, srv.URL, "tok-writer-0123456789")
+	_, _, body := post(t, srv.URL, "tok-writer-0123456789", sid, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"create_story","arguments":{"points":"x"}}}`)
+	if !strings.Contains(body, `"code":-32602`) || !strings.Contains(body, "do not match its inputSchema") {
+		t.Errorf("create_story unlisted with bad arguments: %s", body)
+	}
+	deep := strings.Repeat(`{"a":`, 70) + "1" + strings.Repeat("}", 70)
+	_, _, body = post(t, srv.URL, "tok-writer-0123456789", sid, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x","more":`+deep+`}}}`)
+	if !strings.Contains(body, `"code":-32602`) || !strings.Contains(body, "nest 71 deep, more than 64") {
+		t.Errorf("deep arguments: %s", body)
+	}
+	if log.ran("create_story") || log.ran("echo") {
+		t.Error("the backend ran a refused call")
+	}
+	status, _, body := post(t, srv.URL, "tok-writer-0123456789", sid, `[{"jsonrpc":"2.0","id":5,"method":"tools/list"}]`)
+	if status != http.StatusBadRequest || !strings.Contains(body, "not a batch") {
+		t.Errorf("batch: %d %s", status, body)
+	}
+
+	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="http://backend.test/.well-known/oauth-protected-resource"`)
+		w.WriteHeader(http.StatusUnauthorized)
+	}))
+	defer refusing.Close()
+	rsrv, _ := front(t, Backend{Name: "locked", URL: refusing.URL}, Policy{})
+	status, hdr, body := post(t, rsrv.URL, "tok-writer-0123456789", "", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	if status != http.StatusOK || hdr.Get("WWW-Authenticate") != "" || !strings.Contains(body, "backend locked refused serve's request (HTTP 401)") {
+		t.Errorf("a backend's 401: %d %q %s; want a JSON-RPC error naming it and no challenge", status, hdr.Get("WWW-Authenticate"), body)
+	}
+}

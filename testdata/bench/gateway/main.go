@@ -21,6 +21,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -93,6 +94,19 @@ func start(dir, name string, args ...string) (*proc, error) {
 	return nil, fmt.Errorf("%s did not write its address", name)
 }
 
+// cpu is the process's user and system time so far (Linux /proc; 0
+// elsewhere).
+func (p *proc) cpu() time.Duration {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+2:]))
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * 10 * time.Millisecond // USER_HZ = 100
+}
+
 func (p *proc) stop() {
 	p.cmd.Process.Signal(os.Interrupt)
 	p.cmd.Wait()
@@ -130,12 +144,19 @@ func run(bin string, conns int, d time.Duration, rounds int) error {
 		}
 	}
 	fmt.Printf("tools/call (echo) over %d connections, %d rounds of %s each, interleaved\n", conns, rounds, d)
+	var served, serveCPU, backendCPU float64
 	tput := map[string][]float64{}
 	p50 := map[string][]float64{}
 	p99 := map[string][]float64{}
 	for range rounds {
 		for _, t := range targets {
+			c0, b0 := srv.cpu(), be.cpu()
 			n, lat, errs := load(t.url, t.token, conns, d)
+			if t.name == "serve" {
+				served += float64(n)
+				serveCPU += float64(srv.cpu() - c0)
+				backendCPU += float64(be.cpu() - b0)
+			}
 			if errs > 0 {
 				return fmt.Errorf("%s: %d failed calls", t.name, errs)
 			}
@@ -152,6 +173,9 @@ func run(bin string, conns int, d time.Duration, rounds int) error {
 	report("throughput", "req/s", tput)
 	report("p50", "ms", p50)
 	report("p99", "ms", p99)
+	if served > 0 {
+		fmt.Printf("CPU per call through serve: serve %.1f µs, backend %.1f µs\n", serveCPU/served/1e3, backendCPU/served/1e3)
+	}
 	return nil
 }
 
