@@ -181,11 +181,18 @@ type session struct {
 // ownerOf keys a caller for session binding.
 func ownerOf(c Caller) string { return c.Subject() + "\x00" + c.ClientID() }
 
-// sessionIdle is how long an unused session is kept.
-const sessionIdle = 30 * time.Minute
+// sessionIdle is how long an unused session is kept; evictIdle how long
+// one must have been unused to make room for a new one at the bound.
+const (
+	sessionIdle = 30 * time.Minute
+	evictIdle   = time.Minute
+)
 
-// newSession registers a session for the caller, or refuses past
-// MaxSessions after dropping idle ones.
+// newSession registers a session for the caller. At the bound (MaxSessions,
+// or MaxProcesses for a stdio backend) the least recently used session
+// idle for at least evictIdle makes room (a client that never ends its
+// sessions, as a command-line client run per call, would fill the table);
+// with none, the new session is refused.
 func (m *Mount) newSession(c Caller, cn conn) (*session, error) {
 	b := make([]byte, 24)
 	rand.Read(b)
@@ -195,16 +202,19 @@ func (m *Mount) newSession(c Caller, cn conn) (*session, error) {
 		limit = MaxProcesses
 	}
 	m.mu.Lock()
-	var idle []*session
+	var evicted *session
+	var evictedLast time.Time
 	if len(m.sessions) >= limit {
-		for id, o := range m.sessions {
+		for _, o := range m.sessions {
 			o.mu.Lock()
-			old := time.Since(o.last) > sessionIdle
+			last := o.last
 			o.mu.Unlock()
-			if old {
-				delete(m.sessions, id)
-				idle = append(idle, o)
+			if time.Since(last) >= evictIdle && (evicted == nil || last.Before(evictedLast)) {
+				evicted, evictedLast = o, last
 			}
+		}
+		if evicted != nil {
+			delete(m.sessions, evicted.id)
 		}
 	}
 	full := len(m.sessions) >= limit
@@ -212,11 +222,11 @@ func (m *Mount) newSession(c Caller, cn conn) (*session, error) {
 		m.sessions[s.id] = s
 	}
 	m.mu.Unlock()
-	for _, o := range idle {
-		o.conn.end(context.Background())
+	if evicted != nil {
+		go evicted.conn.end(context.Background())
 	}
 	if full {
-		return nil, fmt.Errorf("backend %s has %d sessions open, the most serve keeps; try again later", m.b.Name, limit)
+		return nil, fmt.Errorf("backend %s has %d sessions in use, the most serve keeps; try again later", m.b.Name, limit)
 	}
 	return s, nil
 }
