@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"reflect"
 
 	"github.com/agentauth/agentauth/broker"
 	"github.com/agentauth/agentauth/gateway"
@@ -27,6 +28,17 @@ func backendFlag(cfg *host.Config, flag string) error {
 	}
 	cfg.Backends = []gateway.Backend{b}
 	return nil
+}
+
+// gatewayChanged reports whether a reloaded config changes the gateway,
+// which serve builds once at start. --backend is not in the file: a
+// reloaded config without backends keeps the flag's.
+func gatewayChanged(cfg, running *host.Config, backendFlag string) bool {
+	backends := cfg.Backends
+	if backendFlag != "" {
+		backends = running.Backends
+	}
+	return !reflect.DeepEqual(backends, running.Backends) || !reflect.DeepEqual(cfg.GatewayPolicy(), running.GatewayPolicy())
 }
 
 // newGateway is serve's gateway in front of the config's backends, or nil

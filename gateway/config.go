@@ -208,9 +208,11 @@ func (p *Policy) Check(backends []Backend, upstreams []string) error {
 	return nil
 }
 
+// checkToolKey checks that a NAME/tool key names a backend; with no
+// backends in the config (--backend gives the one), New checks it.
 func checkToolKey(key, tool string, backends []Backend) error {
 	name, _, ok := strings.Cut(tool, "/")
-	if !ok {
+	if !ok || backends == nil {
 		return nil
 	}
 	if !slices.ContainsFunc(backends, func(b Backend) bool { return b.Name == name }) {

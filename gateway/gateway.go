@@ -93,6 +93,13 @@ func New(opts Options) (*Gateway, error) {
 		g.mounts = append(g.mounts, &Mount{g: g, b: b, timeout: time.Duration(cmp.Or(b.Timeout, Duration(DefaultTimeout))),
 			maxMsg: cmp.Or(b.MaxMessage, DefaultMaxMessage), sessions: map[string]*session{}, tools: newToolCache()})
 	}
+	for _, key := range []map[string][]string{opts.Policy.ToolScopes, opts.Policy.ToolUpstreams} {
+		for tool := range key {
+			if err := checkToolKey("toolScopes/toolUpstreams", tool, opts.Backends); err != nil {
+				return nil, err
+			}
+		}
+	}
 	go g.sweep()
 	return g, nil
 }

@@ -245,9 +245,6 @@ func (c *Config) checkGateway(upstreams map[string]bool) error {
 		}
 		names[b.Name] = true
 	}
-	if len(c.Backends) == 0 && (len(c.ToolScopes) > 0 || len(c.ToolUpstreams) > 0) {
-		return fmt.Errorf("toolScopes, toolUpstreams: they apply to the tools of backends, and the config has none")
-	}
 	ids := make([]string, 0, len(upstreams))
 	for id := range upstreams {
 		ids = append(ids, id)
