@@ -527,7 +527,9 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 			return err
 		}
 		if gw != nil {
-			mountGateway(mux, gw, h)
+			if err := mountGateway(mux, gw, h); err != nil {
+				return err
+			}
 		}
 		gopts := guardOptions(opts, ln.Addr().String(), h.Resource(), logger)
 		if gw != nil {

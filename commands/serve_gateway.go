@@ -1,10 +1,14 @@
 package commands
 
 import (
+	"cmp"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
+	"path"
 	"reflect"
+	"strings"
 
 	"github.com/agentauth/agentauth/broker"
 	"github.com/agentauth/agentauth/gateway"
@@ -42,14 +46,25 @@ func gatewayChanged(cfg, running *host.Config, backendFlag string) bool {
 }
 
 // newGateway is serve's gateway in front of the config's backends, or nil
-// when it has none. The first backend takes the resource's path (/mcp).
+// when it has none. Unless a backend names its path, the first takes the
+// resource's (/mcp) and each other RESOURCE-PATH/NAME (/mcp/NAME).
 func newGateway(cfg *host.Config, brk *broker.Broker, logger *slog.Logger) (*gateway.Gateway, error) {
 	if len(cfg.Backends) == 0 {
 		return nil, nil
 	}
 	backends := append([]gateway.Backend(nil), cfg.Backends...)
-	if u, err := url.Parse(cfg.Resource); err == nil && backends[0].Path == "" {
-		backends[0].Path = u.Path
+	u, err := url.Parse(cfg.Resource)
+	if err != nil {
+		return nil, err
+	}
+	for i := range backends {
+		switch {
+		case backends[i].Path != "":
+		case i == 0:
+			backends[i].Path = cmp.Or(u.Path, "/")
+		default:
+			backends[i].Path = strings.TrimSuffix(u.Path, "/") + "/" + backends[i].Name
+		}
 	}
 	opts := gateway.Options{Backends: backends, Policy: cfg.GatewayPolicy(), Log: logger}
 	if brk != nil {
@@ -59,16 +74,32 @@ func newGateway(cfg *host.Config, brk *broker.Broker, logger *slog.Logger) (*gat
 }
 
 // mountGateway serves each backend at its path behind the host's token
-// checks (resource.RequireBearerToken with h.VerifyBearer: Bearer or
-// DPoP, the resource's audience, 401 with the RFC 9728 challenge). The
-// backends share serve's resource: one served at another path than the
-// resource's is still that resource (its tokens, its RFC 9728 document).
-func mountGateway(mux *http.ServeMux, gw *gateway.Gateway, h *host.Host) {
-	protect := resource.RequireBearerToken(h.VerifyBearer, &resource.BearerOptions{
-		ResourceMetadataURL: h.ResourceMetadataURL(), Resource: h.Resource(), MaxBody: wire.DefaultMaxMessageSize})
+// checks (resource.RequireBearerToken: Bearer or DPoP, 401 with the RFC
+// 9728 challenge). The backend at the resource's path is that resource
+// (h.VerifyBearer); one at another path is a resource of its own,
+// ORIGIN+PATH, whose tokens and RFC 9728 document are those of the
+// schemes with that resource (a scheme with the backend's name gets it by
+// default: RESOURCE/NAME), and serve refuses to start without one.
+func mountGateway(mux *http.ServeMux, gw *gateway.Gateway, h *host.Host) error {
+	u, err := url.Parse(h.Resource())
+	if err != nil {
+		return err
+	}
 	for _, m := range gw.Mounts() {
-		m.SetResourceMetadata(h.ResourceMetadataURL())
-		serve := protect(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		res, verify := h.Resource(), h.VerifyBearer
+		if m.Path() != u.Path {
+			res = u.Scheme + "://" + u.Host + m.Path()
+			if !h.HasResource(res) {
+				return fmt.Errorf("cannot serve backend %s at %s: no scheme has the resource %s\nAdd a scheme with the id %q (its resource is then %s/%s) or give one \"resource\": %q",
+					m.Name(), m.Path(), res, path.Base(m.Path()), h.Resource(), path.Base(m.Path()), res)
+			}
+			verify = h.VerifierAt(res)
+		}
+		metadata := resource.MetadataURL(res)
+		m.SetResourceMetadata(metadata)
+		serve := resource.RequireBearerToken(verify, &resource.BearerOptions{
+			ResourceMetadataURL: metadata, Resource: res, MaxBody: wire.DefaultMaxMessageSize,
+		})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			m.Serve(w, r, grantCaller{resource.GrantFromContext(r.Context())})
 		}))
 		mux.Handle(m.Path(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -79,6 +110,7 @@ func mountGateway(mux *http.ServeMux, gw *gateway.Gateway, h *host.Host) {
 			serve.ServeHTTP(w, r)
 		}))
 	}
+	return nil
 }
 
 // gatewayPaths are the backends' paths, where the guard vets Origin as on
