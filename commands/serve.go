@@ -509,7 +509,7 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 		return err
 	}
 	defer h.Close()
-	gw, err := newGateway(cfg, brk, logger)
+	gw, err := newGateway(cfg, brk, iss, logger)
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/agentauth/agentauth/broker"
 	"github.com/agentauth/agentauth/gateway"
 	"github.com/agentauth/agentauth/host"
+	"github.com/agentauth/agentauth/issuer"
 	"github.com/agentauth/agentauth/resource"
 	"github.com/agentauth/agentauth/wire"
 )
@@ -48,7 +49,7 @@ func gatewayChanged(cfg, running *host.Config, backendFlag string) bool {
 // newGateway is serve's gateway in front of the config's backends, or nil
 // when it has none. Unless a backend names its path, the first takes the
 // resource's (/mcp) and each other RESOURCE-PATH/NAME (/mcp/NAME).
-func newGateway(cfg *host.Config, brk *broker.Broker, logger *slog.Logger) (*gateway.Gateway, error) {
+func newGateway(cfg *host.Config, brk *broker.Broker, iss *issuer.Issuer, logger *slog.Logger) (*gateway.Gateway, error) {
 	if len(cfg.Backends) == 0 {
 		return nil, nil
 	}
@@ -69,6 +70,9 @@ func newGateway(cfg *host.Config, brk *broker.Broker, logger *slog.Logger) (*gat
 	opts := gateway.Options{Backends: backends, Policy: cfg.GatewayPolicy(), Log: logger}
 	if brk != nil {
 		opts.Broker = brk
+	}
+	if iss != nil {
+		opts.Assert = iss.Assertion
 	}
 	return gateway.New(opts)
 }

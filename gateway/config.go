@@ -17,6 +17,10 @@ import (
 // a server-to-client request (sampling, elicitation) is.
 const ProcessPerSession = "session"
 
+// IdentityAssertion is the identity mode of a backend that gets an
+// assertion minted for its own audience.
+const IdentityAssertion = "assertion"
+
 // Defaults and hard bounds.
 const (
 	// DefaultTimeout is how long a backend may stay silent on a request
@@ -58,6 +62,11 @@ type Backend struct {
 	Upstream       string `json:"upstream,omitempty"`
 	UpstreamHeader string `json:"upstreamHeader,omitempty"`
 	UpstreamEnv    string `json:"upstreamEnv,omitempty"`
+	// Identity is "" (the backend gets no credential of the caller) or
+	// IdentityAssertion (HTTP only: Authorization: Bearer with a
+	// short-lived RFC 9068 token of serve's embedded issuer for the
+	// backend's URL as audience, naming the caller).
+	Identity string `json:"identity,omitempty"`
 	// Timeout is how long the backend may stay silent on a request
 	// (default DefaultTimeout).
 	Timeout Duration `json:"timeout,omitempty"`
@@ -144,6 +153,12 @@ func (b *Backend) Check(p string) error {
 		return fmt.Errorf("%s.upstream: name the broker upstream whose token to send", p)
 	case b.Path != "" && !strings.HasPrefix(b.Path, "/"):
 		return fmt.Errorf("%s.path: want an absolute path such as /mcp/%s", p, b.Name)
+	case b.Identity != "" && b.Identity != IdentityAssertion:
+		return fmt.Errorf("%s.identity: want %q or nothing", p, IdentityAssertion)
+	case b.Identity != "" && b.URL == "":
+		return fmt.Errorf("%s.identity: an assertion goes in an HTTP header; a stdio command gets none", p)
+	case b.Identity != "" && strings.EqualFold(b.UpstreamHeader, "authorization"):
+		return fmt.Errorf("%s.upstreamHeader: Authorization carries the identity assertion", p)
 	case b.MaxMessage < 0:
 		return fmt.Errorf("%s.maxMessage: want a positive byte count", p)
 	}

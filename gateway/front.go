@@ -126,6 +126,9 @@ func (m *Mount) servePost(w http.ResponseWriter, r *http.Request, c Caller) {
 		}
 	}
 
+	if !m.identify(w, r, k, out) {
+		return
+	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	var timedOut atomic.Bool
@@ -370,6 +373,23 @@ func writeError(w http.ResponseWriter, status int, id wire.ID, rerr *wire.Error)
 	w.Write(mustEncode(wire.NewErrorResponse(id, rerr)))
 }
 
+// identify puts the caller's identity assertion in out when the backend
+// takes one, or answers the failure.
+func (m *Mount) identify(w http.ResponseWriter, r *http.Request, k *call, out http.Header) bool {
+	if m.b.Identity == "" {
+		return true
+	}
+	a, err := m.g.assert(r.Context(), k.c.Subject(), k.c.ClientID(), m.b.URL, k.c.Scopes())
+	if err != nil {
+		m.g.log.Error("cannot mint an identity assertion", "backend", m.b.Name, "err", err)
+		k.refuse(w, http.StatusServiceUnavailable, wire.Errorf(wire.CodeInternalError, "internal error: cannot sign the identity assertion for backend %s now; try again later", m.b.Name), "no assertion")
+		return false
+	}
+	out.Set("Authorization", "Bearer "+a)
+	k.secrets = append(k.secrets, a)
+	return true
+}
+
 // bearerToken is the caller's token in the Authorization header (Bearer or
 // DPoP), to be scrubbed from every answer.
 func bearerToken(r *http.Request) string {
@@ -408,6 +428,9 @@ func (m *Mount) serveGet(w http.ResponseWriter, r *http.Request, c Caller) {
 			k.secrets = append(k.secrets, tok)
 			out.Set(m.b.UpstreamHeader, tok)
 		}
+	}
+	if !m.identify(w, r, k, out) {
+		return
 	}
 	rep, err := cn.listen(r.Context(), out)
 	if err != nil {

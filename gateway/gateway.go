@@ -40,6 +40,10 @@ type Options struct {
 	// Log gets operational messages and the audit records (message
 	// "gateway call"); never a token, an argument or a result.
 	Log *slog.Logger
+	// Assert mints an identity assertion for a backend with identity
+	// "assertion" (issuer.Issuer.Assertion); nil when serve has no
+	// embedded issuer.
+	Assert func(ctx context.Context, subject, clientID, audience string, scopes []string) (string, error)
 	// HTTPClient reaches HTTP backends (default: a client with no overall
 	// timeout, since answers stream).
 	HTTPClient *http.Client
@@ -54,13 +58,14 @@ type Gateway struct {
 	broker    Broker
 	log       *slog.Logger
 	client    *http.Client
+	assert    func(ctx context.Context, subject, clientID, audience string, scopes []string) (string, error)
 	scrubber  *scrubber
 }
 
 // New checks the options and prepares one Mount per backend. Nothing is
 // started until a caller's first request.
 func New(opts Options) (*Gateway, error) {
-	g := &Gateway{done: make(chan struct{}), policy: opts.Policy, broker: opts.Broker, log: cmp.Or(opts.Log, slog.New(slog.DiscardHandler)), client: opts.HTTPClient}
+	g := &Gateway{done: make(chan struct{}), assert: opts.Assert, policy: opts.Policy, broker: opts.Broker, log: cmp.Or(opts.Log, slog.New(slog.DiscardHandler)), client: opts.HTTPClient}
 	if g.client == nil {
 		g.client = &http.Client{Transport: &http.Transport{
 			Proxy: nil, MaxIdleConnsPerHost: 256, IdleConnTimeout: 90 * time.Second, ForceAttemptHTTP2: false,
@@ -87,6 +92,9 @@ func New(opts Options) (*Gateway, error) {
 			return nil, fmt.Errorf("%s.path: %s is taken by another backend", p, b.Path)
 		}
 		paths[b.Path] = true
+		if b.Identity != "" && g.assert == nil {
+			return nil, fmt.Errorf("%s.identity: assertions are minted by serve's embedded issuer, and no scheme uses it", p)
+		}
 		if b.Upstream != "" && g.broker == nil {
 			return nil, fmt.Errorf("%s.upstream: serve has no upstreams configured", p)
 		}

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"flag"
@@ -79,7 +80,9 @@ type storyArgs struct {
 //
 // Every request's headers go to -header-log as one JSON object per line
 // (name: values), so scripts can show what serve passed on; every tool
-// call is a line "tool NAME token=SHA8|none" in -call-log.
+// call is a line "tool NAME token=SHA8|none" in -call-log, and every
+// bearer token the claims of its JWT payload ("assertion iss=… aud=…
+// sub=… client_id=…", read without checking the signature).
 // With -stdio it serves the same tools on stdin/stdout, plus crash (the
 // process exits) and env {name} (whether a variable is set).
 // Usage: rallymcp -addr-file FILE -header-log FILE -call-log FILE [-upstream URL] [-token-header NAME]
@@ -192,6 +195,21 @@ func rallyMCPMain() {
 		sort.Strings(keys)
 		b, _ := json.Marshal(m)
 		appendLine(*headerLog, string(b))
+		if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+			// An identity assertion: its claims, read without checking
+			// the signature (a log for the scripts, not a check).
+			var claims struct {
+				Aud      string `json:"aud"`
+				Sub      string `json:"sub"`
+				ClientID string `json:"client_id"`
+				Iss      string `json:"iss"`
+			}
+			if parts := strings.Split(tok, "."); len(parts) == 3 {
+				if payload, err := base64.RawURLEncoding.DecodeString(parts[1]); err == nil && json.Unmarshal(payload, &claims) == nil {
+					appendLine(*callLog, fmt.Sprintf("assertion iss=%s aud=%s sub=%s client_id=%s", claims.Iss, claims.Aud, claims.Sub, claims.ClientID))
+				}
+			}
+		}
 		h.ServeHTTP(w, r)
 	}))
 	l, err := net.Listen("tcp", "127.0.0.1:0")
