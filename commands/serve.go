@@ -155,6 +155,12 @@ On one listener (default 127.0.0.1:7777):
   /.well-known/oauth-authorization-server,  the embedded development authorization server
   /authorize, /token, /device, …            (when a scheme uses it)
 
+With --backend URL (Streamable HTTP) or --backend 'stdio:COMMAND ARGS…', or the
+config's backends, /mcp is that MCP server behind serve: each request's token
+is checked, the config's toolScopes, toolUpstreams and redact apply, and the
+server never sees the client's token (README: "Put agentauth in front of your
+MCP server").
+
 Without --config, serve declares one required scheme "dev": JWT access tokens
 from the embedded issuer (or from --issuer), audience http://HOST:PORT/mcp,
 scope agent:use. The embedded issuer signs everyone in as --dev-user without

@@ -420,11 +420,25 @@ func TestFaults(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "backend local did not answer within 2s") || time.Since(start) > 10*time.Second {
 		t.Errorf("slow: %v after %s; want the timeout naming the backend", err, time.Since(start))
 	}
+	// While one session's call hangs, another session is answered.
+	other := connect(t, srv.URL, "tok-bob-000123456789", nil)
+	hung := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "slow"})
+		hung <- err
+	}()
+	r, err := other.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "meanwhile"}})
+	if err != nil || resultText(t, r) != "meanwhile" {
+		t.Errorf("another session while one hangs: %v %v", r, err)
+	}
+	if err := <-hung; err == nil || !strings.Contains(err.Error(), "did not answer within 2s") {
+		t.Errorf("the hung call: %v", err)
+	}
 	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "crash"})
 	if err == nil || !strings.Contains(err.Error(), "backend local exited") {
 		t.Errorf("crash: %v; want an error naming the backend", err)
 	}
-	r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "back"}})
+	r, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "back"}})
 	if err != nil || resultText(t, r) != "back" {
 		t.Errorf("echo after the crash: %v %v; want the restarted backend to answer", r, err)
 	}
