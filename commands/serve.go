@@ -90,9 +90,7 @@ type ServeOptions struct {
 	// RotateKey is --rotate-key: retire the current key at start.
 	KeyRotation time.Duration
 	RotateKey   bool
-
-	// Backend is --backend: an MCP server to put serve in front of.
-	Backend string
+	Backend     string // --backend: an MCP server to put serve in front of
 }
 
 // The built-in configuration's scheme (PROTOCOL.md "Auth requirements").
@@ -155,11 +153,8 @@ On one listener (default 127.0.0.1:7777):
   /.well-known/oauth-authorization-server,  the embedded development authorization server
   /authorize, /token, /device, …            (when a scheme uses it)
 
-With --backend URL (Streamable HTTP) or --backend 'stdio:COMMAND ARGS…', or the
-config's backends, /mcp is that MCP server behind serve: each request's token
-is checked, the config's toolScopes, toolUpstreams and redact apply, and the
-server never sees the client's token (README: "Put agentauth in front of your
-MCP server").
+With --backend URL or 'stdio:COMMAND ARGS…' (or the config's backends), /mcp is that MCP
+server behind serve's token checks and tool policy, never given the client's token.
 
 Without --config, serve declares one required scheme "dev": JWT access tokens
 from the embedded issuer (or from --issuer), audience http://HOST:PORT/mcp,
@@ -427,9 +422,6 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := backendFlag(cfg, opts.Backend); err != nil {
-		return err
-	}
 	// Read before Resolve replaces "embedded" with the listener's origin.
 	embedded := usesEmbeddedIssuer(cfg)
 	clients, err := introspectionClients(cfg)
@@ -519,9 +511,7 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 	if err != nil {
 		return err
 	}
-	if gw != nil {
-		defer gw.Close()
-	}
+	defer gw.Close()
 	if iss != nil {
 		// A revocation at the issuer reaches the connections at once; its
 		// tokens expire within one --token-ttl.
@@ -553,14 +543,9 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 		if err != nil {
 			return err
 		}
-		if gw != nil {
-			if err := mountGateway(mux, gw, h); err != nil {
-				return err
-			}
-		}
 		gopts := guardOptions(opts, ln.Addr().String(), h.Resource(), logger)
-		if gw != nil {
-			gopts.OriginPaths = append(gopts.OriginPaths, gatewayPaths(gw)...)
+		if err := mountGateway(mux, gw, h, &gopts); err != nil {
+			return err
 		}
 		guarded, err := host.NewGuard(mux, gopts)
 		if err != nil {

@@ -65,7 +65,7 @@ func reloadOnHangup(ctx context.Context, opts *ServeOptions, h *host.Host, st st
 			if err == nil && !reflect.DeepEqual(cfg.Upstreams, upstreams) {
 				logger.Warn("the upstreams changed; they take effect when serve restarts (the running ones stay in force)")
 			}
-			if err == nil && gatewayChanged(cfg, running, opts.Backend) {
+			if err == nil && gatewayChanged(cfg, running) {
 				logger.Warn("backends, toolScopes, toolUpstreams or redact changed; they take effect when serve restarts (the running ones stay in force)")
 			}
 			if err != nil {
@@ -97,7 +97,7 @@ func serveConfig(opts *ServeOptions) (*host.Config, error) {
 			}
 			cfg.Resource = opts.Resource
 		}
-		return cfg, nil
+		return cfg, backendFlag(cfg, opts.Backend)
 	}
 	as, label := host.Embedded, defaultSchemeLabel
 	if opts.Issuer != "" {
@@ -118,7 +118,7 @@ func serveConfig(opts *ServeOptions) (*host.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot build the default configuration: %w", err)
 	}
-	return cfg, nil
+	return cfg, backendFlag(cfg, opts.Backend)
 }
 
 // usesEmbeddedIssuer reports whether a scheme takes its tokens from the

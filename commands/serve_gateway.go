@@ -36,14 +36,9 @@ func backendFlag(cfg *host.Config, flag string) error {
 }
 
 // gatewayChanged reports whether a reloaded config changes the gateway,
-// which serve builds once at start. --backend is not in the file: a
-// reloaded config without backends keeps the flag's.
-func gatewayChanged(cfg, running *host.Config, backendFlag string) bool {
-	backends := cfg.Backends
-	if backendFlag != "" {
-		backends = running.Backends
-	}
-	return !reflect.DeepEqual(backends, running.Backends) || !reflect.DeepEqual(cfg.GatewayPolicy(), running.GatewayPolicy())
+// which serve builds once at start.
+func gatewayChanged(cfg, running *host.Config) bool {
+	return !reflect.DeepEqual(cfg.Backends, running.Backends) || !reflect.DeepEqual(cfg.GatewayPolicy(), running.GatewayPolicy())
 }
 
 // newGateway is serve's gateway in front of the config's backends, or nil
@@ -84,7 +79,10 @@ func newGateway(cfg *host.Config, brk *broker.Broker, iss *issuer.Issuer, logger
 // ORIGIN+PATH, whose tokens and RFC 9728 document are those of the
 // schemes with that resource (a scheme with the backend's name gets it by
 // default: RESOURCE/NAME), and serve refuses to start without one.
-func mountGateway(mux *http.ServeMux, gw *gateway.Gateway, h *host.Host) error {
+func mountGateway(mux *http.ServeMux, gw *gateway.Gateway, h *host.Host, guard *host.GuardOptions) error {
+	if gw == nil {
+		return nil
+	}
 	u, err := url.Parse(h.Resource())
 	if err != nil {
 		return err
@@ -106,6 +104,8 @@ func mountGateway(mux *http.ServeMux, gw *gateway.Gateway, h *host.Host) error {
 		})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			m.Serve(w, r, grantCaller{resource.GrantFromContext(r.Context())})
 		}))
+		// The guard vets Origin on the backend's path as on the resource's.
+		guard.OriginPaths = append(guard.OriginPaths, m.Path())
 		mux.Handle(m.Path(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.Method == http.MethodOptions {
 				resource.Preflight(w, "GET, POST, DELETE")
@@ -115,16 +115,6 @@ func mountGateway(mux *http.ServeMux, gw *gateway.Gateway, h *host.Host) error {
 		}))
 	}
 	return nil
-}
-
-// gatewayPaths are the backends' paths, where the guard vets Origin as on
-// the resource's own.
-func gatewayPaths(gw *gateway.Gateway) []string {
-	var paths []string
-	for _, m := range gw.Mounts() {
-		paths = append(paths, m.Path())
-	}
-	return paths
 }
 
 // grantCaller is the gateway's view of a grant.

@@ -147,8 +147,12 @@ func (g *Gateway) sweep() {
 func (g *Gateway) Mounts() []*Mount { return g.mounts }
 
 // Close ends every session: stdio processes (their process groups) are
-// killed and HTTP backends get a DELETE of their session.
+// killed and HTTP backends get a DELETE of their session. A nil Gateway
+// has nothing to close.
 func (g *Gateway) Close() {
+	if g == nil {
+		return
+	}
 	g.closeOnce.Do(func() { close(g.done) })
 	var wg sync.WaitGroup
 	for _, m := range g.mounts {
