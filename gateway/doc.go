@@ -7,7 +7,8 @@
 //     Passthrough): the caller's Authorization, DPoP and Cookie headers
 //     never reach a backend; a backend gets nothing, or the broker
 //     session's upstream token in a header (HTTP) or an environment
-//     variable (stdio) its config names;
+//     variable (stdio) its config names, and/or an identity assertion
+//     minted for its own audience (Options.Assert);
 //   - tool policy: toolScopes hides a tool from tools/list and refuses
 //     tools/call with HTTP 403 insufficient_scope (RFC 6750 §3.1) when
 //     the caller's grant lacks a scope; toolUpstreams asks for an
