@@ -162,15 +162,15 @@ var callers = map[string]testCaller{
 }
 
 // front mounts a gateway for one backend behind a fake bearer check.
-func front(t *testing.T, b Backend, p Policy) (*httptest.Server, *bytes.Buffer) {
+func front(t *testing.T, b Backend, p Policy) (*httptest.Server, *syncBuffer) {
 	t.Helper()
-	var logs syncBuffer
-	g, err := New(Options{Backends: []Backend{b}, Policy: p, Log: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	logs := &syncBuffer{}
+	g, err := New(Options{Backends: []Backend{b}, Policy: p, Log: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(g.Close)
-	return serveMount(t, g.Mounts()[0]), &logs.buf
+	return serveMount(t, g.Mounts()[0]), logs
 }
 
 // serveMount serves a mount behind the fake token check.
@@ -191,6 +191,12 @@ func serveMount(t *testing.T, m *Mount) *httptest.Server {
 type syncBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func (b *syncBuffer) Write(p []byte) (int, error) {

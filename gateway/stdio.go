@@ -197,7 +197,22 @@ func (c *stdioConn) post(ctx context.Context, msg *wire.Message, raw []byte, _ h
 		p.unregister(s)
 		return nil, err
 	}
-	return &reply{status: http.StatusOK, stream: true, flexible: true, next: s.reader(ctx, p, c.m.b.Name, true), close: func() { p.unregister(s) }}, nil
+	return &reply{status: http.StatusOK, stream: true, flexible: true, next: s.reader(ctx, p, c.m.b.Name, true), close: func() {
+		p.unregister(s)
+		p.mu.Lock()
+		answered := s.answered
+		p.mu.Unlock()
+		if !answered && !p.exited() {
+			// The client went away (or timed out) first: tell the process
+			// (MCP "Cancellation"), as an HTTP backend learns from its
+			// closed connection.
+			if m, err := wire.NewNotification("notifications/cancelled", map[string]any{"requestId": msg.ID, "reason": "the client went away"}); err == nil {
+				if b, err := json.Marshal(m); err == nil {
+					p.write(b)
+				}
+			}
+		}
+	}}, nil
 }
 
 // listen opens the session's GET stream; it outlives the process: when one
