@@ -90,6 +90,7 @@ func testServer(calls *callLog) *mcp.Server {
 		select {
 		case <-time.After(time.Minute):
 		case <-ctx.Done():
+			calls.add("slow:cancelled")
 		}
 		return text("late"), nil, nil
 	})
@@ -517,5 +518,24 @@ func TestRefusals(t *testing.T) {
 	status, hdr, body := post(t, rsrv.URL, "tok-writer-0123456789", "", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
 	if status != http.StatusOK || hdr.Get("WWW-Authenticate") != "" || !strings.Contains(body, "backend locked refused serve's request (HTTP 401)") {
 		t.Errorf("a backend's 401: %d %q %s; want a JSON-RPC error naming it and no challenge", status, hdr.Get("WWW-Authenticate"), body)
+	}
+}
+
+// TestCancellation: a client that gives up on a call (the Go SDK sends
+// notifications/cancelled and drops the request) ends the backend's call:
+// its tool sees its context end.
+func TestCancellation(t *testing.T) {
+	be, log := httpBackend(t)
+	srv, _ := front(t, Backend{Name: "rally", URL: be.URL}, Policy{})
+	cs := connect(t, srv.URL, "tok-writer-0123456789", nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "slow"}); err == nil {
+		t.Fatal("slow answered before it was cancelled")
+	}
+	for deadline := time.Now().Add(10 * time.Second); !log.ran("slow:cancelled"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the backend's tool was never cancelled")
+		}
 	}
 }
