@@ -232,7 +232,7 @@ func brokerBrowserMain() {
 		if t := regexp.MustCompile(`<h1>(.*?)</h1>`).FindSubmatch(body); t != nil {
 			fmt.Printf("page: %s\n", html.UnescapeString(string(t[1])))
 		}
-		if t := regexp.MustCompile(`<p>(.*?)</p>`).FindSubmatch(body); t != nil {
+		if t := regexp.MustCompile(`<p[^>]*>(.*?)</p>`).FindSubmatch(body); t != nil {
 			fmt.Printf("text: %s\n", html.UnescapeString(string(t[1])))
 		}
 		break

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentauth/agentauth/commands"
+	"github.com/agentauth/agentauth/internal/testprog/newcomer"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -27,6 +29,10 @@ var scriptPrograms = map[string]func(){
 var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
 	"waitfile": waitFile,
 	"addrenv":  addrEnv,
+}
+
+func init() {
+	maps.Copy(scriptPrograms, newcomer.Programs())
 }
 
 func TestMain(m *testing.M) {

@@ -57,7 +57,14 @@ type Config struct {
 	// its tokens there, when the session ends: its client revoked its
 	// last grant at serve's embedded issuer (default true; see EndSession).
 	RevokeOnSessionEnd *bool `json:"revokeOnSessionEnd"`
+	// ScopeDescriptions says, per scope, what it lets a client do; the
+	// embedded issuer's consent and device pages show it (plain text, at
+	// most maxScopeDescription bytes).
+	ScopeDescriptions map[string]string `json:"scopeDescriptions"`
 }
+
+// maxScopeDescription bounds one scopeDescriptions value.
+const maxScopeDescription = 300
 
 // Scheme is one auth requirement (PROTOCOL.md "Auth requirements").
 type Scheme struct {
@@ -258,6 +265,14 @@ func (c *Config) check() error {
 			if !upstreams[id] {
 				return fmt.Errorf("methodUpstreams.%s[%d]: no upstream has the id %q (add it to upstreams)", method, i, id)
 			}
+		}
+	}
+	for scope, d := range c.ScopeDescriptions {
+		if scope == "" || strings.ContainsAny(scope, " \t\"\\") {
+			return fmt.Errorf("scopeDescriptions: %q is not a valid scope (RFC 6749 §3.3)", scope)
+		}
+		if len(d) > maxScopeDescription {
+			return fmt.Errorf("scopeDescriptions.%s: longer than %d bytes", scope, maxScopeDescription)
 		}
 	}
 	for method, scopes := range c.MethodScopes {
