@@ -33,6 +33,7 @@ var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []str
 
 func init() {
 	maps.Copy(scriptPrograms, newcomer.Programs())
+	maps.Copy(scriptCmds, newcomer.Cmds())
 }
 
 func TestMain(m *testing.M) {

@@ -396,6 +396,26 @@ func TokenSubject(token string) string {
 	return claims.Sub
 }
 
+// tokenExpiry is a JWT access token's exp, unverified (for display and
+// for refreshing in time only); zero for an opaque token.
+func tokenExpiry(token string) time.Time {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return time.Time{}
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return time.Time{}
+	}
+	var claims struct {
+		Exp int64 `json:"exp"`
+	}
+	if json.Unmarshal(payload, &claims) != nil || claims.Exp <= 0 {
+		return time.Time{}
+	}
+	return time.Unix(claims.Exp, 0)
+}
+
 // Token returns a usable access token for target (Pick, then Usable):
 // the token command.
 func (cl *Client) Token(ctx context.Context, target, schemeID string) (string, error) {

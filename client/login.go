@@ -57,6 +57,11 @@ type Choices struct {
 	DPoP bool
 	// dpop is the DPoP key of the login, when the server takes proofs.
 	dpop *wire.DPoPKey
+	// Token is an access token the user already has (login --with-token,
+	// read from stdin): stored as a bearer credential for the requirement
+	// without any grant, like gh auth login --with-token. It is not
+	// refreshable; its expiry is the JWT's exp when it is a JWT.
+	Token string
 	// ClientCredentials runs the client credentials grant (RFC 6749 §4.4)
 	// with ClientID and ClientSecret or PrivateKey (a PEM key for
 	// private_key_jwt, RFC 7523 §2.2): no user, no browser.
@@ -105,6 +110,13 @@ func (cl *Client) LoginTarget(ctx context.Context, req TargetLogin) ([]*store.Cr
 	}
 	if err := checkAllowResources(info, req.AllowResources); err != nil {
 		return nil, nil, err
+	}
+	if req.Token != "" && len(reqs) > 1 {
+		var ids []string
+		for _, r := range reqs {
+			ids = append(ids, r.Name())
+		}
+		return nil, nil, Usagef("--with-token stores one token: name its scheme with --scheme (%s declares %s)", wire.RedactTarget(req.Target), strings.Join(ids, ", "))
 	}
 	var out []*store.Credential
 	for _, r := range reqs {
@@ -191,13 +203,23 @@ func (cl *Client) Login(ctx context.Context, req LoginRequest) (*store.Credentia
 	if gh == nil && req.Endpoints.Set() {
 		// Only where discovery found no document: the flags never replace
 		// a document that failed its checks.
-		if md == nil && errors.Is(r.Err, flows.ErrNoAuthServerMetadata) {
+		if md == nil && r.Err != nil {
 			var warning string
 			md, warning = legacyMetadata(r, req.Endpoints)
+			if !errors.Is(r.Err, flows.ErrNoAuthServerMetadata) {
+				// A document that failed its checks: the user's endpoints
+				// stand in for it, and the refusal is said first.
+				warning = "the authorization server metadata was refused: " + r.Err.Error() + "; using the endpoints given on the command line instead; nothing about this server could be verified (issuer, PKCE support, client authentication)."
+			}
 			cl.UI.Warn(warning)
 		} else if md != nil {
 			cl.UI.Warn(md.Issuer + " publishes its metadata: the endpoints given on the command line are not used.")
 		}
+	}
+	if md == nil && gh == nil && req.Token != "" && len(r.AuthorizationServers) > 0 {
+		// A token given by the user needs no endpoint: the issuer names
+		// the credential.
+		md = &wire.AuthServerMetadata{Issuer: r.AuthorizationServers[0]}
 	}
 	if md == nil && gh == nil {
 		err := r.Err
@@ -231,6 +253,9 @@ func (cl *Client) Login(ctx context.Context, req LoginRequest) (*store.Credentia
 		}
 	}
 	switch {
+	case req.Token != "":
+		tok = &flows.Token{AccessToken: req.Token, TokenType: "Bearer", Expiry: tokenExpiry(req.Token)}
+		reg = &store.ClientRegistration{Source: "with-token"}
 	case gh != nil:
 		tok, reg, err = cl.gitHubGrant(ctx, req, gh, scopes)
 		md = gh.Metadata(r.AuthorizationServers[0])
@@ -471,6 +496,10 @@ func (cl *Client) runGrant(ctx context.Context, req LoginRequest, md *wire.AuthS
 	})
 }
 
+// BrowserAlternatives ends a browser login's opener failure: the ways to
+// log in without a browser here.
+const BrowserAlternatives = "log in with --device instead (approve on any device), or with --no-browser and an SSH tunnel to the callback port (ssh -L PORT:127.0.0.1:PORT, with --callback-port PORT)"
+
 // showAuthURL tries open (nil: no browser to try) on the login URL u first
 // and shows u after, so that the output says what happened in order:
 // "opened" only once the opener succeeded; after a failure, the warning
@@ -479,7 +508,7 @@ func (cl *Client) showAuthURL(u string, open func(string) error, noBrowser bool,
 	opened := false
 	if open != nil {
 		if err := open(u); err != nil {
-			cl.UI.Warn(err.Error() + "; open the URL below yourself.")
+			cl.UI.Warn(err.Error() + "; " + BrowserAlternatives + "; or open the URL below yourself.")
 			noBrowser = true
 		} else {
 			opened = true
@@ -504,7 +533,7 @@ func (cl *Client) waitDevice(ctx context.Context, open func(string) error, timeo
 				u = p.VerificationURI
 			}
 			if err := open(u); err != nil {
-				cl.UI.Warn(err.Error())
+				cl.UI.Warn(err.Error() + "; enter the code above at the URL shown, on any device")
 			}
 		}
 		expiry := p.Expiry
@@ -514,9 +543,22 @@ func (cl *Client) waitDevice(ctx context.Context, open func(string) error, timeo
 		stop = cl.UI.Wait("Waiting for approval", expiry)
 	})
 	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && !errors.Is(err, flows.ErrDeviceCodeExpired) {
-		return nil, fmt.Errorf("%w (%s)", ErrDeviceTimeout, RoughDuration(timeout))
+		return nil, fmt.Errorf("%w (%s)", ErrDeviceTimeout, ExactDuration(timeout))
 	}
 	return tok, err
+}
+
+// ExactDuration renders a duration the user chose (--timeout) as given,
+// whole seconds kept: 80s is "1m20s", 5m is "5m", 1h is "1h".
+func ExactDuration(d time.Duration) string {
+	s := d.Round(time.Second).String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // RoughDuration renders d for people, rounded down: 45s, 12m, 3h, 2d (0s

@@ -60,7 +60,9 @@ func (cl *Client) Revoke(ctx context.Context, target, schemeID string, localOnly
 		if schemeID != "" {
 			what += " (scheme " + schemeID + ")"
 		}
-		return nil, fmt.Errorf("cannot revoke: no stored credential for %s", what)
+		// The same exit as token's for the same situation (4: nothing
+		// usable stored), without a login hint: nothing is to be undone.
+		return nil, &AuthError{Err: fmt.Errorf("cannot revoke: no stored credential for %s", what)}
 	}
 	var out []RevokeResult
 	for _, c := range creds {
