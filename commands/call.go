@@ -134,6 +134,7 @@ scope, where to get a token) and exits 4; other JSON-RPC errors exit 1.
 			} else if err := opts.checkHost(); err != nil {
 				return err
 			}
+			f.RememberStore = opts.Login.Enabled
 			opts.IO, opts.Client = f.IO, f.Client()
 			return run(c.Context, opts)
 		},

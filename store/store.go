@@ -175,6 +175,14 @@ const rememberedFile = "store"
 // choice remembered in configDir > "keyring". An explicit choice is
 // remembered in configDir (the non-secret file "store") once made.
 func Resolve(flagValue, configDir string) (string, error) {
+	return ResolveFor(flagValue, configDir, true)
+}
+
+// ResolveFor is Resolve that remembers an explicit choice only when
+// remember is set: a command that only reads (status, token, call) uses
+// --store for itself and leaves the remembered choice alone, so that the
+// next command still finds the credentials where they are.
+func ResolveFor(flagValue, configDir string, remember bool) (string, error) {
 	choice, source := flagValue, "--store"
 	if choice == "" {
 		choice, source = os.Getenv(EnvStore), EnvStore
@@ -190,7 +198,7 @@ func Resolve(flagValue, configDir string) (string, error) {
 	if choice != KindKeyring && choice != KindFile {
 		return "", fmt.Errorf("invalid %s value %q: want keyring or file", source, choice)
 	}
-	if kind, err := readRemembered(path); err == nil && kind == choice {
+	if kind, err := readRemembered(path); !remember || err == nil && kind == choice {
 		return choice, nil
 	}
 	if err := ensureDir(configDir); err != nil {
@@ -200,6 +208,26 @@ func Resolve(flagValue, configDir string) (string, error) {
 		return "", fmt.Errorf("cannot remember the store choice: %w", err)
 	}
 	return choice, nil
+}
+
+// OtherHolds counts the credentials of the backend that is not kind, in
+// configDir: the file store's, or the keyring's index (never the keyring
+// itself: no D-Bus call, no unlock prompt). For the warning of a command
+// that finds its store empty.
+func OtherHolds(kind, configDir string) (other string, n int) {
+	switch kind {
+	case KindKeyring:
+		st, err := Open(KindFile, configDir)
+		if err != nil {
+			return KindFile, 0
+		}
+		creds, _ := st.List(context.Background())
+		return KindFile, len(creds)
+	case KindFile:
+		keys, _ := newKeyring(configDir, nil, 0).readIndex()
+		return KindKeyring, len(keys)
+	}
+	return "", 0
 }
 
 func readRemembered(path string) (string, error) {
