@@ -230,6 +230,17 @@ func OtherHolds(kind, configDir string) (other string, n int) {
 	return "", 0
 }
 
+// IndexedResources are the resources the keyring's index names (it holds
+// no secret; the keyring is not opened).
+func IndexedResources(configDir string) []string {
+	keys, _ := newKeyring(configDir, nil, 0).readIndex()
+	var out []string
+	for _, k := range keys {
+		out = append(out, k.Resource)
+	}
+	return out
+}
+
 func readRemembered(path string) (string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
