@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"time"
@@ -331,9 +332,20 @@ func (cl *Client) standardGrant(ctx context.Context, st store.Store, md *wire.Au
 	if err != nil {
 		return nil, nil, err
 	}
+	if reg.CallbackPort != 0 && req.CallbackPort == 0 && !req.Device {
+		// Registered with the exact redirect URIs of one port.
+		req.CallbackPort = reg.CallbackPort
+	}
 	client := clientOf(*reg)
 	client.DPoP = req.dpop
 	tok, err := cl.runGrant(ctx, req, md, client, scopes, resource)
+	if reg.Source == clientSourceDCR && req.CallbackPort == 0 && !req.Device && redirectURIRefused(err) {
+		// The server matches redirect URIs exactly and refused the
+		// port-less ones (RFC 8252 §7.3 asks it not to): register once
+		// more with the exact URIs of a fixed port, kept with the
+		// registration so that later logins listen on it.
+		return cl.exactRedirectGrant(ctx, st, md, req, reg, err, scopes, resource)
+	}
 	if stored && (errors.Is(err, flows.ErrInvalidClient) || reg.Source == clientSourceDCR && redirectURIRefused(err)) {
 		// The stored registration is stale (the server forgot it, or it
 		// lacks the redirect URI of this --callback-port at a server that
@@ -354,6 +366,53 @@ func (cl *Client) standardGrant(ctx context.Context, st store.Store, md *wire.Au
 		return nil, nil, loginError(err, req.Target, req.Requirement.SchemeID)
 	}
 	return tok, reg, nil
+}
+
+// exactRedirectGrant registers a client with the exact redirect URIs of a
+// free loopback port after refused, the error of the port-less client
+// reg, and runs the grant on that port.
+func (cl *Client) exactRedirectGrant(ctx context.Context, st store.Store, md *wire.AuthServerMetadata, req LoginRequest, reg *store.ClientRegistration, refused error, scopes []string, resource string) (*flows.Token, *store.ClientRegistration, error) {
+	port, err := freeLoopbackPort()
+	if err != nil {
+		return nil, nil, loginError(refused, req.Target, req.Requirement.SchemeID)
+	}
+	cl.UI.Warn(fmt.Sprintf("%s refused the redirect URI (%v): it matches redirect URIs exactly, so agentauth registers http://127.0.0.1:%d/callback and keeps port %d for this server (choose another with --callback-port).", md.Issuer, refused, port, port))
+	if err := store.MarkRejected(ctx, st, md.Issuer, reg.ClientID); err != nil {
+		return nil, nil, fmt.Errorf("cannot record the rejected client: %w", err)
+	}
+	unlock, err := st.Lock(ctx, store.RegistrationKey(md.Issuer))
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot lock the client registration for %s: %w", md.Issuer, err)
+	}
+	reg, err = cl.registerClient(ctx, md, req.Device, port)
+	if err == nil {
+		reg.CallbackPort = port
+		if perr := store.PutRegistration(ctx, st, md.Issuer, *reg); perr != nil {
+			cl.logger().Warn("cannot store the client registration", "issuer", md.Issuer, "err", perr)
+		}
+	}
+	unlock()
+	if err != nil {
+		return nil, nil, err
+	}
+	req.CallbackPort = port
+	client := clientOf(*reg)
+	client.DPoP = req.dpop
+	tok, err := cl.runGrant(ctx, req, md, client, scopes, resource)
+	if err != nil {
+		return nil, nil, loginError(err, req.Target, req.Requirement.SchemeID)
+	}
+	return tok, reg, nil
+}
+
+// freeLoopbackPort is a port free on 127.0.0.1 now.
+func freeLoopbackPort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // ErrDeviceTimeout: the login's timeout passed before the device code was

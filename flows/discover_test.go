@@ -461,3 +461,24 @@ func TestCheckURL(t *testing.T) {
 		}
 	}
 }
+
+func TestSameIssuer(t *testing.T) {
+	for _, tt := range []struct {
+		a, b string
+		want bool
+	}{
+		{"http://127.0.0.1:7777", "http://127.0.0.1:7777/", true},
+		{"HTTP://Example.COM", "http://example.com/", true},
+		{"https://example.com:443/", "https://example.com", true},
+		{"http://example.com:80", "http://example.com/", true},
+		{"https://example.com/tenant", "https://example.com/tenant/", false},
+		{"https://example.com/Tenant", "https://example.com/tenant", false},
+		{"https://example.com", "http://example.com", false},
+		{"https://example.com:8443", "https://example.com", false},
+		{"https://example.com/?a=1", "https://example.com/", false},
+	} {
+		if got := SameIssuer(tt.a, tt.b); got != tt.want {
+			t.Errorf("SameIssuer(%q, %q) = %v, want %v", tt.a, tt.b, got, tt.want)
+		}
+	}
+}

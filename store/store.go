@@ -36,6 +36,10 @@ type ClientRegistration struct {
 	PrivateKey string `json:"private_key,omitempty"`
 	// Source is how the client was obtained: "dcr", "preregistered" or "cimd".
 	Source string `json:"source,omitempty"`
+	// CallbackPort is the loopback port whose exact redirect URIs the
+	// client was registered with, for a server that matches redirect URIs
+	// exactly: logins with this client listen on it (0: any port).
+	CallbackPort int `json:"callback_port,omitempty"`
 	// RegistrationClientURI and RegistrationAccessToken are returned by
 	// RFC 7591 §3.2.1 registration when the server supports management.
 	RegistrationClientURI   string `json:"registration_client_uri,omitempty"`
