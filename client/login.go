@@ -252,6 +252,9 @@ func (cl *Client) Login(ctx context.Context, req LoginRequest) (*store.Credentia
 		if req.dpop, dpopPEM, err = wire.NewDPoPKey(); err != nil {
 			return nil, err
 		}
+		if r.DPoP != nil && !*r.DPoP {
+			cl.UI.Warn(r.Resource + "'s metadata (RFC 9728) does not advertise DPoP (no dpop_signing_alg_values_supported): it may accept only Bearer tokens, and refuse this DPoP-bound one; if calls are refused, log in again without --dpop.")
+		}
 	}
 	switch {
 	case req.Token != "":

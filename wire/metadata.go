@@ -11,8 +11,13 @@ type ProtectedResourceMetadata struct {
 	ResourceName                      string   `json:"resource_name,omitempty"`
 	ResourceDocumentation             string   `json:"resource_documentation,omitempty"`
 	ResourceSigningAlgValuesSupported []string `json:"resource_signing_alg_values_supported,omitempty"`
-	SchemeID                          string   `json:"scheme_id,omitempty"`
-	Required                          *bool    `json:"required,omitempty"`
+	// DPoPSigningAlgValuesSupported and DPoPBoundAccessTokensRequired
+	// say the resource takes DPoP-bound tokens, or only those (RFC 9728
+	// §2, RFC 9449 §5.2).
+	DPoPSigningAlgValuesSupported []string `json:"dpop_signing_alg_values_supported,omitempty"`
+	DPoPBoundAccessTokensRequired bool     `json:"dpop_bound_access_tokens_required,omitempty"`
+	SchemeID                      string   `json:"scheme_id,omitempty"`
+	Required                      *bool    `json:"required,omitempty"`
 }
 
 // AuthServerMetadata is the RFC 8414 §2 document (and the OpenID Connect
