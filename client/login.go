@@ -486,6 +486,9 @@ func (cl *Client) registerOnce(ctx context.Context, st store.Store, md *wire.Aut
 		return prev, true, nil
 	}
 	if reg, err = cl.registerClient(ctx, md, device, callbackPort); err != nil {
+		if md.Guessed {
+			return nil, false, guessedRegistrationError(md, err)
+		}
 		return nil, false, err
 	}
 	if err := store.PutRegistration(ctx, st, md.Issuer, *reg); err != nil {
@@ -494,6 +497,21 @@ func (cl *Client) registerOnce(ctx context.Context, st store.Store, md *wire.Aut
 		cl.logger().Warn("cannot store the client registration", "issuer", md.Issuer, "err", err)
 	}
 	return reg, false, nil
+}
+
+// guessedRegistrationError is a failed registration at the MCP 2025-03-26
+// default /register of a server without metadata: most such servers have
+// no OAuth at that path at all, so it says so (status only, never their
+// HTML) and is an ErrNoAuthServerMetadata, whose hint names the endpoint
+// flags and --client-id (NextSteps).
+func guessedRegistrationError(md *wire.AuthServerMetadata, err error) error {
+	why := err.Error()
+	var se *flows.HTTPStatusError
+	if errors.As(err, &se) {
+		why = fmt.Sprintf("HTTP %d", se.StatusCode)
+	}
+	return fmt.Errorf("cannot log in: %s publishes no OAuth metadata, and the MCP 2025-03-26 default registration endpoint %s did not register a client (%s): %w",
+		md.Issuer, md.RegistrationEndpoint, why, flows.ErrNoAuthServerMetadata)
 }
 
 // registerClient registers agentauth as a public native client with the

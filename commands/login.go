@@ -221,7 +221,7 @@ On success one line goes to stderr; --json prints on stdout:
 			opts.GitHubClientID = os.Getenv(client.EnvGitHubClientID)
 			opts.IO, opts.Factory = f.IO, f
 			f.RememberStore = true
-			return run(c.Context, opts)
+			return withTarget(opts.Target, run(c.Context, opts))
 		},
 	}
 }

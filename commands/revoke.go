@@ -59,7 +59,7 @@ One line per credential on stderr; --json prints {"target", "credentials":
 				return err
 			}
 			opts.IO, opts.Client = f.IO, f.Client()
-			return run(c.Context, opts)
+			return withTarget(opts.Target, run(c.Context, opts))
 		},
 	}
 }

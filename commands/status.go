@@ -87,7 +87,7 @@ status and git status); errors and the login hint go to stderr.`,
 			if opts.Target == "" {
 				return run(c.Context, opts)
 			}
-			return run(c.Context, opts)
+			return withTarget(opts.Target, run(c.Context, opts))
 		},
 	}
 }

@@ -369,6 +369,7 @@ func DiscoverAuthServer(ctx context.Context, hc *http.Client, d *ResourceDiscove
 			ResponseTypesSupported:        []string{"code"},
 			GrantTypesSupported:           []string{wire.GrantAuthorizationCode, wire.GrantRefreshToken},
 			CodeChallengeMethodsSupported: []string{"S256"}, // PKCE is mandatory in MCP 2025-03-26
+			Guessed:                       true,
 		}, nil
 	}
 	return md, err

@@ -344,8 +344,8 @@ func TestFetchAuthServerMetadataChecks(t *testing.T) {
 		want     error
 		wantText []string
 	}{
-		{"issuer mismatch", edit(func(md *wire.AuthServerMetadata, base string) { md.Issuer = base + "/" }),
-			ErrIssuerMismatch, []string{`/"`, "asked for"}},
+		{"issuer mismatch", edit(func(md *wire.AuthServerMetadata, base string) { md.Issuer = base + "/tenant" }),
+			ErrIssuerMismatch, []string{`/tenant"`, "asked for"}},
 		{"issuer of another server", edit(func(md *wire.AuthServerMetadata, base string) { md.Issuer = "https://evil.example" }),
 			ErrIssuerMismatch, []string{"https://evil.example"}},
 		{"S256 absent", edit(func(md *wire.AuthServerMetadata, base string) { md.CodeChallengeMethodsSupported = nil }),

@@ -44,6 +44,9 @@ type AuthServerMetadata struct {
 	CodeChallengeMethodsSupported              []string `json:"code_challenge_methods_supported,omitempty"`
 	AuthorizationResponseIssParameterSupported bool     `json:"authorization_response_iss_parameter_supported,omitempty"`
 	ClientIDMetadataDocumentSupported          bool     `json:"client_id_metadata_document_supported,omitempty"`
+	// Guessed marks endpoints no document published: the MCP 2025-03-26
+	// defaults of a server without metadata. Never serialised.
+	Guessed bool `json:"-"`
 }
 
 // Grant types (RFC 6749, RFC 8628).

@@ -16,6 +16,7 @@ import (
 func Programs() map[string]func() {
 	return map[string]func(){
 		"browser-page": browserPage,
+		"bare-mcp":     bareMCP,
 	}
 }
 
