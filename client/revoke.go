@@ -36,6 +36,9 @@ type RevokeResult struct {
 	Message            string `json:"message,omitempty"`
 	// Name labels the credential: its scheme id, else its resource.
 	Name string `json:"-"`
+	// ClientRefused: the server refused the client itself
+	// (invalid_client, RFC 6749 §5.2): trying again cannot help.
+	ClientRefused bool `json:"-"`
 }
 
 // Revoke revokes and deletes the credentials stored for target (only
@@ -133,6 +136,7 @@ func (cl *Client) revoke(ctx context.Context, cs *Credentials, stale *store.Cred
 			}
 			if err != nil {
 				res.Server, res.Message = RevokeFailed, err.Error()+"; the credential is kept"
+				res.ClientRefused = errors.Is(err, flows.ErrInvalidClient) || errors.As(err, &oe) && oe.Code == "invalid_client"
 				return res, nil
 			}
 		}
