@@ -327,6 +327,7 @@ func (cs *Credentials) saveToken(ctx context.Context, c *store.Credential, tok *
 	next := *c
 	next.AccessToken, next.RefreshToken, next.TokenType = tok.AccessToken, tok.RefreshToken, tok.TokenType
 	next.Expiry, next.Scopes, next.Obtained = tok.Expiry, tok.Scopes, cs.Now()
+	next.RefreshExpiry = tok.RefreshExpiry
 	if sub := TokenSubject(tok.AccessToken); sub != "" {
 		next.Subject = sub
 	}

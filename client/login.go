@@ -281,6 +281,7 @@ func (cl *Client) Login(ctx context.Context, req LoginRequest) (*store.Credentia
 		RefreshToken:       tok.RefreshToken,
 		TokenType:          tok.TokenType,
 		Expiry:             tok.Expiry,
+		RefreshExpiry:      tok.RefreshExpiry,
 		Obtained:           cl.Now(),
 		Scopes:             tok.Scopes,
 		Subject:            TokenSubject(tok.AccessToken),

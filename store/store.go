@@ -74,7 +74,10 @@ type Credential struct {
 	IdPClientID      string `json:"idp_client_id,omitempty"`
 	AccessToken      string `json:"access_token"`
 	RefreshToken     string `json:"refresh_token,omitempty"`
-	TokenType        string `json:"token_type,omitempty"`
+	// RefreshExpiry is when the refresh token expires, when the token
+	// response said (refresh_expires_in); zero means unknown.
+	RefreshExpiry time.Time `json:"refresh_expiry,omitzero"`
+	TokenType     string    `json:"token_type,omitempty"`
 	// Expiry is when the access token expires; zero means unknown.
 	Expiry time.Time `json:"expiry,omitzero"`
 	// Obtained is when the access token was obtained (login or refresh),
