@@ -454,7 +454,7 @@ func (cs *Credentials) Pick(ctx context.Context, target, schemeID string) (store
 					Hint: LoginCommand(target, schemeID)}
 			}
 		}
-		return store.Key{}, &AuthError{Err: fmt.Errorf("no stored credential for %s", wire.RedactTarget(what)), Hint: LoginCommand(target, schemeID)}
+		return store.Key{}, &AuthError{Err: fmt.Errorf("no stored credential for %s", wire.RedactTarget(what)), Hint: LoginHintFor(target, schemeID)}
 	}
 	// Credentials target may receive come first (a refused one is kept
 	// only so that using it says why); then logins made through target

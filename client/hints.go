@@ -6,6 +6,7 @@ import (
 	"syscall"
 
 	"github.com/agentauth/agentauth/flows"
+	"github.com/agentauth/agentauth/store"
 	"github.com/agentauth/agentauth/wire"
 )
 
@@ -25,6 +26,22 @@ func LoginHint(target, schemeID, resource string) string {
 		return allowResourceLogin(target, schemeID, resource)
 	}
 	return LoginCommand(target, schemeID)
+}
+
+// LoginHintFor is LoginHint when the resource is unknown (nothing stored
+// for target): it names the resources the user allowed target to receive
+// before (store.RememberAllowed), so that the login it suggests is not
+// refused for want of --allow-resource.
+func LoginHintFor(target, schemeID string) string {
+	dir, err := store.ConfigDir()
+	if err != nil {
+		return LoginCommand(target, schemeID)
+	}
+	cmd := LoginCommand(target, schemeID)
+	for _, r := range store.AllowedFor(dir, allowedTarget(target)) {
+		cmd = strings.Replace(cmd, "agentauth login ", "agentauth login --allow-resource "+ShellQuote(r)+" ", 1)
+	}
+	return cmd
 }
 
 // NextSteps are the hints for err that do not depend on the command: a

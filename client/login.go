@@ -316,6 +316,12 @@ func (cl *Client) Login(ctx context.Context, req LoginRequest) (*store.Credentia
 	if crossOrigin && !slices.Contains(c.AllowedTargets, allowedTarget(req.Target)) {
 		c.AllowedTargets = append(c.AllowedTargets, allowedTarget(req.Target))
 	}
+	if crossOrigin {
+		if dir, err := store.ConfigDir(); err == nil {
+			// For hints only (LoginHintFor); a failure costs a hint.
+			_ = store.RememberAllowed(dir, allowedTarget(req.Target), r.Resource)
+		}
+	}
 	cs, err := cl.Credentials()
 	if err != nil {
 		return nil, err
