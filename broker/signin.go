@@ -66,6 +66,9 @@ func (b *Broker) AskFor(ctx context.Context, sid, upstream, account string) (*As
 	if u == nil {
 		return nil, fmt.Errorf("%w %q", ErrUnknownUpstream, upstream)
 	}
+	if err := b.checkClient(ctx, u); err != nil {
+		return nil, err
+	}
 	now := b.now()
 	var id string
 	var expires time.Time
