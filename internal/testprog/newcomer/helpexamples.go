@@ -18,7 +18,8 @@ import (
 // Cmds are the custom script commands of the newcomer scripts.
 func Cmds() map[string]func(ts *testscript.TestScript, neg bool, args []string) {
 	return map[string]func(ts *testscript.TestScript, neg bool, args []string){
-		"helpexamples": helpExamples,
+		"helpexamples":   helpExamples,
+		"readmeexamples": readmeExamples,
 	}
 }
 
@@ -76,28 +77,114 @@ func helpExamples(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		for _, ex := range examples {
 			ex = strings.TrimPrefix(strings.TrimSpace(ex), "$ ")
-			line := strings.ReplaceAll(ex, "127.0.0.1:7777", addr)
-			if strings.HasPrefix(line, "agentauth serve") {
-				runServe(ts, env, dir, line)
-			} else {
-				if needsLogin(line) {
-					for _, target := range []string{"ws://" + addr, "http://" + addr + "/mcp"} {
-						if out, err := run("agentauth login --force " + target); err != nil {
-							ts.Fatalf("logging in before %q: %v\n%s", ex, err, out)
-						}
-					}
-				}
-				if strings.Contains(line, "--watch") {
-					runWatch(ts, env, dir, line)
-				} else if out, err := run(line); err != nil {
-					ts.Fatalf("the example %q (agentauth %s --help) fails: %v\n%s", ex, name, err, out)
-				}
-			}
-			fmt.Fprintf(ts.Stdout(), "ok: %s\n", ex)
+			runExample(ts, env, dir, addr, ex, "agentauth "+name+" --help")
 			n++
 		}
 	}
 	fmt.Fprintf(ts.Stdout(), "%d examples ran\n", n)
+}
+
+// runExample runs one example as bash would, 127.0.0.1:7777 replaced by
+// addr: serve's on a free port (runServe), --watch until its first output
+// (runWatch), the others after a fresh login when they use one; each must
+// succeed. It prints "ok: EXAMPLE"; where names the text it comes from.
+func runExample(ts *testscript.TestScript, env []string, dir, addr, ex, where string) {
+	run := func(line string) (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "bash", "-c", line)
+		cmd.Dir, cmd.Env = dir, env
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	line := strings.ReplaceAll(ex, "127.0.0.1:7777", addr)
+	switch {
+	case strings.HasPrefix(line, "agentauth serve"):
+		runServe(ts, env, dir, line)
+	case strings.Contains(line, "--watch"):
+		loginFirst(ts, run, addr, ex)
+		runWatch(ts, env, dir, line)
+	default:
+		if needsLogin(line) {
+			loginFirst(ts, run, addr, ex)
+		}
+		if out, err := run(line); err != nil {
+			ts.Fatalf("the example %q (%s) fails: %v\n%s", ex, where, err, out)
+		}
+	}
+	fmt.Fprintf(ts.Stdout(), "ok: %s\n", ex)
+}
+
+// loginFirst logs the script's user in again through ws:// and /mcp.
+func loginFirst(ts *testscript.TestScript, run func(string) (string, error), addr, ex string) {
+	for _, target := range []string{"ws://" + addr, "http://" + addr + "/mcp"} {
+		if out, err := run("agentauth login --force " + target); err != nil {
+			ts.Fatalf("logging in before %q: %v\n%s", ex, err, out)
+		}
+	}
+}
+
+// readmeExamples runs the example column of the README's command table
+// (after its "examples: checked" marker) like helpexamples, against the
+// serve at ADDR. The README is the repository's (the test's working
+// directory). Usage: readmeexamples ADDR
+func readmeExamples(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: readmeexamples ADDR")
+	}
+	b, err := os.ReadFile("README.md")
+	if err != nil {
+		ts.Fatalf("%v", err)
+	}
+	text := string(b)
+	i := strings.Index(text, "<!-- examples: checked by newcomer_readme_examples.txtar -->")
+	if i < 0 {
+		ts.Fatalf("README.md has no checked command table")
+	}
+	dir := filepath.Join(ts.Getenv("WORK"), "examples")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		ts.Fatalf("%v", err)
+	}
+	env := scriptEnv(ts)
+	n := 0
+	sc := bufio.NewScanner(strings.NewReader(text[i:]))
+	sc.Scan() // the marker
+	for sc.Scan() {
+		l := sc.Text()
+		if !strings.HasPrefix(l, "|") {
+			break
+		}
+		cells := splitRow(l)
+		if len(cells) < 3 || !strings.HasPrefix(cells[2], "`") {
+			continue
+		}
+		ex := strings.Trim(cells[2], "`")
+		runExample(ts, env, dir, args[0], ex, "README command table")
+		n++
+	}
+	if n == 0 {
+		ts.Fatalf("README.md's command table has no examples")
+	}
+	fmt.Fprintf(ts.Stdout(), "%d examples ran\n", n)
+}
+
+// splitRow splits a markdown table row on the | that are not escaped.
+func splitRow(l string) []string {
+	var cells []string
+	var cur strings.Builder
+	for i := 1; i < len(l); i++ {
+		switch {
+		case l[i] == '\\' && i+1 < len(l) && l[i+1] == '|':
+			cur.WriteByte('|')
+			i++
+		case l[i] == '|':
+			cells = append(cells, strings.TrimSpace(cur.String()))
+			cur.Reset()
+		default:
+			cur.WriteByte(l[i])
+		}
+	}
+	return cells
 }
 
 // needsLogin says whether an example uses a stored credential.
@@ -150,24 +237,29 @@ func runServe(ts *testscript.TestScript, env []string, dir, line string) {
 	}
 }
 
-// runWatch runs a --watch example until its first output on stdout,
-// then stops it with SIGINT: it must then exit 0 (a watch ended) or 130.
+// runWatch runs a --watch example until its first output (stdout or
+// stderr), then stops it with SIGINT: it must then exit 0 (a watch ended)
+// or 130.
 func runWatch(ts *testscript.TestScript, env []string, dir, line string) {
 	cmd := exec.Command("bash", "-c", "exec "+line)
 	cmd.Dir, cmd.Env = dir, env
-	var errOut strings.Builder
-	cmd.Stderr = &errOut
-	stdout, err := cmd.StdoutPipe()
+	r, w, err := os.Pipe()
 	if err != nil {
 		ts.Fatalf("%v", err)
 	}
+	cmd.Stdout, cmd.Stderr = w, w
 	if err := cmd.Start(); err != nil {
 		ts.Fatalf("%s: %v", line, err)
 	}
+	w.Close()
+	defer r.Close()
+	var out strings.Builder
 	first := make(chan bool, 1)
 	go func() {
-		sc := bufio.NewScanner(stdout)
-		first <- sc.Scan()
+		sc := bufio.NewScanner(r)
+		ok := sc.Scan()
+		out.WriteString(sc.Text())
+		first <- ok
 		for sc.Scan() {
 		}
 	}()
@@ -175,17 +267,17 @@ func runWatch(ts *testscript.TestScript, env []string, dir, line string) {
 	case ok := <-first:
 		if !ok {
 			cmd.Wait()
-			ts.Fatalf("%s: ended without output\n%s", line, errOut.String())
+			ts.Fatalf("%s: ended without output", line)
 		}
 	case <-time.After(time.Minute):
 		cmd.Process.Kill()
 		cmd.Wait()
-		ts.Fatalf("%s: no output after a minute\n%s", line, errOut.String())
+		ts.Fatalf("%s: no output after a minute", line)
 	}
 	cmd.Process.Signal(syscall.SIGINT)
 	err = cmd.Wait()
 	if exit, ok := err.(*exec.ExitError); err != nil && (!ok || exit.ExitCode() != 130) {
-		ts.Fatalf("%s: after Ctrl-C: %v, want exit status 0 or 130\n%s", line, err, errOut.String())
+		ts.Fatalf("%s: after Ctrl-C: %v, want exit status 0 or 130 (first line: %s)", line, err, out.String())
 	}
 }
 
