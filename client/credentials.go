@@ -397,6 +397,24 @@ func TokenSubject(token string) string {
 	return claims.Sub
 }
 
+// otherStoreNote is a line for a "nothing stored" error when the file
+// store was chosen and the keyring (by its index) holds credentials: they
+// may be the ones the user means. (The keyring store searches the file
+// store too, so the other way round needs no note.)
+func otherStoreNote(st store.Store) string {
+	if st == nil || st.Kind() != store.KindFile {
+		return ""
+	}
+	dir, err := store.ConfigDir()
+	if err != nil {
+		return ""
+	}
+	if other, n := store.OtherHolds(store.KindFile, dir); n > 0 {
+		return fmt.Sprintf("\nThe %s store holds %d credential(s): add --store %s if you logged in there.", other, n, other)
+	}
+	return ""
+}
+
 // tokenExpiry is a JWT access token's exp, unverified (for display and
 // for refreshing in time only); zero for an opaque token.
 func tokenExpiry(token string) time.Time {
@@ -454,7 +472,7 @@ func (cs *Credentials) Pick(ctx context.Context, target, schemeID string) (store
 					Hint: LoginCommand(target, schemeID)}
 			}
 		}
-		return store.Key{}, &AuthError{Err: fmt.Errorf("no stored credential for %s", wire.RedactTarget(what)), Hint: LoginHintFor(target, schemeID)}
+		return store.Key{}, &AuthError{Err: fmt.Errorf("no stored credential for %s%s", wire.RedactTarget(what), otherStoreNote(cs.Store)), Hint: LoginHintFor(target, schemeID)}
 	}
 	// Credentials target may receive come first (a refused one is kept
 	// only so that using it says why); then logins made through target
