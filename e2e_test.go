@@ -101,9 +101,9 @@ const walkthroughMarker = "AGENTAUTH_WALKTHROUGH_MARKER"
 
 // TestREADMEWalkthrough runs the README's walkthroughs as a user would:
 // the main one (steps 2 to 6, against `agentauth serve` on a free port,
-// approving at once: the browser is browser-fetch) and then the upstream
+// approving at once: the browser is browser-fetch), then the upstream
 // APIs' one (its sh block starts "Rally" and the broker itself; ports 7800
-// and 7777 become free ones). Each console command runs on a terminal (a
+// and 7777 become free ones), then the "for scripts and tests" block. Each console command runs on a terminal (a
 // pty) through bash, its output compared with what the README quotes (…
 // stands for anything; spaces and line breaks are compared loosely); each
 // sh block must exit 0. It runs on a machine without a keyring (no D-Bus
@@ -122,6 +122,7 @@ func TestREADMEWalkthrough(t *testing.T) {
 	}
 	main := readWalkthrough(t, readme, "## Walkthrough", "**For scripts and tests**")
 	broker := readWalkthrough(t, readme, "<!-- walkthrough: checked by TestREADMEWalkthrough (broker) -->", "The upstream's whoami shows")
+	scripts := readWalkthrough(t, readme, "**For scripts and tests**", "## Commands")
 	t.Run("no keyring", func(t *testing.T) {
 		dir := t.TempDir()
 		var env []string
@@ -133,18 +134,19 @@ func TestREADMEWalkthrough(t *testing.T) {
 		run := filepath.Join(dir, "run")
 		os.MkdirAll(run, 0o700)
 		env = append(env, "HOME="+filepath.Join(dir, "home"), "XDG_RUNTIME_DIR="+run)
-		runWalkthroughs(t, dir, env, "no keyring", main, broker)
+		runWalkthroughs(t, dir, env, "no keyring", main, broker, scripts)
 	})
 	t.Run("keyring", func(t *testing.T) {
 		kr := startRealKeyring(t)
-		runWalkthroughs(t, t.TempDir(), append(os.Environ(), kr.vars...), "keyring", main, broker)
+		runWalkthroughs(t, t.TempDir(), append(os.Environ(), kr.vars...), "keyring", main, broker, scripts)
 		kr.checkNothingLeft(t)
 	})
 }
 
-// runWalkthroughs runs the main walkthrough, then the broker's, in dir
-// with env, skipping the blocks of the other variant.
-func runWalkthroughs(t *testing.T, dir string, env []string, variant string, main, broker []walkthroughCommand) {
+// runWalkthroughs runs the main walkthrough, then the broker's, then the
+// "for scripts and tests" block, in dir with env, skipping the blocks of
+// the other variant.
+func runWalkthroughs(t *testing.T, dir string, env []string, variant string, main, broker, scripts []walkthroughCommand) {
 	cfg := filepath.Join(dir, "config")
 	marker := rand.Text()
 	env = append(env, "AGENTAUTH_CONFIG_DIR="+cfg, "AGENTAUTH_STORE=", "NO_COLOR=1", "BROWSER=browser-fetch", "TERM=dumb", walkthroughMarker+"="+marker)
@@ -165,6 +167,11 @@ func runWalkthroughs(t *testing.T, dir string, env []string, variant string, mai
 		t.Fatal(err)
 	}
 	runSteps(t, env, bdir, variant, broker, strings.NewReplacer("127.0.0.1:7800", freeAddr(t), "127.0.0.1:7777", freeAddr(t)))
+	sdir := filepath.Join(dir, "scripts")
+	if err := os.MkdirAll(sdir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	runSteps(t, env, sdir, variant, scripts, strings.NewReplacer())
 	stopMarked(t, marker)
 }
 
