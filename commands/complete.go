@@ -29,7 +29,7 @@ var flagValues = map[string][]string{
 var fileFlags = []string{"config", "addr-file", "log-file", "data-dir", "state-key-file", "private-key", "assertion-file", "id-token-file"}
 
 // targetCommands take TARGET as their first positional argument.
-var targetCommands = []string{"discover", "login", "token", "authenticate", "status", "token-revoke", "logout", "call"}
+var targetCommands = []string{"discover", "login", "token", "authenticate", "status", "token-revoke", "logout", "call", "proxy"}
 
 // newCompleteCommand is the hidden command the completion scripts call:
 // `agentauth __complete -- WORD… CURRENT` prints the candidates for
