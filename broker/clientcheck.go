@@ -75,3 +75,51 @@ func (b *Broker) checkClient(ctx context.Context, u *Upstream) error {
 	b.checks.mu.Unlock()
 	return check.err
 }
+
+// failedSignIns remembers, per session and upstream, the last sign-in the
+// upstream refused (an error answer, a failed code exchange), so that a
+// client waiting for it (/auth-status) stops and says why. In memory,
+// bounded by MaxPending; a new ask or a completed sign-in clears it.
+type failedSignIns struct {
+	mu   sync.Mutex
+	seen map[string]failedSignIn
+}
+
+type failedSignIn struct {
+	msg     string
+	expires time.Time
+}
+
+// recordFailure notes that the sign-in of sid to upstream failed, for why.
+func (b *Broker) recordFailure(sid, upstream, why string) {
+	b.failed.mu.Lock()
+	defer b.failed.mu.Unlock()
+	now := b.now()
+	for k, f := range b.failed.seen {
+		if !now.Before(f.expires) {
+			delete(b.failed.seen, k)
+		}
+	}
+	if len(b.failed.seen) >= MaxPending {
+		return // a note for a waiting client, not a protection: skip it
+	}
+	b.failed.seen[tokenKey(sid, upstream)] = failedSignIn{msg: why, expires: now.Add(b.lifetime)}
+}
+
+func (b *Broker) clearFailure(sid, upstream string) {
+	b.failed.mu.Lock()
+	delete(b.failed.seen, tokenKey(sid, upstream))
+	b.failed.mu.Unlock()
+}
+
+// Failed says why the last sign-in of sid to upstream failed, "" when it
+// did not (or a newer one was asked for since).
+func (b *Broker) Failed(sid, upstream string) string {
+	b.failed.mu.Lock()
+	defer b.failed.mu.Unlock()
+	f, ok := b.failed.seen[tokenKey(sid, upstream)]
+	if !ok || !b.now().Before(f.expires) {
+		return ""
+	}
+	return f.msg
+}

@@ -69,6 +69,7 @@ func (b *Broker) AskFor(ctx context.Context, sid, upstream, account string) (*As
 	if err := b.checkClient(ctx, u); err != nil {
 		return nil, err
 	}
+	b.clearFailure(sid, upstream)
 	now := b.now()
 	var id string
 	var expires time.Time
@@ -279,7 +280,9 @@ func (b *Broker) Callback(ctx context.Context, q url.Values, cookie func(name st
 	}
 	if e := q.Get("error"); e != "" {
 		b.log.Info("broker: sign-in refused by the upstream", "upstream", u.ID, "error", quote(e))
-		return nil, upstreamRefused(u, e)
+		err := upstreamRefused(u, e)
+		b.recordFailure(rec.Session, u.ID, err.Error())
+		return nil, err
 	}
 	code := q.Get("code")
 	if code == "" {
@@ -293,11 +296,13 @@ func (b *Broker) Callback(ctx context.Context, q url.Values, cookie func(name st
 		Code: code, RedirectURI: b.RedirectURI(), Verifier: string(verifier), Resource: u.Resource, Scopes: u.Scopes})
 	if err != nil {
 		b.log.Warn("broker: code exchange failed", "upstream", u.ID, "err", err)
+		b.recordFailure(rec.Session, u.ID, u.Label+" did not issue a token.")
 		return nil, refused("%s did not issue a token: the sign-in did not complete.", u.Label)
 	}
 	if err := b.putToken(ctx, rec.Session, u.ID, tok); err != nil {
 		return nil, err
 	}
+	b.clearFailure(rec.Session, u.ID)
 	b.log.Info("broker: signed in", "upstream", u.ID, "elicitation", LogID(rec.ElicitationID))
 	b.notify(rec.Session, u.ID)
 	return &Completed{Session: rec.Session, Upstream: u, ElicitationID: rec.ElicitationID, Account: rec.Account}, nil

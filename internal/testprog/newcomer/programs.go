@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"net/url"
 	"os"
 	"regexp"
@@ -25,7 +26,8 @@ var nonceRE = regexp.MustCompile(`name="nonce" value="([^"]+)"`)
 // browserPage is a $BROWSER: browser-page FILE [approve|deny] URL. It GETs
 // URL following redirects and writes the final page to FILE; when that
 // page is a consent form and a decision is given, it posts the decision
-// (signing in as alice) and follows the redirect to the callback.
+// (signing in as alice), follows the redirects (to the callback) and
+// writes the page it lands on to FILE.next.
 func browserPage() {
 	fail := func(format string, args ...any) {
 		fmt.Fprintf(os.Stderr, "browser-page: "+format+"\n", args...)
@@ -39,7 +41,11 @@ func browserPage() {
 	if len(args) == 3 {
 		decision = args[1]
 	}
-	resp, err := http.Get(target)
+	// One browser: cookies kept across the hops (a broker sign-in binds
+	// the browser with one).
+	jar, _ := cookiejar.New(nil)
+	hc := &http.Client{Jar: jar}
+	resp, err := hc.Get(target)
 	if err != nil {
 		fail("%v", err)
 	}
@@ -53,9 +59,11 @@ func browserPage() {
 		return
 	}
 	consent := resp.Request.URL.ResolveReference(&url.URL{Path: "/consent"})
-	resp, err = http.PostForm(consent.String(), url.Values{"nonce": {string(m[1])}, "decision": {decision}, "subject": {"alice"}})
+	resp, err = hc.PostForm(consent.String(), url.Values{"nonce": {string(m[1])}, "decision": {decision}, "subject": {"alice"}})
 	if err != nil {
 		fail("%v", err)
 	}
+	page, _ = io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	resp.Body.Close()
+	os.WriteFile(file+".next", page, 0o600)
 }
