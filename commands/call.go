@@ -140,8 +140,9 @@ again in AHP's published dialect, offering AHP 1.1.0, 1.0.0 and 0.9.0.
 			} else if err := opts.checkHost(); err != nil {
 				return err
 			}
+			f.RememberStore = opts.Login.Enabled
 			opts.IO, opts.Client = f.IO, f.Client()
-			return run(c.Context, opts)
+			return withTarget(opts.Target, run(c.Context, opts))
 		},
 	}
 }
@@ -285,11 +286,11 @@ func (opts *CallOptions) rpcFailure(method string, err error, reqs []wire.Requir
 	if method == wire.MethodAuthenticate {
 		what = "the host rejected the token"
 	}
-	var id string
+	var id, resource string
 	if len(data.Challenges) == 1 {
-		id = client.SchemeHint(reqs, data.Challenges[0].SchemeID)
+		id, resource = client.SchemeHint(reqs, data.Challenges[0].SchemeID), data.Challenges[0].Resource
 	}
-	return &AuthError{Err: errors.New(what), Hint: client.LoginCommand(opts.Target, id)}
+	return &AuthError{Err: errors.New(what), Hint: client.LoginHint(opts.Target, id, resource)}
 }
 
 // printChallenges writes each -32007 challenge for people: scheme, error,
@@ -304,7 +305,6 @@ func printChallenges(s *IOStreams, method string, data wire.AuthRequiredData, re
 		}
 		fmt.Fprintf(s.ErrOut, "    resource: %s\n", safeText(ch.Resource))
 	}
-	fmt.Fprintln(s.ErrOut, "To authenticate, pipe a token into: agentauth call --token-stdin [--scheme ID] TARGET METHOD")
 }
 
 func serversFor(ch wire.Challenge, data wire.AuthRequiredData, reqs []wire.Requirement) []string {
