@@ -43,6 +43,12 @@ func (s *session) subscribe(ctx context.Context, params json.RawMessage) (any, *
 	if err := json.Unmarshal(params, &p); err != nil || p.Channel == "" {
 		return nil, wire.Errorf(wire.CodeInvalidParams, `invalid params: subscribe needs {"channel": "%s"} or a session URI`, wire.RootChannel)
 	}
+	if p.Channel == wire.AccountsChannel && s.isAHP1() {
+		s.mu.Lock()
+		s.accountsSubscribed = true
+		s.mu.Unlock()
+		return map[string]any{"snapshot": s.accountsSnapshot()}, nil
+	}
 	if p.Channel != wire.RootChannel {
 		snap, rerr := s.sessionSnapshot(ctx, p.Channel)
 		if rerr != nil {
@@ -99,6 +105,13 @@ func (s *session) initialSessions(ctx context.Context, params json.RawMessage, r
 		if ch == wire.RootChannel {
 			continue
 		}
+		if ch == wire.AccountsChannel && s.isAHP1() {
+			s.mu.Lock()
+			s.accountsSubscribed = true
+			s.mu.Unlock()
+			res.Snapshots = append(res.Snapshots, s.accountsSnapshot())
+			continue
+		}
 		if snap, rerr := s.sessionSnapshot(ctx, ch); rerr == nil {
 			res.Snapshots = append(res.Snapshots, snap)
 		}
@@ -140,6 +153,8 @@ func (s *session) authRevoked(params json.RawMessage) {
 		h.release(s.table(), sc, s)
 		h.log.Info("auth decision", "conn", s.id, "scheme", sc.ID, "outcome", "revoked by the client")
 	}
+	s.bookedResource(p.Resource) // retires the host account that holds nothing now
+
 }
 
 // unsubscribe is AHP's unsubscribe notification.
@@ -151,6 +166,9 @@ func (s *session) unsubscribe(params json.RawMessage) {
 	s.mu.Lock()
 	if p.Channel == wire.RootChannel {
 		s.rootSubscribed = false
+	}
+	if p.Channel == wire.AccountsChannel {
+		s.accountsSubscribed = false
 	}
 	delete(s.sessionSubs, p.Channel)
 	s.mu.Unlock()
@@ -392,6 +410,9 @@ func (h *Host) initializePublished(p wire.InitializeParams, res *initializeResul
 		// (types/authentication.test.ts) and names itself
 		// (Implementation, types/common/commands.ts).
 		res.AccountRevocation = json.RawMessage(`{}`)
+		// and admits client-brokered credentials to host accounts
+		// (accounts-channel.md, accounts.go).
+		res.Authentication = &wire.AuthenticationCapabilities{Flows: []wire.AuthFlow{{Kind: wire.AuthFlowClientBrokered}}}
 		res.ServerInfo = map[string]string{"name": "agentauth", "version": h.version}
 	}
 	if root = slices.Contains(p.InitialSubscriptions, wire.RootChannel); root {

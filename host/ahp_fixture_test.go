@@ -18,7 +18,8 @@ import (
 const ahpFixtureConfig = `{"resource": "https://api.github.com", "schemes": [
   {"id": "copilot", "label": "GitHub Copilot", "authorizationServers": ["https://github.com/login/oauth"],
    "scopesSupported": ["read:user", "user:email"],
-   "validation": {"type": "static", "tokens": [{"token": "gho_xxxxxxxxxxxx", "subject": "octocat"}]}}]}`
+   "validation": {"type": "static", "tokens": [{"token": "gho_xxxxxxxxxxxx", "subject": "octocat"},
+     {"token": "gho_hubot0000000", "subject": "hubot"}]}}]}`
 
 // TestAHPFixtures plays the raw frames of testdata/ahp/*.json, taken from
 // the shipped Agent Host Protocol, against the host (see the README there).

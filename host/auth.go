@@ -59,6 +59,9 @@ type grantTable struct {
 	// views caches the table's view for lock-free reads (see view); each
 	// change of held clears it.
 	views atomic.Pointer[authView]
+	// accounts are the AHP 1.x host accounts of the table's credentials
+	// (accounts.go), nil until a client-brokered admission.
+	accounts *accountBook
 }
 
 // held is one scheme's token in a table. token is kept in memory only to

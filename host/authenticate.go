@@ -79,6 +79,19 @@ func (s *session) authenticate(ctx context.Context, params json.RawMessage) (any
 	if acp {
 		return s.authenticateACP(ctx, cands[0], p)
 	}
+	if p.Binding != nil {
+		if !published || !ahp1 {
+			return nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: binding is AHP 1.x's client-brokered delivery, which this connection did not negotiate")
+		}
+		return s.authenticateBound(p, func(admit func(*scheme, *Grant) *wire.Error) (*Grant, []wire.Challenge, error) {
+			return s.acceptIf(ctx, cands, p.Token, p.Scopes, p.ExpiresIn, admit)
+		})
+	}
+	for _, sc := range cands {
+		if id := s.bookedResource(sc.Resource); id != "" {
+			return nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: %s's credential belongs to host account %q: deliver with binding {\"kind\": \"account\", \"accountId\": %q}", sc.Resource, id, id)
+		}
+	}
 	if p.Token == "" && published && ahp1 {
 		// AHP 1.x: an empty token clears the resource's credential
 		// (accounts-channel.md "The failure to prevent"; VS Code's host
@@ -129,6 +142,13 @@ func (s *session) authenticate(ctx context.Context, params json.RawMessage) (any
 // expiresIn seconds from now. Otherwise it returns a challenge per
 // rejecting scheme, or the error that kept the token from being checked.
 func (s *session) accept(ctx context.Context, cands []*scheme, token string, scopes []string, expiresIn *int64) (*Grant, []wire.Challenge, error) {
+	return s.acceptIf(ctx, cands, token, scopes, expiresIn, nil)
+}
+
+// acceptIf is accept with admit, when not nil, asked before a validated
+// grant is held: its error (a *wire.Error) refuses the token and is
+// returned as accept's error, with nothing held.
+func (s *session) acceptIf(ctx context.Context, cands []*scheme, token string, scopes []string, expiresIn *int64, admit func(*scheme, *Grant) *wire.Error) (*Grant, []wire.Challenge, error) {
 	h := s.h
 	var chs []wire.Challenge
 	var failure error
@@ -170,6 +190,12 @@ func (s *session) accept(ctx context.Context, cands []*scheme, token string, sco
 				cp := *g
 				cp.Expiry = h.now().Add(time.Duration(*expiresIn) * time.Second)
 				g = &cp
+			}
+			if admit != nil {
+				if rerr := admit(sc, g); rerr != nil {
+					h.log.Info("auth decision", "conn", s.id, "scheme", sc.ID, "outcome", "rejected", "reason", rerr.Message)
+					return nil, nil, rerr
+				}
 			}
 			h.hold(s.table(), sc, token, g, s)
 			h.log.Info("auth decision", "conn", s.id, "scheme", sc.ID, "subject", g.Subject, "outcome", "accepted")

@@ -88,6 +88,8 @@ func (s *session) handle(ctx context.Context, data []byte) {
 		rerr = reconnect(m.Params)
 	case !initialized && m.Method != wire.MethodPing && (published || slices.Contains(allMethods, m.Method)):
 		rerr = wire.Errorf(early, "invalid request: call initialize before %s", m.Method)
+	case m.Method == wire.MethodAuthBegin && published && s.isAHP1():
+		result, rerr = s.authBegin(m.Params)
 	case m.Method == wire.MethodSubscribe && published:
 		result, rerr = s.subscribe(ctx, m.Params)
 	case published && slices.Contains([]string{wire.MethodCreateSession, wire.MethodListSessions, wire.MethodDisposeSession}, m.Method):

@@ -50,11 +50,13 @@ type initializeResult struct {
 	AgentCapabilities any               `json:"agentCapabilities"`
 	AgentInfo         map[string]string `json:"agentInfo,omitempty"`
 	// AuthMethods is a []wire.AuthMethod or its JSON.
-	AuthMethods      any               `json:"authMethods"`
-	ProtocolVersion  any               `json:"protocolVersion"`
-	ResourceMetadata json.RawMessage   `json:"resourceMetadata"`
-	ServerInfo       map[string]string `json:"serverInfo,omitempty"`
-	ServerSeq        int64             `json:"serverSeq"`
+	AuthMethods any `json:"authMethods"`
+	// Authentication is AHP 1.x's (client-brokered flows).
+	Authentication   *wire.AuthenticationCapabilities `json:"authentication,omitempty"`
+	ProtocolVersion  any                              `json:"protocolVersion"`
+	ResourceMetadata json.RawMessage                  `json:"resourceMetadata"`
+	ServerInfo       map[string]string                `json:"serverInfo,omitempty"`
+	ServerSeq        int64                            `json:"serverSeq"`
 	// Snapshots are wire.Snapshot (the root channel) and
 	// wire.SessionSnapshot values.
 	Snapshots []any `json:"snapshots"`

@@ -36,6 +36,9 @@ type session struct {
 	// sessionSubs are the session channels the published dialect's client
 	// subscribed to.
 	sessionSubs map[string]bool
+	// accountsSubscribed: the AHP 1.x client subscribed to
+	// ahp-accounts:// (accounts.go).
+	accountsSubscribed bool
 	// upstreamWaits are the ACP upstream auth methods whose authenticate
 	// waits for a sign-in (authenticateUpstream); waits counts them.
 	upstreamWaits map[string]bool
