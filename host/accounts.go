@@ -374,6 +374,7 @@ func (s *session) authenticateBound(p wire.AuthenticateParams, accept func(admit
 	s.publish(acts)
 	switch {
 	case g != nil:
+		s.h.log.Info("host account", "conn", s.id, "binding", bd.Kind, "account", accountID)
 		return wire.AuthenticateResult{AccountID: accountID}, nil
 	case len(chs) > 0:
 		return nil, s.h.authRequired(chs)
