@@ -16,5 +16,4 @@ const (
 	UserCodeRetryInterval   = userCodeRetryInterval
 	UserCodeMaxFailures     = userCodeMaxFailures
 	UserCodeLockout         = userCodeLockout
-	MaxFamilyAccess         = maxFamilyAccess
 )
