@@ -99,9 +99,8 @@ type Host struct {
 	mu       sync.Mutex
 	conns    map[*session]struct{}
 	nextConn uint64
-	// revoked maps a jti to when it may stop being refused; replaced, never
-	// changed, under mu, so that validations read it without a lock.
-	revoked atomic.Pointer[map[string]time.Time]
+	// revoked holds the revoked ids and the held grants by id.
+	revoked *revocations
 	closed  bool           // set by Close: no new connection is served
 	serving sync.WaitGroup // ServeConn calls under way
 }
@@ -144,7 +143,7 @@ func New(opts Options) (*Host, error) {
 	}
 	h := &Host{storedToken: opts.StoredToken, cfg: opts.Config, log: opts.Logger, now: opts.Now, maxMsg: opts.MaxMessageSize, version: cmp.Or(opts.Version, "dev"),
 		sessions: &agentSessions{store: opts.Store}, conns: map[*session]struct{}{}}
-	h.revoked.Store(&map[string]time.Time{})
+	h.revoked = newRevocations()
 	switch opts.AuthScope {
 	case "", AuthScopeConnection:
 	case AuthScopeHost:
@@ -291,6 +290,7 @@ func (h *Host) Close() {
 	h.cancel()
 	h.serving.Wait()
 	if h.shared != nil {
+		h.revoked.unholdTable(h.shared)
 		h.shared.clear()
 	}
 }
@@ -582,23 +582,26 @@ func (h *Host) closeSession(s *session) {
 	delete(h.conns, s)
 	h.mu.Unlock()
 	if s.own != nil {
+		h.revoked.unholdTable(s.own)
 		s.own.clear()
 	}
 }
 
-// defaultRevokedRetention is how long a revoked JTI stays refused when
+// defaultRevokedRetention is how long a revoked id stays refused when
 // NotifyRevoked is not told when the tokens expire.
 const defaultRevokedRetention = 24 * time.Hour
 
 // NotifyRevoked is called by the authorization server in the same process
-// when it revokes tokens (RFC 7009): grants with those JTIs are dropped from
-// the cache at once, refused from now on, and every connection holding one
-// is pushed "revoked". until is when the tokens expire at the latest: the
-// JTIs stay refused until then, or until the expiry of any of them the
-// host has seen, whichever is later (zero until: 24 hours from now).
-func (h *Host) NotifyRevoked(until time.Time, jtis ...string) {
+// when it revokes tokens (RFC 7009): ids are access tokens' jtis or token
+// families' ids (the sid claim of each of the family's access tokens).
+// Tokens carrying one are refused from now on, and every connection
+// holding one is pushed "revoked". until is when the tokens expire at the
+// latest: the ids stay refused until then, or until the expiry of a held
+// grant carrying one, whichever is later (zero until: 24 hours from now).
+// Its cost is that of the ids and of the grants holding them.
+func (h *Host) NotifyRevoked(until time.Time, ids ...string) {
 	set := map[string]bool{}
-	for _, j := range jtis {
+	for _, j := range ids {
 		if j != "" {
 			set[j] = true
 		}
@@ -610,50 +613,22 @@ func (h *Host) NotifyRevoked(until time.Time, jtis ...string) {
 	if until.IsZero() {
 		until = now.Add(defaultRevokedRetention)
 	}
-	for _, sc := range h.r().schemes {
-		if t := sc.checker.cache.dropJTIs(set); t.After(until) {
-			until = t
+	hit := h.revoked.add(now, until, set)
+	var later time.Time
+	for e := range hit {
+		if e.grant.Expiry.After(until) && e.grant.Expiry.After(later) {
+			later = e.grant.Expiry
 		}
 	}
-	h.mu.Lock()
-	revoked := map[string]time.Time{}
-	for j, u := range *h.revoked.Load() {
-		if !now.After(u) {
-			revoked[j] = u
-		}
+	if !later.IsZero() {
+		h.revoked.add(now, later, set)
 	}
-	for j := range set {
-		revoked[j] = until
-	}
-	h.revoked.Store(&revoked)
-	tables := h.tables()
-	h.mu.Unlock()
-	for _, t := range tables {
-		for _, e := range t.matching(func(g *Grant) bool { return set[g.JTI] }) {
-			h.lapse(t, e, errRevoked)
-		}
+	for e, t := range hit {
+		h.lapse(t, e, errRevoked)
 	}
 }
 
-// tables lists every grant table; h.mu must be held.
-func (h *Host) tables() []*grantTable {
-	if h.shared != nil {
-		return []*grantTable{h.shared}
-	}
-	out := make([]*grantTable, 0, len(h.conns))
-	for s := range h.conns {
-		out = append(out, s.own)
-	}
-	return out
-}
-
-func (h *Host) isRevoked(jti string) bool {
-	if jti == "" {
-		return false
-	}
-	_, ok := (*h.revoked.Load())[jti]
-	return ok
-}
+func (h *Host) isRevoked(g *Grant) bool { return h.revoked.revoked(g) }
 
 // validate checks token against one scheme, refusing revoked JTIs.
 func (h *Host) validate(ctx context.Context, sc *scheme, token string, fresh bool) (*Grant, error) {
@@ -661,7 +636,7 @@ func (h *Host) validate(ctx context.Context, sc *scheme, token string, fresh boo
 	if err != nil {
 		return nil, err
 	}
-	if h.isRevoked(g.JTI) {
+	if h.isRevoked(g) {
 		sc.checker.cache.drop(token)
 		return nil, errRevoked
 	}

@@ -12,6 +12,7 @@ import (
 	"net"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -70,6 +71,27 @@ const migrationLock = 0x61676175 // "agau"
 // every ReconcileEvery, so that a notification lost with a connection
 // (a restart of PostgreSQL, a failover, a killed backend) delays a
 // revocation by ReconcileEvery at most while the database answers.
+// StaleError says that a replica has not read the revocation log for
+// longer than it may serve without it.
+type StaleError struct {
+	Behind, Max time.Duration
+}
+
+func (e *StaleError) Error() string {
+	return fmt.Sprintf("this replica has not read the revocation log for %s (at most %s): the database is unreachable, and tokens revoked meanwhile on other replicas would be accepted",
+		e.Behind.Round(time.Millisecond), e.Max)
+}
+
+// Stale returns a *StaleError when the last complete read of the
+// revocation log began more than max ago; nil otherwise. It takes no
+// lock.
+func (p *Postgres) Stale(max time.Duration) error {
+	if behind := time.Since(p.base) - time.Duration(p.synced.Load()); behind > max {
+		return &StaleError{Behind: behind, Max: max}
+	}
+	return nil
+}
+
 // RevocationFeed says how current the replica is, for the caller to
 // refuse work when it falls too far behind (serve's
 // --revocation-staleness).
@@ -88,6 +110,11 @@ type Postgres struct {
 	// failures counts the reads of the log that failed in a row.
 	failures int
 	lastWarn time.Time
+
+	// base and synced give FeedStatus.Synced on the monotonic clock, for
+	// Stale without a lock: synced is its offset from base.
+	base   time.Time
+	synced atomic.Int64
 
 	// kick asks the follower to read the log now.
 	kick chan struct{}
@@ -166,6 +193,7 @@ func OpenPostgresOptions(ctx context.Context, url string, opts PostgresOptions) 
 		p.log = slog.New(slog.DiscardHandler)
 	}
 	start := time.Now()
+	p.base = start
 	seq, err := p.LastRevocation(ctx)
 	if err != nil {
 		p.close()
@@ -311,6 +339,7 @@ func (p *Postgres) sync(ctx context.Context) {
 	p.mu.Lock()
 	recovered, down := p.failures > 0, start.Sub(p.feed.Synced)
 	p.feed.Synced, p.feed.Lag, p.failures = start, 0, 0
+	p.synced.Store(int64(start.Sub(p.base)))
 	if applied > 0 && !newest.IsZero() {
 		p.feed.Lag = max(time.Since(newest), 0)
 	}
