@@ -202,10 +202,22 @@ func (i *Issuer) revokeAccessTx(tx state.Tx, id string, expires time.Time) (bool
 }
 
 // grantExpiry is how long a family issued or rotated now is kept: until
-// its last refresh or access token expires.
+// its last refresh or access token expires, rounded up to the next
+// grantExpiryStep, so that the many rotations of one family within a step
+// rewrite its record without moving its expiry: PostgreSQL then updates
+// the row in place (a HOT update, no new index entries), where a new
+// expiry on every refresh grew the indexes with dead entries and slowed
+// every later refresh.
 func (i *Issuer) grantExpiry(now time.Time) time.Time {
-	return now.Add(max(i.opts.TokenTTL, i.opts.RefreshTTL))
+	exp := now.Add(max(i.opts.TokenTTL, i.opts.RefreshTTL))
+	if r := exp.Truncate(grantExpiryStep); !r.Equal(exp) {
+		exp = r.Add(grantExpiryStep)
+	}
+	return exp
 }
+
+// grantExpiryStep is the granularity of a family's record expiry.
+const grantExpiryStep = time.Minute
 
 // Revoked returns the revocation log's entries that have not expired (a
 // revoked access token's jti, or a revoked family's id, which its access
