@@ -68,6 +68,9 @@ type dialect struct {
 	// replicas starting together migrate one at a time.
 	lock    string
 	dollars bool // placeholders are $1, $2… rather than ?
+	// writableCTE: a DELETE may run in a WITH clause of an INSERT
+	// (PostgreSQL), so a flush is one statement, one round trip.
+	writableCTE bool
 	// retryable, when set, reports an error on which the database rolled
 	// the transaction back and a re-run may succeed.
 	retryable func(error) bool
@@ -109,6 +112,10 @@ type sqlStore struct {
 	// batches holds the prepared statements that write or delete n
 	// records at once, n from 1 to maxBatchRows.
 	batches map[batchShape]*sql.Stmt
+	// both holds, with dialect.writableCTE, the statements that delete d
+	// and write p records at once, prepared on first use.
+	bothMu sync.Mutex
+	both   map[[2]int]*sql.Stmt
 	// prepared lists every statement, for close.
 	prepared []*sql.Stmt
 }
@@ -473,6 +480,16 @@ func (t *sqlTx) flush() error {
 		}
 	}
 	t.writes, t.pending = t.writes[:0], map[recordID]int{}
+	if nd, np := len(dels)/2, len(puts)/4; t.s.d.writableCTE && nd > 0 && np > 0 && nd <= maxBatchRows && np <= maxBatchRows {
+		st, err := t.s.bothStmt(t.ctx, nd, np)
+		if err == nil {
+			_, err = t.stmt(st).ExecContext(t.ctx, append(dels, puts...)...)
+		}
+		if err != nil {
+			return fmt.Errorf("cannot write the state: %w", err)
+		}
+		return nil
+	}
 	for _, b := range []struct {
 		args []any
 		cols int
@@ -631,4 +648,27 @@ func (t *sqlTx) Revoked(id string, now time.Time) (bool, error) {
 		return false, fmt.Errorf("cannot read the revocation log: %w", err)
 	}
 	return exp >= millis(now), nil
+}
+
+// bothStmt returns the statement that deletes nd records and writes np
+// in one round trip: a DELETE in a WITH clause of the INSERT
+// (PostgreSQL). A transaction never deletes and writes one record in one
+// flush (sqlTx.buffer keeps the last), so the two parts do not meet.
+func (s *sqlStore) bothStmt(ctx context.Context, nd, np int) (*sql.Stmt, error) {
+	s.bothMu.Lock()
+	defer s.bothMu.Unlock()
+	if st := s.both[[2]int{nd, np}]; st != nil {
+		return st, nil
+	}
+	q := `WITH deleted AS (` + batchSQL(batchShape{n: nd, del: true}) + `) ` + batchSQL(batchShape{n: np})
+	st, err := s.db.PrepareContext(ctx, rebind(q, s.d.dollars))
+	if err != nil {
+		return nil, err
+	}
+	if s.both == nil {
+		s.both = map[[2]int]*sql.Stmt{}
+	}
+	s.both[[2]int{nd, np}] = st
+	s.prepared = append(s.prepared, st)
+	return st, nil
 }
