@@ -53,16 +53,9 @@ const (
 	// maxPendingConsents bounds the consent and device pages awaiting an
 	// answer; a new page evicts the one that expires first.
 	maxPendingConsents = 1000
-	// maxPendingCodes bounds the issued authorization codes not yet
-	// redeemed; a new code evicts the one that expires first.
-	maxPendingCodes = 1000
 	// maxDeviceAuthorizations bounds the device authorizations kept;
 	// beyond it a new one is refused (temporarily_unavailable).
 	maxDeviceAuthorizations = 1000
-	// maxRegistrations bounds the clients registered at the registration
-	// endpoint; beyond it a registration is refused
-	// (temporarily_unavailable).
-	maxRegistrations = 1000
 	// unusedClientTTL is how long a registered client that was never
 	// issued a token is kept after its registration or last request.
 	unusedClientTTL = 15 * time.Minute
@@ -136,8 +129,11 @@ type Options struct {
 	// RotateKey retires the current signing key at New, out of schedule
 	// (a key that may have leaked): a new one signs from then on.
 	RotateKey bool
-	Logger    *slog.Logger
-	Now       func() time.Time
+	// Limits bound the replay caches, pending codes and registrations;
+	// zero fields take DefaultLimits.
+	Limits Limits
+	Logger *slog.Logger
+	Now    func() time.Time
 }
 
 // Issuer is the embedded authorization server. Its methods are safe for
@@ -182,6 +178,8 @@ func New(opts Options) (*Issuer, error) {
 	setDefault(&opts.DeviceCodeTTL, DefaultDeviceCodeTTL)
 	setDefault(&opts.DeviceInterval, DefaultDeviceInterval)
 	setDefault(&opts.KeyRotation, DefaultKeyRotation)
+	setDefault(&opts.Limits.Codes.Retry, opts.CodeTTL)
+	opts.Limits.setDefaults()
 	if err := checkAssertionIssuers(opts.AssertionIssuers); err != nil {
 		return nil, err
 	}
@@ -272,7 +270,7 @@ func New(opts Options) (*Issuer, error) {
 	return i, nil
 }
 
-func setDefault(d *time.Duration, def time.Duration) {
+func setDefault[T int | time.Duration](d *T, def T) {
 	if *d <= 0 {
 		*d = def
 	}

@@ -97,7 +97,7 @@ type sqlStore struct {
 	db *sql.DB
 	d  dialect
 	// prepared statements, for the dialect
-	get, getLocked, count, delExpired, delFirst, list, sweep *sql.Stmt
+	get, getLocked, count, delExpired, delFirst, list, sweep, create *sql.Stmt
 	// the revocation log's statements
 	revSeq, revPut, revGet, revSince, revLast, revSweep *sql.Stmt
 	// one, for SQLite, is the one connection every transaction runs on,
@@ -165,6 +165,7 @@ func newSQLStore(ctx context.Context, db *sql.DB, d dialect, one bool) (*sqlStor
 		{&s.list, `SELECT key, value, expires FROM ` + table + ` WHERE kind = ? ORDER BY key`},
 		{&s.sweep, `DELETE FROM ` + table + ` WHERE (kind, key) IN
 			(SELECT kind, key FROM ` + table + ` WHERE expires > 0 AND expires < ? LIMIT ?)`},
+		{&s.create, `INSERT INTO ` + table + ` (kind, key, value, expires) VALUES (?, ?, ?, ?) ON CONFLICT (kind, key) DO NOTHING`},
 		// The sequence row stays locked until the transaction ends
 		// (PostgreSQL): the next revoking transaction draws its sequences
 		// after this one committed, so sequences appear in commit order.
@@ -541,6 +542,18 @@ func (t *sqlTx) Get(kind Kind, key string) ([]byte, error) {
 func (t *sqlTx) Put(kind Kind, key string, value []byte, expires time.Time) error {
 	t.buffer(write{recordID: recordID{kind, key}, value: value, expires: expires})
 	return nil
+}
+
+func (t *sqlTx) Create(kind Kind, key string, value []byte, expires time.Time) (bool, error) {
+	if err := t.flush(); err != nil {
+		return false, err
+	}
+	res, err := t.stmt(t.s.create).ExecContext(t.ctx, string(kind), key, value, millis(expires))
+	if err != nil {
+		return false, fmt.Errorf("cannot write the state: %w", err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
 }
 
 func (t *sqlTx) Delete(kind Kind, key string) error {
