@@ -546,7 +546,7 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 		if err != nil {
 			return err
 		}
-		srv = newHTTPServer(refuseWhenStale(guarded, st, opts.RevocationStaleness, logger), logger)
+		srv = newHTTPServer(refuseWhenStale(ctx, guarded, st, opts.RevocationStaleness, logger), logger)
 		go func() { served <- srv.Serve(ln) }()
 		attrs := []any{"addr", ln.Addr().String(), "resource", h.Resource(), "resource_metadata", h.ResourceMetadataURL(), "auth_scope", opts.AuthScope}
 		if iss != nil {
