@@ -10,4 +10,6 @@ sh ws.sh 1s 1 20
 sh idle.sh 200
 sh burst.sh 50
 sh status.sh 3
+sh refresh.sh 1s 2 2
+sh exchange.sh 1s 1 2
 echo "bench smoke: every script ran"
