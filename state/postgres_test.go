@@ -3,6 +3,7 @@ package state
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -122,5 +123,37 @@ func TestPostgresNotifyConfig(t *testing.T) {
 	case <-fromA:
 		t.Error("replica A was told of its own configuration change")
 	default:
+	}
+}
+
+// TestPostgresPoolNoSelfDeadlock: many more concurrent transactions than
+// the pool has connections, each flushing deletions and writes of every
+// shape, all commit (a statement prepared inside a transaction once took
+// a second connection, and a full pool waited on itself forever).
+func TestPostgresPoolNoSelfDeadlock(t *testing.T) {
+	p := testPostgres(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, 8*postgresConns())
+	for g := range 8 * postgresConns() {
+		wg.Go(func() {
+			errs <- p.Update(ctx, func(tx Tx) error {
+				for k := range g%maxBatchRows + 1 {
+					tx.Delete("code", fmt.Sprintf("old-%d-%d", g, k))
+				}
+				for k := range (g/maxBatchRows)%maxBatchRows + 1 {
+					tx.Put("grant", fmt.Sprintf("new-%d-%d", g, k), []byte("v"), time.Time{})
+				}
+				return nil
+			})
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 }

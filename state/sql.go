@@ -113,9 +113,14 @@ type sqlStore struct {
 	// records at once, n from 1 to maxBatchRows.
 	batches map[batchShape]*sql.Stmt
 	// both holds, with dialect.writableCTE, the statements that delete d
-	// and write p records at once, prepared on first use.
-	bothMu sync.Mutex
-	both   map[[2]int]*sql.Stmt
+	// and write p records at once: a DELETE in a WITH clause of the
+	// INSERT (PostgreSQL). A transaction never deletes and writes one
+	// record in one flush (sqlTx.buffer keeps the last), so the two parts
+	// do not meet. They are prepared when the store opens: preparing one
+	// inside a transaction would take a second connection from the pool,
+	// and transactions holding every connection would wait for each
+	// other.
+	both map[[2]int]*sql.Stmt
 	// prepared lists every statement, for close.
 	prepared []*sql.Stmt
 }
@@ -135,7 +140,7 @@ type preparer interface {
 // for every transaction to run on one connection (SQLite). On failure it
 // closes db.
 func newSQLStore(ctx context.Context, db *sql.DB, d dialect, one bool) (*sqlStore, error) {
-	s := &sqlStore{db: db, d: d, batches: map[batchShape]*sql.Stmt{}}
+	s := &sqlStore{db: db, d: d, batches: map[batchShape]*sql.Stmt{}, both: map[[2]int]*sql.Stmt{}}
 	var p preparer = db
 	type query struct {
 		stmt **sql.Stmt
@@ -184,6 +189,18 @@ func newSQLStore(ctx context.Context, db *sql.DB, d dialect, one bool) (*sqlStor
 			return nil, fmt.Errorf("cannot prepare the state queries: %w", err)
 		}
 		s.prepared = append(s.prepared, *q.stmt)
+	}
+	for nd := 1; d.writableCTE && nd <= maxBatchRows; nd++ {
+		for np := 1; np <= maxBatchRows; np++ {
+			q := `WITH deleted AS (` + batchSQL(batchShape{n: nd, del: true}) + `) ` + batchSQL(batchShape{n: np})
+			st, err := p.PrepareContext(ctx, rebind(q, d.dollars))
+			if err != nil {
+				s.close()
+				return nil, fmt.Errorf("cannot prepare the state queries: %w", err)
+			}
+			s.both[[2]int{nd, np}] = st
+			s.prepared = append(s.prepared, st)
+		}
 	}
 	for n := 1; n <= maxBatchRows; n++ {
 		for _, del := range []bool{false, true} {
@@ -482,11 +499,7 @@ func (t *sqlTx) flush() error {
 	}
 	t.writes, t.pending = t.writes[:0], map[recordID]int{}
 	if nd, np := len(dels)/2, len(puts)/4; t.s.d.writableCTE && nd > 0 && np > 0 && nd <= maxBatchRows && np <= maxBatchRows {
-		st, err := t.s.bothStmt(t.ctx, nd, np)
-		if err == nil {
-			_, err = t.stmt(st).ExecContext(t.ctx, append(dels, puts...)...)
-		}
-		if err != nil {
+		if _, err := t.stmt(t.s.both[[2]int{nd, np}]).ExecContext(t.ctx, append(dels, puts...)...); err != nil {
 			return fmt.Errorf("cannot write the state: %w", err)
 		}
 		return nil
@@ -661,27 +674,4 @@ func (t *sqlTx) Revoked(id string, now time.Time) (bool, error) {
 		return false, fmt.Errorf("cannot read the revocation log: %w", err)
 	}
 	return exp >= millis(now), nil
-}
-
-// bothStmt returns the statement that deletes nd records and writes np
-// in one round trip: a DELETE in a WITH clause of the INSERT
-// (PostgreSQL). A transaction never deletes and writes one record in one
-// flush (sqlTx.buffer keeps the last), so the two parts do not meet.
-func (s *sqlStore) bothStmt(ctx context.Context, nd, np int) (*sql.Stmt, error) {
-	s.bothMu.Lock()
-	defer s.bothMu.Unlock()
-	if st := s.both[[2]int{nd, np}]; st != nil {
-		return st, nil
-	}
-	q := `WITH deleted AS (` + batchSQL(batchShape{n: nd, del: true}) + `) ` + batchSQL(batchShape{n: np})
-	st, err := s.db.PrepareContext(ctx, rebind(q, s.d.dollars))
-	if err != nil {
-		return nil, err
-	}
-	if s.both == nil {
-		s.both = map[[2]int]*sql.Stmt{}
-	}
-	s.both[[2]int{nd, np}] = st
-	s.prepared = append(s.prepared, st)
-	return st, nil
 }
