@@ -13,14 +13,17 @@ import (
 	"github.com/agentauth/agentauth/internal/testprog/ahp"
 	"github.com/agentauth/agentauth/internal/testprog/cli"
 	"github.com/agentauth/agentauth/internal/testprog/devserve"
+	"github.com/agentauth/agentauth/internal/testprog/gateway"
 	"github.com/agentauth/agentauth/internal/testprog/github"
 	"github.com/agentauth/agentauth/internal/testprog/gosdk"
 	"github.com/agentauth/agentauth/internal/testprog/machine"
 	"github.com/agentauth/agentauth/internal/testprog/mcp"
+	"github.com/agentauth/agentauth/internal/testprog/proxy"
 	"github.com/agentauth/agentauth/internal/testprog/replicas"
 	"github.com/agentauth/agentauth/internal/testprog/upstream"
 
 	"github.com/agentauth/agentauth/commands"
+	"github.com/agentauth/agentauth/internal/testprog/newcomer"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -49,12 +52,15 @@ var testprogs = []struct {
 	{ahp.Programs, ahp.Cmds},
 	{cli.Programs, cli.Cmds},
 	{devserve.Programs, devserve.Cmds},
+	{gateway.Programs, gateway.Cmds},
 	{github.Programs, github.Cmds},
 	{gosdk.Programs, nil},
 	{machine.Programs, machine.Cmds},
 	{mcp.Programs, mcp.Cmds},
+	{proxy.Programs, nil},
 	{replicas.Programs, replicas.Cmds},
 	{upstream.Programs, nil},
+	{newcomer.Programs, newcomer.Cmds},
 }
 
 func init() {

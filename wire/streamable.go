@@ -157,6 +157,9 @@ type HTTPSession struct {
 	// fallback, an earlier one initialize offering it, and the server must
 	// answer with the same. Empty: the newest both sides speak.
 	Version string
+	// Header is added to every request (proxy --header); the transport's
+	// own headers (Authorization, Mcp-*) win over it.
+	Header http.Header
 
 	nextID          atomic.Int64
 	mu              sync.Mutex
@@ -453,6 +456,9 @@ func (s *HTTPSession) do(ctx context.Context, method string, body []byte, m *Mes
 	if err != nil {
 		return nil, fmt.Errorf("cannot build the request: %w", err)
 	}
+	for k, vs := range s.Header {
+		req.Header[k] = vs
+	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
@@ -477,7 +483,7 @@ func (s *HTTPSession) do(ctx context.Context, method string, body []byte, m *Mes
 	}
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("cannot reach the MCP server: %w", err)
+		return nil, fmt.Errorf("cannot reach the MCP server: %w", transportCause(err))
 	}
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		return resp, nil
