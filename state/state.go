@@ -46,11 +46,13 @@ type Store interface {
 	// says how many it deleted.
 	Sweep(ctx context.Context, now time.Time, limit int) (int, error)
 	// PublishRevoked tells the other processes sharing the store that
-	// the access tokens jtis were revoked; a store no other process
-	// shares does nothing.
+	// revocations (ids, committed to the revocation log with Tx.Revoke)
+	// are there to read; a store no other process shares does nothing.
 	PublishRevoked(ctx context.Context, jtis []string) error
-	// OnRevoked registers fn to be called with the jtis that other
-	// processes publish.
+	// OnRevoked registers fn to be called with the ids of the revocation
+	// log's new entries as a process sharing the store reads them (this
+	// process's own included); a store no other process shares never
+	// calls it.
 	OnRevoked(fn func(jtis []string))
 	// PublishConfigChanged tells the other processes sharing the store
 	// that serve's configuration was reloaded, so that each re-reads its
