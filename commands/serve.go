@@ -81,6 +81,10 @@ type ServeOptions struct {
 	// replicas sharing one state.
 	DataDir  string
 	Database string
+	// RevocationReconcile is --revocation-reconcile and
+	// RevocationStaleness --revocation-staleness (see refuseWhenStale).
+	RevocationReconcile time.Duration
+	RevocationStaleness time.Duration
 	// StateKeyFile is --state-key-file: a secret that encrypts the
 	// signing keys at rest. StateKeyKeyring is --state-key-keyring: the
 	// same secret kept in the OS keyring instead, created on first use.
@@ -214,6 +218,8 @@ Logs go to stderr (or --log-file), never tokens.`,
 			&cli.StringFlag{Name: "data-dir", Usage: "keep the state (issuer, agent sessions) in an SQLite file in `DIR` (default $XDG_STATE_HOME/agentauth/serve; '' is --ephemeral)"},
 			&cli.BoolFlag{Name: "ephemeral", Usage: "keep the state in memory: it dies with the process"},
 			&cli.StringFlag{Name: "database", Usage: "keep the state in the PostgreSQL database `URL` (postgres://…), shared by serve replicas", Destination: &opts.Database},
+			&cli.DurationFlag{Name: "revocation-reconcile", Value: state.DefaultReconcileEvery, Usage: "with --database: read the revocation log for revocations no notification announced every `DURATION`", Destination: &opts.RevocationReconcile},
+			&cli.DurationFlag{Name: "revocation-staleness", Value: defaultRevocationStaleness, Usage: "with --database: answer 503 once this replica has not read the revocation log for `DURATION` (the database is unreachable): a revoked token is refused by every replica at most this long after its revocation", Destination: &opts.RevocationStaleness},
 			&cli.StringFlag{Name: "state-key-file", Usage: "encrypt the embedded issuer's signing keys and the upstream tokens at rest with the secret in `FILE` (at least 32 random bytes, mode 0600)", Destination: &opts.StateKeyFile},
 			&cli.BoolFlag{Name: "state-key-keyring", Usage: "encrypt the embedded issuer's signing keys and the upstream tokens at rest with a secret kept in the OS keyring (created on first use)", Destination: &opts.StateKeyKeyring},
 			&cli.DurationFlag{Name: "key-rotation", Value: issuer.DefaultKeyRotation, Usage: "embedded issuer: a signing key signs for `DURATION`, then the next takes over", Destination: &opts.KeyRotation},
@@ -351,6 +357,9 @@ func stateFlags(c *cli.Context, opts *ServeOptions) error {
 			return usageErrorf("--database must be a postgres:// URL")
 		}
 	}
+	if err := checkRevocationFlags(c, opts); err != nil {
+		return err
+	}
 	if opts.StateKeyFile != "" && opts.StateKeyKeyring {
 		return usageErrorf("--state-key-file and --state-key-keyring each give the state key: give one")
 	}
@@ -470,7 +479,7 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 		issuerOrigin = u.Scheme + "://" + u.Host
 	}
 	cfg.Resolve(issuerOrigin)
-	st, stateDesc, err := openState(ctx, opts)
+	st, stateDesc, err := openState(ctx, opts, logger)
 	if err != nil {
 		return err
 	}
@@ -554,7 +563,7 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 		if err != nil {
 			return err
 		}
-		srv = newHTTPServer(guarded, logger)
+		srv = newHTTPServer(refuseWhenStale(ctx, guarded, st, opts.RevocationStaleness, logger), logger)
 		go func() { served <- srv.Serve(ln) }()
 		attrs := []any{"addr", ln.Addr().String(), "resource", h.Resource(), "resource_metadata", h.ResourceMetadataURL(), "auth_scope", opts.AuthScope}
 		if iss != nil {
@@ -595,10 +604,10 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 // openState opens serve's state store: PostgreSQL with
 // --database, SQLite in --data-dir, else memory. The description names it
 // for the log, without credentials.
-func openState(ctx context.Context, opts *ServeOptions) (state.Store, string, error) {
+func openState(ctx context.Context, opts *ServeOptions, logger *slog.Logger) (state.Store, string, error) {
 	switch {
 	case opts.Database != "":
-		st, err := state.OpenPostgres(ctx, opts.Database)
+		st, err := state.OpenPostgresOptions(ctx, opts.Database, state.PostgresOptions{ReconcileEvery: opts.RevocationReconcile, Logger: logger})
 		if err != nil {
 			return nil, "", fmt.Errorf("cannot open the state database: %w\nCheck --database, or keep the state on this machine with --data-dir DIR", err)
 		}
