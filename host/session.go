@@ -228,6 +228,7 @@ func (h *Host) closeSession(s *session) {
 	delete(h.conns, s)
 	h.mu.Unlock()
 	if s.own != nil {
+		h.revoked.unholdTable(s.own)
 		s.own.clear()
 	}
 }
