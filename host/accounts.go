@@ -57,6 +57,9 @@ type accountBook struct {
 	// retired is the order at which each identity's last account was
 	// retired, for as long as an attempt begun before it is kept.
 	retired map[string]int
+	// selections counts the changes of each resource's consumer
+	// selection: an attempt begun before the latest is stale.
+	selections map[string]int
 }
 
 // hostAccount is one live HostAccount.
@@ -72,6 +75,7 @@ type authAttempt struct {
 	id        string
 	owner     *session
 	seq       int
+	selection int // selections[resource] at authBegin
 	resource  string
 	accountID string // explicit reauthorization (authBegin accountId)
 	status    string
@@ -85,7 +89,7 @@ func (s *session) book() *accountBook {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.accounts == nil {
-		t.accounts = &accountBook{retired: map[string]int{}}
+		t.accounts = &accountBook{retired: map[string]int{}, selections: map[string]int{}}
 	}
 	return t.accounts
 }
@@ -120,20 +124,31 @@ func (b *accountBook) attempt(id string) *authAttempt {
 }
 
 // sweep retires the accounts that hold no grant of their identity any
-// more, with b.mu held, and returns the actions that say so.
+// more, with b.mu held, and returns the actions that say so. A grant that
+// expired or was revoked upstream is still held (the account is renewed
+// with binding {kind: "account"}); a released one is not.
 func (s *session) sweep(b *accountBook) []map[string]any {
-	view := s.table().view(s.h.now())
+	t := s.table()
+	held := map[string]string{} // identity by scheme
+	t.mu.Lock()
+	for id, e := range t.held {
+		held[id] = identityOf(e.grant)
+	}
+	t.mu.Unlock()
 	var acts []map[string]any
 	b.accounts = slices.DeleteFunc(b.accounts, func(a *hostAccount) bool {
 		for _, r := range a.resources {
 			for _, sc := range s.h.r().byResource(r) {
-				if identityOf(view[sc.ID].grant) == a.identity {
+				if held[sc.ID] == a.identity {
 					return false
 				}
 			}
 		}
 		b.seq++
 		b.retired[a.identity] = b.seq
+		for _, r := range a.resources {
+			b.selections[r]++
+		}
 		acts = append(acts, map[string]any{"type": "accounts/removed", "id": a.id})
 		return true
 	})
@@ -221,7 +236,7 @@ func (s *session) authBegin(params json.RawMessage) (any, *wire.Error) {
 	}
 	b.nextAttempt++
 	b.seq++
-	a := &authAttempt{id: "attempt-" + strconv.Itoa(b.nextAttempt), owner: s, seq: b.seq, resource: c.Resource, accountID: p.AccountID, status: attemptPending}
+	a := &authAttempt{id: "attempt-" + strconv.Itoa(b.nextAttempt), owner: s, seq: b.seq, selection: b.selections[c.Resource], resource: c.Resource, accountID: p.AccountID, status: attemptPending}
 	b.attempts = append(b.attempts, a)
 	acts = append(acts, attemptSet(a))
 	b.mu.Unlock()
@@ -302,6 +317,8 @@ func (s *session) authenticateBound(p wire.AuthenticateParams, accept func(admit
 			return nil, nil, wire.Errorf(codePermissionDenied, "attempt %q was begun by another connection", bd.AttemptID)
 		case at.resource != p.Resource:
 			return nil, nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: attempt %q is for %s, not %s", at.id, at.resource, p.Resource)
+		case at.selection != b.selections[at.resource]:
+			return at, nil, wire.Errorf(codeConflict, "attempt %q is stale: %s's account selection changed since authBegin; begin a new one", at.id, at.resource)
 		case at.accountID != "" && b.account(at.accountID) == nil:
 			return at, nil, wire.Errorf(codeConflict, "The account authorization lifetime is no longer live: %q", at.accountID)
 		case identity == "":
@@ -346,6 +363,9 @@ func (s *session) authenticateBound(p wire.AuthenticateParams, accept func(admit
 				b.nextAccount++
 				acct = &hostAccount{id: "account-" + strconv.Itoa(b.nextAccount), identity: identity, label: g.Subject}
 				b.accounts = append(b.accounts, acct)
+			}
+			if !slices.Contains(acct.resources, p.Resource) {
+				b.selections[p.Resource]++ // competing pending attempts are stale now
 			}
 			for _, o := range b.accounts { // a consumer selects one account
 				if o != acct && slices.Contains(o.resources, p.Resource) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 const (
@@ -91,4 +92,26 @@ func TestAccountsSwitchAndSharedTable(t *testing.T) {
 	a.exchange(fmt.Sprintf(bound, 5, "gho_hubot", "attempt", "attempt", "attempt-2"), `{"id":5,"result":{"accountId":"account-2"}}`)
 	a.exchange(fmt.Sprintf(bound, 6, "gho_octocat", "account", "account", "account-1"), `{"id":6,"error":{"code":-32011}}`)
 	a.exchange(fmt.Sprintf(bound, 7, "gho_hubot", "account", "account", "account-2"), `{"id":7,"result":{"accountId":"account-2"}}`)
+}
+
+// TestAccountsRenewAfterExpiry: a credential that expired is still the
+// account's: it is renewed with binding {kind: "account"}, same id.
+func TestAccountsRenewAfterExpiry(t *testing.T) {
+	clock := newFakeClock()
+	h := newTestHost(t, ahpTwoUsersConfig, Options{Now: clock.now})
+	f := frames{t, pipeConn(t, h, 0)}
+	f.exchange(init110, `{"id":1}`)
+	f.exchange(fmt.Sprintf(begin, 2), `{"id":2,"result":{"attemptId":"attempt-1"}}`)
+	f.exchange(`{"jsonrpc":"2.0","id":3,"method":"authenticate","params":{"channel":"ahp-root://","resource":"https://api.github.com","token":"gho_octocat","expiresIn":60,"binding":{"kind":"attempt","attemptId":"attempt-1"}}}`,
+		`{"id":3,"result":{"accountId":"account-1"}}`)
+	clock.advance(2 * time.Minute)
+	f.exchange(`{"jsonrpc":"2.0","id":4,"method":"listSessions","params":{"channel":"ahp-root://"}}`, "")
+	m := f.read()
+	for m["id"] == nil { // auth/required, then the -32007
+		m = f.read()
+	}
+	if !strings.Contains(fmt.Sprint(m["error"]), "-32007") {
+		t.Fatalf("listSessions after expiry: %v, want -32007", m)
+	}
+	f.exchange(fmt.Sprintf(bound, 5, "gho_octocat", "account", "account", "account-1"), `{"id":5,"result":{"accountId":"account-1"}}`)
 }
