@@ -420,15 +420,14 @@ func (s *session) accountsSnapshot() map[string]any {
 	return map[string]any{"resource": wire.AccountsChannel, "state": map[string]any{"accounts": accounts, "attempts": attempts}, "fromSeq": s.h.seq.Load()}
 }
 
-// accountSet is the action accounts/set of a. Accounts are not removable
-// by accounts/removed here (auth/revoked and an empty-token sign-out
-// retire them).
+// accountSet is the action accounts/set of a: removable by the client's
+// accounts/removed (accounts_actions.go).
 func accountSet(a *hostAccount) map[string]any {
 	cs := []wire.AccountConsumer{}
 	for _, r := range a.resources {
 		cs = append(cs, consumer(r))
 	}
-	return map[string]any{"type": "accounts/set", "account": map[string]any{"id": a.id, "label": a.label, "removable": false, "consumers": cs}}
+	return map[string]any{"type": "accounts/set", "account": map[string]any{"id": a.id, "label": a.label, "removable": true, "consumers": cs}}
 }
 
 // attemptSet is the action accounts/authAttemptSet of a.
@@ -449,15 +448,7 @@ func (s *session) publish(acts []map[string]any) {
 	if len(acts) == 0 {
 		return
 	}
-	t := s.table()
-	var to []*session
-	for _, c := range s.h.audience(t, nil) {
-		c.mu.Lock()
-		if c.accountsSubscribed && c.table() == t {
-			to = append(to, c)
-		}
-		c.mu.Unlock()
-	}
+	to := s.subscribers()
 	for _, act := range acts {
 		m, err := wire.NewNotification(MethodAction, map[string]any{"channel": wire.AccountsChannel, "serverSeq": s.h.seq.Add(1), "action": act})
 		if err != nil {
@@ -468,6 +459,21 @@ func (s *session) publish(acts []map[string]any) {
 			c.notify(m)
 		}
 	}
+}
+
+// subscribers are the connections of s's table subscribed to
+// ahp-accounts://.
+func (s *session) subscribers() []*session {
+	t := s.table()
+	var to []*session
+	for _, c := range s.h.audience(t, nil) {
+		c.mu.Lock()
+		if c.accountsSubscribed && c.table() == t {
+			to = append(to, c)
+		}
+		c.mu.Unlock()
+	}
+	return to
 }
 
 // isAHP1 reports whether the connection negotiated AHP 1.x.

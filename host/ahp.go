@@ -101,6 +101,9 @@ func (s *session) initialSessions(ctx context.Context, params json.RawMessage, r
 	if json.Unmarshal(params, &p) != nil {
 		return
 	}
+	s.mu.Lock()
+	s.clientID = p.ClientID
+	s.mu.Unlock()
 	for _, ch := range p.InitialSubscriptions {
 		if ch == wire.RootChannel {
 			continue

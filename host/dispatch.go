@@ -40,6 +40,8 @@ func (s *session) handle(ctx context.Context, data []byte) {
 			s.unsubscribe(m.Params)
 		case m.Method == wire.MethodAuthRevoked:
 			s.authRevoked(m.Params)
+		case m.Method == methodDispatchAction:
+			s.dispatchAction(m.Params)
 		case m.Method != wire.MethodSetAuthToken:
 			h.log.Debug("notification ignored", "conn", s.id, "method", m.Method)
 		case !initialized:

@@ -39,6 +39,8 @@ type session struct {
 	// accountsSubscribed: the AHP 1.x client subscribed to
 	// ahp-accounts:// (accounts.go).
 	accountsSubscribed bool
+	// clientID is the published dialect's initialize clientId.
+	clientID string
 	// upstreamWaits are the ACP upstream auth methods whose authenticate
 	// waits for a sign-in (authenticateUpstream); waits counts them.
 	upstreamWaits map[string]bool
