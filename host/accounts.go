@@ -338,6 +338,7 @@ func (s *session) authenticateBound(p wire.AuthenticateParams, accept func(admit
 	if rerr != nil {
 		return nil, rerr
 	}
+	acts = nil
 	var accountID string
 	g, chs, err := accept(func(sc *scheme, g *Grant) *wire.Error {
 		identity := identityOf(g)
@@ -382,11 +383,9 @@ func (s *session) authenticateBound(p wire.AuthenticateParams, accept func(admit
 		accountID = acct.id
 		return nil
 	})
-	if err != nil {
+	if rerr, ok := err.(*wire.Error); ok {
 		s.publish(acts)
-		if rerr, ok := err.(*wire.Error); ok {
-			return nil, rerr
-		}
+		return nil, rerr
 	}
 	b.mu.Lock()
 	acts = append(acts, s.sweep(b)...)

@@ -115,3 +115,28 @@ func TestAccountsRenewAfterExpiry(t *testing.T) {
 	}
 	f.exchange(fmt.Sprintf(bound, 5, "gho_octocat", "account", "account", "account-1"), `{"id":5,"result":{"accountId":"account-1"}}`)
 }
+
+// TestAccountsRemovedShared: with grants shared by the host's
+// connections, one client's accounts/removed releases the credential for
+// all: another connection subscribed to ahp-accounts:// is told
+// auth/required, then gets the echo with the remover's origin.
+func TestAccountsRemovedShared(t *testing.T) {
+	h := newTestHost(t, ahpTwoUsersConfig, Options{AuthScope: AuthScopeHost})
+	a := frames{t, pipeConn(t, h, 0)}
+	a.exchange(init110, `{"id":1}`)
+	a.exchange(fmt.Sprintf(begin, 2), `{"id":2,"result":{"attemptId":"attempt-1"}}`)
+	a.exchange(fmt.Sprintf(bound, 3, "gho_octocat", "attempt", "attempt", "attempt-1"), `{"id":3,"result":{"accountId":"account-1"}}`)
+	b := frames{t, pipeConn(t, h, 0)}
+	b.exchange(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"channel":"ahp-root://","protocolVersions":["1.1.0"],"clientId":"b","initialSubscriptions":["ahp-accounts://"]}}`,
+		`{"id":1,"result":{"snapshots":[{"resource":"ahp-accounts://","state":{"accounts":[{"id":"account-1","label":"octocat","removable":true,"consumers":[{"kind":"agent","provider":"agentauth","resource":"https://api.github.com"}]}],"attempts":[{"id":"attempt-1","status":"completed","accountId":"account-1"}]}}]}}`)
+	a.exchange(`{"jsonrpc":"2.0","method":"dispatchAction","params":{"channel":"ahp-accounts://","clientSeq":1,"action":{"type":"accounts/removed","id":"account-1"}}}`, "")
+	b.exchange(`{"jsonrpc":"2.0","id":2,"method":"listSessions","params":{"channel":"ahp-root://"}}`, `{"method":"auth/required","params":{"reason":"required"}}`)
+	for _, want := range []string{`{"method":"action","params":{"channel":"ahp-accounts://","origin":{"clientId":"c","clientSeq":1},"action":{"type":"accounts/removed","id":"account-1"}}}`,
+		`{"id":2,"error":{"code":-32007}}`} {
+		var w any
+		json.Unmarshal([]byte(want), &w)
+		if err := contains(w, any(b.read()), "$"); err != nil {
+			t.Error(err)
+		}
+	}
+}
