@@ -17,6 +17,7 @@ import (
 	"github.com/agentauth/agentauth/internal/testprog/gosdk"
 	"github.com/agentauth/agentauth/internal/testprog/machine"
 	"github.com/agentauth/agentauth/internal/testprog/mcp"
+	"github.com/agentauth/agentauth/internal/testprog/ops"
 	"github.com/agentauth/agentauth/internal/testprog/replicas"
 	"github.com/agentauth/agentauth/internal/testprog/upstream"
 
@@ -53,6 +54,7 @@ var testprogs = []struct {
 	{gosdk.Programs, nil},
 	{machine.Programs, machine.Cmds},
 	{mcp.Programs, mcp.Cmds},
+	{ops.Programs, ops.Cmds},
 	{replicas.Programs, replicas.Cmds},
 	{upstream.Programs, nil},
 }

@@ -3,11 +3,13 @@ package commands
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"slices"
@@ -20,6 +22,7 @@ import (
 	"github.com/agentauth/agentauth/client"
 	"github.com/agentauth/agentauth/host"
 	"github.com/agentauth/agentauth/issuer"
+	"github.com/agentauth/agentauth/ops"
 	"github.com/agentauth/agentauth/state"
 	"github.com/agentauth/agentauth/wire"
 )
@@ -90,6 +93,17 @@ type ServeOptions struct {
 	// RotateKey is --rotate-key: retire the current key at start.
 	KeyRotation time.Duration
 	RotateKey   bool
+
+	// The operations surface. LogFormat is --log-format: text or json.
+	// MetricsListen is --metrics-listen: where /metrics is served (empty:
+	// nowhere). TLSCert and TLSKey are --tls-cert and --tls-key: serve
+	// HTTPS, reloaded on SIGHUP. TrustedProxies are --trusted-proxy: the
+	// peers whose forwarded headers are believed.
+	LogFormat      string
+	MetricsListen  string
+	TLSCert        string
+	TLSKey         string
+	TrustedProxies []netip.Prefix
 }
 
 // The built-in configuration's scheme (PROTOCOL.md "Auth requirements").
@@ -210,6 +224,11 @@ Logs go to stderr (or --log-file), never tokens.`,
 			&cli.BoolFlag{Name: "state-key-keyring", Usage: "encrypt the embedded issuer's signing keys and the upstream tokens at rest with a secret kept in the OS keyring (created on first use)", Destination: &opts.StateKeyKeyring},
 			&cli.DurationFlag{Name: "key-rotation", Value: issuer.DefaultKeyRotation, Usage: "embedded issuer: a signing key signs for `DURATION`, then the next takes over", Destination: &opts.KeyRotation},
 			&cli.BoolFlag{Name: "rotate-key", Usage: "embedded issuer: retire the current signing key now (it stays published until its tokens expire)", Destination: &opts.RotateKey},
+			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "write the logs as `FORMAT`: text (key=value) or json (one JSON object a line)", Destination: &opts.LogFormat},
+			&cli.StringFlag{Name: "metrics-listen", Usage: "serve Prometheus metrics at http://`HOST:PORT`/metrics, a listener of their own (keep it on loopback or a private network; off when unset)", Destination: &opts.MetricsListen},
+			&cli.StringFlag{Name: "tls-cert", Usage: "serve HTTPS with the PEM certificate chain in `FILE` (with --tls-key; both re-read on SIGHUP)", Destination: &opts.TLSCert},
+			&cli.StringFlag{Name: "tls-key", Usage: "the PEM private key `FILE` of --tls-cert", Destination: &opts.TLSKey},
+			&cli.StringSliceFlag{Name: "trusted-proxy", Usage: "believe the Forwarded and X-Forwarded-For/Host/Proto headers of requests from `CIDR` (a reverse proxy's address or range; repeatable); from any other peer they are ignored"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.Args().Len() > 0 {
@@ -222,6 +241,9 @@ Logs go to stderr (or --log-file), never tokens.`,
 				if c.IsSet(name) && c.String(name) == "" {
 					return usageErrorf("--%s must not be empty", name)
 				}
+			}
+			if err := opsFlags(c, opts); err != nil {
+				return err
 			}
 			for _, name := range []string{"public-origin", "allowed-origin"} {
 				for _, o := range c.StringSlice(name) {
@@ -387,10 +409,11 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 			return fmt.Errorf("cannot open the log file: %w", err)
 		}
 		defer f.Close()
-		logger = slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: opts.LogLevel}))
+		logger = newServeLogger(f, opts.LogFormat, opts.LogLevel)
 	} else if logger == nil {
-		logger = slog.New(slog.NewTextHandler(opts.IO.ErrOut, &slog.HandlerOptions{Level: opts.LogLevel}))
+		logger = newServeLogger(opts.IO.ErrOut, opts.LogFormat, opts.LogLevel)
 	}
+	tel := ops.New(logger)
 
 	cfg, err := serveConfig(opts)
 	if err != nil {
@@ -427,6 +450,15 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 		}
 		defer ln.Close()
 		origin = "http://" + ln.Addr().String()
+		if opts.TLSCert != "" {
+			cert, err := ops.LoadCertificate(opts.TLSCert, opts.TLSKey)
+			if err != nil {
+				return err
+			}
+			reloadCertOnHangup(ctx, cert, logger)
+			ln = tls.NewListener(ln, cert.Config())
+			origin = "https://" + ln.Addr().String()
+		}
 	}
 	if embedded {
 		if ip, _, _ := net.SplitHostPort(ln.Addr().String()); !isLoopbackHost(ip) {
@@ -465,18 +497,18 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 			TokenTTL: opts.TokenTTL, RefreshTTL: opts.RefreshTTL, CodeTTL: opts.CodeTTL, DeviceInterval: opts.DeviceInterval,
 			AutoApprove: opts.AutoApprove, Subject: opts.DevUser, ScopesSupported: scopes, Clients: clients,
 			AllowedRedirectOrigins: opts.AllowRedirectOrigins, AssertionIssuers: opts.AssertionIssuers, Logger: logger, Now: opts.Now,
-			Store: st, StateKey: key, KeyRotation: opts.KeyRotation, RotateKey: opts.RotateKey,
+			Store: st, StateKey: key, KeyRotation: opts.KeyRotation, RotateKey: opts.RotateKey, Telemetry: tel,
 		})
 		if err != nil {
 			return fmt.Errorf("cannot start the embedded issuer: %w", err)
 		}
 	}
-	brk, err := newBroker(ctx, cfg, st, key, issuerOrigin, opts.HTTPClient, logger, opts.Now)
+	brk, err := newBroker(ctx, cfg, st, key, issuerOrigin, opts.HTTPClient, logger, opts.Now, tel)
 	if err != nil {
 		return err
 	}
 	h, err := host.New(host.Options{Config: cfg, AuthScope: opts.AuthScope, Logger: logger, HTTPClient: opts.HTTPClient,
-		Now: opts.Now, MaxMessageSize: wire.DefaultMaxMessageSize, Version: Version, Store: st, StoredToken: opts.storedToken(), Broker: brk})
+		Now: opts.Now, MaxMessageSize: wire.DefaultMaxMessageSize, Version: serverVersion(), Store: st, StoredToken: opts.storedToken(), Broker: brk, Telemetry: tel})
 	if err != nil {
 		return err
 	}
@@ -508,21 +540,31 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 	var srv *http.Server
 	served := make(chan error, 1)
 	if listening {
-		mux, err := newServeMux(h, iss, brk, opts.ConnectionToken, !opts.Stdio)
+		mux, err := newServeMux(h, iss, brk, st, opts.ConnectionToken, !opts.Stdio)
 		if err != nil {
 			return err
 		}
-		guarded, err := host.NewGuard(mux, guardOptions(opts, ln.Addr().String(), h.Resource(), logger))
+		gopts := guardOptions(opts, ln.Addr().String(), h.Resource(), logger)
+		gopts.Telemetry = tel
+		guarded, err := host.NewGuard(mux, gopts)
 		if err != nil {
 			return err
 		}
-		srv = newHTTPServer(guarded, logger)
+		srv = newHTTPServer(tel.Instrument(ops.Forwarded(opts.TrustedProxies, guarded)), logger)
 		go func() { served <- srv.Serve(ln) }()
 		attrs := []any{"addr", ln.Addr().String(), "resource", h.Resource(), "resource_metadata", h.ResourceMetadataURL(), "auth_scope", opts.AuthScope}
 		if iss != nil {
 			attrs = append(attrs, "issuer", issuerOrigin, "auto_approve", opts.AutoApprove, "dev_user", opts.DevUser)
 		}
 		attrs = append(attrs, "state", stateDesc)
+		if opts.MetricsListen != "" {
+			maddr, err := startMetrics(ctx, opts.MetricsListen, tel, logger)
+			if err != nil {
+				srv.Close()
+				return err
+			}
+			attrs = append(attrs, "metrics", "http://"+maddr+"/metrics")
+		}
 		logger.Info("agent host listening", attrs...)
 		if opts.AddrFile != "" {
 			if err := writeFileAtomic(opts.AddrFile, []byte(ln.Addr().String()+"\n")); err != nil {
@@ -596,13 +638,14 @@ func newHTTPServer(h http.Handler, logger *slog.Logger) *http.Server {
 // endpoints, and the host's HTTP face (RFC 9728 metadata, POST to the
 // resource's path) as the catch-all, with the RFC 9728 documents of the
 // schemes' own resources beside it, and the broker's routes.
-func newServeMux(h *host.Host, iss *issuer.Issuer, brk *broker.Broker, connectionToken string, websocket bool) (*http.ServeMux, error) {
+func newServeMux(h *host.Host, iss *issuer.Issuer, brk *broker.Broker, st state.Store, connectionToken string, websocket bool) (*http.ServeMux, error) {
 	mux := http.NewServeMux()
+	var ws http.Handler
 	if websocket {
-		ws := h.WebSocketHandler(connectionToken)
-		mux.Handle("GET /{$}", ws)
+		ws = h.WebSocketHandler(connectionToken)
 		mux.Handle("GET /ws", ws)
 	}
+	opsRoutes(mux, h, iss, st, ws)
 	if iss != nil {
 		u, _ := url.Parse(h.Resource())
 		for _, p := range iss.Paths() {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentauth/agentauth/broker"
+	"github.com/agentauth/agentauth/ops"
 	"github.com/agentauth/agentauth/resource"
 	"github.com/agentauth/agentauth/state"
 	"github.com/agentauth/agentauth/wire"
@@ -57,6 +58,9 @@ type Options struct {
 	// Broker, when set, signs sessions in to the config's upstreams (see
 	// broker.go).
 	Broker *broker.Broker
+	// Telemetry, when set, counts connections, validations and refusals
+	// and receives the policy_denied audit events (nil: none).
+	Telemetry *ops.Recorder
 }
 
 // Host serves the protocol on any number of connections.
@@ -74,6 +78,7 @@ type Host struct {
 	// storedToken is Options.StoredToken.
 	storedToken func(ctx context.Context, schemeID, resource string, authorizationServers []string) (string, error)
 	broker      *broker.Broker
+	tel         *ops.Recorder
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -129,7 +134,7 @@ func New(opts Options) (*Host, error) {
 		return nil, fmt.Errorf("cannot start the host: %w", err)
 	}
 	h := &Host{storedToken: opts.StoredToken, cfg: opts.Config, log: opts.Logger, now: opts.Now, maxMsg: opts.MaxMessageSize, version: cmp.Or(opts.Version, "dev"),
-		sessions: &agentSessions{store: opts.Store}, conns: map[*session]struct{}{}}
+		sessions: &agentSessions{store: opts.Store}, conns: map[*session]struct{}{}, tel: opts.Telemetry}
 	h.revoked.Store(&map[string]time.Time{})
 	switch opts.AuthScope {
 	case "", AuthScopeConnection:

@@ -49,6 +49,7 @@ func (h *Host) VerifyBearer(ctx context.Context, token string) (*Grant, *resourc
 		_, ch, _ := h.ValidateBearer(ctx, "")
 		h.refused.Add(1)
 		h.log.Info("auth decision", "face", "http", "scheme", ch.SchemeID, "outcome", "denied", "reason", ch.Error+": "+ch.ErrorDescription)
+		h.tel.Refusal("no_token")
 		return nil, &resource.Refusal{Status: http.StatusUnauthorized, Challenge: map[string]string{"scope": ch.Scope},
 			Err: h.authRequired([]wire.Challenge{*ch})}
 	}

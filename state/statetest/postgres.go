@@ -45,13 +45,34 @@ func Postgres(t testing.TB) string {
 // Start starts a server in a new temporary directory and returns its URL
 // and the function that stops it and removes the directory.
 func Start() (url string, stop func(), err error) {
-	bin, err := binDir()
+	srv, err := StartServer()
 	if err != nil {
 		return "", nil, err
 	}
+	return srv.URL, srv.Close, nil
+}
+
+// Server is a running test PostgreSQL server that a test may stop and
+// start again (a database outage), keeping its data.
+type Server struct {
+	// URL is its postgres:// URL (a Unix socket in its directory).
+	URL string
+	run func(args ...string) error
+	ctl string // pg_ctl
+	dir string
+	// data is the cluster's directory, opts the server's options.
+	data, opts string
+}
+
+// StartServer starts a server in a new temporary directory.
+func StartServer() (*Server, error) {
+	bin, err := binDir()
+	if err != nil {
+		return nil, err
+	}
 	dir, err := os.MkdirTemp("", "agentauth-pg-")
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
 	// initdb refuses to run as root: run the server as an unprivileged
 	// user, who must own the directory.
@@ -60,13 +81,13 @@ func Start() (url string, stop func(), err error) {
 		u, err := unprivileged()
 		if err != nil {
 			os.RemoveAll(dir)
-			return "", nil, err
+			return nil, err
 		}
 		uid, _ := strconv.Atoi(u.Uid)
 		gid, _ := strconv.Atoi(u.Gid)
 		if err := os.Chown(dir, uid, gid); err != nil {
 			os.RemoveAll(dir)
-			return "", nil, err
+			return nil, err
 		}
 		asUser = []string{"runuser", "-u", u.Username, "--"}
 	}
@@ -78,21 +99,36 @@ func Start() (url string, stop func(), err error) {
 		}
 		return nil
 	}
-	data := filepath.Join(dir, "data")
-	if err := run(filepath.Join(bin, "initdb"), "-D", data, "-A", "trust", "-U", "agentauth", "-E", "UTF8", "--no-sync"); err != nil {
+	s := &Server{run: run, ctl: filepath.Join(bin, "pg_ctl"), dir: dir, data: filepath.Join(dir, "data"),
+		opts: fmt.Sprintf("-k %s -c listen_addresses= -p %d -F", dir, pgPort),
+		URL:  fmt.Sprintf("postgres://agentauth@/postgres?host=%s&port=%d&sslmode=disable", dir, pgPort)}
+	if err := run(filepath.Join(bin, "initdb"), "-D", s.data, "-A", "trust", "-U", "agentauth", "-E", "UTF8", "--no-sync"); err != nil {
 		os.RemoveAll(dir)
-		return "", nil, err
+		return nil, err
 	}
-	opts := fmt.Sprintf("-k %s -c listen_addresses= -p %d -F", dir, pgPort)
-	if err := run(filepath.Join(bin, "pg_ctl"), "start", "-D", data, "-w", "-l", filepath.Join(dir, "log"), "-o", opts); err != nil {
+	if err := s.Restart(); err != nil {
 		os.RemoveAll(dir)
-		return "", nil, err
+		return nil, err
 	}
-	stop = func() {
-		run(filepath.Join(bin, "pg_ctl"), "stop", "-D", data, "-m", "immediate", "-w")
-		os.RemoveAll(dir)
-	}
-	return fmt.Sprintf("postgres://agentauth@/postgres?host=%s&port=%d&sslmode=disable", dir, pgPort), stop, nil
+	return s, nil
+}
+
+// Stop stops the server (fast shutdown: open connections are ended);
+// its data stays for Restart.
+func (s *Server) Stop() error {
+	return s.run(s.ctl, "stop", "-D", s.data, "-m", "fast", "-w")
+}
+
+// Restart starts the stopped server again, waiting until it accepts
+// connections.
+func (s *Server) Restart() error {
+	return s.run(s.ctl, "start", "-D", s.data, "-w", "-l", filepath.Join(s.dir, "log"), "-o", s.opts)
+}
+
+// Close stops the server and removes its directory.
+func (s *Server) Close() {
+	s.run(s.ctl, "stop", "-D", s.data, "-m", "immediate", "-w")
+	os.RemoveAll(s.dir)
 }
 
 // binDir finds initdb: on PATH, else under /usr/lib/postgresql/*/bin.
