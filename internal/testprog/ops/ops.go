@@ -6,6 +6,7 @@
 package ops
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -16,6 +17,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -28,6 +30,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/agentauth/agentauth/state/statetest"
@@ -35,7 +38,7 @@ import (
 
 // Programs are the programs testscript puts on PATH for exec, by name.
 func Programs() map[string]func() {
-	return map[string]func(){"opsget": opsGet}
+	return map[string]func(){"opsget": opsGet, "wsclose": wsClose}
 }
 
 // Cmds are the custom script commands, by name.
@@ -102,6 +105,31 @@ func exitOn(err error) {
 		fmt.Fprintln(os.Stderr, "opsget:", err)
 		os.Exit(1)
 	}
+}
+
+// wsClose opens a WebSocket connection to URL, writes "open" and a
+// newline to FILE once it is open, then reads until the server closes it
+// and prints the close frame: "close: CODE REASON". Usage: wsclose FILE URL
+func wsClose() {
+	if len(os.Args) != 3 {
+		fmt.Fprintln(os.Stderr, "usage: wsclose FILE URL")
+		os.Exit(2)
+	}
+	ctx := context.Background()
+	c, _, err := websocket.Dial(ctx, os.Args[2], nil)
+	exitOn(err)
+	exitOn(os.WriteFile(os.Args[1], []byte("open\n"), 0o644))
+	for {
+		if _, _, err = c.Read(ctx); err != nil {
+			break
+		}
+	}
+	var ce websocket.CloseError
+	if !errors.As(err, &ce) {
+		fmt.Fprintln(os.Stderr, "wsclose: the connection ended without a close frame:", err)
+		os.Exit(1)
+	}
+	fmt.Printf("close: %d %s\n", int(ce.Code), ce.Reason)
 }
 
 // servers are the PostgreSQL servers pgserver started, by script.
