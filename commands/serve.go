@@ -159,7 +159,8 @@ refused, with the key named in the log, and the running one stays. With
 each re-reads its own --config, so replicas sharing the file follow it.
 
 On one listener (default 127.0.0.1:7777):
-  /, /ws                                    WebSocket upgrades
+  /, /ws                                    WebSocket upgrades (/ without one: a landing page)
+  /healthz, /readyz                         liveness; readiness (state store, signing keys): 200 or 503
   POST /mcp                                 JSON-RPC with a bearer token per request (MCP-style)
   /.well-known/oauth-protected-resource/mcp RFC 9728 protected resource metadata
   /.well-known/oauth-protected-resource/mcp/ID  the same for scheme ID's own resource
@@ -195,7 +196,14 @@ to /mcp or a WebSocket upgrade gets 403 unless the page's origin is this
 server's own, a --public-origin or an --allowed-origin. Clients without an
 Origin header (command-line clients) are not affected.
 
-Logs go to stderr (or --log-file), never tokens.`,
+Logs go to stderr (or --log-file), as text or JSON lines (--log-format), never
+tokens; audit events (logins, consents, tokens issued, refresh token reuse,
+revocations, upstream sign-in and sign-out, policy denials) are log records
+with msg "audit". --metrics-listen serves Prometheus metrics on a listener of
+its own. --tls-cert and --tls-key serve HTTPS, re-read on SIGHUP. Behind a
+reverse proxy, --trusted-proxy names the peers whose Forwarded and
+X-Forwarded-* headers are believed. SIGINT or SIGTERM close WebSocket
+connections with 1001 (going away) and drain HTTP for up to 5 s.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:7777", Usage: "`HOST:PORT` to listen on (port 0 picks a free one)", Destination: &opts.Listen},
 			&cli.StringFlag{Name: "addr-file", Usage: "once listening, write the address (HOST:PORT and a newline) to `FILE`", Destination: &opts.AddrFile},
@@ -594,43 +602,6 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 		return fmt.Errorf("cannot shut down: %w", err)
 	}
 	return nil
-}
-
-// openState opens serve's state store: PostgreSQL with
-// --database, SQLite in --data-dir, else memory. The description names it
-// for the log, without credentials.
-func openState(ctx context.Context, opts *ServeOptions) (state.Store, string, error) {
-	switch {
-	case opts.Database != "":
-		st, err := state.OpenPostgres(ctx, opts.Database)
-		if err != nil {
-			return nil, "", fmt.Errorf("cannot open the state database: %w\nCheck --database, or keep the state on this machine with --data-dir DIR", err)
-		}
-		return st, "postgres " + st.Target(), nil
-	case opts.DataDir != "":
-		st, err := state.OpenSQLite(ctx, opts.DataDir)
-		if err != nil {
-			return nil, "", fmt.Errorf("cannot open the state in %s: %w\nName another --data-dir, or keep the state in memory with --ephemeral", opts.DataDir, err)
-		}
-		return st, "sqlite " + st.Path(), nil
-	default:
-		return state.NewMemory(), "memory", nil
-	}
-}
-
-// newHTTPServer bounds every HTTP exchange of the listener: header, body,
-// response and idle keep-alive times, and header size. (WebSocket
-// connections leave these bounds once upgraded.)
-func newHTTPServer(h http.Handler, logger *slog.Logger) *http.Server {
-	return &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}
 }
 
 // newServeMux mounts serve's faces on one mux: the WebSocket upgrade on /

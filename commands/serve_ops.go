@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -136,4 +137,19 @@ func opsFlags(c *cli.Context, opts *ServeOptions) error {
 	}
 	opts.TrustedProxies = p
 	return nil
+}
+
+// newHTTPServer bounds every HTTP exchange of the listener: header, body,
+// response and idle keep-alive times, and header size. (WebSocket
+// connections leave these bounds once upgraded.)
+func newHTTPServer(h http.Handler, logger *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
 }

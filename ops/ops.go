@@ -1,6 +1,8 @@
 // Package ops is serve's operations surface: the Prometheus metrics
-// registry (served on its own listener, --metrics-listen) and the audit
-// log. The server-side packages (issuer, broker, host) take a *Recorder in
+// registry (served on its own listener, --metrics-listen), the audit log,
+// the health endpoints (/healthz, /readyz), the landing page, forwarded
+// headers from trusted proxies and the reloadable TLS certificate. It
+// imports no other agentauth package. The server-side packages (issuer, broker, host) take a *Recorder in
 // their Options and call it at the few places that matter; a nil *Recorder
 // records nothing, so every method is safe to call on nil.
 //
@@ -23,7 +25,7 @@
 //	token_revoked           client_id, revoked (how many access tokens)
 //	upstream_signin         upstream: a session signed in to an upstream API through the broker
 //	upstream_signout        upstream, revoked (whether the upstream revoked the token)
-//	policy_denied           face, method, scheme, reason: a call refused for want of a token, scope or sign-in
+//	policy_denied           conn or face, method, scheme or upstream, reason: a call refused for want of a token, scope or upstream sign-in
 //
 // No event carries a token, an authorization or device code, a PKCE
 // verifier, a client secret or any other secret: only identifiers

@@ -33,7 +33,7 @@ export STORAGE_DRIVER=${STORAGE_DRIVER:-vfs}
 tag=localhost/agentauth:ci-$$
 cleanup() { buildah rmi "$tag" >/dev/null 2>&1 || true; rm -f deploy/container/agentauth deploy/container/ca-certificates.crt; }
 trap cleanup EXIT
-check "container image builds (buildah, FROM scratch)" sh deploy/container/build.sh "$tag"
+check "container image builds (buildah, FROM scratch)" env BUILDER=buildah sh deploy/container/build.sh "$tag"
 image_config() {
 	test "$(buildah inspect --format '{{.OCIv1.Config.User}}' "$tag")" = 65532:65532 &&
 		test "$(buildah inspect --format '{{.OCIv1.Config.Entrypoint}}' "$tag")" = '[/agentauth]'
