@@ -18,6 +18,7 @@ import (
 	"github.com/agentauth/agentauth/internal/testprog/machine"
 	"github.com/agentauth/agentauth/internal/testprog/mcp"
 	"github.com/agentauth/agentauth/internal/testprog/ops"
+	"github.com/agentauth/agentauth/internal/testprog/proxy"
 	"github.com/agentauth/agentauth/internal/testprog/replicas"
 	"github.com/agentauth/agentauth/internal/testprog/upstream"
 
@@ -55,6 +56,7 @@ var testprogs = []struct {
 	{machine.Programs, machine.Cmds},
 	{mcp.Programs, mcp.Cmds},
 	{ops.Programs, ops.Cmds},
+	{proxy.Programs, nil},
 	{replicas.Programs, replicas.Cmds},
 	{upstream.Programs, nil},
 }
