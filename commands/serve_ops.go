@@ -35,8 +35,12 @@ func newServeLogger(w io.Writer, format string, level slog.Level) *slog.Logger {
 }
 
 // startMetrics serves the Prometheus metrics on --metrics-listen (/metrics)
-// until ctx ends. It returns the bound address.
+// until ctx ends; a bare :PORT listens on loopback. It returns the bound
+// address.
 func startMetrics(ctx context.Context, addr string, tel *ops.Recorder, logger *slog.Logger) (string, error) {
+	if host, port, err := net.SplitHostPort(addr); err == nil && host == "" {
+		addr = net.JoinHostPort("127.0.0.1", port) // :PORT is loopback, not every interface
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return "", fmt.Errorf("cannot listen on --metrics-listen %s: %w", addr, err)

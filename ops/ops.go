@@ -168,7 +168,9 @@ func (r *Recorder) BrokerSignIn(result string) {
 
 // RevocationLag sets the replica revocation lag gauge: how long a
 // revocation published by another replica took to arrive. It is the hook
-// for the state store's revocation notifications.
+// for the state store's revocation notifications: nothing calls it yet,
+// since those notifications do not carry their publication time; until
+// the state store measures it, the gauge stays 0.
 func (r *Recorder) RevocationLag(d time.Duration) {
 	if r != nil {
 		r.revocationLag.Set(d.Seconds())
