@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentauth/agentauth/gateway"
 	"github.com/agentauth/agentauth/resource"
 	"github.com/agentauth/agentauth/wire"
 )
@@ -71,6 +72,19 @@ type Config struct {
 	// its tokens there, when the session ends: its client revoked its
 	// last grant at serve's embedded issuer (default true; see EndSession).
 	RevokeOnSessionEnd *bool `json:"revokeOnSessionEnd"`
+	// Backends are the MCP servers serve is put in front of (package
+	// gateway): the first at the resource's path (/mcp).
+	Backends []gateway.Backend `json:"backends"`
+	// ToolScopes, ToolUpstreams and Redact are the gateway's policy on
+	// the backends' tools and answers (gateway.Policy).
+	ToolScopes    map[string][]string `json:"toolScopes"`
+	ToolUpstreams map[string][]string `json:"toolUpstreams"`
+	Redact        gateway.Redact      `json:"redact"`
+}
+
+// GatewayPolicy is the config's policy on the backends' tools.
+func (c *Config) GatewayPolicy() gateway.Policy {
+	return gateway.Policy{ToolScopes: c.ToolScopes, ToolUpstreams: c.ToolUpstreams, Redact: c.Redact}
 }
 
 // DefaultStateLifetime bounds a pending upstream sign-in (the state of a
@@ -205,6 +219,9 @@ func (c *Config) check() error {
 			}
 		}
 	}
+	if err := c.checkGateway(upstreams); err != nil {
+		return err
+	}
 	for method, scopes := range c.MethodScopes {
 		if !slices.Contains(gatedMethods, method) {
 			return fmt.Errorf("methodScopes.%s: not a gated method (%s)", method, strings.Join(gatedMethods, ", "))
@@ -214,6 +231,26 @@ func (c *Config) check() error {
 		}
 	}
 	return nil
+}
+
+// checkGateway checks the backends and the policy on their tools.
+func (c *Config) checkGateway(upstreams map[string]bool) error {
+	names := map[string]bool{}
+	for i, b := range c.Backends {
+		if err := b.Check(fmt.Sprintf("backends[%d]", i)); err != nil {
+			return err
+		}
+		if names[b.Name] {
+			return fmt.Errorf("backends[%d].name: duplicate backend name %q", i, b.Name)
+		}
+		names[b.Name] = true
+	}
+	ids := make([]string, 0, len(upstreams))
+	for id := range upstreams {
+		ids = append(ids, id)
+	}
+	p := c.GatewayPolicy()
+	return p.Check(c.Backends, ids)
 }
 
 func checkValidation(p string, s Scheme) error {
