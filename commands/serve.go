@@ -547,7 +547,7 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 		return err
 	}
 	defer h.Close()
-	gw, err := newGateway(cfg, brk, iss, logger)
+	gw, err := newGateway(cfg, brk, iss, logger, tel)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentauth/agentauth/broker"
+	"github.com/agentauth/agentauth/ops"
 )
 
 // Caller is what serve established about the request's token: the
@@ -47,6 +48,9 @@ type Options struct {
 	// HTTPClient reaches HTTP backends (default: a client with no overall
 	// timeout, since answers stream).
 	HTTPClient *http.Client
+	// Telemetry, when set, counts the refused calls and receives a
+	// policy_denied audit event for each (nil: none).
+	Telemetry *ops.Recorder
 }
 
 // Gateway holds the mounted backends.
@@ -57,6 +61,7 @@ type Gateway struct {
 	policy    Policy
 	broker    Broker
 	log       *slog.Logger
+	tel       *ops.Recorder
 	client    *http.Client
 	assert    func(ctx context.Context, subject, clientID, audience string, scopes []string) (string, error)
 	scrubber  *scrubber
@@ -65,7 +70,7 @@ type Gateway struct {
 // New checks the options and prepares one Mount per backend. Nothing is
 // started until a caller's first request.
 func New(opts Options) (*Gateway, error) {
-	g := &Gateway{done: make(chan struct{}), assert: opts.Assert, policy: opts.Policy, broker: opts.Broker, log: cmp.Or(opts.Log, slog.New(slog.DiscardHandler)), client: opts.HTTPClient}
+	g := &Gateway{done: make(chan struct{}), assert: opts.Assert, policy: opts.Policy, broker: opts.Broker, log: cmp.Or(opts.Log, slog.New(slog.DiscardHandler)), client: opts.HTTPClient, tel: opts.Telemetry}
 	if g.client == nil {
 		g.client = &http.Client{Transport: &http.Transport{
 			Proxy: nil, MaxIdleConnsPerHost: 256, IdleConnTimeout: 90 * time.Second, ForceAttemptHTTP2: false,

@@ -25,7 +25,8 @@
 //	token_revoked           client_id, revoked (how many access tokens)
 //	upstream_signin         upstream: a session signed in to an upstream API through the broker
 //	upstream_signout        upstream, revoked (whether the upstream revoked the token)
-//	policy_denied           conn or face, method, scheme or upstream, reason: a call refused for want of a token, scope or upstream sign-in
+//	policy_denied           conn or face, method, scheme or upstream, reason: a call refused for want of a token, scope or upstream sign-in;
+//	                        from the gateway (face "gateway"): sub, client_id, backend, method, tool, reason (also argument validation)
 //
 // No event carries a token, an authorization or device code, a PKCE
 // verifier, a client secret or any other secret: only identifiers
