@@ -37,6 +37,7 @@ type pendingRecord struct {
 	Session  string    `json:"session"`
 	Upstream string    `json:"upstream"`
 	Expires  time.Time `json:"expires"`
+	Account  string    `json:"account,omitempty"` // serve's user, for the pages
 }
 
 // stateRecord is a sign-in started at /auth/start: kindState, by the
@@ -48,6 +49,7 @@ type stateRecord struct {
 	Verifier      []byte    `json:"verifier,omitempty"` // sealed when the broker has a key
 	Cookie        string    `json:"cookie"`             // SHA-256 of the browser's cookie
 	Expires       time.Time `json:"expires"`
+	Account       string    `json:"account,omitempty"`
 }
 
 // Ask hands out a sign-in of session sid to upstream: a pending one of
@@ -55,10 +57,20 @@ type stateRecord struct {
 // It refuses past MaxPendingPerSession (sign-ins not yet opened) and
 // MaxPending (every sign-in not yet completed, opened or not).
 func (b *Broker) Ask(ctx context.Context, sid, upstream string) (*Ask, error) {
+	return b.AskFor(ctx, sid, upstream, "")
+}
+
+// AskFor is Ask naming the session's user (serve's subject), whom the
+// sign-in pages name as the account being signed in.
+func (b *Broker) AskFor(ctx context.Context, sid, upstream, account string) (*Ask, error) {
 	u := b.upstreams[upstream]
 	if u == nil {
 		return nil, fmt.Errorf("%w %q", ErrUnknownUpstream, upstream)
 	}
+	if err := b.checkClient(ctx, u); err != nil {
+		return nil, err
+	}
+	b.clearFailure(sid, upstream)
 	now := b.now()
 	var id string
 	var expires time.Time
@@ -92,7 +104,7 @@ func (b *Broker) Ask(ctx context.Context, sid, upstream string) (*Ask, error) {
 			return ErrTooManyPending
 		}
 		id, expires = rand.Text(), now.Add(b.lifetime)
-		return putJSON(tx, kindPending, id, pendingRecord{Session: sid, Upstream: upstream, Expires: expires}, expires)
+		return putJSON(tx, kindPending, id, pendingRecord{Session: sid, Upstream: upstream, Expires: expires, Account: account}, expires)
 	})
 	if err != nil {
 		if errors.Is(err, ErrTooManyPending) {
@@ -154,7 +166,7 @@ func (b *Broker) Start(ctx context.Context, id string) (*Started, error) {
 			}
 		}
 		return putJSON(tx, kindState, hashOf(st), stateRecord{Session: p.Session, Upstream: p.Upstream, ElicitationID: id,
-			Verifier: sealed, Cookie: hashOf(cookie), Expires: p.Expires}, p.Expires)
+			Verifier: sealed, Cookie: hashOf(cookie), Expires: p.Expires, Account: p.Account}, p.Expires)
 	})
 	switch {
 	case err != nil:
@@ -193,8 +205,9 @@ func (b *Broker) Start(ctx context.Context, id string) (*Started, error) {
 	return &Started{Redirect: redirect.String(), CookieName: cookieName(st), CookieValue: cookie, Expires: p.Expires}, nil
 }
 
-// CallbackError is a refused callback: Message is for the user's page.
-type CallbackError struct{ Message string }
+// CallbackError is a refused callback: Message is for the user's page,
+// Next (when set) the step it suggests.
+type CallbackError struct{ Message, Next string }
 
 func (e *CallbackError) Error() string { return e.Message }
 
@@ -207,6 +220,9 @@ type Completed struct {
 	Session       string
 	Upstream      *Upstream
 	ElicitationID string
+	// Account is serve's user the session belongs to ("" when the
+	// sign-in was asked without one).
+	Account string
 }
 
 // Callback completes a sign-in from the redirect's query and the browser's
@@ -266,7 +282,9 @@ func (b *Broker) Callback(ctx context.Context, q url.Values, cookie func(name st
 	if e := q.Get("error"); e != "" {
 		b.log.Info("broker: sign-in refused by the upstream", "upstream", u.ID, "error", quote(e))
 		b.opts.Telemetry.BrokerSignIn("refused")
-		return nil, refused("%s answered %s: the sign-in did not complete.", u.Label, quote(e))
+		err := upstreamRefused(u, e)
+		b.recordFailure(rec.Session, u.ID, err.Error())
+		return nil, err
 	}
 	code := q.Get("code")
 	if code == "" {
@@ -280,16 +298,31 @@ func (b *Broker) Callback(ctx context.Context, q url.Values, cookie func(name st
 		Code: code, RedirectURI: b.RedirectURI(), Verifier: string(verifier), Resource: u.Resource, Scopes: u.Scopes})
 	if err != nil {
 		b.log.Warn("broker: code exchange failed", "upstream", u.ID, "err", err)
+		b.recordFailure(rec.Session, u.ID, u.Label+" did not issue a token.")
 		return nil, refused("%s did not issue a token: the sign-in did not complete.", u.Label)
 	}
 	if err := b.putToken(ctx, rec.Session, u.ID, tok); err != nil {
 		return nil, err
 	}
+	b.clearFailure(rec.Session, u.ID)
 	b.log.Info("broker: signed in", "upstream", u.ID, "elicitation", LogID(rec.ElicitationID))
 	b.opts.Telemetry.BrokerSignIn("signed_in")
 	b.opts.Telemetry.Audit(ops.EventUpstreamSignIn, "upstream", u.ID)
 	b.notify(rec.Session, u.ID)
-	return &Completed{Session: rec.Session, Upstream: u, ElicitationID: rec.ElicitationID}, nil
+	return &Completed{Session: rec.Session, Upstream: u, ElicitationID: rec.ElicitationID, Account: rec.Account}, nil
+}
+
+// upstreamRefused is the page of an error answer (RFC 6749 §4.1.2.1): in
+// words, with what to do next; the error code only when it is not one a
+// user causes (access_denied: the user, or the upstream, said no).
+func upstreamRefused(u *Upstream, code string) error {
+	next := "To try again, run the agent's command again and open the new link it gives you."
+	if code == "access_denied" {
+		return &CallbackError{Message: "You, or " + u.Label + ", declined the sign-in: the agent gets no access to " + u.Label + ".",
+			Next: next + " If " + u.Label + " signed you in with the wrong account, sign out there first."}
+	}
+	return &CallbackError{Message: u.Label + " could not sign you in (it answered " + quote(code) + ").",
+		Next: next + " If it fails again, tell the operator of this server: " + u.Label + "'s client settings may be wrong."}
 }
 
 // quote bounds and quotes an upstream-supplied value for a message.

@@ -111,6 +111,10 @@ func askFailed(err error) *wire.Error {
 	if errors.Is(err, broker.ErrTooManyPending) {
 		return wire.Errorf(wire.CodeInvalidRequest, "invalid request: %v", err)
 	}
+	if errors.Is(err, broker.ErrUpstreamRefusesClient) {
+		// The user could not sign in there: say why instead of a link.
+		return wire.Errorf(wire.CodeInternalError, "cannot sign in to the upstream: %v", err)
+	}
 	return wire.Errorf(wire.CodeInternalError, "internal error: cannot start the sign-in now; try again later")
 }
 
@@ -163,7 +167,7 @@ func (h *Host) callUpstream(ctx context.Context, g *Grant, args, responses map[s
 				return mcpserver.ToolText(fmt.Sprintf("You %s the sign-in to %s; call the tool again to sign in.", refused, u.Label), true), nil
 			}
 		}
-		a, err := h.broker.Ask(ctx, sid, u.ID)
+		a, err := h.broker.AskFor(ctx, sid, u.ID, g.Subject)
 		if err != nil {
 			return nil, askFailed(err)
 		}
@@ -244,7 +248,7 @@ func (h *Host) upstreamGate(ctx context.Context, method string, v authView) *wir
 		if h.broker.Upstream(id) == nil {
 			continue // removed since the start; restart serve to add it back
 		}
-		if rerr := h.upstreamGateFor(ctx, sid, id); rerr != nil {
+		if rerr := h.upstreamGateFor(ctx, sid, id, g.Subject); rerr != nil {
 			h.log.Info("auth decision", "method", method, "upstream", id, "outcome", "upstream sign-in needed")
 			h.tel.Refusal("upstream_signin_needed")
 			h.tel.Audit(ops.EventPolicyDenied, "method", method, "upstream", id, "reason", "upstream sign-in needed")
@@ -281,8 +285,9 @@ func (h *Host) pushSignedIn(sid, upstream string) {
 	}
 }
 
-// upstreamGateFor is upstreamGate for one upstream of a known session.
-func (h *Host) upstreamGateFor(ctx context.Context, sid, id string) *wire.Error {
+// upstreamGateFor is upstreamGate for one upstream of a known session,
+// whose user (account) the sign-in pages name.
+func (h *Host) upstreamGateFor(ctx context.Context, sid, id, account string) *wire.Error {
 	_, err := h.broker.Token(ctx, sid, id)
 	switch {
 	case err == nil:
@@ -291,7 +296,7 @@ func (h *Host) upstreamGateFor(ctx context.Context, sid, id string) *wire.Error 
 		h.log.Error("upstream token unavailable", "upstream", id, "err", err)
 		return wire.Errorf(wire.CodeInternalError, "internal error: cannot check the upstream sign-in now; try again later")
 	}
-	a, err := h.broker.Ask(ctx, sid, id)
+	a, err := h.broker.AskFor(ctx, sid, id, account)
 	if err != nil {
 		return askFailed(err)
 	}
