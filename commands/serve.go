@@ -146,11 +146,13 @@ with RFC 6750 challenges, and the host pushes notify/authRequired (or
 auth/required) when a token expires or is revoked.
 
 Three dialects, chosen per connection by initialize's params: the design
-dialect (protocolVersion 1); the Agent Host Protocol as shipped
-(protocolVersions, e.g. ["0.9.0"]: root channel ahp-root:// with
-initialSubscriptions, subscribe and unsubscribe, authenticate {resource,
-token} answered {}); and ACP (clientCapabilities or clientInfo: typed
-authMethods, authenticate {methodId}, -32000 AuthRequired, logout).
+dialect (protocolVersion 1 and a clientId); the Agent Host Protocol as
+shipped, 1.1.0, 1.0.0 or 0.9.0 (protocolVersions: root channel ahp-root://
+with initialSubscriptions, subscribe and unsubscribe, authenticate
+{resource, token} answered {}; 1.x: auth/revoked, an empty token signs
+out); and ACP (clientCapabilities or clientInfo without a clientId: typed
+authMethods, authenticate {methodId}, -32000 AuthRequired, logout,
+auth/status).
 
 SIGHUP re-reads --config: added, changed and removed schemes take effect at
 once and are pushed (notify/authRequired "required", or a root/agentsChanged
