@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/agentauth/agentauth/flows"
+	"github.com/agentauth/agentauth/ops"
 	"github.com/agentauth/agentauth/state"
 )
 
@@ -110,6 +111,10 @@ type Options struct {
 	HTTPClient *http.Client
 	Logger     *slog.Logger
 	Now        func() time.Time
+
+	// Telemetry, when set, counts the sign-ins and receives the audit
+	// events of upstream sign-in and sign-out (nil: none).
+	Telemetry *ops.Recorder
 }
 
 // Broker signs sessions in to upstreams. Its methods are safe for

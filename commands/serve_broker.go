@@ -13,6 +13,7 @@ import (
 	"github.com/agentauth/agentauth/broker"
 	"github.com/agentauth/agentauth/flows"
 	"github.com/agentauth/agentauth/host"
+	"github.com/agentauth/agentauth/ops"
 	"github.com/agentauth/agentauth/state"
 )
 
@@ -24,7 +25,7 @@ const upstreamDiscoveryTimeout = 15 * time.Second
 // each issuer's endpoints discovered (RFC 8414, then OpenID Connect).
 // Without a state key the upstream tokens are stored in clear in the
 // state store; it says so in the log.
-func newBroker(ctx context.Context, cfg *host.Config, st state.Store, key []byte, origin string, hc *http.Client, logger *slog.Logger, now func() time.Time) (*broker.Broker, error) {
+func newBroker(ctx context.Context, cfg *host.Config, st state.Store, key []byte, origin string, hc *http.Client, logger *slog.Logger, now func() time.Time, tel *ops.Recorder) (*broker.Broker, error) {
 	if len(cfg.Upstreams) == 0 {
 		return nil, nil
 	}
@@ -52,7 +53,7 @@ func newBroker(ctx context.Context, cfg *host.Config, st state.Store, key []byte
 		lifetime = host.DefaultStateLifetime
 	}
 	b, err := broker.New(ctx, broker.Options{Store: st, Upstreams: ups, Origin: origin, StateLifetime: lifetime, Key: key,
-		TokenLifetime: time.Duration(cfg.UpstreamTokenLifetime), HTTPClient: hc, Logger: logger, Now: now})
+		TokenLifetime: time.Duration(cfg.UpstreamTokenLifetime), HTTPClient: hc, Logger: logger, Now: now, Telemetry: tel})
 	if err != nil {
 		return nil, err
 	}

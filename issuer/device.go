@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentauth/agentauth/ops"
 	"github.com/agentauth/agentauth/state"
 	"github.com/agentauth/agentauth/wire"
 )
@@ -349,6 +350,7 @@ func (i *Issuer) serveDevicePage(w http.ResponseWriter, r *http.Request) {
 		i.render(w, http.StatusBadRequest, "device.html", devicePage{UserCode: typed, Error: "The code " + typed + " is unknown, expired or already used. Check it against your device."})
 	case i.opts.AutoApprove:
 		i.log.Info("issuer: device approved", "client_id", cl.id, "sub", i.opts.Subject)
+		i.auditApproval(cl.id, i.opts.Subject, d.Scope, "device")
 		i.render(w, http.StatusOK, "message.html", messagePage{Title: "Device approved", Message: "Signed in as " + i.opts.Subject + ". Return to your device."})
 	default:
 		i.render(w, http.StatusOK, "device.html", devicePage{
@@ -407,9 +409,11 @@ func (i *Issuer) serveDeviceDecision(w http.ResponseWriter, r *http.Request) {
 		i.errorPage(w, http.StatusBadRequest, "This device page expired or was already answered. Start again on your device.")
 	case approve:
 		i.log.Info("issuer: device approved", "client_id", d.ClientID, "sub", subject)
+		i.auditApproval(d.ClientID, subject, d.Scope, "device")
 		i.render(w, http.StatusOK, "message.html", messagePage{Title: "Device approved", Message: "Signed in as " + subject + ". Return to your device."})
 	default:
 		i.log.Info("issuer: device denied", "client_id", d.ClientID)
+		i.opts.Telemetry.Audit(ops.EventConsent, "client_id", d.ClientID, "sub", subject, "scope", d.Scope, "decision", "denied", "flow", "device")
 		i.render(w, http.StatusOK, "message.html", messagePage{Title: "Device denied", Message: "The device gets no access. You can close this page."})
 	}
 }
