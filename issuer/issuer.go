@@ -2,6 +2,7 @@ package issuer
 
 import (
 	"context"
+	"crypto/cipher"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -136,8 +137,12 @@ type Options struct {
 	// RotateKey retires the current signing key at New, out of schedule
 	// (a key that may have leaked): a new one signs from then on.
 	RotateKey bool
-	Logger    *slog.Logger
-	Now       func() time.Time
+	// Login, when set, signs users in at an OpenID Provider; without it
+	// the consent and device pages and /login show the development
+	// "Sign in as" box, which signs anyone in without a password.
+	Login  *LoginOptions
+	Logger *slog.Logger
+	Now    func() time.Time
 }
 
 // Issuer is the embedded authorization server. Its methods are safe for
@@ -154,6 +159,10 @@ type Issuer struct {
 	// static are the pre-registered clients, by id.
 	static map[string]*client
 	keys   keyRing
+	// login is the OpenID Provider client, nil for the development box.
+	login *oidcLogin
+	// cookieAEAD seals the browser session cookies.
+	cookieAEAD cipher.AEAD
 
 	mu        sync.Mutex
 	cimd      map[string]cimdEntry // fetched client ID metadata documents, by URL
@@ -242,8 +251,16 @@ func New(opts Options) (*Issuer, error) {
 	if _, err := i.signer(context.Background(), i.now()); err != nil {
 		return nil, err
 	}
+	if err := i.loadBrowserKey(context.Background()); err != nil {
+		return nil, fmt.Errorf("cannot load the browser session key: %w", err)
+	}
+	if opts.Login != nil {
+		if i.login, err = newOIDCLogin(context.Background(), *opts.Login); err != nil {
+			return nil, err
+		}
+	}
 	i.store.OnRevoked(i.callOnRevoke)
-	if i.pages, err = parsePages(); err != nil {
+	if i.pages, err = parsePages(i.login == nil); err != nil {
 		return nil, err
 	}
 	i.meta = wire.AuthServerMetadata{

@@ -12,8 +12,10 @@ import (
 //go:embed templates/*.html
 var templateFS embed.FS
 
-func parsePages() (*template.Template, error) {
-	return template.ParseFS(templateFS, "templates/*.html")
+// parsePages parses the pages; devLogin says whether they show the
+// development "Sign in as" box (no login provider).
+func parsePages(devLogin bool) (*template.Template, error) {
+	return template.New("pages").Funcs(template.FuncMap{"devLogin": func() bool { return devLogin }}).ParseFS(templateFS, "templates/*.html")
 }
 
 // consentPage feeds templates/consent.html. Every field may come from a
@@ -26,7 +28,10 @@ type consentPage struct {
 	Resource    string
 	RedirectURI string
 	Subject     string
-	Nonce       string
+	// SignedIn: Subject is who the browser signed in as at the login
+	// provider, shown, not editable.
+	SignedIn bool
+	Nonce    string
 }
 
 // devicePage feeds templates/device.html: the user code entry form, or
@@ -39,6 +44,7 @@ type devicePage struct {
 	Scopes     []string
 	Resource   string
 	Subject    string
+	SignedIn   bool
 	Nonce      string
 }
 
@@ -82,12 +88,22 @@ func (i *Issuer) readPageForm(w http.ResponseWriter, r *http.Request) (url.Value
 	return r.PostForm, true
 }
 
-// readDecision reads Approve/Deny and, to approve, the user name.
-func (i *Issuer) readDecision(w http.ResponseWriter, form url.Values) (approve bool, subject string, ok bool) {
+// readDecision reads Approve/Deny and, to approve, the user: with a
+// login provider, whom the browser signed in as; with the development box,
+// the name typed.
+func (i *Issuer) readDecision(w http.ResponseWriter, r *http.Request, form url.Values) (approve bool, subject string, ok bool) {
 	switch form.Get("decision") {
 	case "deny":
 		return false, "", true
 	case "approve":
+		if i.login != nil {
+			s, in := i.SignedIn(r)
+			if !in {
+				i.errorPage(w, http.StatusForbidden, "You are no longer signed in. Start again from your application.")
+				return false, "", false
+			}
+			return true, s, true
+		}
 		subject = strings.TrimSpace(form.Get("subject"))
 		if err := checkSubject(subject); err != nil {
 			i.errorPage(w, http.StatusBadRequest, "Cannot approve: "+err.Error()+". Go back and correct it.")
@@ -98,4 +114,10 @@ func (i *Issuer) readDecision(w http.ResponseWriter, form url.Values) (approve b
 		i.errorPage(w, http.StatusBadRequest, "Choose Approve or Deny.")
 		return false, "", false
 	}
+}
+
+// loginPage feeds templates/login.html: the development "Sign in as" box.
+type loginPage struct {
+	Subject  string
+	ReturnTo string
 }
