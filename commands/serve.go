@@ -68,8 +68,12 @@ type ServeOptions struct {
 	AllowedOrigins []string
 
 	// The embedded issuer's settings.
-	AutoApprove    bool
-	DevUser        string
+	AutoApprove bool
+	// DevLogin is --dev-login when given: the development "Sign in as"
+	// box (default: on when the config has no login).
+	DevLogin   *bool
+	DevUser    string
+	DevUserSet bool
 	TokenTTL       time.Duration
 	RefreshTTL     time.Duration
 	CodeTTL        time.Duration
@@ -111,7 +115,7 @@ const (
 )
 
 // embeddedIssuerFlags configure the embedded issuer.
-var embeddedIssuerFlags = []string{"auto-approve", "dev-user", "token-ttl", "refresh-ttl", "code-ttl", "device-interval", "allow-redirect-origin",
+var embeddedIssuerFlags = []string{"auto-approve", "dev-login", "dev-user", "token-ttl", "refresh-ttl", "code-ttl", "device-interval", "allow-redirect-origin",
 	"trust-assertion-issuer", "state-key-file", "state-key-keyring", "key-rotation", "rotate-key"}
 
 // minStateKeyBytes is the least a --state-key-file holds.
@@ -207,6 +211,7 @@ Logs go to stderr (or --log-file), never tokens.`,
 			&cli.StringFlag{Name: "log-file", Usage: "append the logs to `FILE` instead of stderr", Destination: &opts.LogFile},
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "log at `LEVEL` and above: debug (also every accepted request), info (refusals, connections, a per-minute summary of accepted and refused requests), warn or error (default info; --verbose means debug)"},
 			&cli.BoolFlag{Name: "auto-approve", Usage: "embedded issuer: approve every authorization and device code at once, without the consent page (tests, scripts)", Destination: &opts.AutoApprove},
+			&cli.BoolFlag{Name: "dev-login", Usage: "embedded issuer: sign users in with the development \"Sign in as\" box, without a password (default when the config has no login; loopback listeners only)"},
 			&cli.StringFlag{Name: "dev-user", Value: issuer.DefaultSubject, Usage: "embedded issuer: the `NAME` approvals sign in as (the pages let you type another)", Destination: &opts.DevUser},
 			&cli.DurationFlag{Name: "token-ttl", Value: issuer.DefaultTokenTTL, Usage: "embedded issuer: access token lifetime `DURATION`", Destination: &opts.TokenTTL},
 			&cli.DurationFlag{Name: "refresh-ttl", Value: issuer.DefaultRefreshTTL, Usage: "embedded issuer: refresh token lifetime `DURATION`, renewed by each rotation", Destination: &opts.RefreshTTL},
@@ -266,6 +271,11 @@ Logs go to stderr (or --log-file), never tokens.`,
 			if err := stateFlags(c, opts); err != nil {
 				return err
 			}
+			if c.IsSet("dev-login") {
+				v := c.Bool("dev-login")
+				opts.DevLogin = &v
+			}
+			opts.DevUserSet = c.IsSet("dev-user")
 			for _, name := range embeddedIssuerFlags {
 				if c.IsSet(name) {
 					opts.IssuerFlags = append(opts.IssuerFlags, "--"+name)
@@ -455,10 +465,14 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 		defer ln.Close()
 		origin = "http://" + ln.Addr().String()
 	}
+	var login *issuer.LoginOptions
 	if embedded {
-		if ip, _, _ := net.SplitHostPort(ln.Addr().String()); !isLoopbackHost(ip) {
-			return fmt.Errorf("cannot run the embedded issuer on %s: it signs anyone in without a password, so it listens on loopback only\nUse --listen 127.0.0.1:PORT, or trust an external authorization server with --issuer", opts.Listen)
+		ip, _, _ := net.SplitHostPort(ln.Addr().String())
+		if login, err = embeddedLogin(opts, cfg, isLoopbackHost(ip), opts.HTTPClient); err != nil {
+			return err
 		}
+	} else if cfg.Login != nil {
+		return usageErrorf("the config's login signs users in to the embedded issuer, and no scheme uses it (name \"embedded\" in a scheme's authorizationServers)")
 	}
 	// The embedded issuer is published on the resource's origin: the
 	// listener's by default, or the one a reverse proxy or load balancer
@@ -492,7 +506,7 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 			TokenTTL: opts.TokenTTL, RefreshTTL: opts.RefreshTTL, CodeTTL: opts.CodeTTL, DeviceInterval: opts.DeviceInterval,
 			AutoApprove: opts.AutoApprove, Subject: opts.DevUser, ScopesSupported: scopes, Clients: clients,
 			AllowedRedirectOrigins: opts.AllowRedirectOrigins, AssertionIssuers: opts.AssertionIssuers, Logger: logger, Now: opts.Now,
-			Store: st, StateKey: key, KeyRotation: opts.KeyRotation, RotateKey: opts.RotateKey,
+			Store: st, StateKey: key, KeyRotation: opts.KeyRotation, RotateKey: opts.RotateKey, Login: login,
 		})
 		if err != nil {
 			return fmt.Errorf("cannot start the embedded issuer: %w", err)

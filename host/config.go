@@ -57,6 +57,8 @@ type Config struct {
 	// its tokens there, when the session ends: its client revoked its
 	// last grant at serve's embedded issuer (default true; see EndSession).
 	RevokeOnSessionEnd *bool `json:"revokeOnSessionEnd"`
+	// Login is the OpenID Provider the embedded issuer signs users in at.
+	Login *Login `json:"login"`
 }
 
 // Scheme is one auth requirement (PROTOCOL.md "Auth requirements").
@@ -202,6 +204,11 @@ func ParseConfig(data []byte) (*Config, error) {
 }
 
 func (c *Config) check() error {
+	if c.Login != nil {
+		if err := c.Login.check(); err != nil {
+			return fmt.Errorf("login.%w", err)
+		}
+	}
 	if c.Resource != "" {
 		if err := checkResource(c.Resource); err != nil {
 			return fmt.Errorf("resource: %w", err)
