@@ -8,23 +8,39 @@ import (
 )
 
 // Handler serves the browser's side of a sign-in:
-//   - GET /auth/start?id=ELICITATION: sets the sign-in's cookie (HttpOnly,
-//     SameSite=Lax, Path=/callback) and redirects to the upstream;
+//   - GET /auth/start?id=ELICITATION: for a bound sign-in (see bound), the
+//     confirmation page, shown only to a browser signed in as the
+//     session's user (confirm.go); else, and on POST /auth/start from
+//     that page, sets the sign-in's cookie (HttpOnly, SameSite=Lax,
+//     Path=/callback) and redirects to the upstream;
 //   - GET /callback: completes the sign-in (Callback) and shows a plain
 //     success or failure page.
 func (b *Broker) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /auth/start", b.serveStart)
+	mux.Handle("POST /auth/start", http.NewCrossOriginProtection().Handler(http.HandlerFunc(b.serveConfirm)))
 	mux.HandleFunc("GET /callback", b.serveCallback)
 	return mux
 }
 
 func (b *Broker) serveStart(w http.ResponseWriter, r *http.Request) {
-	st, err := b.Start(r.Context(), r.URL.Query().Get("id"))
+	id := r.URL.Query().Get("id")
+	if b.confirmFirst(w, r, id) {
+		return
+	}
+	b.startAndRedirect(w, r, id, "")
+}
+
+// startAndRedirect starts the sign-in id (Start) for a browser signed in
+// as signedIn and sends it to the upstream, or shows why not.
+func (b *Broker) startAndRedirect(w http.ResponseWriter, r *http.Request, id, signedIn string) {
+	st, err := b.Start(r.Context(), id, signedIn)
 	if err != nil {
 		status := http.StatusBadRequest
 		msg := "This sign-in link cannot be used: " + err.Error() + "."
-		if !errors.Is(err, ErrUnknownSignIn) && !errors.Is(err, ErrExpired) {
+		if errors.Is(err, ErrNotYours) {
+			status, msg = http.StatusForbidden, notYoursMessage
+		} else if !errors.Is(err, ErrUnknownSignIn) && !errors.Is(err, ErrExpired) {
 			b.log.Error("broker: cannot start a sign-in", "err", err)
 			status, msg = http.StatusInternalServerError, "The sign-in cannot start now. Try again later."
 		}
@@ -35,7 +51,11 @@ func (b *Broker) serveStart(w http.ResponseWriter, r *http.Request) {
 		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: strings.HasPrefix(b.opts.Origin, "https:")})
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Referrer-Policy", "no-referrer")
-	http.Redirect(w, r, st.Redirect, http.StatusFound)
+	status := http.StatusFound
+	if r.Method == http.MethodPost {
+		status = http.StatusSeeOther
+	}
+	http.Redirect(w, r, st.Redirect, status)
 }
 
 func (b *Broker) serveCallback(w http.ResponseWriter, r *http.Request) {

@@ -512,7 +512,7 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 			return fmt.Errorf("cannot start the embedded issuer: %w", err)
 		}
 	}
-	brk, err := newBroker(ctx, cfg, st, key, issuerOrigin, opts.HTTPClient, logger, opts.Now)
+	brk, err := newBroker(ctx, cfg, st, key, issuerOrigin, opts.HTTPClient, logger, opts.Now, iss)
 	if err != nil {
 		return err
 	}
@@ -865,6 +865,7 @@ func newServeMux(h *host.Host, iss *issuer.Issuer, brk *broker.Broker, connectio
 	}
 	if brk != nil {
 		mux.Handle("GET /auth/start", brk.Handler())
+		mux.Handle("POST /auth/start", brk.Handler())
 		mux.Handle("GET /callback", brk.Handler())
 	}
 	bh := h.BrokerHandler()

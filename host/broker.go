@@ -80,6 +80,12 @@ func (h *Host) upstreamTools() []mcpTool {
 // sessionOf is the broker session of a grant.
 func (h *Host) sessionOf(g *Grant) string { return h.broker.Session(g.Subject, g.ClientID) }
 
+// principalOf is who the broker session of a grant is: its sign-in links
+// are bound to that user when serve's embedded issuer issued the grant.
+func principalOf(g *Grant) broker.Principal {
+	return broker.Principal{Issuer: g.Issuer, Subject: g.Subject, ClientID: g.ClientID}
+}
+
 // viewGrant is the grant a broker session is derived from: the first
 // live one in config order.
 func (h *Host) viewGrant(v authView) *Grant {
@@ -165,7 +171,7 @@ func (f *httpFace) callUpstream(ctx context.Context, g *Grant, args, responses m
 				return toolText(fmt.Sprintf("You %s the sign-in to %s; call the tool again to sign in.", refused, u.Label), true), nil
 			}
 		}
-		a, err := h.broker.Ask(ctx, sid, u.ID)
+		a, err := h.broker.Ask(ctx, principalOf(g), u.ID)
 		if err != nil {
 			return nil, askFailed(err)
 		}
@@ -241,12 +247,11 @@ func (h *Host) upstreamGate(ctx context.Context, method string, v authView) *wir
 	if g == nil {
 		return nil // gate refused already
 	}
-	sid := h.sessionOf(g)
 	for _, id := range need {
 		if h.broker.Upstream(id) == nil {
 			continue // removed since the start; restart serve to add it back
 		}
-		if rerr := h.upstreamGateFor(ctx, sid, id); rerr != nil {
+		if rerr := h.upstreamGateFor(ctx, g, id); rerr != nil {
 			h.log.Info("auth decision", "method", method, "upstream", id, "outcome", "upstream sign-in needed")
 			return rerr
 		}
@@ -337,7 +342,7 @@ func (s *session) authenticateUpstream(ctx context.Context, reqID wire.ID, metho
 		return
 	}
 	if until.IsZero() {
-		answer(signedInOr(h.upstreamGateFor(ctx, sid, id)))
+		answer(signedInOr(h.upstreamGateFor(ctx, g, id)))
 		return
 	}
 	s.mu.Lock()
@@ -364,7 +369,7 @@ func (s *session) authenticateUpstream(ctx context.Context, reqID wire.ID, metho
 		case err == nil:
 			answer(struct{}{}, nil)
 		case ctx.Err() == nil: // expired: a new ask; the connection's end needs no answer
-			answer(signedInOr(h.upstreamGateFor(ctx, sid, id)))
+			answer(signedInOr(h.upstreamGateFor(ctx, g, id)))
 		}
 	}()
 }
@@ -379,8 +384,8 @@ func signedInOr(rerr *wire.Error) (any, *wire.Error) {
 }
 
 // upstreamGateFor is upstreamGate for one upstream of a known session.
-func (h *Host) upstreamGateFor(ctx context.Context, sid, id string) *wire.Error {
-	_, err := h.broker.Token(ctx, sid, id)
+func (h *Host) upstreamGateFor(ctx context.Context, g *Grant, id string) *wire.Error {
+	_, err := h.broker.Token(ctx, h.sessionOf(g), id)
 	switch {
 	case err == nil:
 		return nil
@@ -388,7 +393,7 @@ func (h *Host) upstreamGateFor(ctx context.Context, sid, id string) *wire.Error 
 		h.log.Error("upstream token unavailable", "upstream", id, "err", err)
 		return wire.Errorf(wire.CodeInternalError, "internal error: cannot check the upstream sign-in now; try again later")
 	}
-	a, err := h.broker.Ask(ctx, sid, id)
+	a, err := h.broker.Ask(ctx, principalOf(g), id)
 	if err != nil {
 		return askFailed(err)
 	}

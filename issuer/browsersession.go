@@ -150,3 +150,18 @@ func (i *Issuer) pageUser(w http.ResponseWriter, r *http.Request) (subject strin
 	i.startLogin(w, r, localPath(r.URL.RequestURI()))
 	return "", false, false
 }
+
+// ClientName is the name client id registered with, or the id itself, for
+// pages of serve that name a client (the broker's confirmation page).
+func (i *Issuer) ClientName(ctx context.Context, id string) string {
+	var c *client
+	i.store.View(ctx, func(tx state.Tx) error {
+		var err error
+		c, err = i.clientTx(tx, id)
+		return err
+	})
+	if c == nil {
+		return id
+	}
+	return c.displayName()
+}
