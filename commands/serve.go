@@ -71,9 +71,9 @@ type ServeOptions struct {
 	AutoApprove bool
 	// DevLogin is --dev-login when given: the development "Sign in as"
 	// box (default: on when the config has no login).
-	DevLogin   *bool
-	DevUser    string
-	DevUserSet bool
+	DevLogin       *bool
+	DevUser        string
+	DevUserSet     bool
 	TokenTTL       time.Duration
 	RefreshTTL     time.Duration
 	CodeTTL        time.Duration
