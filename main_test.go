@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentauth/agentauth/commands"
+	"github.com/agentauth/agentauth/internal/testprog/signin"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -28,6 +30,8 @@ var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []str
 	"waitfile": waitFile,
 	"addrenv":  addrEnv,
 }
+
+func init() { maps.Copy(scriptPrograms, signin.Programs()); maps.Copy(scriptCmds, signin.Cmds()) }
 
 func TestMain(m *testing.M) {
 	testscript.Main(m, scriptPrograms)
@@ -63,7 +67,8 @@ func TestScripts(t *testing.T) {
 			env.Setenv("NO_COLOR", "1")
 			return nil
 		},
-		Cmds: scriptCmds,
+		Cmds:      scriptCmds,
+		Condition: signin.Condition,
 	})
 }
 

@@ -561,7 +561,12 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 		go func() { served <- srv.Serve(ln) }()
 		attrs := []any{"addr", ln.Addr().String(), "resource", h.Resource(), "resource_metadata", h.ResourceMetadataURL(), "auth_scope", opts.AuthScope}
 		if iss != nil {
-			attrs = append(attrs, "issuer", issuerOrigin, "auto_approve", opts.AutoApprove, "dev_user", opts.DevUser)
+			attrs = append(attrs, "issuer", issuerOrigin, "auto_approve", opts.AutoApprove)
+			if login != nil {
+				attrs = append(attrs, "login", login.Issuer)
+			} else {
+				attrs = append(attrs, "dev_user", opts.DevUser, "login", "dev")
+			}
 		}
 		attrs = append(attrs, "state", stateDesc)
 		logger.Info("agent host listening", attrs...)

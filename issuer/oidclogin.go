@@ -90,6 +90,7 @@ type providerMetadata struct {
 	AuthorizationEndpoint string   `json:"authorization_endpoint"`
 	TokenEndpoint         string   `json:"token_endpoint"`
 	JWKSURI               string   `json:"jwks_uri"`
+	UserinfoEndpoint      string   `json:"userinfo_endpoint"`
 	AuthMethods           []string `json:"token_endpoint_auth_methods_supported"`
 }
 
@@ -140,6 +141,11 @@ func newOIDCLogin(ctx context.Context, opts LoginOptions) (*oidcLogin, error) {
 	for name, u := range map[string]string{"authorization_endpoint": l.meta.AuthorizationEndpoint, "token_endpoint": l.meta.TokenEndpoint, "jwks_uri": l.meta.JWKSURI} {
 		if err := checkProviderURL(u); err != nil {
 			return nil, fmt.Errorf("cannot use the login provider: %s: %w", name, err)
+		}
+	}
+	if l.meta.UserinfoEndpoint != "" {
+		if err := checkProviderURL(l.meta.UserinfoEndpoint); err != nil {
+			return nil, fmt.Errorf("cannot use the login provider: userinfo_endpoint: %w", err)
 		}
 	}
 	if _, err := l.fetchKeys(ctx); err != nil {
@@ -250,6 +256,65 @@ func (l *oidcLogin) oauth2Config(redirectURI string) *oauth2.Config {
 	}
 	return &oauth2.Config{ClientID: l.opts.ClientID, ClientSecret: l.opts.ClientSecret, RedirectURL: redirectURI, Scopes: l.opts.Scopes,
 		Endpoint: oauth2.Endpoint{AuthURL: l.meta.AuthorizationEndpoint, TokenURL: l.meta.TokenEndpoint, AuthStyle: style}}
+}
+
+// addUserinfo completes the ID token's claims with the UserInfo
+// response (OIDC Core §5.3), which many providers send the scope's claims
+// in rather than in the ID token: its sub must be the ID token's
+// (§5.3.4); it fills only the claims the ID token lacks, and only email,
+// email_verified, the groups claim and the subject claim are read.
+func (l *oidcLogin) addUserinfo(ctx context.Context, tok *oauth2.Token, c *idTokenClaims) error {
+	want := []string{"email", "email_verified", l.opts.GroupsClaim}
+	if l.opts.SubjectClaim != "" && l.opts.SubjectClaim != "sub" {
+		want = append(want, l.opts.SubjectClaim)
+	}
+	missing := false
+	for _, k := range want {
+		if _, ok := c.Extra[k]; !ok {
+			missing = true
+		}
+	}
+	if !missing || l.meta.UserinfoEndpoint == "" || tok.AccessToken == "" {
+		return nil
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, l.meta.UserinfoEndpoint, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+	req.Header.Set("Accept", "application/json")
+	resp, err := l.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", l.meta.UserinfoEndpoint, resp.Status)
+	}
+	var info map[string]any
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxProviderDocument)).Decode(&info); err != nil {
+		return fmt.Errorf("GET %s: %w (a signed UserInfo response is not supported)", l.meta.UserinfoEndpoint, err)
+	}
+	if sub, _ := info["sub"].(string); sub != c.Subject {
+		return errors.New("the UserInfo response is about another sub than the ID token (OIDC Core §5.3.4)")
+	}
+	if c.Extra == nil {
+		c.Extra = map[string]any{}
+	}
+	for _, k := range want {
+		v, ok := info[k]
+		if _, have := c.Extra[k]; !ok || have {
+			continue
+		}
+		c.Extra[k] = v
+		switch k {
+		case "email":
+			c.Email, _ = v.(string)
+		case "email_verified":
+			c.EmailVerified = v
+		}
+	}
+	return nil
 }
 
 // subject maps validated claims to the subject of serve's tokens.
@@ -450,6 +515,11 @@ func (i *Issuer) serveLoginCallback(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		i.log.Warn("issuer: login refused: invalid ID token", "err", err)
 		i.errorPage(w, http.StatusBadGateway, "The login provider's answer did not check out, so you are not signed in. See serve's log.")
+		return
+	}
+	if err := i.login.addUserinfo(r.Context(), tok, claims); err != nil {
+		i.log.Warn("issuer: login failed: cannot read the userinfo", "err", err)
+		i.errorPage(w, http.StatusBadGateway, "The login provider did not say who you are. Start again from your application.")
 		return
 	}
 	subject, err := i.login.subject(claims)
