@@ -73,7 +73,6 @@ type ServeOptions struct {
 	// box (default: on when the config has no login).
 	DevLogin       *bool
 	DevUser        string
-	DevUserSet     bool
 	TokenTTL       time.Duration
 	RefreshTTL     time.Duration
 	CodeTTL        time.Duration
@@ -275,7 +274,6 @@ Logs go to stderr (or --log-file), never tokens.`,
 				v := c.Bool("dev-login")
 				opts.DevLogin = &v
 			}
-			opts.DevUserSet = c.IsSet("dev-user")
 			for _, name := range embeddedIssuerFlags {
 				if c.IsSet(name) {
 					opts.IssuerFlags = append(opts.IssuerFlags, "--"+name)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/agentauth/agentauth/host"
@@ -20,12 +21,12 @@ func embeddedLogin(opts *ServeOptions, cfg *host.Config, loopback bool, hc *http
 	switch {
 	case l != nil && opts.DevLogin != nil && *opts.DevLogin:
 		return nil, usageErrorf("--dev-login and the config's login exclude each other: the login provider signs users in")
-	case l != nil && opts.DevUserSet:
+	case l != nil && slices.Contains(opts.IssuerFlags, "--dev-user"):
 		return nil, usageErrorf("--dev-user names the development box's user, and the config's login signs users in at its provider")
 	case l == nil && opts.DevLogin != nil && !*opts.DevLogin:
 		return nil, usageErrorf("--dev-login=false leaves the embedded issuer no way to sign users in\nConfigure an OpenID Provider under \"login\" in the --config file")
 	case l == nil && !loopback:
-		return nil, fmt.Errorf("cannot run the embedded issuer on %s: it signs anyone in without a password, so it listens on loopback only\nConfigure an OpenID Provider under \"login\" in the --config file, use --listen 127.0.0.1:PORT, or trust an external authorization server with --issuer", opts.Listen)
+		return nil, fmt.Errorf("cannot run the embedded issuer on %s: it signs anyone in without a password, so it listens on loopback only\nUse --listen 127.0.0.1:PORT, or trust an external authorization server with --issuer, or sign users in at an OpenID Provider (\"login\" in the --config file)", opts.Listen)
 	case l == nil:
 		return nil, nil
 	}
