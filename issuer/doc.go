@@ -40,7 +40,7 @@
 // the provider are bounded like consent pages (maxPendingConsents, the
 // first to expire evicted).
 //
-// Because the development box signs anyone in, the issuer hands codes only to loopback
+// The issuer hands codes only to loopback
 // redirect URIs (http://127.0.0.1, http://[::1], http://localhost, any
 // port; RFC 8252 §7.3), at registration and for pre-registered clients,
 // unless Options.AllowedRedirectOrigins names the https origin; and only the
