@@ -540,7 +540,7 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 	}
 
 	if opts.ConfigPath != "" {
-		stopReload := reloadOnHangup(ctx, opts, h, st, embedded, issuerOrigin, cfg.Upstreams, logger)
+		stopReload := reloadOnHangup(ctx, opts, h, st, embedded, issuerOrigin, cfg.Upstreams, cfg.Login, logger)
 		defer stopReload()
 	}
 
@@ -700,7 +700,7 @@ func newHTTPServer(h http.Handler, logger *slog.Logger) *http.Server {
 // published to the replicas sharing st (PostgreSQL), and each of them
 // re-reads its own --config in turn, without publishing again. It returns
 // the function that stops listening for SIGHUP.
-func reloadOnHangup(ctx context.Context, opts *ServeOptions, h *host.Host, st state.Store, embedded bool, issuerOrigin string, upstreams []host.Upstream, logger *slog.Logger) func() {
+func reloadOnHangup(ctx context.Context, opts *ServeOptions, h *host.Host, st state.Store, embedded bool, issuerOrigin string, upstreams []host.Upstream, login *host.Login, logger *slog.Logger) func() {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	// remote holds one pending reload published by another replica: more
@@ -737,6 +737,9 @@ func reloadOnHangup(ctx context.Context, opts *ServeOptions, h *host.Host, st st
 			}
 			if err == nil && !reflect.DeepEqual(cfg.Upstreams, upstreams) {
 				logger.Warn("the upstreams changed; they take effect when serve restarts (the running ones stay in force)")
+			}
+			if err == nil && !reflect.DeepEqual(cfg.Login, login) {
+				logger.Warn("the login changed; it takes effect when serve restarts (the running one stays in force)")
 			}
 			if err != nil {
 				logger.Error("config reload refused; the running config stays in force", "err", err)
