@@ -61,8 +61,10 @@ const (
 	// kindLogin holds the logins under way at the provider, by the hash
 	// of their state.
 	kindLogin state.Kind = "login"
-	// loginCookie binds a login under way to the browser that started it.
-	loginCookie = "agentauth_login"
+	// loginCookiePrefix names the cookie that binds a login under way to
+	// the browser that started it: one per login (loginCookie), so that two
+	// tabs signing in at once do not clobber each other.
+	loginCookiePrefix = "agentauth_login_"
 	// loginTTL bounds a login under way at the provider.
 	loginTTL = 10 * time.Minute
 	// maxProviderDocument bounds the provider's metadata, JWKS and token
@@ -79,7 +81,7 @@ type loginRecord struct {
 	Verifier string    `json:"verifier"`
 	Nonce    string    `json:"nonce"`
 	ReturnTo string    `json:"return_to"`
-	Binding  string    `json:"binding"` // SHA-256 of the loginCookie
+	Binding  string    `json:"binding"` // SHA-256 of the login's cookie
 	Expires  time.Time `json:"expires"`
 }
 
@@ -430,6 +432,9 @@ func (i *Issuer) serveLogout(w http.ResponseWriter, r *http.Request) {
 	i.render(w, http.StatusOK, "message.html", messagePage{Title: "Signed out", Message: "You are signed out of this server."})
 }
 
+// loginCookie is the name of the cookie of the login with state st.
+func loginCookie(st string) string { return loginCookiePrefix + hash(st)[:16] }
+
 // startLogin sends the browser to the provider's authorization endpoint
 // (OIDC Core §3.1.2.1) with a state bound to this browser by a cookie, a
 // nonce and a PKCE S256 challenge (RFC 7636).
@@ -447,7 +452,7 @@ func (i *Issuer) startLogin(w http.ResponseWriter, r *http.Request, returnTo str
 		i.storePage(w, err)
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: loginCookie, Value: binding, Path: pathLoginCallback, MaxAge: int(loginTTL / time.Second),
+	http.SetCookie(w, &http.Cookie{Name: loginCookie(st), Value: binding, Path: pathLoginCallback, MaxAge: int(loginTTL / time.Second),
 		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: i.secureCookies()})
 	u := i.login.oauth2Config(i.opts.Issuer+pathLoginCallback).AuthCodeURL(st, oauth2.S256ChallengeOption(verifier),
 		oauth2.SetAuthURLParam("nonce", nonce))
@@ -476,7 +481,7 @@ func (i *Issuer) serveLoginCallback(w http.ResponseWriter, r *http.Request) {
 		i.storePage(w, err)
 		return
 	}
-	cookie, _ := r.Cookie(loginCookie)
+	cookie, _ := r.Cookie(loginCookie(q.Get("state")))
 	switch {
 	case rec == nil || now.After(rec.Expires):
 		i.errorPage(w, http.StatusBadRequest, "This sign-in is unknown, expired or was already completed. Start again from your application.")
@@ -486,7 +491,7 @@ func (i *Issuer) serveLoginCallback(w http.ResponseWriter, r *http.Request) {
 		i.errorPage(w, http.StatusBadRequest, "This sign-in was started in another browser. Start again from your application in this browser.")
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: loginCookie, Value: "", Path: pathLoginCallback, MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: i.secureCookies()})
+	http.SetCookie(w, &http.Cookie{Name: loginCookie(q.Get("state")), Value: "", Path: pathLoginCallback, MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: i.secureCookies()})
 	if e := q.Get("error"); e != "" {
 		i.log.Info("issuer: login refused by the provider", "error", quoteValue(e))
 		i.errorPage(w, http.StatusForbidden, "The login provider answered "+quoteValue(e)+": you are not signed in.")
