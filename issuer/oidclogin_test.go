@@ -180,3 +180,64 @@ func TestLoginAtProvider(t *testing.T) {
 		})
 	}
 }
+
+// signInAt signs a browser in at the issuer through op as user and
+// returns its session cookie.
+func signInAt(t *testing.T, s *testServer, op *fakeOP, user string) *http.Cookie {
+	t.Helper()
+	r := s.get("/login")
+	q := op.approve(t, r.header.Get("Location"), user, nil)
+	req, _ := http.NewRequest(http.MethodGet, s.url+"/login/callback?"+q.Encode(), nil)
+	for _, c := range cookies(r) {
+		req.AddCookie(c)
+	}
+	done := s.do(req)
+	for _, c := range cookies(done) {
+		if c.Name == issuer.BrowserSessionCookie {
+			return c
+		}
+	}
+	t.Fatalf("no session after the login: %d %s", done.status, done.body)
+	return nil
+}
+
+// With a login provider, /authorize sends a browser that is not signed in
+// to the provider; the consent page shows the signed-in user (no "Sign in
+// as" box), and only that user's browser may answer it.
+func TestConsentWithLogin(t *testing.T) {
+	op := newFakeOP(t, time.Now)
+	s := start(t, issuer.Options{Clients: []issuer.Client{rs}, Login: &issuer.LoginOptions{Issuer: op.srv.URL + "/", ClientID: "serve", ClientSecret: "s3cret"}})
+	op.now = s.clock.Now
+	a := newAuthz(issuer.CLIClientID, "http://127.0.0.1:5555/callback")
+	if r := s.authorize(a); r.status != http.StatusFound || !strings.HasPrefix(r.header.Get("Location"), op.srv.URL+"/auth?") {
+		t.Fatalf("authorize without a session: %d %q", r.status, r.header.Get("Location"))
+	}
+	alice, bob := signInAt(t, s, op, "alice"), signInAt(t, s, op, "bob")
+	as := func(c *http.Cookie, req *http.Request) reply {
+		req.AddCookie(c)
+		return s.do(req)
+	}
+	req, _ := http.NewRequest(http.MethodGet, s.url+"/authorize?"+a.query.Encode(), nil)
+	page := as(alice, req)
+	body := wantPage(t, page, http.StatusOK)
+	if !strings.Contains(body, "Signed in as <strong>"+op.srv.URL+"/#alice</strong>") || strings.Contains(body, `name="subject"`) || strings.Contains(body, "no password") {
+		t.Fatalf("consent page:\n%s", body)
+	}
+	form := url.Values{"nonce": {pageNonce(t, page)}, "decision": {"approve"}, "subject": {"mallory"}}
+	post := func(c *http.Cookie) reply {
+		req, _ := http.NewRequest(http.MethodPost, s.url+"/consent", strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		return as(c, req)
+	}
+	if r := post(bob); r.status != http.StatusForbidden || !strings.Contains(string(r.body), "another signed-in user") {
+		t.Fatalf("bob answers alice's consent page: %d %s", r.status, r.body)
+	}
+	// bob's attempt leaves the page to alice, whose approval issues a code
+	// for her, not for the name in the form.
+	q := s.callback(post(alice), a)
+	tok := wantOK(t, s.exchange(a, q.Get("code")))
+	claims := s.introspect(tok["access_token"].(string))
+	if claims["sub"] != op.srv.URL+"/#alice" {
+		t.Fatalf("token subject %v, want alice's iss#sub", claims["sub"])
+	}
+}
