@@ -212,6 +212,10 @@ func TestConsentWithLogin(t *testing.T) {
 	if r := s.authorize(a); r.status != http.StatusFound || !strings.HasPrefix(r.header.Get("Location"), op.srv.URL+"/auth?") {
 		t.Fatalf("authorize without a session: %d %q", r.status, r.header.Get("Location"))
 	}
+	// The development box is gone: its form post signs nobody in.
+	if r := s.post("/login", url.Values{"subject": {"mallory"}}); r.status != http.StatusMethodNotAllowed || len(cookies(r)) != 0 {
+		t.Fatalf("POST /login with a provider: %d %v", r.status, cookies(r))
+	}
 	alice, bob := signInAt(t, s, op, "alice"), signInAt(t, s, op, "bob")
 	as := func(c *http.Cookie, req *http.Request) reply {
 		req.AddCookie(c)
