@@ -245,3 +245,35 @@ func TestConsentWithLogin(t *testing.T) {
 		t.Fatalf("token subject %v, want alice's iss#sub", claims["sub"])
 	}
 }
+
+// Logins under way at the provider are bounded like consent pages: past
+// MaxPendingConsents the one that expires first is evicted.
+func TestPendingLoginsAreBounded(t *testing.T) {
+	op := newFakeOP(t, time.Now)
+	s := start(t, issuer.Options{Login: &issuer.LoginOptions{Issuer: op.srv.URL, ClientID: "serve", ClientSecret: "s3cret"}})
+	op.now = s.clock.Now
+	begin := func() (url.Values, []*http.Cookie) {
+		r := s.get("/login")
+		return op.approve(t, r.header.Get("Location"), "alice", nil), cookies(r)
+	}
+	finish := func(q url.Values, jar []*http.Cookie) reply {
+		req, _ := http.NewRequest(http.MethodGet, s.url+"/login/callback?"+q.Encode(), nil)
+		for _, c := range jar {
+			req.AddCookie(c)
+		}
+		return s.do(req)
+	}
+	firstQ, firstJar := begin()
+	var lastQ url.Values
+	var lastJar []*http.Cookie
+	for range issuer.MaxPendingConsents {
+		s.advance(time.Millisecond)
+		lastQ, lastJar = begin()
+	}
+	if r := finish(firstQ, firstJar); r.status != http.StatusBadRequest || !strings.Contains(string(r.body), "unknown, expired") {
+		t.Fatalf("the evicted login: %d %s", r.status, r.body)
+	}
+	if r := finish(lastQ, lastJar); r.status != http.StatusOK || !strings.Contains(string(r.body), "You are signed in as") {
+		t.Fatalf("the newest login: %d %s", r.status, r.body)
+	}
+}
