@@ -69,3 +69,19 @@ func TestDevLoginSetsBrowserSession(t *testing.T) {
 		t.Fatalf("POST /logout: %d %q", out.status, out.header.Get("Set-Cookie"))
 	}
 }
+
+// Behind TLS (an https issuer) the session cookie is Secure.
+func TestBrowserSessionSecureOnHTTPS(t *testing.T) {
+	iss, err := issuer.New(issuer.Options{Issuer: "https://agents.example"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := httptest.NewRequest(http.MethodPost, "https://agents.example/login", strings.NewReader(url.Values{"subject": {"bob"}}.Encode()))
+	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	w := httptest.NewRecorder()
+	iss.Handler().ServeHTTP(w, r)
+	cs := w.Result().Cookies()
+	if len(cs) != 1 || cs[0].Name != issuer.BrowserSessionCookie || !cs[0].Secure || !cs[0].HttpOnly {
+		t.Fatalf("cookies %+v", cs)
+	}
+}
