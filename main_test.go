@@ -10,13 +10,23 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentauth/agentauth/commands"
+	"github.com/agentauth/agentauth/internal/testprog/ahp"
+	"github.com/agentauth/agentauth/internal/testprog/cli"
+	"github.com/agentauth/agentauth/internal/testprog/devserve"
+	"github.com/agentauth/agentauth/internal/testprog/github"
+	"github.com/agentauth/agentauth/internal/testprog/gosdk"
+	"github.com/agentauth/agentauth/internal/testprog/machine"
+	"github.com/agentauth/agentauth/internal/testprog/mcp"
+	"github.com/agentauth/agentauth/internal/testprog/replicas"
 	"github.com/agentauth/agentauth/internal/testprog/signin"
+	"github.com/agentauth/agentauth/internal/testprog/upstream"
+
+	"github.com/agentauth/agentauth/commands"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
-// scriptPrograms are the programs testscript puts on PATH for `exec`;
-// other _test.go files add theirs in init.
+// scriptPrograms are the programs testscript puts on PATH for `exec`; the
+// test programs of internal/testprog add theirs in init below.
 var scriptPrograms = map[string]func(){
 	"agentauth": func() { os.Exit(commands.Main()) },
 	// browser-fetch URL is a $BROWSER for tests: it GETs the URL and follows
@@ -25,13 +35,38 @@ var scriptPrograms = map[string]func(){
 	"browser-fetch": browserFetch,
 }
 
-// scriptCmds are the custom script commands; other _test.go files add theirs in init.
+// scriptCmds are the custom script commands; internal/testprog adds more in init below.
 var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
 	"waitfile": waitFile,
 	"addrenv":  addrEnv,
 }
 
-func init() { maps.Copy(scriptPrograms, signin.Programs()); maps.Copy(scriptCmds, signin.Cmds()) }
+// testprogs are the packages of test programs (internal/testprog), each
+// with its Programs and, when it has some, its script commands.
+var testprogs = []struct {
+	programs func() map[string]func()
+	cmds     func() map[string]func(ts *testscript.TestScript, neg bool, args []string)
+}{
+	{ahp.Programs, ahp.Cmds},
+	{cli.Programs, cli.Cmds},
+	{devserve.Programs, devserve.Cmds},
+	{github.Programs, github.Cmds},
+	{gosdk.Programs, nil},
+	{machine.Programs, machine.Cmds},
+	{mcp.Programs, mcp.Cmds},
+	{replicas.Programs, replicas.Cmds},
+	{signin.Programs, signin.Cmds},
+	{upstream.Programs, nil},
+}
+
+func init() {
+	for _, p := range testprogs {
+		maps.Copy(scriptPrograms, p.programs())
+		if p.cmds != nil {
+			maps.Copy(scriptCmds, p.cmds())
+		}
+	}
+}
 
 func TestMain(m *testing.M) {
 	testscript.Main(m, scriptPrograms)

@@ -11,7 +11,7 @@ import (
 	"github.com/agentauth/agentauth/client"
 )
 
-// callSignInHelp is call's help for upstream sign-ins (issue 15).
+// callSignInHelp is call's help for upstream sign-ins.
 const callSignInHelp = `Upstream sign-in: a server that calls another service as you (agentauth
 serve with "upstreams") may answer that you must first sign in to that
 service: MCP -32042 or a 2026-07-28 input_required URL elicitation, -32007

@@ -12,7 +12,7 @@ import (
 	"github.com/agentauth/agentauth/internal/oauthfake"
 )
 
-// restSignInFake is serve's plain HTTP face (issue 15 contract): POST
+// restSignInFake is serve's plain HTTP face (its contract): POST
 // /tools/rally_whoami answers 401 authentication_required until the
 // browser visits /auth/start.
 type restSignInFake struct {

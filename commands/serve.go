@@ -1,13 +1,8 @@
 package commands
 
 import (
-	"bytes"
 	"cmp"
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,17 +10,11 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/signal"
-	"path/filepath"
-	"reflect"
-	"runtime"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
-	"github.com/zalando/go-keyring"
 
 	"github.com/agentauth/agentauth/broker"
 	"github.com/agentauth/agentauth/client"
@@ -364,22 +353,6 @@ func stateFlags(c *cli.Context, opts *ServeOptions) error {
 	return nil
 }
 
-// defaultDataDir is $XDG_STATE_HOME/agentauth/serve, else
-// ~/.local/state/agentauth/serve (XDG Base Directory); on macOS and
-// Windows, which have no state directory, os.UserConfigDir()/agentauth/serve.
-func defaultDataDir() (string, error) {
-	switch runtime.GOOS {
-	case "darwin", "ios", "windows", "plan9":
-		d, err := os.UserConfigDir()
-		return filepath.Join(d, "agentauth", "serve"), err
-	}
-	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
-		return filepath.Join(d, "agentauth", "serve"), nil
-	}
-	home, err := os.UserHomeDir()
-	return filepath.Join(home, ".local", "state", "agentauth", "serve"), err
-}
-
 // checkResourceFlag accepts an absolute http(s) URL without a fragment
 // (RFC 8707 §2).
 func checkResourceFlag(raw string) error {
@@ -622,64 +595,6 @@ func openState(ctx context.Context, opts *ServeOptions) (state.Store, string, er
 	}
 }
 
-// readStateKey derives the state key from --state-key-file: the SHA-256
-// of its content, which must be at least minStateKeyBytes and readable by
-// its owner only. No file, no key.
-func readStateKey(path string) ([]byte, error) {
-	if path == "" {
-		return nil, nil
-	}
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, fmt.Errorf("cannot read --state-key-file: %w", err)
-	}
-	if runtime.GOOS != "windows" && fi.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("cannot use --state-key-file %s: others may read it (mode %v)\nTo restrict it, run: chmod 600 %s", path, fi.Mode().Perm(), path)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("cannot read --state-key-file: %w", err)
-	}
-	if len(bytes.TrimSpace(b)) < minStateKeyBytes {
-		return nil, fmt.Errorf("cannot use --state-key-file %s: it holds fewer than %d bytes\nTo make one, run: head -c 32 /dev/urandom | base64 > %s; chmod 600 %s", path, minStateKeyBytes, path, path)
-	}
-	sum := sha256.Sum256(bytes.TrimSpace(b))
-	return sum[:], nil
-}
-
-// keyringStateKey derives the state key from the OS keyring's entry for
-// the state location (as openState describes it), creating the entry with
-// 32 random bytes on first use.
-func keyringStateKey(location string, timeout time.Duration) ([]byte, error) {
-	type result struct {
-		secret string
-		err    error
-	}
-	done := make(chan result, 1)
-	go func() {
-		user := "state-key " + location
-		secret, err := keyring.Get(stateKeyringService, user)
-		if errors.Is(err, keyring.ErrNotFound) {
-			b := make([]byte, 32)
-			rand.Read(b)
-			secret = base64.RawStdEncoding.EncodeToString(b)
-			err = keyring.Set(stateKeyringService, user, secret)
-		}
-		done <- result{secret, err}
-	}()
-	var r result
-	select {
-	case r = <-done:
-	case <-time.After(timeout):
-		r.err = fmt.Errorf("the keyring did not answer within %s", timeout)
-	}
-	if r.err != nil {
-		return nil, fmt.Errorf("cannot get the state key from the OS keyring: %w\nUse --state-key-file FILE instead", r.err)
-	}
-	sum := sha256.Sum256([]byte(r.secret))
-	return sum[:], nil
-}
-
 // newHTTPServer bounds every HTTP exchange of the listener: header, body,
 // response and idle keep-alive times, and header size. (WebSocket
 // connections leave these bounds once upgraded.)
@@ -693,161 +608,6 @@ func newHTTPServer(h http.Handler, logger *slog.Logger) *http.Server {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
-}
-
-// reloadOnHangup re-reads --config on SIGHUP and puts it in force
-// (host.Reload). A config that does not parse or check is refused, with the
-// key named, and the running one stays in force; so is one that would need
-// the embedded issuer when it is not running. A reload on SIGHUP is
-// published to the replicas sharing st (PostgreSQL), and each of them
-// re-reads its own --config in turn, without publishing again. It returns
-// the function that stops listening for SIGHUP.
-func reloadOnHangup(ctx context.Context, opts *ServeOptions, h *host.Host, st state.Store, embedded bool, issuerOrigin string, upstreams []host.Upstream, login *host.Login, logger *slog.Logger) func() {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	// remote holds one pending reload published by another replica: more
-	// arriving meanwhile need no second read.
-	remote := make(chan struct{}, 1)
-	st.OnConfigChanged(func() {
-		select {
-		case remote <- struct{}{}:
-		default:
-		}
-	})
-	done := make(chan struct{})
-	go func() {
-		for {
-			publish := false
-			select {
-			case <-ctx.Done():
-				return
-			case <-done:
-				return
-			case <-hup:
-				publish = true
-			case <-remote:
-				logger.Info("config changed on another replica; re-reading --config")
-			}
-			cfg, err := serveConfig(opts)
-			switch {
-			case err != nil:
-			case usesEmbeddedIssuer(cfg) && !embedded:
-				err = errors.New(`a scheme names "embedded" and the embedded issuer is not running; restart serve to start it`)
-			default:
-				cfg.Resolve(issuerOrigin)
-				err = h.Reload(cfg)
-			}
-			if err == nil && !reflect.DeepEqual(cfg.Upstreams, upstreams) {
-				logger.Warn("the upstreams changed; they take effect when serve restarts (the running ones stay in force)")
-			}
-			if err == nil && !reflect.DeepEqual(cfg.Login, login) {
-				logger.Warn("the login changed; it takes effect when serve restarts (the running one stays in force)")
-			}
-			if err != nil {
-				logger.Error("config reload refused; the running config stays in force", "err", err)
-				continue
-			}
-			if publish {
-				if err := st.PublishConfigChanged(ctx); err != nil {
-					logger.Warn("config reloaded, but the other replicas cannot be told: send them SIGHUP", "err", err)
-				}
-			}
-		}
-	}()
-	return func() { signal.Stop(hup); close(done) }
-}
-
-// serveConfig loads --config, or builds the built-in configuration: one
-// required scheme "dev" with jwt validation, bound to the embedded issuer
-// or to --issuer, scope agent:use. Both go through host.ParseConfig's checks.
-func serveConfig(opts *ServeOptions) (*host.Config, error) {
-	if opts.ConfigPath != "" {
-		cfg, err := host.LoadConfig(opts.ConfigPath)
-		if err != nil {
-			return nil, err
-		}
-		if opts.Resource != "" {
-			if cfg.Resource != "" && cfg.Resource != opts.Resource {
-				return nil, usageErrorf("--resource %s differs from the config's resource %s: keep one", opts.Resource, cfg.Resource)
-			}
-			cfg.Resource = opts.Resource
-		}
-		return cfg, nil
-	}
-	as, label := host.Embedded, defaultSchemeLabel
-	if opts.Issuer != "" {
-		as, label = opts.Issuer, opts.Issuer
-	}
-	doc := map[string]any{"schemes": []any{map[string]any{
-		"id": defaultSchemeID, "label": label, "authorizationServers": []string{as},
-		"scopesSupported": []string{defaultScope}, "validation": map[string]string{"type": host.ValidationJWT},
-	}}}
-	if opts.Resource != "" {
-		doc["resource"] = opts.Resource
-	}
-	b, err := json.Marshal(doc)
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := host.ParseConfig(b)
-	if err != nil {
-		return nil, fmt.Errorf("cannot build the default configuration: %w", err)
-	}
-	return cfg, nil
-}
-
-// usesEmbeddedIssuer reports whether a scheme takes its tokens from the
-// embedded issuer: "embedded" among its authorizationServers, with jwt or
-// introspection validation. (A static scheme naming "embedded" only
-// advertises the listener's origin.)
-func usesEmbeddedIssuer(cfg *host.Config) bool {
-	for _, s := range cfg.Schemes {
-		if s.Validation.Type != host.ValidationStatic && slices.Contains(s.AuthorizationServers, host.Embedded) {
-			return true
-		}
-	}
-	return false
-}
-
-// introspectionClients are the confidential clients the embedded issuer
-// pre-registers so that an introspection scheme against it can
-// authenticate (RFC 7662 §2.1).
-func introspectionClients(cfg *host.Config) ([]issuer.Client, error) {
-	var out []issuer.Client
-	for _, s := range cfg.Schemes {
-		v := s.Validation
-		if v.Type != host.ValidationIntrospection || !slices.Contains(s.AuthorizationServers, host.Embedded) {
-			continue
-		}
-		i := slices.IndexFunc(out, func(c issuer.Client) bool { return c.ID == v.ClientID })
-		switch {
-		case i < 0:
-			out = append(out, issuer.Client{ID: v.ClientID, Secret: v.ClientSecret, AuthMethod: issuer.AuthClientSecretBasic,
-				Name: "agent host (introspection for scheme " + s.ID + ")"})
-		case out[i].Secret != v.ClientSecret:
-			return nil, fmt.Errorf("invalid config: schemes %s: clientId %q appears with two different secrets", s.ID, v.ClientID)
-		}
-	}
-	return out, nil
-}
-
-// embeddedScopes are the scopes the embedded issuer advertises and grants
-// by default: those of the schemes bound to it, else agent:use.
-func embeddedScopes(cfg *host.Config) []string {
-	var out []string
-	for _, s := range cfg.Schemes {
-		if slices.Contains(s.AuthorizationServers, host.Embedded) {
-			for _, sc := range s.ScopesSupported {
-				if !slices.Contains(out, sc) {
-					out = append(out, sc)
-				}
-			}
-		}
-	}
-	if len(out) == 0 {
-		out = []string{defaultScope}
-	}
-	return out
 }
 
 // newServeMux mounts serve's faces on one mux: the WebSocket upgrade on /
@@ -900,27 +660,6 @@ func guardOptions(opts *ServeOptions, addr, resource string, logger *slog.Logger
 		HostHint:   "To reach serve under another name (behind a reverse proxy, say), start it with --public-origin https://NAME",
 		OriginHint: "To let web pages of that origin call it, start serve with --allowed-origin ORIGIN",
 		Logger:     logger}
-}
-
-// writeFileAtomic writes data to a temporary file beside path and renames
-// it into place, so a reader never sees a partial file.
-func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("cannot write %s: %w", path, err)
-	}
-	_, err = tmp.Write(data)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("cannot write %s: %w", path, err)
-	}
-	return nil
 }
 
 // storedToken is host.Options.StoredToken over agentauth's own credential

@@ -60,8 +60,8 @@ authenticated, 4 otherwise. --json: {"target", "kind", "dialect",
 authenticate --json, plus "authenticated", "hostBefore", "hostAfter",
 "credential" (as above)]}.
 
-A server that signs you in to other services itself (serve "upstreams",
-issue 15) adds each one's sign-in from its /auth-status, for example
+A server that signs you in to other services itself (serve "upstreams")
+adds each one's sign-in from its /auth-status, for example
 "✓ Rally (rally1.rallydev.com): signed in, expires in 59m" or "X Rally: not
 signed in" (--json: "upstreams": [{"upstream", "label", "host",
 "authenticated", "expiresAt"}]); a server without one shows nothing more.
@@ -316,7 +316,7 @@ func writeJSONIndent(w io.Writer, v any) error {
 }
 
 // printUpstreams writes the upstream sign-ins the server holds for the
-// caller (issue 15): "✓ Rally (rally1.rallydev.com): signed in, expires in
+// caller: "✓ Rally (rally1.rallydev.com): signed in, expires in
 // 59m" or "X Rally: not signed in".
 func printUpstreams(doc *client.TargetStatusDoc, w io.Writer, p Painter, now time.Time) {
 	if len(doc.Upstreams) == 0 {

@@ -23,7 +23,7 @@ import (
 // do is added here: HTTP Basic client authentication on the device
 // authorization request (DeviceAuth sends client_id alone), the checks of
 // the answer's URLs, and the reading of the token answer, which is read
-// again by readToken, the one check of every grant: x/oauth2 fails on an
+// again by readTokenOf, the one check of every grant: x/oauth2 fails on an
 // expires_in that is not an integer (1e12, "90.5") and lets any token_type
 // through.
 
@@ -179,7 +179,7 @@ func (d *dpopPolls) roundTrip(r *http.Request) (*http.Response, error) {
 	return d.next.RoundTrip(r)
 }
 
-// tokenAnswer keeps the 200 answer of the token endpoint for readToken.
+// tokenAnswer keeps the 200 answer of the token endpoint for readTokenOf.
 type tokenAnswer struct {
 	next     http.RoundTripper
 	endpoint string

@@ -116,13 +116,9 @@ func requestToken(ctx context.Context, hc *http.Client, endpoint string, client 
 	return readTokenOf(endpoint, resp, body, requested, client.DPoP != nil)
 }
 
-// readToken reads a 200 answer of a token endpoint: an error field is the
-// grant's error (RFC 6749 §5.2), anything else is checked (tokenResponse.token).
-func readToken(endpoint string, resp *http.Response, body []byte, requested []string) (*Token, error) {
-	return readTokenOf(endpoint, resp, body, requested, false)
-}
-
-// readTokenOf is readToken; dpop accepts a DPoP token.
+// readTokenOf reads a 200 answer of a token endpoint: an error field is the
+// grant's error (RFC 6749 §5.2), anything else is checked
+// (tokenResponse.token); dpop accepts a DPoP token.
 func readTokenOf(endpoint string, resp *http.Response, body []byte, requested []string, dpop bool) (*Token, error) {
 	var tr tokenResponse
 	jsonErr := json.Unmarshal(body, &tr)

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentauth/agentauth/resource"
 	"github.com/agentauth/agentauth/wire"
 )
 
@@ -25,9 +26,9 @@ type schemeStatus struct {
 
 func statusOf(te *TokenError) schemeStatus {
 	switch te.Kind {
-	case TokenExpired:
+	case resource.TokenExpired:
 		return schemeStatus{state: wire.StateExpired, desc: te.Description}
-	case TokenRevoked:
+	case resource.TokenRevoked:
 		return schemeStatus{state: wire.StateRevoked, desc: te.Description}
 	default:
 		return schemeStatus{state: stateInvalid, desc: te.Description}
@@ -95,8 +96,8 @@ func (t *grantTable) view(now time.Time) authView {
 		switch {
 		case e.lapsed != nil:
 			v[id] = statusOf(e.lapsed)
-		case e.grant.expiredAt(now):
-			v[id] = statusOf(errExpired)
+		case e.grant.ExpiredAt(now):
+			v[id] = statusOf(resource.ErrExpired)
 		default:
 			v[id] = schemeStatus{grant: e.grant}
 		}
@@ -107,7 +108,7 @@ func (t *grantTable) view(now time.Time) authView {
 
 func anyExpired(v authView, now time.Time) bool {
 	for _, st := range v {
-		if st.grant != nil && st.grant.expiredAt(now) {
+		if st.grant != nil && st.grant.ExpiredAt(now) {
 			return true
 		}
 	}
@@ -152,7 +153,7 @@ func (h *Host) hold(t *grantTable, sc *scheme, token string, g *Grant, from *ses
 	t.held[sc.ID] = e
 	t.views.Store(nil)
 	if !g.Expiry.IsZero() {
-		e.expiry = time.AfterFunc(g.Expiry.Sub(h.now()), func() { h.lapse(t, e, errExpired) })
+		e.expiry = time.AfterFunc(g.Expiry.Sub(h.now()), func() { h.lapse(t, e, resource.ErrExpired) })
 	}
 	if sc.recheck > 0 {
 		e.recheck = time.AfterFunc(sc.recheck, func() { h.recheckHeld(t, e) })

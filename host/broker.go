@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentauth/agentauth/broker"
+	"github.com/agentauth/agentauth/mcpserver"
 	"github.com/agentauth/agentauth/wire"
 )
 
@@ -44,9 +45,6 @@ const (
 	metaAuthStatus = "io.agentauth/authStatus"
 )
 
-// ACPUpstreamMethodPrefix prefixes an upstream's ACP auth method id.
-const ACPUpstreamMethodPrefix = "upstream:"
-
 func (h *Host) useBroker(b *broker.Broker) {
 	h.broker = b
 	if b == nil {
@@ -55,9 +53,9 @@ func (h *Host) useBroker(b *broker.Broker) {
 	b.OnSignedIn(h.pushSignedIn)
 }
 
-// upstreamTools are the tools the broker adds: upstream_call when an
-// upstream has an api.
-func (h *Host) upstreamTools() []mcpTool {
+// Tools are the MCP tools the broker adds (mcpserver.Backend): upstream_call
+// when an upstream has an api.
+func (h *Host) Tools() []mcpserver.Tool {
 	if h.broker == nil {
 		return nil
 	}
@@ -71,7 +69,7 @@ func (h *Host) upstreamTools() []mcpTool {
 		return nil
 	}
 	enum, _ := json.Marshal(ids)
-	return []mcpTool{{Name: toolUpstreamCall, Title: "Call an upstream API as the user",
+	return []mcpserver.Tool{{Name: toolUpstreamCall, Title: "Call an upstream API as the user",
 		Description: "POSTs to the upstream's API with the user's upstream token (signing the user in first) and returns its answer.",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"upstream":{"type":"string","enum":` + string(enum) + `}},"required":["upstream"],"additionalProperties":false}`),
 		Annotations: map[string]bool{"openWorldHint": true}}}
@@ -127,8 +125,7 @@ func askFailed(err error) *wire.Error {
 // decline or cancel ends with a tool error rather than asking again (MCP
 // "Elicitation", Response Actions): a client that retries with each
 // answer would otherwise be asked until it gives up.
-func (f *httpFace) callUpstream(ctx context.Context, g *Grant, args, responses map[string]json.RawMessage, req *mcpRequest) (map[string]any, *wire.Error) {
-	h := f.h
+func (h *Host) callUpstream(ctx context.Context, g *Grant, args, responses map[string]json.RawMessage, req mcpserver.Request) (map[string]any, *wire.Error) {
 	id, ok := jsonString(args["upstream"])
 	u := h.broker.Upstream(id)
 	if !ok || len(args) != 1 || u == nil || u.API == "" {
@@ -140,12 +137,12 @@ func (f *httpFace) callUpstream(ctx context.Context, g *Grant, args, responses m
 		}
 		return nil, wire.Errorf(wire.CodeInvalidParams, `invalid params: %s takes {"upstream": ID}, one of %s`, toolUpstreamCall, strings.Join(ids, ", "))
 	}
-	if req.stateless {
+	if req.Stateless {
 		// URL mode is a submode the client declares (MCP "Elicitation",
 		// Capabilities: {"elicitation": {}} alone means form only).
 		var modes map[string]json.RawMessage
-		if json.Unmarshal(req.capabilities["elicitation"], &modes) != nil || modes["url"] == nil {
-			return nil, wire.Errorf(codeMissingClientCapability, `missing required client capability: this tool may need to send the user to a sign-in page; declare {"elicitation": {"url": {}}} in _meta %s`, metaClientCapabilities).
+		if json.Unmarshal(req.Capabilities["elicitation"], &modes) != nil || modes["url"] == nil {
+			return nil, wire.Errorf(mcpserver.CodeMissingClientCapability, `missing required client capability: this tool may need to send the user to a sign-in page; declare {"elicitation": {"url": {}}} in _meta %s`, mcpserver.MetaClientCapabilities).
 				WithData(map[string]any{"requiredCapabilities": map[string]any{"elicitation": map[string]any{"url": map[string]any{}}}})
 		}
 	}
@@ -164,11 +161,11 @@ func (f *httpFace) callUpstream(ctx context.Context, g *Grant, args, responses m
 		}
 	}
 	if errors.Is(err, broker.ErrSignInNeeded) {
-		if req.stateless {
+		if req.Stateless {
 			action := elicitAction(responses[inputSignIn])
 			if refused := refusedSignIn[action]; refused != "" {
 				h.log.Info("upstream sign-in refused by the user", "upstream", u.ID, "action", action)
-				return toolText(fmt.Sprintf("You %s the sign-in to %s; call the tool again to sign in.", refused, u.Label), true), nil
+				return mcpserver.ToolText(fmt.Sprintf("You %s the sign-in to %s; call the tool again to sign in.", refused, u.Label), true), nil
 			}
 		}
 		a, err := h.broker.Ask(ctx, principalOf(g), u.ID)
@@ -176,7 +173,7 @@ func (f *httpFace) callUpstream(ctx context.Context, g *Grant, args, responses m
 			return nil, askFailed(err)
 		}
 		h.log.Info("upstream sign-in needed", "upstream", u.ID, "elicitation", broker.LogID(a.ElicitationID))
-		if req.stateless {
+		if req.Stateless {
 			// MCP 2026-07-28: an input request of a URL elicitation; the
 			// retry with its answer runs the tool again, or asks again.
 			return map[string]any{"resultType": "input_required", "inputRequests": map[string]any{
@@ -220,7 +217,7 @@ func (h *Host) postUpstream(ctx context.Context, u *broker.Upstream, token strin
 	resp, err := h.client.Do(req)
 	if err != nil {
 		h.log.Warn("upstream call failed", "upstream", u.ID, "err", err)
-		return toolText(fmt.Sprintf("%s cannot be reached now; try again later.", u.Label), true), nil, false
+		return mcpserver.ToolText(fmt.Sprintf("%s cannot be reached now; try again later.", u.Label), true), nil, false
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxUpstreamAnswer))
@@ -230,9 +227,9 @@ func (h *Host) postUpstream(ctx context.Context, u *broker.Upstream, token strin
 	case resp.StatusCode == http.StatusUnauthorized:
 		return nil, nil, true
 	case resp.StatusCode/100 != 2:
-		return toolText(fmt.Sprintf("%s answered %s: %s", u.Label, resp.Status, bytes.TrimSpace(body)), true), nil, false
+		return mcpserver.ToolText(fmt.Sprintf("%s answered %s: %s", u.Label, resp.Status, bytes.TrimSpace(body)), true), nil, false
 	}
-	return toolText(string(bytes.TrimSpace(body)), false), nil, false
+	return mcpserver.ToolText(string(bytes.TrimSpace(body)), false), nil, false
 }
 
 // upstreamGate asks for the upstream sign-ins a gated method needs
@@ -286,103 +283,6 @@ func (h *Host) pushSignedIn(sid, upstream string) {
 	}
 }
 
-// acpUpstreamMethods are the ACP agent-type auth methods of the upstreams.
-func (h *Host) acpUpstreamMethods() []wire.AuthMethod {
-	if h.broker == nil {
-		return nil
-	}
-	var out []wire.AuthMethod
-	for _, u := range h.broker.Upstreams() {
-		out = append(out, wire.AuthMethod{ID: ACPUpstreamMethodPrefix + u.ID, Name: u.Label, Type: "agent",
-			Description: "The agent signs you in to " + u.Label + " at " + u.Host() + " through your browser"})
-	}
-	return out
-}
-
-// authenticateUpstream answers ACP authenticate {methodId: "upstream:ID"}
-// (request reqID): {} at once when the connection's session is signed in
-// to the upstream; while a sign-in is under way, {} once it completes,
-// answered from a goroutine so that the connection keeps serving its other
-// requests meanwhile (one such wait per connection and method, ended with
-// the connection or when the sign-in expires); without a sign-in, or once
-// it expired, -32000 with a new ask.
-func (s *session) authenticateUpstream(ctx context.Context, reqID wire.ID, methodID string) {
-	h := s.h
-	answer := func(result any, rerr *wire.Error) {
-		if rerr != nil && rerr.Code == wire.CodeAuthRequired {
-			e := *rerr // ACP's AuthRequired, same data
-			e.Code = wire.CodeACPAuthRequired
-			rerr = &e
-		}
-		s.send(ctx, respond(reqID, result, rerr))
-	}
-	id := strings.TrimPrefix(methodID, ACPUpstreamMethodPrefix)
-	if h.broker == nil || h.broker.Upstream(id) == nil {
-		answer(nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: no auth method %s", quoteValue(methodID)))
-		return
-	}
-	g := h.viewGrant(s.table().view(h.now()))
-	if g == nil {
-		rerr := h.gate(wire.MethodWhoami, s.table().view(h.now()), h.r().schemes)
-		if rerr == nil {
-			rerr = wire.Errorf(wire.CodeACPAuthRequired, "authentication required: sign in to this agent before %s", quoteValue(methodID))
-		}
-		answer(nil, rerr)
-		return
-	}
-	sid := h.sessionOf(g)
-	if _, err := h.broker.Token(ctx, sid, id); err == nil {
-		answer(struct{}{}, nil)
-		return
-	}
-	until, err := h.broker.Pending(ctx, sid, id)
-	if err != nil {
-		h.log.Error("cannot read the pending sign-ins", "err", err)
-		answer(nil, wire.Errorf(wire.CodeInternalError, "internal error: cannot check the upstream sign-in now; try again later"))
-		return
-	}
-	if until.IsZero() {
-		answer(signedInOr(h.upstreamGateFor(ctx, g, id)))
-		return
-	}
-	s.mu.Lock()
-	busy := s.upstreamWaits[methodID]
-	if !busy {
-		if s.upstreamWaits == nil {
-			s.upstreamWaits = map[string]bool{}
-		}
-		s.upstreamWaits[methodID] = true
-		s.waits.Add(1)
-	}
-	s.mu.Unlock()
-	if busy {
-		answer(nil, wire.Errorf(wire.CodeInvalidRequest, "invalid request: an authenticate for %s already waits for the sign-in on this connection; wait for its answer", quoteValue(methodID)))
-		return
-	}
-	go func() {
-		defer s.waits.Done()
-		err := h.broker.Wait(ctx, sid, id, until)
-		s.mu.Lock()
-		delete(s.upstreamWaits, methodID)
-		s.mu.Unlock()
-		switch {
-		case err == nil:
-			answer(struct{}{}, nil)
-		case ctx.Err() == nil: // expired: a new ask; the connection's end needs no answer
-			answer(signedInOr(h.upstreamGateFor(ctx, g, id)))
-		}
-	}()
-}
-
-// signedInOr is ACP authenticate's answer to an upstream gate: {} when it
-// passed, else its error.
-func signedInOr(rerr *wire.Error) (any, *wire.Error) {
-	if rerr == nil {
-		return struct{}{}, nil
-	}
-	return nil, rerr
-}
-
 // upstreamGateFor is upstreamGate for one upstream of a known session.
 func (h *Host) upstreamGateFor(ctx context.Context, g *Grant, id string) *wire.Error {
 	_, err := h.broker.Token(ctx, h.sessionOf(g), id)
@@ -400,16 +300,6 @@ func (h *Host) upstreamGateFor(ctx context.Context, g *Grant, id string) *wire.E
 	return (&wire.Error{Code: wire.CodeAuthRequired, Message: "Authentication required: " + a.Message}).WithData(map[string]any{
 		"challenges": []wire.Challenge{}, "upstream": upstreamJSON(a.Upstream), "url": a.URL, "elicitationId": a.ElicitationID,
 		"authStatus": a.AuthStatus, "message": a.Message, "authMethods": []string{ACPUpstreamMethodPrefix + id}})
-}
-
-// upstreamMethodID is the methodId of ACP authenticate params when it
-// names an upstream ("upstream:ID"), else "".
-func upstreamMethodID(params json.RawMessage) string {
-	var p wire.AuthenticateParams
-	if json.Unmarshal(params, &p) != nil || !strings.HasPrefix(p.MethodID, ACPUpstreamMethodPrefix) {
-		return ""
-	}
-	return p.MethodID
 }
 
 // logoutUpstreams signs the session of g out of the upstream only, or of

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentauth/agentauth/mcpserver"
+	"github.com/agentauth/agentauth/resource"
 	"github.com/agentauth/agentauth/wire"
 )
 
@@ -40,16 +42,16 @@ func (h *Host) bearerGrant(w http.ResponseWriter, r *http.Request) *Grant {
 			token = strings.TrimLeft(rest, " ")
 		}
 	}
-	if token != "" && !isB64Token(token) || len(values) > 1 {
+	if token != "" && !resource.IsB64Token(token) || len(values) > 1 {
 		w.Header().Set("WWW-Authenticate", wire.FormatBearerChallenge(map[string]string{"resource_metadata": h.ResourceMetadataURL(),
 			"error": wire.ErrInvalidRequest, "error_description": "Send one Authorization: Bearer header (RFC 6750 section 2.1)"}))
-		writeHTTPJSON(w, http.StatusBadRequest, map[string]string{"error": wire.ErrInvalidRequest, "error_description": "send one Authorization: Bearer header"})
+		resource.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": wire.ErrInvalidRequest, "error_description": "send one Authorization: Bearer header"})
 		return nil
 	}
 	g, ch, err := h.ValidateBearer(r.Context(), token)
 	switch {
 	case err != nil:
-		writeHTTPJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "temporarily_unavailable", "error_description": "cannot validate the token now; try again later"})
+		resource.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "temporarily_unavailable", "error_description": "cannot validate the token now; try again later"})
 		return nil
 	case ch != nil:
 		params := map[string]string{"resource_metadata": h.ResourceMetadataURL(), "scope": ch.Scope}
@@ -59,10 +61,10 @@ func (h *Host) bearerGrant(w http.ResponseWriter, r *http.Request) *Grant {
 			body = map[string]string{"error": ch.Error, "error_description": ch.ErrorDescription}
 		}
 		w.Header().Set("WWW-Authenticate", wire.FormatBearerChallenge(params))
-		writeHTTPJSON(w, http.StatusUnauthorized, body)
+		resource.WriteJSON(w, http.StatusUnauthorized, body)
 		return nil
 	case g.JKT != "":
-		writeHTTPJSON(w, http.StatusBadRequest, map[string]string{"error": wire.ErrInvalidRequest,
+		resource.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": wire.ErrInvalidRequest,
 			"error_description": "a DPoP-bound token is not accepted here; use the MCP endpoint " + h.cfg.Resource})
 		return nil
 	}
@@ -74,7 +76,7 @@ func (h *Host) bearerGrant(w http.ResponseWriter, r *http.Request) *Grant {
 func (h *Host) brokerGrant(w http.ResponseWriter, r *http.Request) *Grant {
 	g := h.bearerGrant(w, r)
 	if g != nil && h.broker == nil {
-		writeHTTPJSON(w, http.StatusNotFound, map[string]string{"error": "not_found", "error_description": "this server has no upstreams"})
+		resource.WriteJSON(w, http.StatusNotFound, map[string]string{"error": "not_found", "error_description": "this server has no upstreams"})
 		return nil
 	}
 	return g
@@ -88,7 +90,7 @@ func (h *Host) serveAuthStatus(w http.ResponseWriter, r *http.Request) {
 	sid := h.sessionOf(g)
 	q := r.URL.Query()
 	if s := q.Get("session"); s != "" && s != sid {
-		writeHTTPJSON(w, http.StatusForbidden, map[string]string{"error": "forbidden", "error_description": "this is not your session: omit session= to see your own"})
+		resource.WriteJSON(w, http.StatusForbidden, map[string]string{"error": "forbidden", "error_description": "this is not your session: omit session= to see your own"})
 		return
 	}
 	type status struct {
@@ -109,16 +111,16 @@ func (h *Host) serveAuthStatus(w http.ResponseWriter, r *http.Request) {
 	}
 	if id := q.Get("upstream"); id != "" {
 		if h.broker.Upstream(id) == nil {
-			writeHTTPJSON(w, http.StatusNotFound, map[string]string{"error": "not_found", "error_description": "no such upstream"})
+			resource.WriteJSON(w, http.StatusNotFound, map[string]string{"error": "not_found", "error_description": "no such upstream"})
 			return
 		}
 		st, err := one(id)
 		if err != nil {
 			h.log.Error("auth-status failed", "err", err)
-			writeHTTPJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "temporarily_unavailable"})
+			resource.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "temporarily_unavailable"})
 			return
 		}
-		writeHTTPJSON(w, http.StatusOK, map[string]any{"session": sid, "upstream": id, "authenticated": st.Authenticated, "expiresAt": st.ExpiresAt})
+		resource.WriteJSON(w, http.StatusOK, map[string]any{"session": sid, "upstream": id, "authenticated": st.Authenticated, "expiresAt": st.ExpiresAt})
 		return
 	}
 	all := []status{}
@@ -126,13 +128,13 @@ func (h *Host) serveAuthStatus(w http.ResponseWriter, r *http.Request) {
 		st, err := one(u.ID)
 		if err != nil {
 			h.log.Error("auth-status failed", "err", err)
-			writeHTTPJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "temporarily_unavailable"})
+			resource.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "temporarily_unavailable"})
 			return
 		}
 		st.Label, st.Host = u.Label, u.Host()
 		all = append(all, st)
 	}
-	writeHTTPJSON(w, http.StatusOK, map[string]any{"session": sid, "upstreams": all})
+	resource.WriteJSON(w, http.StatusOK, map[string]any{"session": sid, "upstreams": all})
 }
 
 func (h *Host) serveLogout(w http.ResponseWriter, r *http.Request) {
@@ -142,17 +144,17 @@ func (h *Host) serveLogout(w http.ResponseWriter, r *http.Request) {
 	}
 	id := r.URL.Query().Get("upstream")
 	if id != "" && h.broker.Upstream(id) == nil {
-		writeHTTPJSON(w, http.StatusNotFound, map[string]string{"error": "not_found", "error_description": "no such upstream: omit upstream= to sign out of every one"})
+		resource.WriteJSON(w, http.StatusNotFound, map[string]string{"error": "not_found", "error_description": "no such upstream: omit upstream= to sign out of every one"})
 		return
 	}
 	h.logoutUpstreams(r.Context(), g, id)
-	writeHTTPJSON(w, http.StatusOK, map[string]any{"session": h.sessionOf(g), "signedOut": true})
+	resource.WriteJSON(w, http.StatusOK, map[string]any{"session": h.sessionOf(g), "signedOut": true})
 }
 
 // serveTool runs one tool for a plain HTTP caller.
 func (h *Host) serveTool(w http.ResponseWriter, r *http.Request) {
 	if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct != "application/json" {
-		writeHTTPJSON(w, http.StatusUnsupportedMediaType, map[string]string{"error": "invalid_request", "error_description": "send the tool's arguments as a JSON object with Content-Type: application/json"})
+		resource.WriteJSON(w, http.StatusUnsupportedMediaType, map[string]string{"error": "invalid_request", "error_description": "send the tool's arguments as a JSON object with Content-Type: application/json"})
 		return
 	}
 	g := h.bearerGrant(w, r)
@@ -169,15 +171,14 @@ func (h *Host) serveTool(w http.ResponseWriter, r *http.Request) {
 		err = json.Unmarshal(body, &args)
 	}
 	if err != nil {
-		writeHTTPJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_request", "error_description": "the body must be a JSON object of the tool's arguments"})
+		resource.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_request", "error_description": "the body must be a JSON object of the tool's arguments"})
 		return
 	}
 	params, _ := json.Marshal(map[string]any{"name": r.PathValue("name"), "arguments": args})
-	m := &wire.Message{JSONRPC: wire.Version, ID: wire.StringID("http"), Method: methodToolsCall, Params: params}
-	f := &httpFace{h: h}
-	result, rerr := f.callTool(r.Context(), m, g, &mcpRequest{})
+	m := &wire.Message{JSONRPC: wire.Version, ID: wire.StringID("http"), Method: "tools/call", Params: params}
+	result, rerr := mcpserver.CallTool(r.Context(), h, m, g)
 	if rerr == nil {
-		writeHTTPJSON(w, http.StatusOK, result)
+		resource.WriteJSON(w, http.StatusOK, result)
 		return
 	}
 	if rerr.Code == codeURLElicitationRequired {
@@ -191,7 +192,7 @@ func (h *Host) serveTool(w http.ResponseWriter, r *http.Request) {
 	case wire.CodeInternalError:
 		status = http.StatusInternalServerError
 	}
-	writeHTTPJSON(w, status, map[string]any{"error": "tool_error", "code": rerr.Code, "error_description": rerr.Message})
+	resource.WriteJSON(w, status, map[string]any{"error": "tool_error", "code": rerr.Code, "error_description": rerr.Message})
 }
 
 // writeSignInNeeded answers 401 with the contract's JSON body: the serve
@@ -210,12 +211,12 @@ func (h *Host) writeSignInNeeded(w http.ResponseWriter, g *Grant, rerr *wire.Err
 		} `json:"elicitations"`
 	}
 	if json.Unmarshal(rerr.Data, &d) != nil || len(d.Elicitations) == 0 {
-		writeHTTPJSON(w, http.StatusInternalServerError, map[string]string{"error": "server_error"})
+		resource.WriteJSON(w, http.StatusInternalServerError, map[string]string{"error": "server_error"})
 		return
 	}
 	e := d.Elicitations[0]
 	label := e.Meta.Upstream["label"]
-	writeHTTPJSON(w, http.StatusUnauthorized, map[string]any{
+	resource.WriteJSON(w, http.StatusUnauthorized, map[string]any{
 		"error": "authentication_required", "auth_url": e.URL, "elicitation_id": e.ElicitationID, "upstream": e.Meta.Upstream,
 		"session": h.sessionOf(g), "auth_status": e.Meta.AuthStatus, "message": e.Message,
 		"instructions": []string{"Open auth_url in a browser and sign in to " + label, "Poll auth_status until authenticated is true", "Retry this request"},

@@ -1,23 +1,15 @@
 package host
 
 import (
-	"encoding/json"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/agentauth/agentauth/resource"
 	"github.com/agentauth/agentauth/wire"
-)
-
-// Validation types of a scheme.
-const (
-	ValidationStatic        = "static"
-	ValidationJWT           = "jwt"
-	ValidationIntrospection = "introspection"
 )
 
 // Embedded is the authorizationServers entry that stands for the
@@ -25,8 +17,30 @@ const (
 // listener's origin.
 const Embedded = "embedded"
 
+// The shapes of a scheme and of its validation are resource's (the token
+// checks); the config file names them here.
+type (
+	Scheme      = resource.Scheme
+	Validation  = resource.Validation
+	StaticToken = resource.StaticToken
+	Duration    = resource.Duration
+)
+
+// What a validated token establishes, and why one was rejected (resource).
+type (
+	Grant      = resource.Grant
+	TokenError = resource.TokenError
+)
+
+// Validation types of a scheme.
+const (
+	ValidationStatic        = resource.ValidationStatic
+	ValidationJWT           = resource.ValidationJWT
+	ValidationIntrospection = resource.ValidationIntrospection
+)
+
 // DefaultCacheTTL bounds how long an introspection result is trusted.
-const DefaultCacheTTL = 30 * time.Second
+const DefaultCacheTTL = resource.DefaultCacheTTL
 
 // Config is the host's JSON configuration file. Its key names are part of
 // the user contract (README "Configuration").
@@ -61,74 +75,8 @@ type Config struct {
 	Login *Login `json:"login"`
 }
 
-// Scheme is one auth requirement (PROTOCOL.md "Auth requirements").
-type Scheme struct {
-	ID    string `json:"id"`
-	Label string `json:"label"`
-	// Resource is the scheme's own RFC 8707 / RFC 9728 resource
-	// identifier: the audience its tokens must carry, and what the
-	// published dialect's authenticate and auth/required name. Empty:
-	// Resolve gives schemes[0] the host's resource and every other scheme
-	// derivedResource (RESOURCE/ID).
-	Resource             string   `json:"resource"`
-	AuthorizationServers []string `json:"authorizationServers"`
-	ScopesSupported      []string `json:"scopesSupported"`
-	// Required defaults to true.
-	Required   *bool      `json:"required"`
-	Validation Validation `json:"validation"`
-}
-
-// IsRequired reports whether gated methods need this scheme.
-func (s Scheme) IsRequired() bool { return s.Required == nil || *s.Required }
-
-// Validation says how a scheme's tokens are checked. Which keys apply
-// depends on Type.
-type Validation struct {
-	Type string `json:"type"`
-	// static
-	Tokens []StaticToken `json:"tokens"`
-	// jwt
-	JWKSURI    string   `json:"jwksUri"`
-	Algorithms []string `json:"algorithms"`
-	// introspection (RFC 7662)
-	IntrospectionEndpoint string   `json:"introspectionEndpoint"`
-	ClientID              string   `json:"clientId"`
-	ClientSecret          string   `json:"clientSecret"`
-	CacheTTL              Duration `json:"cacheTTL"`
-}
-
-// StaticToken is a token the host accepts without asking anyone: for tests
-// and demos. ExpiresIn counts from the moment the host first sees the token.
-type StaticToken struct {
-	Token     string   `json:"token"`
-	Subject   string   `json:"subject"`
-	Scopes    []string `json:"scopes"`
-	ExpiresIn Duration `json:"expiresIn"`
-	ClientID  string   `json:"clientId"`
-}
-
-// Duration is a positive Go duration string in JSON ("90s", "1h").
-type Duration time.Duration
-
-// UnmarshalJSON reads a duration string.
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf(`must be a duration string such as "30s" or "1h"`)
-	}
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return fmt.Errorf(`%q is not a duration (use Go syntax such as "30s" or "1h")`, s)
-	}
-	if v <= 0 {
-		return fmt.Errorf("%q must be positive", s)
-	}
-	*d = Duration(v)
-	return nil
-}
-
-// DefaultStateLifetime bounds a pending upstream sign-in (seed 004: the
-// state expires after 10 minutes).
+// DefaultStateLifetime bounds a pending upstream sign-in (the state of a
+// sign-in expires after 10 minutes).
 const DefaultStateLifetime = 10 * time.Minute
 
 // PKCE settings of an upstream (RFC 7636).
@@ -169,9 +117,6 @@ type Upstream struct {
 
 // UsesPKCE reports whether sign-ins to the upstream use PKCE S256.
 func (u Upstream) UsesPKCE() bool { return u.PKCE != PKCENone }
-
-// allowedAlgorithms is the JWS allow-list (RFC 8725 §3.1).
-var allowedAlgorithms = []string{"ES256", "RS256", "EdDSA"}
 
 // gatedMethods are the methods that need authentication.
 var gatedMethods = []string{wire.MethodCreateSession, wire.MethodListSessions, wire.MethodDisposeSession, wire.MethodWhoami, wire.MethodEcho}
@@ -236,14 +181,14 @@ func (c *Config) check() error {
 			if as == Embedded {
 				continue
 			}
-			if err := checkFetchURL(as); err != nil {
+			if err := resource.CheckFetchURL(as); err != nil {
 				return fmt.Errorf("%s.authorizationServers[%d]: %w", p, j, err)
 			}
 		}
 		if err := checkScopes(p+".scopesSupported", s.ScopesSupported); err != nil {
 			return err
 		}
-		if err := s.Validation.check(p+".validation", s); err != nil {
+		if err := checkValidation(p+".validation", s); err != nil {
 			return err
 		}
 	}
@@ -278,7 +223,8 @@ func (c *Config) check() error {
 	return nil
 }
 
-func (v Validation) check(p string, s Scheme) error {
+func checkValidation(p string, s Scheme) error {
+	v := s.Validation
 	// Keys that belong to one type only.
 	owners := []struct {
 		key, typ string
@@ -331,18 +277,18 @@ func (v Validation) check(p string, s Scheme) error {
 			return fmt.Errorf("%s.authorizationServers: a jwt scheme needs at least one (the tokens' iss)", strings.TrimSuffix(p, ".validation"))
 		}
 		if v.JWKSURI != "" {
-			if err := checkFetchURL(v.JWKSURI); err != nil {
+			if err := resource.CheckFetchURL(v.JWKSURI); err != nil {
 				return fmt.Errorf("%s.jwksUri: %w", p, err)
 			}
 		}
 		for i, a := range v.Algorithms {
-			if !slices.Contains(allowedAlgorithms, a) {
-				return fmt.Errorf("%s.algorithms[%d]: %q is not allowed (use %s)", p, i, a, strings.Join(allowedAlgorithms, ", "))
+			if !slices.Contains(resource.AllowedAlgorithms, a) {
+				return fmt.Errorf("%s.algorithms[%d]: %q is not allowed (use %s)", p, i, a, strings.Join(resource.AllowedAlgorithms, ", "))
 			}
 		}
 	case ValidationIntrospection:
 		if v.IntrospectionEndpoint != "" {
-			if err := checkFetchURL(v.IntrospectionEndpoint); err != nil {
+			if err := resource.CheckFetchURL(v.IntrospectionEndpoint); err != nil {
 				return fmt.Errorf("%s.introspectionEndpoint: %w", p, err)
 			}
 		} else if len(s.AuthorizationServers) == 0 {
@@ -379,7 +325,7 @@ func (u Upstream) check(p string) error {
 		{"revocationEndpoint", u.RevocationEndpoint}, {"api", u.API},
 	} {
 		if e.url != "" {
-			if err := checkFetchURL(e.url); err != nil {
+			if err := resource.CheckFetchURL(e.url); err != nil {
 				return fmt.Errorf("%s.%s: %w", p, e.key, err)
 			}
 		}
@@ -455,7 +401,7 @@ func checkResource(r string) error {
 // https URL, or http on a loopback host (as checkFetchURL), without a
 // fragment (RFC 8707 §2).
 func checkSchemeResource(r string) error {
-	if err := checkFetchURL(r); err != nil {
+	if err := resource.CheckFetchURL(r); err != nil {
 		return err
 	}
 	if u, _ := url.Parse(r); u.Fragment != "" {
@@ -476,33 +422,6 @@ func derivedResource(hostResource, schemeID string) string {
 	u.RawPath = ""
 	u.Path = strings.TrimSuffix(u.Path, "/") + "/" + schemeID
 	return u.String()
-}
-
-// checkFetchURL accepts an https URL, or http on a loopback host only.
-func checkFetchURL(raw string) error {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
-		return fmt.Errorf("%q is not an absolute URL", raw)
-	}
-	switch u.Scheme {
-	case "https":
-		return nil
-	case "http":
-		if isLoopback(u.Hostname()) {
-			return nil
-		}
-		return fmt.Errorf("%q must use https (http is allowed on loopback only)", raw)
-	default:
-		return fmt.Errorf("%q must be an https URL", raw)
-	}
-}
-
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // Resolve fills in what depends on serve's listener: an empty resource

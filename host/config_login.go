@@ -3,6 +3,7 @@ package host
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 )
 
@@ -49,7 +50,7 @@ func (l *Login) check() error {
 		return errors.New("issuer: missing (the OpenID Provider's issuer identifier)")
 	case err != nil || u.Host == "" || u.RawQuery != "" || u.Fragment != "":
 		return fmt.Errorf("issuer: %q is not an issuer identifier (an https URL without query or fragment)", l.Issuer)
-	case u.Scheme != "https" && !(u.Scheme == "http" && isLoopback(u.Hostname())):
+	case u.Scheme != "https" && !(u.Scheme == "http" && loopbackHost(u.Hostname())):
 		return fmt.Errorf("issuer: %q must use https (http is allowed on loopback only)", l.Issuer)
 	case l.ClientID == "":
 		return errors.New("clientId: missing (register serve at the provider with the redirect URI ISSUER/login/callback)")
@@ -57,4 +58,10 @@ func (l *Login) check() error {
 		return errors.New("clientSecretFile: give exactly one of clientSecretFile and clientSecretEnv")
 	}
 	return nil
+}
+
+// loopbackHost reports "localhost" or a loopback IP literal.
+func loopbackHost(h string) bool {
+	ip := net.ParseIP(h)
+	return h == "localhost" || ip != nil && ip.IsLoopback()
 }

@@ -1,54 +1,55 @@
-// Package host is the agent host side of the auth protocol (PROTOCOL.md):
-// the requirements (schemes) read from the JSON config, token validation,
-// the per-connection or host-wide auth state, the methods of the minimal
-// agent host, and the server pushes when a token expires or is revoked.
-// It serves them on connections (WebSocket, stdio) and on the HTTP face
-// (HTTPHandler): the RFC 9728 metadata and POST to the resource's path
-// with a bearer token per request (RFC 6750 §2.1), answering the host's
-// methods and an MCP server (mcp.go, mcp_tools.go) for MCP 2026-07-28
-// (stateless: server/discover, per-request _meta and standard headers,
-// input requests) and 2025-11-25 back to 2025-03-26 (initialize), with
-// the tools whoami and echo, the conformance suite's fixture tools, a
-// resource and two prompts.
+// Package host is the agent host: the requirements (schemes) read from
+// serve's JSON config, the per-connection or host-wide auth state (grant
+// tables, held tokens, pushes when a token expires or is revoked), the
+// three protocol faces on WebSocket and stdio connections, the agent
+// sessions, and the broker glue that signs a session in to upstream APIs.
 //
-// Tokens are validated by one of three validators per scheme:
-//   - static: tokens listed in the config. A static token's expiresIn
-//     lifetime starts when the host first sees the token (its first
-//     authenticate) and stays fixed for the life of the process, so a test
-//     can configure "2s" and watch it expire.
-//   - jwt: RFC 9068 JWT access tokens verified with go-jose against an
-//     ES256/RS256/EdDSA allow-list and the JWKS found through the
-//     authorization server's RFC 8414 metadata (fetched lazily, cached,
-//     refetched on an unknown kid at most once per 10 s, at most 64 keys and
-//     1 MiB). typ must be at+jwt (an ID token, typ JWT or none, is
-//     refused), every segment canonical base64url; iss must be one of the
-//     scheme's authorization servers, aud must contain the resource; nbf
-//     and iat get 30 s of leeway, exp none (the host pushes "expired" at
-//     exp).
-//   - introspection: RFC 7662 with client_secret_basic; a result is
-//     trusted for at most cacheTTL (default 30 s) and never past exp, and a
-//     held token is re-introspected every cacheTTL so that active:false
-//     (revoked) is pushed without waiting for the next call.
+// Files, one concern each:
+//   - config.go: the config file (Config, ParseConfig, Resolve).
+//   - host.go: Host, New, the schemes in force (reload.go: Reload).
+//   - validate.go, auth.go: token validation against the schemes and the
+//     revocations (NotifyRevoked, ValidateBearer), the grant tables, the
+//     gate of the gated methods, challenges and auth state.
+//   - conn.go: connection I/O (connIO): the bounded send queue
+//     (sendQueueSize; a peer that stops reading is closed with WebSocket
+//     status 1008 rather than allowed to stall the pushes to others), the
+//     write overrun (writeTimeout), WebSocket upgrades with small buffers.
+//   - session.go: a connection's session: open, serve, stop, and the auth
+//     push in its dialect.
+//   - dispatch.go: one message in, one answer out, for every dialect
+//     (handle), and Dispatch for requests of the HTTP face.
+//   - initialize.go, authenticate.go: what the dialects share of
+//     initialize and authenticate.
+//   - ahp.go: AHP as shipped (microsoft/agent-host-protocol, the
+//     published dialect): SemVer negotiation, root and session channels,
+//     subscribe, the session commands, auth/required.
+//   - design.go: the design dialect (PROTOCOL.md): its initialize,
+//     notify/authRequired, the deprecated setAuthToken.
+//   - acp.go: ACP (agentclientprotocol): its initialize, authenticate with
+//     a token in _meta, logout, and the upstream sign-in auth methods.
+//   - agentsessions.go: the agent sessions, kept in Options.Store (memory
+//     by default) so that they survive a restart and replicas share them;
+//     one owner holds at most maxSessionsPerOwner.
+//   - broker.go, broker_http.go: with Options.Broker, calls to upstream
+//     APIs as the user: the upstream_call tool and the gated methods named
+//     in methodUpstreams ask the client, each protocol its own way, to send
+//     the user to a sign-in page; BrokerHandler serves /auth-status,
+//     /auth/logout and the plain HTTP face POST /tools/{name}.
+//   - http.go, resources.go: the HTTP face (HTTPHandler: the MCP face of
+//     package mcpserver with the host as its Backend, VerifyBearer its
+//     token check) and the RFC 9728 documents of the other schemes.
+//   - guard.go: NewGuard, which answers only requests whose Host names the
+//     listener (DNS rebinding) and refuses foreign Origins on the MCP
+//     endpoint and WebSocket upgrades.
 //
-// Every message to a connection goes through its bounded send queue
-// (sendQueueSize), so a peer that stops reading is closed rather than
-// allowed to stall the pushes to others; one owner holds at most
-// maxSessionsPerOwner agent sessions, kept in Options.Store (memory by
-// default) so that they survive a restart and replicas share them. NewGuard wraps a listener's handler
-// so that it answers only requests whose Host names it (DNS rebinding) and
-// refuses foreign Origins on the MCP endpoint and WebSocket upgrades.
+// Tokens are checked by package resource (static, RFC 9068 JWT, RFC 7662
+// introspection, DPoP), through a grant cache per scheme; a static
+// token's expiresIn lifetime starts when the host first sees the token.
+// The token itself is kept only in memory while a connection (or the
+// host) holds it, and never appears in logs, errors or results.
 //
-// Every accepted token is cached by its SHA-256 until it expires; the token
-// itself is kept only in memory while a connection (or the host) holds it,
-// and never appears in logs, errors or results.
-//
-// With Options.Broker, the host also calls upstream APIs as the user
-// (broker.go): the upstream_call tool and the gated methods named in
-// methodUpstreams ask the client, each protocol its own way, to send the
-// user to a sign-in page, and BrokerHandler serves /auth-status,
-// /auth/logout and the plain HTTP face POST /tools/{name}.
-//
-// host imports wire, state (for its Store) and broker, and no other
+// host imports resource, mcpserver, wire, state and broker, and no other
 // agentauth package; it knows nothing of flags, colour or exit codes
-// (that is commands).
+// (that is commands). The layers: commands → host → mcpserver → resource
+// → wire, state.
 package host

@@ -246,3 +246,14 @@ func NormalizeOrigin(raw string) (string, error) {
 	}
 	return scheme + "://" + host, nil
 }
+
+// clip quotes an untrusted value for a message.
+func clip(s string) string { return fmt.Sprintf("%q", truncate(s)) }
+
+// truncate cuts an untrusted value to 64 bytes for a message or a log.
+func truncate(s string) string {
+	if len(s) > 64 {
+		s = s[:64] + "…"
+	}
+	return s
+}

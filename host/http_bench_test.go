@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentauth/agentauth/internal/devlogin"
 	"github.com/agentauth/agentauth/issuer"
+	"github.com/agentauth/agentauth/resource"
 	"github.com/agentauth/agentauth/wire"
 )
 
@@ -40,7 +41,8 @@ func benchmarkMCPPost(b *testing.B, cache, dpop bool) {
 	if !cache {
 		// Every entry is stale for a clock this far ahead.
 		farFuture := time.Now().AddDate(100, 0, 0)
-		h.r().schemes[0].checker.cache = newGrantCache(func() time.Time { return farFuture }, 0)
+		sc := h.r().schemes[0]
+		sc.checker = resource.NewChecker(sc.ID, resource.NewValidator(sc.Scheme, h.client, h.now), 0, func() time.Time { return farFuture }, nil)
 	}
 	mux := http.NewServeMux()
 	for _, p := range iss.Paths() {

@@ -13,6 +13,8 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentauth/agentauth/mcpserver"
+	"github.com/agentauth/agentauth/resource"
 	"github.com/agentauth/agentauth/wire"
 )
 
@@ -212,7 +214,7 @@ func TestHTTPRequestShape(t *testing.T) {
 		{"a batch", `[{"jsonrpc":"2.0","id":1,"method":"ping"}]`, bearer("t-alice"), 400, wire.CodeInvalidRequest},
 		{"text/plain", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, map[string][]string{"Content-Type": {"text/plain"}, "Authorization": {"Bearer t-alice"}}, 415, wire.CodeInvalidRequest},
 		{"a form without a token", `a=b`, map[string][]string{"Content-Type": {"application/x-www-form-urlencoded"}, "Authorization": {"Bearer t-alice"}}, 415, wire.CodeInvalidRequest},
-		{"unknown MCP-Protocol-Version", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, map[string][]string{"Authorization": {"Bearer t-alice"}, "Mcp-Protocol-Version": {"1999-01-01"}}, 400, codeUnsupportedProtocolVersion},
+		{"unknown MCP-Protocol-Version", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, map[string][]string{"Authorization": {"Bearer t-alice"}, "Mcp-Protocol-Version": {"1999-01-01"}}, 400, mcpserver.CodeUnsupportedProtocolVersion},
 	} {
 		a := post(t, h, "/mcp", tc.body, tc.header)
 		if a.status != tc.status {
@@ -271,11 +273,11 @@ func TestHTTPMCPMethods(t *testing.T) {
 		t.Errorf("ping: %s", m.Result)
 	}
 	_, m := call("tools/list", `{}`)
-	var list struct{ Tools []mcpTool }
-	if err := json.Unmarshal(m.Result, &list); err != nil || len(list.Tools) != 4 || list.Tools[0].Name != toolWhoami || list.Tools[0].Annotations["readOnlyHint"] != true {
+	var list struct{ Tools []mcpserver.Tool }
+	if err := json.Unmarshal(m.Result, &list); err != nil || len(list.Tools) != 4 || list.Tools[0].Name != mcpserver.ToolWhoami || list.Tools[0].Annotations["readOnlyHint"] != true {
 		t.Errorf("tools/list: %s", m.Result)
 	}
-	if strings.Contains(string(m.Result), toolSampling) || strings.Contains(string(m.Result), "resultType") {
+	if strings.Contains(string(m.Result), mcpserver.ToolSampling) || strings.Contains(string(m.Result), "resultType") {
 		t.Errorf("tools/list before 2026-07-28 lists a tool needing input requests, or a 2026-07-28 field: %s", m.Result)
 	}
 	_, m = call("tools/call", `{"name":"whoami","arguments":{}}`)
@@ -301,7 +303,7 @@ func TestHTTPMCPMethods(t *testing.T) {
 	if _, m := call("resources/list", `{}`); !strings.Contains(string(m.Result), `"uri":"test://static-text"`) {
 		t.Errorf("resources/list: %s", m.Result)
 	}
-	if _, m := call("resources/read", `{"uri":"test://nothing"}`); m.Error == nil || m.Error.Code != codeResourceNotFoundLegacy {
+	if _, m := call("resources/read", `{"uri":"test://nothing"}`); m.Error == nil || m.Error.Code != mcpserver.CodeResourceNotFoundLegacy {
 		t.Errorf("resources/read of an unknown URI: %+v", m.Error)
 	}
 	if _, m := call("prompts/get", `{"name":"test_prompt_with_arguments","arguments":{"arg1":"a","arg2":"b"}}`); !strings.Contains(string(m.Result), `arg1='a', arg2='b'`) {
@@ -330,7 +332,7 @@ func TestHTTPToolCallNeedsTheMethodScopes(t *testing.T) {
 func TestHTTPCacheAndRevocation(t *testing.T) {
 	h := newTestHost(t, baseConfig, Options{})
 	inner := &countingValidator{grant: &Grant{Subject: "carol", JTI: "j-carol", Expiry: time.Now().Add(time.Hour)}}
-	h.r().schemes[0].checker.v = inner
+	h.r().schemes[0].checker = resource.NewChecker("dev", inner, 0, h.now, nil)
 	face := h.HTTPHandler()
 	for range 5 {
 		if a := post(t, face, "/mcp", `{"jsonrpc":"2.0","id":1,"method":"whoami"}`, bearer("t-carol")); a.status != 200 || !strings.Contains(a.body, "carol") {

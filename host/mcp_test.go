@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentauth/agentauth/mcpserver"
 	"github.com/agentauth/agentauth/wire"
 )
 
@@ -31,7 +32,7 @@ func statelessCall(t *testing.T, h *Host, method, params string, meta *string, h
 	hdr := bearer("t-alice")
 	hdr["Mcp-Protocol-Version"] = []string{"2026-07-28"}
 	hdr["Mcp-Method"] = []string{method}
-	if n, ok := mcpNameOf(&wire.Message{Method: method, Params: body[strings.Index(string(body), `"params":`)+9 : len(body)-1]}); ok {
+	if n, ok := mcpserver.NameOf(&wire.Message{Method: method, Params: body[strings.Index(string(body), `"params":`)+9 : len(body)-1]}); ok {
 		hdr["Mcp-Name"] = []string{n}
 	}
 	for k, v := range headers {
@@ -58,32 +59,32 @@ func TestMCPStatelessValidation(t *testing.T) {
 		code    int
 		message string
 	}{
-		{"unsupported version", "server/discover", "", nil, map[string]string{"Mcp-Protocol-Version": "2099-01-01"}, 400, codeUnsupportedProtocolVersion,
+		{"unsupported version", "server/discover", "", nil, map[string]string{"Mcp-Protocol-Version": "2099-01-01"}, 400, mcpserver.CodeUnsupportedProtocolVersion,
 			"unsupported MCP-Protocol-Version '2099-01-01': this server speaks 2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26"},
-		{"a version with a control character", "server/discover", "", nil, map[string]string{"Mcp-Protocol-Version": "x\x01y"}, 400, codeUnsupportedProtocolVersion,
+		{"a version with a control character", "server/discover", "", nil, map[string]string{"Mcp-Protocol-Version": "x\x01y"}, 400, mcpserver.CodeUnsupportedProtocolVersion,
 			"unsupported MCP-Protocol-Version 'x?y'"},
-		{"no version header, _meta names one", "server/discover", "", nil, map[string]string{"Mcp-Protocol-Version": ""}, 400, codeHeaderMismatch,
+		{"no version header, _meta names one", "server/discover", "", nil, map[string]string{"Mcp-Protocol-Version": ""}, 400, mcpserver.CodeHeaderMismatch,
 			"header mismatch: the MCP-Protocol-Version header is missing but _meta names '2026-07-28'"},
-		{"header and _meta differ", "server/discover", "", ptr(`{"io.modelcontextprotocol/protocolVersion":"2025-11-25","io.modelcontextprotocol/clientCapabilities":{}}`), nil, 400, codeHeaderMismatch,
+		{"header and _meta differ", "server/discover", "", ptr(`{"io.modelcontextprotocol/protocolVersion":"2025-11-25","io.modelcontextprotocol/clientCapabilities":{}}`), nil, 400, mcpserver.CodeHeaderMismatch,
 			"header mismatch: MCP-Protocol-Version is '2026-07-28' but _meta names '2025-11-25'"},
 		{"no _meta", "server/discover", "", ptr(""), nil, 400, wire.CodeInvalidParams, "invalid params: an MCP 2026-07-28 request carries params._meta"},
 		{"no capabilities", "server/discover", "", ptr(`{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`), nil, 400, wire.CodeInvalidParams, "invalid params"},
-		{"no Mcp-Method", "tools/list", "", nil, map[string]string{"Mcp-Method": ""}, 400, codeHeaderMismatch, "header mismatch: the Mcp-Method header is missing; send Mcp-Method: 'tools/list'"},
-		{"Mcp-Method differs", "tools/list", "", nil, map[string]string{"Mcp-Method": "prompts/list"}, 400, codeHeaderMismatch, "header mismatch: Mcp-Method is 'prompts/list' but the body says 'tools/list'"},
-		{"Mcp-Method values are case-sensitive", "tools/list", "", nil, map[string]string{"Mcp-Method": "TOOLS/LIST"}, 400, codeHeaderMismatch, "header mismatch"},
-		{"no Mcp-Name", "tools/call", `{"name":"whoami","arguments":{}}`, nil, map[string]string{"Mcp-Name": ""}, 400, codeHeaderMismatch, "the Mcp-Name header is missing"},
-		{"Mcp-Name differs", "tools/call", `{"name":"whoami","arguments":{}}`, nil, map[string]string{"Mcp-Name": "echo"}, 400, codeHeaderMismatch, "Mcp-Name is 'echo' but the body says 'whoami'"},
+		{"no Mcp-Method", "tools/list", "", nil, map[string]string{"Mcp-Method": ""}, 400, mcpserver.CodeHeaderMismatch, "header mismatch: the Mcp-Method header is missing; send Mcp-Method: 'tools/list'"},
+		{"Mcp-Method differs", "tools/list", "", nil, map[string]string{"Mcp-Method": "prompts/list"}, 400, mcpserver.CodeHeaderMismatch, "header mismatch: Mcp-Method is 'prompts/list' but the body says 'tools/list'"},
+		{"Mcp-Method values are case-sensitive", "tools/list", "", nil, map[string]string{"Mcp-Method": "TOOLS/LIST"}, 400, mcpserver.CodeHeaderMismatch, "header mismatch"},
+		{"no Mcp-Name", "tools/call", `{"name":"whoami","arguments":{}}`, nil, map[string]string{"Mcp-Name": ""}, 400, mcpserver.CodeHeaderMismatch, "the Mcp-Name header is missing"},
+		{"Mcp-Name differs", "tools/call", `{"name":"whoami","arguments":{}}`, nil, map[string]string{"Mcp-Name": "echo"}, 400, mcpserver.CodeHeaderMismatch, "Mcp-Name is 'echo' but the body says 'whoami'"},
 		{"Mcp-Name with spaces around", "tools/call", `{"name":"whoami","arguments":{}}`, nil, map[string]string{"Mcp-Name": "  whoami "}, 200, 0, ""},
 		{"Mcp-Name in Base64", "tools/call", `{"name":"whoami","arguments":{}}`, nil, map[string]string{"Mcp-Name": "=?base64?d2hvYW1p?="}, 200, 0, ""},
-		{"no Mcp-Param header for an argument that names one", "tools/call", `{"name":"echo","arguments":{"text":"hi"}}`, nil, nil, 400, codeHeaderMismatch, "the Mcp-Param-Text header is missing; send Mcp-Param-Text: 'hi'"},
-		{"Mcp-Param differs", "tools/call", `{"name":"echo","arguments":{"text":"hi"}}`, nil, map[string]string{"Mcp-Param-Text": "ho"}, 400, codeHeaderMismatch, "Mcp-Param-Text is 'ho' but the body says 'hi'"},
+		{"no Mcp-Param header for an argument that names one", "tools/call", `{"name":"echo","arguments":{"text":"hi"}}`, nil, nil, 400, mcpserver.CodeHeaderMismatch, "the Mcp-Param-Text header is missing; send Mcp-Param-Text: 'hi'"},
+		{"Mcp-Param differs", "tools/call", `{"name":"echo","arguments":{"text":"hi"}}`, nil, map[string]string{"Mcp-Param-Text": "ho"}, 400, mcpserver.CodeHeaderMismatch, "Mcp-Param-Text is 'ho' but the body says 'hi'"},
 		{"Mcp-Param literal", "tools/call", `{"name":"echo","arguments":{"text":"hi"}}`, nil, map[string]string{"Mcp-Param-Text": "hi"}, 200, 0, ""},
-		{"Mcp-Param in Base64 without padding", "tools/call", `{"name":"echo","arguments":{"text":"hi"}}`, nil, map[string]string{"Mcp-Param-Text": "=?base64?aGk?="}, 400, codeHeaderMismatch, "not valid Base64"},
-		{"Mcp-Param not Base64", "tools/call", `{"name":"echo","arguments":{"text":"hi"}}`, nil, map[string]string{"Mcp-Param-Text": "=?base64?a!k=?="}, 400, codeHeaderMismatch, "not valid Base64"},
+		{"Mcp-Param in Base64 without padding", "tools/call", `{"name":"echo","arguments":{"text":"hi"}}`, nil, map[string]string{"Mcp-Param-Text": "=?base64?aGk?="}, 400, mcpserver.CodeHeaderMismatch, "not valid Base64"},
+		{"Mcp-Param not Base64", "tools/call", `{"name":"echo","arguments":{"text":"hi"}}`, nil, map[string]string{"Mcp-Param-Text": "=?base64?a!k=?="}, 400, mcpserver.CodeHeaderMismatch, "not valid Base64"},
 		{"initialize was removed", "initialize", `{"protocolVersion":"2026-07-28","capabilities":{},"clientInfo":{"name":"x","version":"0"}}`, nil, nil, 404, wire.CodeMethodNotFound, "method not found: MCP 2026-07-28 has no initialize"},
 		{"ping was removed", "ping", "", nil, nil, 404, wire.CodeMethodNotFound, ""},
 		{"the agent host's methods are not MCP", "whoami", "", nil, nil, 404, wire.CodeMethodNotFound, ""},
-		{"sampling not declared", "tools/call", `{"name":"test_missing_capability","arguments":{}}`, nil, nil, 400, codeMissingClientCapability, "declare it in _meta"},
+		{"sampling not declared", "tools/call", `{"name":"test_missing_capability","arguments":{}}`, nil, nil, 400, mcpserver.CodeMissingClientCapability, "declare it in _meta"},
 		{"unknown resource", "resources/read", `{"uri":"test://nothing"}`, nil, nil, 400, wire.CodeInvalidParams, "resource not found: 'test://nothing'"},
 	} {
 		a := statelessCall(t, h, tc.method, tc.params, tc.meta, tc.headers)

@@ -1,6 +1,7 @@
 package host
 
 import (
+	"context"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/ed25519"
@@ -140,4 +141,63 @@ func claims(iss, aud string, now time.Time) map[string]any {
 
 func newTextLogger(w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, nil))
+}
+
+// testResource is the host's resource in the tests' configs.
+const testResource = "http://127.0.0.1:7777/mcp"
+
+// countingValidator counts validations and returns a fixed answer.
+type countingValidator struct {
+	calls atomic.Int32
+	grant *Grant
+	err   error
+}
+
+func (c *countingValidator) Validate(context.Context, string) (*Grant, error) {
+	c.calls.Add(1)
+	return c.grant, c.err
+}
+
+// testIntrospector is an RFC 7662 endpoint with per-token answers.
+type testIntrospector struct {
+	srv   *httptest.Server
+	calls atomic.Int32
+	mu    sync.Mutex
+	resp  map[string]map[string]any
+}
+
+func newTestIntrospector(t *testing.T) *testIntrospector {
+	ti := &testIntrospector{resp: map[string]map[string]any{}}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /introspect", func(w http.ResponseWriter, r *http.Request) {
+		ti.calls.Add(1)
+		id, secret, ok := r.BasicAuth()
+		if !ok || id != "rs%3A1" || secret != "s+cret" { // form-encoded (RFC 6749 §2.3.1)
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		if r.FormValue("token_type_hint") != "access_token" {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		ti.mu.Lock()
+		ans, ok := ti.resp[r.FormValue("token")]
+		ti.mu.Unlock()
+		if !ok {
+			ans = map[string]any{"active": false}
+		}
+		json.NewEncoder(w).Encode(ans)
+	})
+	mux.HandleFunc("/.well-known/oauth-authorization-server", func(w http.ResponseWriter, r *http.Request) {
+		json.NewEncoder(w).Encode(map[string]string{"issuer": ti.srv.URL, "introspection_endpoint": ti.srv.URL + "/introspect"})
+	})
+	ti.srv = httptest.NewServer(mux)
+	t.Cleanup(ti.srv.Close)
+	return ti
+}
+
+func (ti *testIntrospector) set(token string, ans map[string]any) {
+	ti.mu.Lock()
+	ti.resp[token] = ans
+	ti.mu.Unlock()
 }

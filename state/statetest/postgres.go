@@ -1,6 +1,7 @@
 // Package statetest starts throwaway PostgreSQL servers for tests: initdb
 // and pg_ctl (Debian's postgresql package) in a temporary directory,
 // reachable only through a Unix socket in that directory.
+// It imports no agentauth package; only tests import it.
 package statetest
 
 import (

@@ -1,0 +1,113 @@
+package commands
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/zalando/go-keyring"
+)
+
+// serve's files: the data directory, the state key, atomic writes.
+
+// defaultDataDir is $XDG_STATE_HOME/agentauth/serve, else
+// ~/.local/state/agentauth/serve (XDG Base Directory); on macOS and
+// Windows, which have no state directory, os.UserConfigDir()/agentauth/serve.
+func defaultDataDir() (string, error) {
+	switch runtime.GOOS {
+	case "darwin", "ios", "windows", "plan9":
+		d, err := os.UserConfigDir()
+		return filepath.Join(d, "agentauth", "serve"), err
+	}
+	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "agentauth", "serve"), nil
+	}
+	home, err := os.UserHomeDir()
+	return filepath.Join(home, ".local", "state", "agentauth", "serve"), err
+}
+
+// readStateKey derives the state key from --state-key-file: the SHA-256
+// of its content, which must be at least minStateKeyBytes and readable by
+// its owner only. No file, no key.
+func readStateKey(path string) ([]byte, error) {
+	if path == "" {
+		return nil, nil
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read --state-key-file: %w", err)
+	}
+	if runtime.GOOS != "windows" && fi.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("cannot use --state-key-file %s: others may read it (mode %v)\nTo restrict it, run: chmod 600 %s", path, fi.Mode().Perm(), path)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read --state-key-file: %w", err)
+	}
+	if len(bytes.TrimSpace(b)) < minStateKeyBytes {
+		return nil, fmt.Errorf("cannot use --state-key-file %s: it holds fewer than %d bytes\nTo make one, run: head -c 32 /dev/urandom | base64 > %s; chmod 600 %s", path, minStateKeyBytes, path, path)
+	}
+	sum := sha256.Sum256(bytes.TrimSpace(b))
+	return sum[:], nil
+}
+
+// keyringStateKey derives the state key from the OS keyring's entry for
+// the state location (as openState describes it), creating the entry with
+// 32 random bytes on first use.
+func keyringStateKey(location string, timeout time.Duration) ([]byte, error) {
+	type result struct {
+		secret string
+		err    error
+	}
+	done := make(chan result, 1)
+	go func() {
+		user := "state-key " + location
+		secret, err := keyring.Get(stateKeyringService, user)
+		if errors.Is(err, keyring.ErrNotFound) {
+			b := make([]byte, 32)
+			rand.Read(b)
+			secret = base64.RawStdEncoding.EncodeToString(b)
+			err = keyring.Set(stateKeyringService, user, secret)
+		}
+		done <- result{secret, err}
+	}()
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(timeout):
+		r.err = fmt.Errorf("the keyring did not answer within %s", timeout)
+	}
+	if r.err != nil {
+		return nil, fmt.Errorf("cannot get the state key from the OS keyring: %w\nUse --state-key-file FILE instead", r.err)
+	}
+	sum := sha256.Sum256([]byte(r.secret))
+	return sum[:], nil
+}
+
+// writeFileAtomic writes data to a temporary file beside path and renames
+// it into place, so a reader never sees a partial file.
+func writeFileAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("cannot write %s: %w", path, err)
+	}
+	_, err = tmp.Write(data)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("cannot write %s: %w", path, err)
+	}
+	return nil
+}

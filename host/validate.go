@@ -1,0 +1,142 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/agentauth/agentauth/resource"
+	"github.com/agentauth/agentauth/wire"
+)
+
+// defaultRevokedRetention is how long a revoked JTI stays refused when
+// NotifyRevoked is not told when the tokens expire.
+const defaultRevokedRetention = 24 * time.Hour
+
+// NotifyRevoked is called by the authorization server in the same process
+// when it revokes tokens (RFC 7009): grants with those JTIs are dropped from
+// the cache at once, refused from now on, and every connection holding one
+// is pushed "revoked". until is when the tokens expire at the latest: the
+// JTIs stay refused until then, or until the expiry of any of them the
+// host has seen, whichever is later (zero until: 24 hours from now).
+func (h *Host) NotifyRevoked(until time.Time, jtis ...string) {
+	set := map[string]bool{}
+	for _, j := range jtis {
+		if j != "" {
+			set[j] = true
+		}
+	}
+	if len(set) == 0 {
+		return
+	}
+	now := h.now()
+	if until.IsZero() {
+		until = now.Add(defaultRevokedRetention)
+	}
+	for _, sc := range h.r().schemes {
+		if t := sc.checker.DropJTIs(set); t.After(until) {
+			until = t
+		}
+	}
+	h.mu.Lock()
+	revoked := map[string]time.Time{}
+	for j, u := range *h.revoked.Load() {
+		if !now.After(u) {
+			revoked[j] = u
+		}
+	}
+	for j := range set {
+		revoked[j] = until
+	}
+	h.revoked.Store(&revoked)
+	tables := h.tables()
+	h.mu.Unlock()
+	for _, t := range tables {
+		for _, e := range t.matching(func(g *Grant) bool { return set[g.JTI] }) {
+			h.lapse(t, e, resource.ErrRevoked)
+		}
+	}
+}
+
+// tables lists every grant table; h.mu must be held.
+func (h *Host) tables() []*grantTable {
+	if h.shared != nil {
+		return []*grantTable{h.shared}
+	}
+	out := make([]*grantTable, 0, len(h.conns))
+	for s := range h.conns {
+		out = append(out, s.own)
+	}
+	return out
+}
+
+func (h *Host) isRevoked(jti string) bool {
+	if jti == "" {
+		return false
+	}
+	_, ok := (*h.revoked.Load())[jti]
+	return ok
+}
+
+// validate checks token against one scheme, refusing revoked JTIs.
+func (h *Host) validate(ctx context.Context, sc *scheme, token string, fresh bool) (*Grant, error) {
+	g, err := sc.checker.Check(ctx, token, fresh)
+	if err != nil {
+		return nil, err
+	}
+	if h.isRevoked(g.JTI) {
+		sc.checker.Drop(token)
+		return nil, resource.ErrRevoked
+	}
+	return g, nil
+}
+
+// ValidateBearer validates a token presented on a request of the HTTP face
+// (RFC 6750 §2.1) against each scheme with the host's resource (the token
+// audience an MCP server accepts) in config order. It returns the grant
+// of the first scheme that accepts it; or, when none does, the challenge to
+// send (invalid_request without a token, invalid_token otherwise); or an
+// error when the token could not be checked at all.
+func (h *Host) ValidateBearer(ctx context.Context, token string) (*Grant, *wire.Challenge, error) {
+	schemes := h.r().mcp // never empty: see Config.checkResolved
+	first := schemes[0]
+	for _, sc := range schemes {
+		if sc.IsRequired() {
+			first = sc
+			break
+		}
+	}
+	if token == "" {
+		ch := h.challenge(first, schemeStatus{})
+		return nil, &ch, nil
+	}
+	var rejected *wire.Challenge
+	var failure error
+	for _, sc := range schemes {
+		g, err := h.validate(ctx, sc, token, false)
+		if err == nil {
+			h.accepted.Add(1)
+			if h.log.Enabled(ctx, slog.LevelDebug) { // no arguments to box otherwise
+				h.log.Debug("auth decision", "face", "http", "scheme", sc.ID, "subject", g.Subject, "outcome", "accepted")
+			}
+			return g, nil, nil
+		}
+		var te *TokenError
+		if !errors.As(err, &te) {
+			failure = err
+			continue
+		}
+		if rejected == nil {
+			ch := h.challenge(sc, statusOf(te))
+			rejected = &ch
+		}
+	}
+	if rejected == nil {
+		h.log.Warn("auth decision", "face", "http", "outcome", "error", "reason", failure.Error())
+		return nil, nil, failure
+	}
+	h.refused.Add(1)
+	h.log.Info("auth decision", "face", "http", "scheme", rejected.SchemeID, "outcome", "rejected", "reason", rejected.ErrorDescription)
+	return nil, rejected, nil
+}

@@ -1,0 +1,17 @@
+// Package machine holds test programs for the testscripts: machine-to-machine flows: a DPoP caller, a fake OpenID Provider for private_key_jwt and federated assertions, and the genkey, mintassertion and registermachine script commands.
+// It is test support (see internal/testprog); only main_test.go imports it.
+package machine
+
+import "github.com/rogpeppe/go-internal/testscript"
+
+// programs and cmds are filled by the init functions of this package's files.
+var (
+	programs = map[string]func(){}
+	cmds     = map[string]func(ts *testscript.TestScript, neg bool, args []string){}
+)
+
+// Programs are the programs testscript puts on PATH for exec, by name.
+func Programs() map[string]func() { return programs }
+
+// Cmds are the custom script commands, by name.
+func Cmds() map[string]func(ts *testscript.TestScript, neg bool, args []string) { return cmds }
