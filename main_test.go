@@ -17,6 +17,7 @@ import (
 	"github.com/agentauth/agentauth/internal/testprog/gosdk"
 	"github.com/agentauth/agentauth/internal/testprog/machine"
 	"github.com/agentauth/agentauth/internal/testprog/mcp"
+	"github.com/agentauth/agentauth/internal/testprog/proxy"
 	"github.com/agentauth/agentauth/internal/testprog/replicas"
 	"github.com/agentauth/agentauth/internal/testprog/signin"
 	"github.com/agentauth/agentauth/internal/testprog/upstream"
@@ -54,6 +55,7 @@ var testprogs = []struct {
 	{gosdk.Programs, nil},
 	{machine.Programs, machine.Cmds},
 	{mcp.Programs, mcp.Cmds},
+	{proxy.Programs, nil},
 	{replicas.Programs, replicas.Cmds},
 	{signin.Programs, signin.Cmds},
 	{upstream.Programs, nil},

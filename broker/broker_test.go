@@ -260,6 +260,28 @@ func TestCallbackRefusals(t *testing.T) {
 	}
 }
 
+// A callback without the browser's cookie (anyone who saw the link) is
+// refused and does not spend the state: the user's own browser then
+// completes the sign-in.
+func TestCookielessCallbackDoesNotCancelTheSignIn(t *testing.T) {
+	ctx := context.Background()
+	as := newFakeAS(t)
+	b := newBroker(t, as, state.NewMemory(), nil, &clock{t: time.Now()})
+	alice := b.Session("alice", "cli")
+	q, cookie := start(t, b, as, alice)
+	for _, forged := range []func(string) string{func(string) string { return "" }, func(string) string { return "forged" }} {
+		if _, err := b.Callback(ctx, q, forged); err == nil || !strings.Contains(err.Error(), "started in another browser") {
+			t.Fatalf("callback without the cookie: %v, want a refusal", err)
+		}
+	}
+	if _, err := b.Callback(ctx, q, cookie); err != nil {
+		t.Fatalf("the user's browser after a cookieless callback: %v", err)
+	}
+	if _, err := b.Token(ctx, alice, "rally"); err != nil {
+		t.Fatalf("no token after the sign-in completed: %v", err)
+	}
+}
+
 func TestIssRequired(t *testing.T) {
 	ctx := context.Background()
 	as := newFakeAS(t)

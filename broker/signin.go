@@ -232,9 +232,9 @@ type Completed struct {
 }
 
 // Callback completes a sign-in from the redirect's query and the browser's
-// cookies (cookie returns the value of a named cookie, "" for none). The
-// state is spent by any use: unknown, expired or reused state, a browser
-// without the state's cookie, an iss that is not the upstream's (RFC 9207
+// cookies (cookie returns the value of a named cookie, "" for none). A
+// browser without the state's cookie is refused and leaves the state as it
+// was; any other use spends it: unknown, expired or reused state, an iss that is not the upstream's (RFC 9207
 // §2.4) and an error answer (RFC 6749 §4.1.2.1) are refused; else the code
 // is exchanged (with the PKCE verifier) and the tokens stored for the
 // session, whose waiters are told.
@@ -244,11 +244,19 @@ func (b *Broker) Callback(ctx context.Context, q url.Values, cookie func(name st
 		return nil, refused("The sign-in answer has no state. Start again from the link the agent gave you.")
 	}
 	now := b.now()
+	// The browser binding is checked before the state is spent: a
+	// request without the state's cookie (anyone who saw the link) must
+	// not cancel the user's sign-in.
 	var rec *stateRecord
+	otherBrowser := false
 	err := b.opts.Store.Update(ctx, func(tx state.Tx) error {
 		var err error
 		if rec, err = getJSON[stateRecord](tx, kindState, hashOf(st)); err != nil || rec == nil {
 			return err
+		}
+		got := hashOf(cookie(cookieName(st)))
+		if otherBrowser = subtle.ConstantTimeCompare([]byte(got), []byte(rec.Cookie)) != 1; otherBrowser && now.Before(rec.Expires) {
+			return nil
 		}
 		return tx.Delete(kindState, hashOf(st))
 	})
@@ -261,9 +269,7 @@ func (b *Broker) Callback(ctx context.Context, q url.Values, cookie func(name st
 	case !now.Before(rec.Expires):
 		b.log.Warn("broker: callback refused", "upstream", rec.Upstream, "reason", "expired state")
 		return nil, refused("This sign-in expired. Ask the agent for a new link.")
-	}
-	got := hashOf(cookie(cookieName(st)))
-	if subtle.ConstantTimeCompare([]byte(got), []byte(rec.Cookie)) != 1 {
+	case otherBrowser:
 		b.log.Warn("broker: callback refused", "upstream", rec.Upstream, "reason", "the state was started in another browser")
 		return nil, refused("This sign-in was started in another browser. Open the link the agent gave you in this browser, or ask for a new one.")
 	}

@@ -15,6 +15,11 @@
 //     invalid_token, follow auth pushes and re-authenticate (Watch);
 //   - MCP session (mcp.go, stepup.go): Streamable HTTP with the 401 / 403
 //     insufficient_scope retry and step-up state machine;
+//   - the proxy (proxy.go, proxy_upstream.go, proxy_auth.go,
+//     proxy_listen.go): another MCP client's messages forwarded over
+//     Streamable HTTP or legacy SSE with the stored credential, the MCP
+//     session's step-up state machine shared by all of them, and the same
+//     bridge as a loopback HTTP endpoint;
 //   - discovery (discover.go), revoke (revoke.go) and status (status.go).
 //
 // Each flow takes a request struct and its dependencies (Client: the

@@ -52,6 +52,14 @@ var commandHelps = map[string]commandHelp{
 		},
 		exits: []string{"1  a JSON-RPC error or a failure", "2  bad flags or arguments", "4  authentication needed (-32007, 401, 403), or an upstream sign-in that did not happen"},
 	},
+	"proxy": {
+		examples: []string{
+			"agentauth proxy https://mcp.example.com/mcp             # in an MCP client's config: command + args",
+			"agentauth proxy --device https://mcp.example.com/mcp    # log in without a browser here (SSH)",
+			"agentauth proxy --listen 127.0.0.1:0 --addr-file addr https://mcp.example.com/mcp",
+		},
+		exits: []string{"1  stdin or stdout failed, or cannot listen", "2  bad flags or arguments"},
+	},
 	"discover": {
 		examples: []string{
 			"agentauth discover ws://127.0.0.1:7777",

@@ -180,6 +180,7 @@ func commandList(f *Factory) []*cli.Command {
 	return []*cli.Command{
 		newServeCommand(f),
 		newCallCommand(f),
+		newProxyCommand(f),
 		newDiscoverCommand(f),
 		newLoginCommand(f),
 		newTokenCommand(f),

@@ -104,7 +104,7 @@ const (
 
 // embeddedIssuerFlags configure the embedded issuer.
 var embeddedIssuerFlags = []string{"auto-approve", "dev-login", "dev-user", "token-ttl", "refresh-ttl", "code-ttl", "device-interval", "allow-redirect-origin",
-	"trust-assertion-issuer", "state-key-file", "state-key-keyring", "key-rotation", "rotate-key"}
+	"trust-assertion-issuer", "assertion-subjects", "state-key-file", "state-key-keyring", "key-rotation", "rotate-key"}
 
 // minStateKeyBytes is the least a --state-key-file holds.
 const minStateKeyBytes = 32
@@ -208,7 +208,8 @@ Logs go to stderr (or --log-file), never tokens.`,
 			&cli.DurationFlag{Name: "code-ttl", Value: issuer.DefaultCodeTTL, Usage: "embedded issuer: authorization code lifetime `DURATION`", Destination: &opts.CodeTTL},
 			&cli.DurationFlag{Name: "device-interval", Value: issuer.DefaultDeviceInterval, Usage: "embedded issuer: the device flow's polling interval `DURATION` (faster polls get slow_down)", Destination: &opts.DeviceInterval},
 			&cli.StringSliceFlag{Name: "allow-redirect-origin", Usage: "embedded issuer: also accept client redirect URIs on the https `ORIGIN` (repeatable; loopback http is always accepted)"},
-			&cli.StringSliceFlag{Name: "trust-assertion-issuer", Usage: "embedded issuer: accept JWT bearer assertions (RFC 7523: workload identity, ID-JAG) whose iss is `ISS=KEYFILE`, signed by a key of KEYFILE (a JWKS document or a PEM public key); the assertion's sub becomes the token's subject (repeatable)"},
+			&cli.StringSliceFlag{Name: "trust-assertion-issuer", Usage: "embedded issuer: accept JWT bearer assertions (RFC 7523: workload identity, ID-JAG) whose iss is `ISS=KEYFILE`, signed by a key of KEYFILE (a JWKS document or a PEM public key); the token's subject is ISS#sub (see --assertion-subjects) (repeatable)"},
+			&cli.StringSliceFlag{Name: "assertion-subjects", Usage: "embedded issuer: the token subject of a trusted issuer's assertions is `ISS=PREFIX` followed by their sub instead of ISS#sub; ISS= takes sub as is, for an issuer whose users are this server's browser users (repeatable)"},
 			&cli.StringFlag{Name: "data-dir", Usage: "keep the state (issuer, agent sessions) in an SQLite file in `DIR` (default $XDG_STATE_HOME/agentauth/serve; '' is --ephemeral)"},
 			&cli.BoolFlag{Name: "ephemeral", Usage: "keep the state in memory: it dies with the process"},
 			&cli.StringFlag{Name: "database", Usage: "keep the state in the PostgreSQL database `URL` (postgres://…), shared by serve replicas", Destination: &opts.Database},
@@ -257,6 +258,9 @@ Logs go to stderr (or --log-file), never tokens.`,
 					return usageErrorf("--trust-assertion-issuer: %v", err)
 				}
 				opts.AssertionIssuers = append(opts.AssertionIssuers, a)
+			}
+			if err := assertionSubjects(c.StringSlice("assertion-subjects"), opts.AssertionIssuers); err != nil {
+				return usageErrorf("--assertion-subjects: %v", err)
 			}
 			if err := stateFlags(c, opts); err != nil {
 				return err
@@ -315,6 +319,23 @@ func readAssertionIssuer(v string) (issuer.AssertionIssuer, error) {
 		return issuer.AssertionIssuer{}, fmt.Errorf("cannot use %s as the keys of %s: %w", path, iss, err)
 	}
 	return issuer.AssertionIssuer{Issuer: iss, Keys: keys}, nil
+}
+
+// assertionSubjects applies --assertion-subjects ISS=PREFIX to the trusted
+// assertion issuers.
+func assertionSubjects(values []string, issuers []issuer.AssertionIssuer) error {
+	for _, v := range values {
+		iss, prefix, ok := strings.Cut(v, "=")
+		k := slices.IndexFunc(issuers, func(a issuer.AssertionIssuer) bool { return a.Issuer == iss })
+		switch {
+		case !ok || iss == "":
+			return fmt.Errorf("want ISS=PREFIX (a trusted issuer, then what its subjects start with; empty for as is), not %q", v)
+		case k < 0:
+			return fmt.Errorf("%s is not a trusted assertion issuer: trust it with --trust-assertion-issuer %s=KEYFILE", iss, iss)
+		}
+		issuers[k].SubjectPrefix, issuers[k].SubjectAsIs = prefix, prefix == ""
+	}
+	return nil
 }
 
 // stateFlags sets DataDir and checks the state flags' combinations.

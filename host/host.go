@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentauth/agentauth/broker"
+	"github.com/agentauth/agentauth/internal/bounded"
 	"github.com/agentauth/agentauth/resource"
 	"github.com/agentauth/agentauth/state"
 	"github.com/agentauth/agentauth/wire"
@@ -74,6 +75,10 @@ type Host struct {
 	// storedToken is Options.StoredToken.
 	storedToken func(ctx context.Context, schemeID, resource string, authorizationServers []string) (string, error)
 	broker      *broker.Broker
+	// dpopProofs bound the HTTP face's DPoP replay cache; zero is
+	// resource.DPoPProofLimits (a benchmark sending every proof with one
+	// key sets more).
+	dpopProofs bounded.Limits
 
 	ctx    context.Context
 	cancel context.CancelFunc

@@ -35,6 +35,7 @@ func (h *Host) HTTPHandler() http.Handler {
 		MaxBody:     h.maxMsg,
 		Now:         h.now,
 		Origin:      guardedOrigin,
+		DPoPProofs:  h.dpopProofs,
 	})
 }
 

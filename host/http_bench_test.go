@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentauth/agentauth/internal/bounded"
 	"github.com/agentauth/agentauth/internal/devlogin"
 	"github.com/agentauth/agentauth/issuer"
 	"github.com/agentauth/agentauth/resource"
@@ -48,6 +49,8 @@ func benchmarkMCPPost(b *testing.B, cache, dpop bool) {
 	for _, p := range iss.Paths() {
 		mux.Handle(p, iss.Handler())
 	}
+	// One key sends every proof: room for all of them.
+	h.dpopProofs = bounded.Limits{PerOwner: b.N + 1, Owners: 1, Retry: time.Minute}
 	mux.Handle("/", h.HTTPHandler())
 	srv := &httptest.Server{Listener: ln, Config: &http.Server{Handler: mux}}
 	srv.Start()

@@ -2,6 +2,7 @@ package issuer
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentauth/agentauth/internal/bounded"
 	"github.com/agentauth/agentauth/state"
 	"github.com/agentauth/agentauth/wire"
 )
@@ -273,17 +275,32 @@ func (i *Issuer) approveCode(w http.ResponseWriter, r *http.Request, req *authRe
 		Resource:      req.resource,
 		Expires:       now.Add(i.opts.CodeTTL),
 	}
-	err := i.store.Update(r.Context(), func(tx state.Tx) error {
+	b, err := json.Marshal(rec)
+	if err != nil {
+		i.storePage(w, err)
+		return
+	}
+	// Codes are kept per client until they expire: one client's burst
+	// cannot void another's codes, and at its bound it is refused.
+	var full *bounded.FullError
+	err = i.store.Update(r.Context(), func(tx state.Tx) error {
 		if err := i.touchClientTx(tx, req.client.id, now); err != nil {
 			return err
 		}
-		if err := evictFirst(tx, kindCode, maxPendingCodes); err != nil {
-			return err
+		err := bounded.PutTx(tx, kindCode, i.opts.Limits.Codes, req.client.id, hash(code), b, rec.Expires, now)
+		if f, ok := errors.AsType[*bounded.FullError](err); ok {
+			full, err = f, nil
 		}
-		return putRecord(tx, kindCode, hash(code), rec, rec.Expires)
+		return err
 	})
 	if err != nil {
 		i.storePage(w, err)
+		return
+	}
+	if full != nil {
+		i.log.Warn("issuer: authorization code refused, too many pending", "client_id", req.client.id, "err", full)
+		i.redirectBack(w, r, req, url.Values{"error": {"temporarily_unavailable"}, "error_description": {
+			fmt.Sprintf("the client has %d codes pending already; retry in %s seconds", full.Limit, full.RetrySeconds())}})
 		return
 	}
 	i.log.Info("issuer: authorization code issued", "client_id", req.client.id, "sub", subject, "aud", req.resource)

@@ -126,20 +126,6 @@ func TestPendingConsentsEvictTheOldest(t *testing.T) {
 	}
 }
 
-// Unredeemed codes are bounded: the oldest is evicted.
-func TestPendingCodesEvictTheOldest(t *testing.T) {
-	s := start(t, issuer.Options{AutoApprove: true})
-	a := newAuthz(issuer.CLIClientID, cliRedirect)
-	code := s.code(a)
-	for range issuer.MaxPendingCodes {
-		s.advance(time.Millisecond)
-		s.code(newAuthz(issuer.CLIClientID, cliRedirect))
-	}
-	wantError(t, s.exchange(a, code), http.StatusBadRequest, "invalid_grant")
-	a = newAuthz(issuer.CLIClientID, cliRedirect)
-	wantOK(t, s.exchange(a, s.code(a)))
-}
-
 func TestDeviceAuthorizationsAreBounded(t *testing.T) {
 	s := start(t, issuer.Options{})
 	for range issuer.MaxDeviceAuthorizations {
@@ -156,7 +142,8 @@ func TestDeviceAuthorizationsAreBounded(t *testing.T) {
 }
 
 func TestRegistrationsAreBounded(t *testing.T) {
-	s := start(t, issuer.Options{AutoApprove: true})
+	const max = 20
+	s := start(t, issuer.Options{AutoApprove: true, Limits: issuer.Limits{Clients: max}})
 	big := `{"redirect_uris":["http://127.0.0.1/cb"],"client_name":"` + strings.Repeat("n", issuer.MaxRegistrationBytes) + `"}`
 	wantError(t, s.postJSON("/register", big), http.StatusBadRequest, "invalid_client_metadata")
 
@@ -166,7 +153,7 @@ func TestRegistrationsAreBounded(t *testing.T) {
 	used := register().str(t, "client_id")
 	a := newAuthz(used, "http://127.0.0.1:5000/cb")
 	wantOK(t, s.exchange(a, s.code(a)))
-	for range issuer.MaxRegistrations - 1 {
+	for range max - 1 {
 		if r := register(); r.status != http.StatusCreated {
 			t.Fatalf("status %d; body %s", r.status, r.body)
 		}

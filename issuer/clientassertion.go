@@ -27,9 +27,6 @@ const (
 	maxAssertionLifetime = 10 * time.Minute
 	// assertionLeeway is the clock skew allowed on exp, iat and nbf.
 	assertionLeeway = 30 * time.Second
-	// maxAssertionJTIs bounds the remembered assertion ids (RFC 7523 §3
-	// item 7): beyond it the one expiring first is forgotten.
-	maxAssertionJTIs = 10000
 	// maxClientKeys bounds the keys of a registered jwks.
 	maxClientKeys = 5
 )
@@ -37,10 +34,6 @@ const (
 // assertionAlgs are the signature algorithms accepted on client
 // assertions.
 var assertionAlgs = []jose.SignatureAlgorithm{jose.ES256, jose.RS256}
-
-// kindAssertion records the client assertions seen, by the hash of
-// client id and jti, until they expire.
-const kindAssertion state.Kind = "assertion"
 
 // checkJWKS reads a registered jwks (RFC 7591 §2): 1 to maxClientKeys
 // public ES256 (P-256) or RS256 keys.
@@ -112,24 +105,19 @@ func (i *Issuer) authenticateAssertion(r *http.Request, form url.Values) (*clien
 	if err := claims.ValidateWithLeeway(jwt.Expected{Issuer: id, Subject: id, AnyAudience: jwt.Audience{i.opts.Issuer, i.opts.Issuer + pathToken}, Time: now}, assertionLeeway); err != nil {
 		return nil, clientError("the client assertion is not valid here: "+err.Error(), false)
 	}
-	replayed := false
-	err = i.store.Update(r.Context(), func(tx state.Tx) error {
-		replayed = false
-		key := hash(id + " " + claims.ID)
-		if _, err := tx.Get(kindAssertion, key); err == nil {
-			replayed = true
-			return nil
-		}
-		if err := evictFirst(tx, kindAssertion, maxAssertionJTIs); err != nil {
-			return err
-		}
-		return tx.Put(kindAssertion, key, []byte("{}"), claims.Expiry.Time().Add(assertionLeeway))
+	// The assertion's id is kept, per client, until it expires (RFC 7523
+	// §3 item 7), in the store the replicas share.
+	var refused *oauthError
+	err = i.store.Update(r.Context(), func(tx state.Tx) (err error) {
+		refused, err = rememberTx(tx, kindAssertion, i.opts.Limits.ClientAssertions, id, claims.ID, claims.Expiry.Time().Add(assertionLeeway), now,
+			clientError("the client assertion was already used (jti)", false), "client assertions")
+		return err
 	})
 	if err != nil {
 		return nil, i.storeFailed(err)
 	}
-	if replayed {
-		return nil, clientError("the client assertion was already used (jti)", false)
+	if refused != nil {
+		return nil, refused
 	}
 	return c, nil
 }

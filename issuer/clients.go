@@ -36,7 +36,7 @@ type client struct {
 	jwks *jose.JSONWebKeySet
 
 	// registered marks a client from the registration endpoint, kept in
-	// the Store: it counts against maxRegistrations and, while issued is
+	// the Store: it counts against Limits.Clients and, while issued is
 	// false, expires unusedClientTTL after lastActive.
 	registered bool
 	issued     bool

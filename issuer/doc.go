@@ -46,12 +46,18 @@
 // unless Options.AllowedRedirectOrigins names the https origin; and only the
 // metadata documents and the JWKS are readable cross-origin (CORS).
 //
-// Everything it keeps for a caller is bounded, each bound a constant:
+// Everything it keeps for a caller is bounded, each bound a constant or a
+// field of Limits:
+//   - used DPoP proof ids (per key), client assertion ids (per client),
+//     JWT bearer assertion ids (per issuer and subject), unredeemed codes
+//     (per client) and registrations (per source address and window):
+//     each kept until its own expiry, under a bound per owner and one on
+//     owners (internal/bounded); at a bound a new one is refused (429 or
+//     503 with Retry-After) and a live one is never evicted (Limits);
 //   - maxPendingConsents (1000) consent and device pages awaiting an
-//     answer, and maxPendingCodes (1000) unredeemed codes: a new one evicts
-//     the one that expires first;
+//     answer: a new one evicts the one that expires first;
 //   - maxDeviceAuthorizations (1000) device authorizations and
-//     maxRegistrations (1000) registered clients: beyond them a request is
+//     Limits.Clients (10000) registered clients: beyond them a request is
 //     refused with 503 temporarily_unavailable; a registered client that
 //     was never issued a token is dropped unusedClientTTL (15 minutes)
 //     after its last request; a registration is at most

@@ -19,15 +19,7 @@ const (
 	// dpopNoncePeriod is how long a nonce is current; the previous one is
 	// accepted too, so a nonce lives between one and two periods.
 	dpopNoncePeriod = 5 * time.Minute
-	// maxDPoPJTIs bounds the remembered proof ids; beyond it the one
-	// expiring first is forgotten (it is then outside DPoPWindow anyway
-	// when the bound is not reached within a window).
-	maxDPoPJTIs = 10000
 )
-
-// kindDPoPJTI records the proofs seen at the token endpoint, by hash of
-// jti, until they leave DPoPWindow.
-const kindDPoPJTI state.Kind = "dpop_jti"
 
 // dpopNonce is the token endpoint's nonce for the period of now (§8): an
 // HMAC of the period under the current signing key, so that every replica
@@ -65,24 +57,19 @@ func (i *Issuer) checkTokenDPoP(r *http.Request, is *issuing) *oauthError {
 	if p.Nonce == "" || p.Nonce != nonce && p.Nonce != dpopNonce(is.key, is.now.Add(-dpopNoncePeriod)) {
 		return dpopError(wire.ErrUseDPoPNonce, "the DPoP proof must carry the nonce in the DPoP-Nonce header", nonce)
 	}
-	replayed := false
-	err = i.store.Update(r.Context(), func(tx state.Tx) error {
-		replayed = false
-		key := hash(p.JTI)
-		if _, err := tx.Get(kindDPoPJTI, key); err == nil {
-			replayed = true
-			return nil
-		}
-		if err := evictFirst(tx, kindDPoPJTI, maxDPoPJTIs); err != nil {
-			return err
-		}
-		return tx.Put(kindDPoPJTI, key, []byte("{}"), p.Expires)
+	// The proof's id is kept, per key, until it leaves the window
+	// (§11.1), in the store the replicas share.
+	var refused *oauthError
+	err = i.store.Update(r.Context(), func(tx state.Tx) (err error) {
+		refused, err = rememberTx(tx, kindDPoPJTI, i.opts.Limits.DPoPProofs, p.JKT, p.JTI, p.Expires, is.now,
+			dpopError(wire.ErrInvalidDPoPProof, "the DPoP proof was already used (jti)", nonce), "DPoP proofs")
+		return err
 	})
 	if err != nil {
 		return i.storeFailed(err)
 	}
-	if replayed {
-		return dpopError(wire.ErrInvalidDPoPProof, "the DPoP proof was already used (jti)", nonce)
+	if refused != nil {
+		return refused
 	}
 	is.jkt, is.nonce = p.JKT, nonce
 	return nil

@@ -3,9 +3,7 @@ package issuer
 // The bounds, for the external tests.
 const (
 	MaxPendingConsents      = maxPendingConsents
-	MaxPendingCodes         = maxPendingCodes
 	MaxDeviceAuthorizations = maxDeviceAuthorizations
-	MaxRegistrations        = maxRegistrations
 	MaxRegistrationBytes    = maxRegistrationBytes
 	UnusedClientTTL         = unusedClientTTL
 	MaxStateBytes           = maxStateBytes

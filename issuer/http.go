@@ -110,6 +110,8 @@ type oauthError struct {
 	basic  bool // the client tried HTTP Basic: answer with a challenge
 	// nonce is sent as DPoP-Nonce (RFC 9449 §8).
 	nonce string
+	// retryAfter, in seconds, is sent as Retry-After.
+	retryAfter string
 }
 
 func badRequest(code, desc string) *oauthError {
@@ -134,6 +136,9 @@ func writeError(w http.ResponseWriter, e *oauthError) {
 	}
 	if e.nonce != "" {
 		w.Header().Set(wire.HeaderDPoPNonce, e.nonce)
+	}
+	if e.retryAfter != "" {
+		w.Header().Set("Retry-After", e.retryAfter)
 	}
 	writeJSON(w, e.status, e.body)
 }

@@ -54,16 +54,9 @@ const (
 	// maxPendingConsents bounds the consent and device pages awaiting an
 	// answer; a new page evicts the one that expires first.
 	maxPendingConsents = 1000
-	// maxPendingCodes bounds the issued authorization codes not yet
-	// redeemed; a new code evicts the one that expires first.
-	maxPendingCodes = 1000
 	// maxDeviceAuthorizations bounds the device authorizations kept;
 	// beyond it a new one is refused (temporarily_unavailable).
 	maxDeviceAuthorizations = 1000
-	// maxRegistrations bounds the clients registered at the registration
-	// endpoint; beyond it a registration is refused
-	// (temporarily_unavailable).
-	maxRegistrations = 1000
 	// unusedClientTTL is how long a registered client that was never
 	// issued a token is kept after its registration or last request.
 	unusedClientTTL = 15 * time.Minute
@@ -141,7 +134,10 @@ type Options struct {
 	// Login, when set, signs users in at an OpenID Provider; without it
 	// the consent and device pages and /login show the development
 	// "Sign in as" box, which signs anyone in without a password.
-	Login  *LoginOptions
+	Login *LoginOptions
+	// Limits bound the replay caches, pending codes and registrations;
+	// zero fields take DefaultLimits.
+	Limits Limits
 	Logger *slog.Logger
 	Now    func() time.Time
 }
@@ -192,6 +188,8 @@ func New(opts Options) (*Issuer, error) {
 	setDefault(&opts.DeviceCodeTTL, DefaultDeviceCodeTTL)
 	setDefault(&opts.DeviceInterval, DefaultDeviceInterval)
 	setDefault(&opts.KeyRotation, DefaultKeyRotation)
+	setDefault(&opts.Limits.Codes.Retry, opts.CodeTTL)
+	opts.Limits.setDefaults()
 	if err := checkAssertionIssuers(opts.AssertionIssuers); err != nil {
 		return nil, err
 	}
@@ -290,7 +288,7 @@ func New(opts Options) (*Issuer, error) {
 	return i, nil
 }
 
-func setDefault(d *time.Duration, def time.Duration) {
+func setDefault[T int | time.Duration](d *T, def T) {
 	if *d <= 0 {
 		*d = def
 	}

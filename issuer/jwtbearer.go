@@ -14,8 +14,6 @@ import (
 
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
-
-	"github.com/agentauth/agentauth/state"
 )
 
 // GrantJWTBearer is the JWT bearer authorization grant (RFC 7523 §2.1).
@@ -41,6 +39,26 @@ type AssertionIssuer struct {
 	Issuer string
 	// Keys verify the assertions' signatures (ES256 or RS256).
 	Keys *jose.JSONWebKeySet
+	// SubjectPrefix is put before an assertion's sub to make the token's
+	// subject; empty means Issuer + "#", so that a workload's sub=alice
+	// is not the user alice who signs in with a browser, nor another
+	// issuer's alice. SubjectAsIs takes sub as it is instead, for an
+	// issuer whose subjects are this server's users (an enterprise IdP
+	// that also signs them in).
+	SubjectPrefix string
+	SubjectAsIs   bool
+}
+
+// subject is the token subject of an assertion's sub: namespaced by its
+// issuer unless configured otherwise.
+func (a *AssertionIssuer) subject(sub string) string {
+	switch {
+	case a.SubjectAsIs:
+		return sub
+	case a.SubjectPrefix != "":
+		return a.SubjectPrefix + sub
+	}
+	return a.Issuer + "#" + sub
 }
 
 // ParseAssertionKeys reads the public keys of an assertion issuer: a JWKS
@@ -72,7 +90,7 @@ func ParseAssertionKeys(data []byte) (*jose.JSONWebKeySet, error) {
 // redeemJWTBearerTx is the JWT bearer grant (RFC 7523 §2.1, §3): an
 // assertion signed by a trusted issuer's key, its aud the issuer or the
 // token endpoint, with exp (at most maxGrantAssertionLifetime away), a sub
-// that becomes the token's subject, and a jti never seen before. An ID-JAG
+// that becomes the token's subject (namespaced, AssertionIssuer.subject), and a jti never seen before. An ID-JAG
 // (typ oauth-id-jag+jwt, draft-ietf-oauth-identity-assertion-authz-grant
 // §3) must name this issuer itself in aud and the requesting client as
 // client_id. An assertion's resource claim, when present, must include the
@@ -145,21 +163,16 @@ func (i *Issuer) redeemJWTBearerTx(is *issuing, c *client, form url.Values) (*to
 	if len(jag.Resource) > 0 && !jag.Resource.Contains(resource) {
 		return nil, nil, badRequest("invalid_grant", fmt.Sprintf("the assertion was issued for another resource (resource): request the token for a resource it names, or ask the identity provider for an assertion for %s", resource)), nil
 	}
-	key := hash("jwt-bearer " + trusted.Issuer + " " + claims.ID)
-	switch _, err := is.tx.Get(kindAssertion, key); {
-	case err == nil:
-		return nil, nil, badRequest("invalid_grant", "the assertion was already used (jti): present a fresh one"), nil
-	case !errors.Is(err, state.ErrNotFound):
-		return nil, nil, nil, err
-	}
-	if err := evictFirst(is.tx, kindAssertion, maxAssertionJTIs); err != nil {
-		return nil, nil, nil, err
-	}
-	if err := is.tx.Put(kindAssertion, key, []byte("{}"), claims.Expiry.Time().Add(assertionLeeway)); err != nil {
-		return nil, nil, nil, err
+	// The assertion's id is kept, per issuer and subject (what it signs,
+	// whichever client presents it), until it expires (RFC 7523 §3 item
+	// 7), in the store the replicas share.
+	refused, err := rememberTx(is.tx, kindGrantAssertion, i.opts.Limits.GrantAssertions, trusted.Issuer+"\x00"+claims.Subject, claims.ID,
+		claims.Expiry.Time().Add(assertionLeeway), now, badRequest("invalid_grant", "the assertion was already used (jti): present a fresh one"), "assertions")
+	if refused != nil || err != nil {
+		return nil, nil, refused, err
 	}
 	is.noRefresh = true
-	g := &grantRecord{ClientID: c.id, Subject: claims.Subject, Scope: scope, Resource: resource}
+	g := &grantRecord{ClientID: c.id, Subject: trusted.subject(claims.Subject), Scope: scope, Resource: resource}
 	return i.issueTx(is, c, randomID(), g, scope)
 }
 

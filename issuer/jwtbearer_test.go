@@ -55,8 +55,8 @@ func TestJWTBearerGrant(t *testing.T) {
 		t.Error("the JWT bearer grant issued a refresh token")
 	}
 	at := s.introspect(tok["access_token"].(string))
-	if at["sub"] != "repo:acme/app" {
-		t.Errorf("sub %v, want the assertion's", at["sub"])
+	if at["sub"] != ciIssuer+"#repo:acme/app" {
+		t.Errorf("sub %v, want the assertion's, namespaced by its issuer", at["sub"])
 	}
 	wantError(t, grant(valid("one")), http.StatusBadRequest, "invalid_grant") // replayed jti
 
@@ -166,4 +166,52 @@ func TestJWTBearerIDJAGAudienceResource(t *testing.T) {
 			t.Errorf("%s: error_description %q does not name the claim %s", name, d, c.desc)
 		}
 	}
+}
+
+// The subject of a JWT bearer grant is namespaced by the assertion's
+// issuer, and that of a client credentials grant by "client:": a
+// workload's sub=alice is neither the browser user alice nor another
+// issuer's alice, unless the configuration takes an issuer's subjects as
+// they are.
+func TestGrantSubjectsAreNamespaced(t *testing.T) {
+	ci, idp := mustKey(t), mustKey(t)
+	const idpIssuer = "https://idp.example"
+	s := start(t, issuer.Options{AutoApprove: true, Clients: []issuer.Client{rs}, AssertionIssuers: []issuer.AssertionIssuer{
+		{Issuer: ciIssuer, Keys: &jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &ci.PublicKey}}}},
+		{Issuer: "https://other-ci.example", Keys: &jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &ci.PublicKey}}}, SubjectPrefix: "other:"},
+		{Issuer: idpIssuer, Keys: &jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &idp.PublicKey}}}, SubjectAsIs: true}}})
+	subject := func(iss string, key *ecdsa.PrivateKey) any {
+		tok := wantOK(t, s.post("/token", url.Values{"grant_type": {issuer.GrantJWTBearer}, "client_id": {issuer.CLIClientID},
+			"assertion": {assertionFor(t, key, jwt.Claims{Issuer: iss, Subject: "alice", Audience: jwt.Audience{s.url}, ID: iss,
+				Expiry: jwt.NewNumericDate(epoch.Add(5 * time.Minute))})}}))
+		return s.introspect(tok["access_token"].(string))["sub"]
+	}
+	browser := s.introspect(s.tokens(nil)["access_token"].(string))["sub"]
+	if browser != "alice" {
+		t.Fatalf("browser user %v, want alice", browser)
+	}
+	for iss, want := range map[string]string{ciIssuer: ciIssuer + "#alice", "https://other-ci.example": "other:alice"} {
+		if got := subject(iss, ci); got != want {
+			t.Errorf("%s's sub=alice became %v, want %s", iss, got, want)
+		}
+	}
+	if got := subject(idpIssuer, idp); got != "alice" {
+		t.Errorf("an as-is issuer's sub=alice became %v, want alice", got)
+	}
+
+	reg := s.postJSON("/register", `{"grant_types":["client_credentials"],"token_endpoint_auth_method":"client_secret_post"}`)
+	id := reg.str(t, "client_id")
+	tok := wantOK(t, s.post("/token", url.Values{"grant_type": {"client_credentials"}, "client_id": {id}, "client_secret": {reg.str(t, "client_secret")}}))
+	if got := s.introspect(tok["access_token"].(string))["sub"]; got != "client:"+id {
+		t.Errorf("client credentials subject %v, want client:%s", got, id)
+	}
+}
+
+func mustKey(t *testing.T) *ecdsa.PrivateKey {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
 }

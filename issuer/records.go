@@ -17,7 +17,7 @@ import (
 // and never stored in the clear; client secrets are kept as their SHA-256.
 const (
 	kindClient   state.Kind = "client"    // registered clients, by client_id
-	kindCode     state.Kind = "code"      // unredeemed authorization codes
+	kindCode     state.Kind = "code"      // unredeemed authorization codes, per client (bounded.Kind)
 	kindGrant    state.Kind = "grant"     // token families: by the code's hash, or random
 	kindRefresh  state.Kind = "refresh"   // refresh tokens, used ones included
 	kindRevoked  state.Kind = "revoked"   // revoked access tokens, by jti, until they expire

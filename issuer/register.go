@@ -3,6 +3,7 @@ package issuer
 import (
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"unicode/utf8"
 
+	"github.com/agentauth/agentauth/internal/bounded"
 	"github.com/agentauth/agentauth/state"
 	"github.com/agentauth/agentauth/wire"
 )
@@ -99,10 +101,14 @@ func (i *Issuer) register(w http.ResponseWriter, r *http.Request) (*registration
 	now := i.clock(r.Context())
 	c.registered, c.lastActive = true, now
 	full := false
+	var limited *bounded.FullError
+	source := sourceOf(r)
 	err = i.store.Update(r.Context(), func(tx state.Tx) error {
+		full, limited = false, nil
+		limit := i.opts.Limits.Clients
 		n, err := tx.Count(kindClient)
-		if err == nil && n >= maxRegistrations {
-			_, err = tx.DeleteExpired(kindClient, now, maxRegistrations)
+		if err == nil && n >= limit {
+			_, err = tx.DeleteExpired(kindClient, now, limit)
 			if err == nil {
 				n, err = tx.Count(kindClient)
 			}
@@ -110,18 +116,39 @@ func (i *Issuer) register(w http.ResponseWriter, r *http.Request) (*registration
 		if err != nil {
 			return err
 		}
-		if full = n >= maxRegistrations; full {
+		if full = n >= limit; full {
 			return nil
+		}
+		// Registrations are bounded per source and window too, so one
+		// source's flood cannot fill the issuer for everyone.
+		err = bounded.PutTx(tx, kindRegSource, i.opts.Limits.Registrations, source, c.id, []byte("{}"), now.Add(i.opts.Limits.RegistrationWindow), now)
+		if f, ok := errors.AsType[*bounded.FullError](err); ok {
+			limited = f
+			return nil
+		}
+		if err != nil {
+			return err
 		}
 		return i.putClientTx(tx, c)
 	})
 	if err != nil {
 		return nil, i.storeFailed(err)
 	}
+	if limited != nil {
+		i.log.Warn("issuer: registration refused, too many from one source", "source", source, "err", limited)
+		e := limitError(limited, "registrations")
+		e.body.Description = fmt.Sprintf("more than %d clients were registered from %s within %s; reuse a registered client, or retry in %s seconds",
+			i.opts.Limits.Registrations.PerOwner, source, i.opts.Limits.RegistrationWindow, limited.RetrySeconds())
+		if !limited.Owner {
+			e.body.Description = fmt.Sprintf("clients were registered from more than %d sources within %s; reuse a registered client, or retry in %s seconds",
+				limited.Limit, i.opts.Limits.RegistrationWindow, limited.RetrySeconds())
+		}
+		return nil, e
+	}
 	if full {
-		i.log.Warn("issuer: registration refused, too many registered clients", "max", maxRegistrations)
+		i.log.Warn("issuer: registration refused, too many registered clients", "max", i.opts.Limits.Clients)
 		return nil, &oauthError{status: http.StatusServiceUnavailable, body: wire.OAuthError{Code: "temporarily_unavailable", Description: fmt.Sprintf(
-			"the issuer already holds %d registered clients; clients never issued a token are dropped %s after their last request. Reuse a registered client, or wait for unused ones to expire", maxRegistrations, unusedClientTTL)}}
+			"the issuer already holds %d registered clients; clients never issued a token are dropped %s after their last request. Reuse a registered client, or wait for unused ones to expire", i.opts.Limits.Clients, unusedClientTTL)}}
 	}
 	resp.ClientIDIssuedAt = now.Unix()
 	i.log.Info("issuer: client registered", "client_id", c.id, "auth_method", c.authMethod)

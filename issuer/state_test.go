@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentauth/agentauth/internal/bounded"
 	"github.com/agentauth/agentauth/issuer"
 	"github.com/agentauth/agentauth/state"
 )
@@ -234,12 +235,13 @@ func TestSweep(t *testing.T) {
 		st.View(context.Background(), func(tx state.Tx) error { n, _ = tx.Count(kind); return nil })
 		return n
 	}
-	if n := count("code"); n != 5 {
+	codes := bounded.Kind("code", issuer.CLIClientID) // codes are kept per client
+	if n := count(codes); n != 5 {
 		t.Fatalf("%d codes stored, want 5", n)
 	}
 	s.advance(time.Hour)
 	s.tokens(nil) // a request sweeps when the last sweep is old enough
-	if n := count("code"); n != 0 {
+	if n := count(codes); n != 0 {
 		t.Errorf("%d expired codes left after a sweep, want 0", n)
 	}
 	if n := count("key"); n != 1 {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-jose/go-jose/v4/jwt"
 
+	"github.com/agentauth/agentauth/internal/bounded"
 	"github.com/agentauth/agentauth/state"
 	"github.com/agentauth/agentauth/wire"
 )
@@ -164,8 +165,10 @@ func (i *Issuer) redeemCodeTx(is *issuing, c *client, form url.Values) (*tokenRe
 	if verifier == "" {
 		return nil, nil, badRequest("invalid_request", "code_verifier is required (PKCE)"), nil
 	}
-	tx, now, key := is.tx, is.now, hash(code)
-	ac, err := getRecord[codeRecord](tx, kindCode, key)
+	// Codes are kept per client (see approveCode): another client's code
+	// is not found, as if unknown.
+	tx, now, key, kind := is.tx, is.now, hash(code), bounded.Kind(kindCode, c.id)
+	ac, err := getRecord[codeRecord](tx, kind, key)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -176,18 +179,18 @@ func (i *Issuer) redeemCodeTx(is *issuing, c *client, form url.Values) (*tokenRe
 	case ac.ClientID != c.id:
 		return nil, nil, badRequest("invalid_grant", "the authorization code was issued to another client"), nil
 	case now.After(ac.Expires):
-		return nil, nil, badRequest("invalid_grant", "the authorization code expired"), tx.Delete(kindCode, key)
+		return nil, nil, badRequest("invalid_grant", "the authorization code expired"), tx.Delete(kind, key)
 	case (ac.RedirectGiven || form.Has("redirect_uri")) && form.Get("redirect_uri") != ac.RedirectURI:
 		return nil, nil, badRequest("invalid_grant", "redirect_uri differs from the authorization request"), nil
 	case !verifierMatches(verifier, ac.Challenge):
 		is.logAfter(func() { i.log.Warn("issuer: wrong code_verifier, code voided", "client_id", c.id) })
-		return nil, nil, badRequest("invalid_grant", "code_verifier does not match the code_challenge; the code is void"), tx.Delete(kindCode, key)
+		return nil, nil, badRequest("invalid_grant", "code_verifier does not match the code_challenge; the code is void"), tx.Delete(kind, key)
 	}
 	if e := sameResource(form, ac.Resource); e != nil {
 		return nil, nil, e, nil
 	}
 	// The family is named by the code's hash: a replay finds it.
-	if err := tx.Delete(kindCode, key); err != nil {
+	if err := tx.Delete(kind, key); err != nil {
 		return nil, nil, nil, err
 	}
 	g := &grantRecord{ClientID: c.id, Subject: ac.Subject, Scope: ac.Scope, Resource: ac.Resource}
@@ -303,9 +306,14 @@ func (i *Issuer) redeemClientCredentialsTx(is *issuing, c *client, form url.Valu
 		return nil, nil, e, nil
 	}
 	is.noRefresh = true
-	g := &grantRecord{ClientID: c.id, Subject: c.id, Scope: scope, Resource: resource}
+	g := &grantRecord{ClientID: c.id, Subject: ClientSubject(c.id), Scope: scope, Resource: resource}
 	return i.issueTx(is, c, randomID(), g, scope)
 }
+
+// ClientSubject is the token subject of a client acting for itself (the
+// client credentials grant): "client:" and its id, so that a client named
+// alice is not the user alice.
+func ClientSubject(clientID string) string { return "client:" + clientID }
 
 // maxFamilyAccess bounds the live access tokens of one family (one
 // login, through its refreshes): a refresh beyond it revokes the oldest.

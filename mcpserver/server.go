@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/agentauth/agentauth/internal/bounded"
 	"github.com/agentauth/agentauth/resource"
 	"github.com/agentauth/agentauth/wire"
 )
@@ -56,6 +57,9 @@ type Options struct {
 	// Origin is the Origin of a request that a guard vetted (host.NewGuard)
 	// or "": only that origin is allowed by CORS, never "*".
 	Origin func(ctx context.Context) (string, bool)
+	// DPoPProofs bound the DPoP replay cache (default
+	// resource.DPoPProofLimits).
+	DPoPProofs bounded.Limits
 }
 
 // Server is the MCP face, to be mounted as the catch-all of a mux:
@@ -92,7 +96,7 @@ func New(opts Options) *Server {
 	mu, _ := url.Parse(opts.MetadataURL)
 	return &Server{opts: opts, path: cmp.Or(u.Path, "/"), metadataPath: mu.Path,
 		bearer: resource.NewBearer(opts.Verify, &resource.BearerOptions{ResourceMetadataURL: opts.MetadataURL,
-			Resource: opts.Resource, MaxBody: opts.MaxBody, Now: opts.Now})}
+			Resource: opts.Resource, MaxBody: opts.MaxBody, Now: opts.Now, DPoPProofs: opts.DPoPProofs})}
 }
 
 // origin is the vetted Origin of the request, or "".

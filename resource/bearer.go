@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentauth/agentauth/internal/bounded"
 	"github.com/agentauth/agentauth/wire"
 )
 
@@ -20,6 +21,8 @@ type Refusal struct {
 	Err       *wire.Error
 	// DPoP makes the challenge a DPoP one (RFC 9449 §7.1).
 	DPoP bool
+	// RetryAfter, in seconds, is sent as Retry-After (RFC 9110 §10.2.3).
+	RetryAfter string
 }
 
 // Write answers with the refusal: its status, its challenge with
@@ -35,6 +38,9 @@ func (ref *Refusal) Write(w http.ResponseWriter, id wire.ID, metadataURL string)
 			ch = wire.TokenTypeDPoP + strings.TrimPrefix(ch, "Bearer")
 		}
 		w.Header().Set("WWW-Authenticate", ch)
+	}
+	if ref.RetryAfter != "" {
+		w.Header().Set("Retry-After", ref.RetryAfter)
 	}
 	WriteJSON(w, ref.Status, wire.NewErrorResponse(id, ref.Err))
 }
@@ -63,6 +69,8 @@ type BearerOptions struct {
 	MaxBody int64
 	// Now is the clock of DPoP proofs (default time.Now).
 	Now func() time.Time
+	// DPoPProofs bound the DPoP replay cache; zero: DPoPProofLimits.
+	DPoPProofs bounded.Limits
 }
 
 // grantKey is the context key of the grant RequireBearerToken accepted.
@@ -107,15 +115,19 @@ type Bearer struct {
 	opts   BearerOptions
 	now    func() time.Time
 	// jtis are the DPoP proofs seen (RFC 9449 §11.1).
-	jtis *jtiCache
+	jtis *bounded.Memory
 }
 
 // NewBearer is a Bearer with its own DPoP replay cache.
 func NewBearer(verify Verifier, opts *BearerOptions) *Bearer {
-	b := &Bearer{verify: verify, jtis: newJTICache(MaxDPoPJTIs), now: time.Now}
+	b := &Bearer{verify: verify, now: time.Now}
 	if opts != nil {
 		b.opts = *opts
 	}
+	if b.opts.DPoPProofs == (bounded.Limits{}) {
+		b.opts.DPoPProofs = DPoPProofLimits
+	}
+	b.jtis = bounded.NewMemory(b.opts.DPoPProofs)
 	if b.opts.Now != nil {
 		b.now = b.opts.Now
 	}

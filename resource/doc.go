@@ -22,9 +22,10 @@
 //     keyed by the token's SHA-256 (at most 4096 grants), with single
 //     flight: the concurrent first uses of one token validate it once.
 //   - dpop.go: RFC 9449 DPoP: the cnf.jkt binding and the proof checks
-//     (htm, htu, iat within 60 s, ath, jkt) with a bounded replay cache of
-//     proof ids (MaxDPoPJTIs; full, it drops the ids out of the window,
-//     then the oldest).
+//     (htm, htu, iat within 60 s, ath, jkt) with a replay cache of proof
+//     ids kept until iat + 60 s, bounded per key and in all
+//     (DPoPProofLimits, internal/bounded); full, it refuses new proofs
+//     with 429 or 503 and Retry-After, never evicting a kept id.
 //   - bearer.go: RFC 6750 bearer tokens on HTTP: RequireBearerToken, a
 //     middleware in the spirit of the MCP Go SDK's auth.RequireBearerToken.
 //     It reads the token from the Authorization header only (Bearer or

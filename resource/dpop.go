@@ -1,10 +1,11 @@
 package resource
 
 import (
+	"errors"
 	"net/http"
-	"sync"
 	"time"
 
+	"github.com/agentauth/agentauth/internal/bounded"
 	"github.com/agentauth/agentauth/wire"
 )
 
@@ -13,10 +14,15 @@ import (
 const (
 	// DPoPWindow bounds |now - iat| of a proof.
 	DPoPWindow = 60 * time.Second
-	// MaxDPoPJTIs bounds the replay cache of proof ids; when it is full
-	// the ids that left DPoPWindow are dropped, then the oldest.
-	MaxDPoPJTIs = 10000
 )
+
+// DPoPProofLimits bound the replay cache of proof ids (RFC 9449 §11.1),
+// kept in this process's memory: an id is kept until iat + DPoPWindow,
+// when the proof could no longer be accepted anyway; at a bound a new
+// proof is refused (429 for the key, 503 for all, with Retry-After) and a
+// kept id is never evicted, since an evicted id is a replay accepted.
+// Replicas do not share it (see SECURITY.md).
+var DPoPProofLimits = bounded.Limits{PerOwner: 10000, Owners: 10000, Total: 100000, Retry: 2 * DPoPWindow}
 
 // confirmation is the cnf member (RFC 7800 §3.1) of a JWT access token
 // (RFC 9449 §6.1) or of an introspection response (RFC 9449 §6.2).
@@ -37,43 +43,6 @@ func (c *confirmation) bind(g *Grant) error {
 	}
 	g.JKT = c.JKT
 	return nil
-}
-
-// jtiCache remembers proof ids until they leave the window, at most max.
-type jtiCache struct {
-	mu    sync.Mutex
-	max   int
-	seen  map[string]time.Time
-	order []string // insertion order, for eviction
-}
-
-func newJTICache(max int) *jtiCache { return &jtiCache{max: max, seen: map[string]time.Time{}} }
-
-// add records jti until expires and reports false when it was seen.
-func (c *jtiCache) add(jti string, expires, now time.Time) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if exp, ok := c.seen[jti]; ok && now.Before(exp) {
-		return false
-	}
-	if len(c.order) >= c.max {
-		kept := c.order[:0]
-		for _, j := range c.order {
-			if now.Before(c.seen[j]) {
-				kept = append(kept, j)
-			} else {
-				delete(c.seen, j)
-			}
-		}
-		c.order = kept
-		for len(c.order) >= c.max {
-			delete(c.seen, c.order[0])
-			c.order = c.order[1:]
-		}
-	}
-	c.seen[jti] = expires
-	c.order = append(c.order, jti)
-	return true
 }
 
 // dpopRefusal is 401 with a DPoP challenge (RFC 9449 §7.1): the proof
@@ -105,8 +74,19 @@ func (b *Bearer) checkDPoP(r *http.Request, scheme, token string, g *Grant) *Ref
 		return dpopRefusal(wire.ErrorDescription(err.Error()))
 	case p.JKT != g.JKT:
 		return dpopRefusal("The DPoP proof is not made with the key the access token is bound to")
-	case !b.jtis.add(p.JTI, p.Expires, now):
+	}
+	err = b.jtis.Remember(p.JKT, p.JTI, p.Expires, now)
+	if errors.Is(err, bounded.ErrReplayed) {
 		return dpopRefusal("The DPoP proof was already used (jti)")
+	}
+	if full, ok := errors.AsType[*bounded.FullError](err); ok {
+		ref := &Refusal{Status: http.StatusServiceUnavailable, RetryAfter: full.RetrySeconds(),
+			Err: wire.Errorf(wire.CodeInvalidRequest, "invalid request: this server holds %d unexpired DPoP proofs already; retry in %s seconds", full.Limit, full.RetrySeconds())}
+		if full.Owner {
+			ref.Status = http.StatusTooManyRequests
+			ref.Err = wire.Errorf(wire.CodeInvalidRequest, "invalid request: more than %d DPoP proofs of this key within %s; retry in %s seconds", full.Limit, DPoPWindow, full.RetrySeconds())
+		}
+		return ref
 	}
 	return nil
 }

@@ -127,6 +127,13 @@ func (t *memTx) Put(kind Kind, key string, value []byte, expires time.Time) erro
 	return nil
 }
 
+func (t *memTx) Create(kind Kind, key string, value []byte, expires time.Time) (bool, error) {
+	if _, ok := t.m.records[kind][key]; ok {
+		return false, nil
+	}
+	return true, t.Put(kind, key, value, expires)
+}
+
 func (t *memTx) Delete(kind Kind, key string) error {
 	t.save(kind, key)
 	delete(t.kind(kind), key)

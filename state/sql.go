@@ -76,7 +76,7 @@ type sqlStore struct {
 	db *sql.DB
 	d  dialect
 	// prepared statements, for the dialect
-	get, getLocked, count, delExpired, delFirst, list, sweep *sql.Stmt
+	get, getLocked, count, delExpired, delFirst, list, sweep, create *sql.Stmt
 	// one, for SQLite, is the one connection every transaction runs on,
 	// in turn (oneMu), between its own BEGIN and COMMIT statements: a
 	// database/sql transaction costs a goroutine and a context per
@@ -138,6 +138,7 @@ func newSQLStore(ctx context.Context, db *sql.DB, d dialect, one bool) (*sqlStor
 		{&s.list, `SELECT key, value, expires FROM ` + table + ` WHERE kind = ? ORDER BY key`},
 		{&s.sweep, `DELETE FROM ` + table + ` WHERE (kind, key) IN
 			(SELECT kind, key FROM ` + table + ` WHERE expires > 0 AND expires < ? LIMIT ?)`},
+		{&s.create, `INSERT INTO ` + table + ` (kind, key, value, expires) VALUES (?, ?, ?, ?) ON CONFLICT (kind, key) DO NOTHING`},
 	}...) {
 		var err error
 		if *q.stmt, err = p.PrepareContext(ctx, rebind(q.sql, d.dollars)); err != nil {
@@ -441,6 +442,18 @@ func (t *sqlTx) Get(kind Kind, key string) ([]byte, error) {
 func (t *sqlTx) Put(kind Kind, key string, value []byte, expires time.Time) error {
 	t.buffer(write{recordID: recordID{kind, key}, value: value, expires: expires})
 	return nil
+}
+
+func (t *sqlTx) Create(kind Kind, key string, value []byte, expires time.Time) (bool, error) {
+	if err := t.flush(); err != nil {
+		return false, err
+	}
+	res, err := t.stmt(t.s.create).ExecContext(t.ctx, string(kind), key, value, millis(expires))
+	if err != nil {
+		return false, fmt.Errorf("cannot write the state: %w", err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
 }
 
 func (t *sqlTx) Delete(kind Kind, key string) error {

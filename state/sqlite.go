@@ -5,8 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver, pure Go
@@ -28,7 +28,10 @@ type SQLite struct {
 }
 
 // OpenSQLite opens (creating them) the directory dir, mode 0700, and its
-// database file SQLiteFile, mode 0600, and migrates it. The database runs
+// database file SQLiteFile, mode 0600, and migrates it. Neither is opened
+// through a symbolic link; a directory of another user is refused and one
+// open to others restricted (secureDir); a database that is not
+// agentauth's is refused (claimSQLite). The database runs
 // in WAL mode with synchronous=NORMAL: a committed transaction survives
 // the process being killed; a power loss may lose the last ones but never
 // corrupts the file.
@@ -41,18 +44,12 @@ func openSQLite(ctx context.Context, dir string, ms [][]string) (*SQLite, error)
 	if err != nil {
 		return nil, fmt.Errorf("cannot find the data directory: %w", err)
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("cannot create the data directory: %w", err)
+	if err := secureDir(dir); err != nil {
+		return nil, err
 	}
 	path := filepath.Join(dir, SQLiteFile)
-	// SQLite gives its -wal and -shm files the database file's mode.
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("cannot open the state database: %w", err)
-	}
-	f.Close()
-	if err := os.Chmod(path, 0o600); err != nil {
-		return nil, fmt.Errorf("cannot restrict the state database to its owner: %w", err)
+	if err := secureFile(path); err != nil {
+		return nil, err
 	}
 	dsn := fmt.Sprintf("%s?_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate", path, sqliteBusyTimeoutMillis)
 	db, err := sql.Open("sqlite", dsn)
@@ -63,7 +60,7 @@ func openSQLite(ctx context.Context, dir string, ms [][]string) (*SQLite, error)
 	// never wait on each other's locks within the process.
 	db.SetMaxOpenConns(1)
 	d := dialect{blob: "BLOB", withoutRowID: " WITHOUT ROWID"}
-	if err := migrateSQLite(ctx, db, d, ms); err != nil {
+	if err := claimSQLite(ctx, db, d, ms); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -72,6 +69,54 @@ func openSQLite(ctx context.Context, dir string, ms [][]string) (*SQLite, error)
 		return nil, err
 	}
 	return &SQLite{sqlStore: s, path: path}, nil
+}
+
+// applicationID marks an SQLite file as agentauth's state (the header's
+// application_id, https://sqlite.org/pragma.html#pragma_application_id):
+// "AGAU".
+const applicationID = 0x41474155
+
+// claimSQLite checks that the database is agentauth's, or empty, before
+// migrating it: its application_id is applicationID; or it is 0 and the
+// file holds no tables but agentauth's (a new file, or one written before
+// the mark existed), and then it is marked. Another program's database is
+// refused, untouched.
+func claimSQLite(ctx context.Context, db *sql.DB, d dialect, ms [][]string) error {
+	var id int64
+	if err := db.QueryRowContext(ctx, `PRAGMA application_id`).Scan(&id); err != nil {
+		return fmt.Errorf("cannot read the database: %w", err)
+	}
+	if id != applicationID {
+		if id != 0 {
+			return fmt.Errorf("this is not agentauth's state database (its application_id is %#x): move it away, or name another --data-dir", id)
+		}
+		rows, err := db.QueryContext(ctx, `SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite\_%' ESCAPE '\'`)
+		if err != nil {
+			return fmt.Errorf("cannot read the database: %w", err)
+		}
+		var foreign []string
+		for rows.Next() {
+			var name string
+			if err := rows.Scan(&name); err != nil {
+				rows.Close()
+				return fmt.Errorf("cannot read the database: %w", err)
+			}
+			if name != table && name != schemaTable {
+				foreign = append(foreign, name)
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("cannot read the database: %w", err)
+		}
+		if len(foreign) > 0 {
+			return fmt.Errorf("this is not agentauth's state database (it holds tables %s): move it away, or name another --data-dir", strings.Join(foreign, ", "))
+		}
+		if _, err := db.ExecContext(ctx, fmt.Sprintf(`PRAGMA application_id = %d`, applicationID)); err != nil {
+			return fmt.Errorf("cannot mark the state database: %w", err)
+		}
+	}
+	return migrateSQLite(ctx, db, d, ms)
 }
 
 // migrateSQLite is migrate, tried again while another process holds the

@@ -69,6 +69,12 @@ type Tx interface {
 	Get(kind Kind, key string) ([]byte, error)
 	// Put creates or replaces a record.
 	Put(kind Kind, key string, value []byte, expires time.Time) error
+	// Create creates a record unless one with its key exists (expired or
+	// not) and reports whether it did. Of transactions creating one key
+	// at once exactly one succeeds (PostgreSQL makes the others wait for
+	// it to commit), which a Get then Put cannot promise: what a replay
+	// cache needs.
+	Create(kind Kind, key string, value []byte, expires time.Time) (bool, error)
 	// Delete removes a record; a missing one is not an error.
 	Delete(kind Kind, key string) error
 	// Count returns how many records of kind are stored.

@@ -4,7 +4,8 @@
 // the -32007 challenge, RFC 9728 / RFC 8414 metadata types, WWW-Authenticate
 // (RFC 6750 §3, RFC 9728 §5.1) and the transports: WebSocket and stdio
 // behind Conn, plus the client side of MCP Streamable HTTP (HTTPSession,
-// with its SSE reader).
+// with its SSE reader; Forward and Listen pass another client's messages
+// through it) and of the legacy HTTP+SSE transport (LegacySSESession).
 //
 // wire imports none of agentauth's other packages.
 package wire

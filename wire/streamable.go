@@ -157,6 +157,9 @@ type HTTPSession struct {
 	// fallback, an earlier one initialize offering it, and the server must
 	// answer with the same. Empty: the newest both sides speak.
 	Version string
+	// Header is added to every request (proxy --header); the transport's
+	// own headers (Authorization, Mcp-*) win over it.
+	Header http.Header
 
 	nextID          atomic.Int64
 	mu              sync.Mutex
@@ -452,6 +455,9 @@ func (s *HTTPSession) do(ctx context.Context, method string, body []byte, m *Mes
 	req, err := http.NewRequestWithContext(ctx, method, s.endpoint, bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Errorf("cannot build the request: %w", err)
+	}
+	for k, vs := range s.Header {
+		req.Header[k] = vs
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")

