@@ -268,7 +268,7 @@ func TestCookielessCallbackDoesNotCancelTheSignIn(t *testing.T) {
 	as := newFakeAS(t)
 	b := newBroker(t, as, state.NewMemory(), nil, &clock{t: time.Now()})
 	alice := b.Session("alice", "cli")
-	q, cookie := start(t, b, as, alice)
+	q, cookie := start(t, b, as, "alice")
 	for _, forged := range []func(string) string{func(string) string { return "" }, func(string) string { return "forged" }} {
 		if _, err := b.Callback(ctx, q, forged); err == nil || !strings.Contains(err.Error(), "started in another browser") {
 			t.Fatalf("callback without the cookie: %v, want a refusal", err)
