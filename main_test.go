@@ -13,6 +13,7 @@ import (
 	"github.com/agentauth/agentauth/internal/testprog/ahp"
 	"github.com/agentauth/agentauth/internal/testprog/cli"
 	"github.com/agentauth/agentauth/internal/testprog/devserve"
+	"github.com/agentauth/agentauth/internal/testprog/gateway"
 	"github.com/agentauth/agentauth/internal/testprog/github"
 	"github.com/agentauth/agentauth/internal/testprog/gosdk"
 	"github.com/agentauth/agentauth/internal/testprog/machine"
@@ -51,6 +52,7 @@ var testprogs = []struct {
 	{ahp.Programs, ahp.Cmds},
 	{cli.Programs, cli.Cmds},
 	{devserve.Programs, devserve.Cmds},
+	{gateway.Programs, gateway.Cmds},
 	{github.Programs, github.Cmds},
 	{gosdk.Programs, nil},
 	{machine.Programs, machine.Cmds},

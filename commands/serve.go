@@ -93,6 +93,7 @@ type ServeOptions struct {
 	// RotateKey is --rotate-key: retire the current key at start.
 	KeyRotation time.Duration
 	RotateKey   bool
+	Backend     string // --backend: an MCP server to put serve in front of
 }
 
 // The built-in configuration's scheme (PROTOCOL.md "Auth requirements").
@@ -155,6 +156,9 @@ On one listener (default 127.0.0.1:7777):
   /.well-known/oauth-authorization-server,  the embedded development authorization server
   /authorize, /token, /device, …            (when a scheme uses it)
 
+With --backend URL or 'stdio:COMMAND ARGS…' (or the config's backends), /mcp is that MCP
+server behind serve's token checks and tool policy, never given the client's token.
+
 Without --config, serve declares one required scheme "dev": JWT access tokens
 from the embedded issuer (or from --issuer), audience http://HOST:PORT/mcp,
 scope agent:use. The embedded issuer signs everyone in as --dev-user without
@@ -190,6 +194,7 @@ Logs go to stderr (or --log-file), never tokens.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:7777", Usage: "`HOST:PORT` to listen on (port 0 picks a free one)", Destination: &opts.Listen},
 			&cli.StringFlag{Name: "addr-file", Usage: "once listening, write the address (HOST:PORT and a newline) to `FILE`", Destination: &opts.AddrFile},
+			&cli.StringFlag{Name: "backend", Usage: "put serve in front of the MCP server at `URL` (Streamable HTTP) or 'stdio:COMMAND ARGS…', served at the resource's path (/mcp) with serve's token checks and the config's tool policy", Destination: &opts.Backend},
 			&cli.StringFlag{Name: "config", Usage: "JSON `FILE` declaring the resource, schemes and methodScopes (default: one scheme, dev, bound to the embedded issuer)", Destination: &opts.ConfigPath},
 			&cli.StringFlag{Name: "resource", Usage: "resource identifier `URL` tokens must carry as audience (default http://HOST:PORT/mcp)", Destination: &opts.Resource},
 			&cli.StringFlag{Name: "issuer", Usage: "trust the external authorization server `URL` (RFC 8414 metadata, JWKS) instead of running the embedded one", Destination: &opts.Issuer},
@@ -225,7 +230,7 @@ Logs go to stderr (or --log-file), never tokens.`,
 			if opts.AuthScope != host.AuthScopeConnection && opts.AuthScope != host.AuthScopeHost {
 				return usageErrorf("--auth-scope must be connection or host, not %q", opts.AuthScope)
 			}
-			for _, name := range []string{"listen", "config", "resource", "issuer", "connection-token", "dev-user", "log-file", "addr-file", "database", "state-key-file"} {
+			for _, name := range []string{"listen", "backend", "config", "resource", "issuer", "connection-token", "dev-user", "log-file", "addr-file", "database", "state-key-file"} {
 				if c.IsSet(name) && c.String(name) == "" {
 					return usageErrorf("--%s must not be empty", name)
 				}
@@ -516,6 +521,11 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 		return err
 	}
 	defer h.Close()
+	gw, err := newGateway(cfg, brk, iss, logger)
+	if err != nil {
+		return err
+	}
+	defer gw.Close()
 	if iss != nil {
 		// A revocation at the issuer reaches the connections at once; its
 		// tokens expire within one --token-ttl.
@@ -536,7 +546,7 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 	}
 
 	if opts.ConfigPath != "" {
-		stopReload := reloadOnHangup(ctx, opts, h, st, embedded, issuerOrigin, cfg.Upstreams, cfg.Login, logger)
+		stopReload := reloadOnHangup(ctx, opts, h, st, embedded, issuerOrigin, cfg.Upstreams, cfg, logger)
 		defer stopReload()
 	}
 
@@ -547,7 +557,11 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 		if err != nil {
 			return err
 		}
-		guarded, err := host.NewGuard(mux, guardOptions(opts, ln.Addr().String(), h.Resource(), logger))
+		gopts := guardOptions(opts, ln.Addr().String(), h.Resource(), logger)
+		if err := mountGateway(mux, gw, h, &gopts); err != nil {
+			return err
+		}
+		guarded, err := host.NewGuard(mux, gopts)
 		if err != nil {
 			return err
 		}

@@ -27,7 +27,7 @@ import (
 // published to the replicas sharing st (PostgreSQL), and each of them
 // re-reads its own --config in turn, without publishing again. It returns
 // the function that stops listening for SIGHUP.
-func reloadOnHangup(ctx context.Context, opts *ServeOptions, h *host.Host, st state.Store, embedded bool, issuerOrigin string, upstreams []host.Upstream, login *host.Login, logger *slog.Logger) func() {
+func reloadOnHangup(ctx context.Context, opts *ServeOptions, h *host.Host, st state.Store, embedded bool, issuerOrigin string, upstreams []host.Upstream, running *host.Config, logger *slog.Logger) func() {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	// remote holds one pending reload published by another replica: more
@@ -65,7 +65,10 @@ func reloadOnHangup(ctx context.Context, opts *ServeOptions, h *host.Host, st st
 			if err == nil && !reflect.DeepEqual(cfg.Upstreams, upstreams) {
 				logger.Warn("the upstreams changed; they take effect when serve restarts (the running ones stay in force)")
 			}
-			if err == nil && !reflect.DeepEqual(cfg.Login, login) {
+			if err == nil && gatewayChanged(cfg, running) {
+				logger.Warn("backends, toolScopes, toolUpstreams or redact changed; they take effect when serve restarts (the running ones stay in force)")
+			}
+			if err == nil && !reflect.DeepEqual(cfg.Login, running.Login) {
 				logger.Warn("the login changed; it takes effect when serve restarts (the running one stays in force)")
 			}
 			if err != nil {
@@ -97,7 +100,7 @@ func serveConfig(opts *ServeOptions) (*host.Config, error) {
 			}
 			cfg.Resource = opts.Resource
 		}
-		return cfg, nil
+		return cfg, backendFlag(cfg, opts.Backend)
 	}
 	as, label := host.Embedded, defaultSchemeLabel
 	if opts.Issuer != "" {
@@ -118,7 +121,7 @@ func serveConfig(opts *ServeOptions) (*host.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot build the default configuration: %w", err)
 	}
-	return cfg, nil
+	return cfg, backendFlag(cfg, opts.Backend)
 }
 
 // usesEmbeddedIssuer reports whether a scheme takes its tokens from the

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentauth/agentauth/gateway"
 	"github.com/agentauth/agentauth/resource"
 	"github.com/agentauth/agentauth/wire"
 )
@@ -73,6 +74,19 @@ type Config struct {
 	RevokeOnSessionEnd *bool `json:"revokeOnSessionEnd"`
 	// Login is the OpenID Provider the embedded issuer signs users in at.
 	Login *Login `json:"login"`
+	// Backends are the MCP servers serve is put in front of (package
+	// gateway): the first at the resource's path (/mcp).
+	Backends []gateway.Backend `json:"backends"`
+	// ToolScopes, ToolUpstreams and Redact are the gateway's policy on
+	// the backends' tools and answers (gateway.Policy).
+	ToolScopes    map[string][]string `json:"toolScopes"`
+	ToolUpstreams map[string][]string `json:"toolUpstreams"`
+	Redact        gateway.Redact      `json:"redact"`
+}
+
+// GatewayPolicy is the config's policy on the backends' tools.
+func (c *Config) GatewayPolicy() gateway.Policy {
+	return gateway.Policy{ToolScopes: c.ToolScopes, ToolUpstreams: c.ToolUpstreams, Redact: c.Redact}
 }
 
 // DefaultStateLifetime bounds a pending upstream sign-in (the state of a
@@ -212,6 +226,9 @@ func (c *Config) check() error {
 			}
 		}
 	}
+	if err := c.checkGateway(upstreams); err != nil {
+		return err
+	}
 	for method, scopes := range c.MethodScopes {
 		if !slices.Contains(gatedMethods, method) {
 			return fmt.Errorf("methodScopes.%s: not a gated method (%s)", method, strings.Join(gatedMethods, ", "))
@@ -221,6 +238,26 @@ func (c *Config) check() error {
 		}
 	}
 	return nil
+}
+
+// checkGateway checks the backends and the policy on their tools.
+func (c *Config) checkGateway(upstreams map[string]bool) error {
+	names := map[string]bool{}
+	for i, b := range c.Backends {
+		if err := b.Check(fmt.Sprintf("backends[%d]", i)); err != nil {
+			return err
+		}
+		if names[b.Name] {
+			return fmt.Errorf("backends[%d].name: duplicate backend name %q", i, b.Name)
+		}
+		names[b.Name] = true
+	}
+	ids := make([]string, 0, len(upstreams))
+	for id := range upstreams {
+		ids = append(ids, id)
+	}
+	p := c.GatewayPolicy()
+	return p.Check(c.Backends, ids)
 }
 
 func checkValidation(p string, s Scheme) error {

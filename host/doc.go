@@ -48,7 +48,8 @@
 // The token itself is kept only in memory while a connection (or the
 // host) holds it, and never appears in logs, errors or results.
 //
-// host imports resource, mcpserver, wire, state and broker, and no other
+// host imports resource, mcpserver, gateway (the types of the config's
+// backends and tool policy), wire, state and broker, and no other
 // agentauth package; it knows nothing of flags, colour or exit codes
 // (that is commands). The layers: commands → host → mcpserver → resource
 // → wire, state.

@@ -46,14 +46,37 @@ func (h *Host) HTTPHandler() http.Handler {
 // host protects itself with the host's schemes by
 // resource.RequireBearerToken(h.VerifyBearer, …).
 func (h *Host) VerifyBearer(ctx context.Context, token string) (*Grant, *resource.Refusal) {
+	return h.verifyAmong(ctx, h.r().mcp, token)
+}
+
+// HasResource reports whether a scheme has res as its resource.
+func (h *Host) HasResource(res string) bool { return len(h.schemesAt(res)) > 0 }
+
+// VerifierAt is VerifyBearer for another resource of this server than the
+// host's own: the schemes whose resource is res (a gateway backend served
+// at its own path, with its own RFC 9728 document). A reload that removes
+// them leaves the resource answering 503.
+func (h *Host) VerifierAt(res string) resource.Verifier {
+	return func(ctx context.Context, token string) (*Grant, *resource.Refusal) {
+		schemes := h.schemesAt(res)
+		if len(schemes) == 0 {
+			return nil, &resource.Refusal{Status: http.StatusServiceUnavailable,
+				Err: wire.Errorf(wire.CodeInternalError, "internal error: no scheme of the running config has the resource %s", res)}
+		}
+		return h.verifyAmong(ctx, schemes, token)
+	}
+}
+
+// verifyAmong is VerifyBearer over the given schemes (not empty).
+func (h *Host) verifyAmong(ctx context.Context, schemes []*scheme, token string) (*Grant, *resource.Refusal) {
 	if token == "" {
-		_, ch, _ := h.ValidateBearer(ctx, "")
+		_, ch, _ := h.validateAmong(ctx, schemes, "")
 		h.refused.Add(1)
 		h.log.Info("auth decision", "face", "http", "scheme", ch.SchemeID, "outcome", "denied", "reason", ch.Error+": "+ch.ErrorDescription)
 		return nil, &resource.Refusal{Status: http.StatusUnauthorized, Challenge: map[string]string{"scope": ch.Scope},
 			Err: h.authRequired([]wire.Challenge{*ch})}
 	}
-	g, ch, err := h.ValidateBearer(ctx, token)
+	g, ch, err := h.validateAmong(ctx, schemes, token)
 	switch {
 	case err != nil:
 		return nil, &resource.Refusal{Status: http.StatusServiceUnavailable,

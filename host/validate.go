@@ -99,7 +99,22 @@ func (h *Host) validate(ctx context.Context, sc *scheme, token string, fresh boo
 // send (invalid_request without a token, invalid_token otherwise); or an
 // error when the token could not be checked at all.
 func (h *Host) ValidateBearer(ctx context.Context, token string) (*Grant, *wire.Challenge, error) {
-	schemes := h.r().mcp // never empty: see Config.checkResolved
+	return h.validateAmong(ctx, h.r().mcp, token) // never empty: see Config.checkResolved
+}
+
+// schemesAt are the schemes whose resource is res.
+func (h *Host) schemesAt(res string) []*scheme {
+	var out []*scheme
+	for _, sc := range h.r().schemes {
+		if sc.Resource == res {
+			out = append(out, sc)
+		}
+	}
+	return out
+}
+
+// validateAmong is ValidateBearer over the given schemes (not empty).
+func (h *Host) validateAmong(ctx context.Context, schemes []*scheme, token string) (*Grant, *wire.Challenge, error) {
 	first := schemes[0]
 	for _, sc := range schemes {
 		if sc.IsRequired() {

@@ -1,0 +1,126 @@
+package commands
+
+import (
+	"cmp"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"path"
+	"reflect"
+	"strings"
+
+	"github.com/agentauth/agentauth/broker"
+	"github.com/agentauth/agentauth/gateway"
+	"github.com/agentauth/agentauth/host"
+	"github.com/agentauth/agentauth/issuer"
+	"github.com/agentauth/agentauth/resource"
+	"github.com/agentauth/agentauth/wire"
+)
+
+// backendFlag puts --backend into the config's backends: one backend,
+// mounted at the resource's path.
+func backendFlag(cfg *host.Config, flag string) error {
+	if flag == "" {
+		return nil
+	}
+	if len(cfg.Backends) > 0 {
+		return usageErrorf("--backend and the config's backends both name backends; keep one")
+	}
+	b, err := gateway.ParseFlag(flag)
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
+	cfg.Backends = []gateway.Backend{b}
+	return nil
+}
+
+// gatewayChanged reports whether a reloaded config changes the gateway,
+// which serve builds once at start.
+func gatewayChanged(cfg, running *host.Config) bool {
+	return !reflect.DeepEqual(cfg.Backends, running.Backends) || !reflect.DeepEqual(cfg.GatewayPolicy(), running.GatewayPolicy())
+}
+
+// newGateway is serve's gateway in front of the config's backends, or nil
+// when it has none. Unless a backend names its path, the first takes the
+// resource's (/mcp) and each other RESOURCE-PATH/NAME (/mcp/NAME).
+func newGateway(cfg *host.Config, brk *broker.Broker, iss *issuer.Issuer, logger *slog.Logger) (*gateway.Gateway, error) {
+	if len(cfg.Backends) == 0 {
+		return nil, nil
+	}
+	backends := append([]gateway.Backend(nil), cfg.Backends...)
+	u, err := url.Parse(cfg.Resource)
+	if err != nil {
+		return nil, err
+	}
+	for i := range backends {
+		switch {
+		case backends[i].Path != "":
+		case i == 0:
+			backends[i].Path = cmp.Or(u.Path, "/")
+		default:
+			backends[i].Path = strings.TrimSuffix(u.Path, "/") + "/" + backends[i].Name
+		}
+	}
+	opts := gateway.Options{Backends: backends, Policy: cfg.GatewayPolicy(), Log: logger}
+	if brk != nil {
+		opts.Broker = brk
+	}
+	if iss != nil {
+		opts.Assert = iss.Assertion
+	}
+	return gateway.New(opts)
+}
+
+// mountGateway serves each backend at its path behind the host's token
+// checks (resource.RequireBearerToken: Bearer or DPoP, 401 with the RFC
+// 9728 challenge). The backend at the resource's path is that resource
+// (h.VerifyBearer); one at another path is a resource of its own,
+// ORIGIN+PATH, whose tokens and RFC 9728 document are those of the
+// schemes with that resource (a scheme with the backend's name gets it by
+// default: RESOURCE/NAME), and serve refuses to start without one.
+func mountGateway(mux *http.ServeMux, gw *gateway.Gateway, h *host.Host, guard *host.GuardOptions) error {
+	if gw == nil {
+		return nil
+	}
+	u, err := url.Parse(h.Resource())
+	if err != nil {
+		return err
+	}
+	for _, m := range gw.Mounts() {
+		res, verify := h.Resource(), h.VerifyBearer
+		if m.Path() != u.Path {
+			res = u.Scheme + "://" + u.Host + m.Path()
+			if !h.HasResource(res) {
+				return fmt.Errorf("cannot serve backend %s at %s: no scheme has the resource %s\nAdd a scheme with the id %q (its resource is then %s/%s) or give one \"resource\": %q",
+					m.Name(), m.Path(), res, path.Base(m.Path()), h.Resource(), path.Base(m.Path()), res)
+			}
+			verify = h.VerifierAt(res)
+		}
+		metadata := resource.MetadataURL(res)
+		m.SetResourceMetadata(metadata)
+		serve := resource.RequireBearerToken(verify, &resource.BearerOptions{
+			ResourceMetadataURL: metadata, Resource: res, MaxBody: wire.DefaultMaxMessageSize,
+		})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			m.Serve(w, r, grantCaller{resource.GrantFromContext(r.Context())})
+		}))
+		// The guard vets Origin on the backend's path as on the resource's.
+		guard.OriginPaths = append(guard.OriginPaths, m.Path())
+		mux.Handle(m.Path(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodOptions {
+				resource.Preflight(w, "GET, POST, DELETE")
+				return
+			}
+			serve.ServeHTTP(w, r)
+		}))
+	}
+	return nil
+}
+
+// grantCaller is the gateway's view of a grant.
+type grantCaller struct{ g *resource.Grant }
+
+func (c grantCaller) Subject() string  { return c.g.Subject }
+func (c grantCaller) ClientID() string { return c.g.ClientID }
+func (c grantCaller) Scopes() []string { return c.g.Scopes }
+func (c grantCaller) Issuer() string   { return c.g.Issuer }

@@ -1,0 +1,230 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/agentauth/agentauth/wire"
+)
+
+// conn is one MCP session's link to a backend: an HTTP session
+// (httpConn) or a stdio process (stdioConn).
+type conn interface {
+	// post sends one client message (raw JSON). out holds the headers the
+	// backend may see (see forwardHeaders) plus the ones its config adds.
+	post(ctx context.Context, msg *wire.Message, raw []byte, out http.Header) (*reply, error)
+	// listen opens the stream of messages not tied to a request (the GET
+	// stream of MCP Streamable HTTP), resuming after out's Last-Event-ID.
+	listen(ctx context.Context, out http.Header) (*reply, error)
+	// end ends the backend session: DELETE, or the process group killed.
+	end(ctx context.Context)
+}
+
+// frame is one message of a backend's answer, with its SSE event id ("" for
+// none). An event without data (a resumption priming event) has no data.
+type frame struct {
+	id       string
+	retry    string
+	data     []byte
+	dataSeen bool
+}
+
+// reply is a backend's answer to one POST or GET.
+type reply struct {
+	status int
+	// stream: the answer is an event stream; otherwise at most one frame.
+	stream bool
+	// flexible: a stdio process's answer, sent as JSON when its first
+	// message is the response and as an event stream otherwise.
+	flexible bool
+	// sessionID is the backend's Mcp-Session-Id, if it set one.
+	sessionID string
+	next      func() (frame, error) // io.EOF after the last frame
+	close     func()
+}
+
+// errBackend is a failure to talk to a backend; its text names the backend
+// and never holds a token.
+type errBackend struct {
+	backend string
+	msg     string
+}
+
+func (e *errBackend) Error() string { return fmt.Sprintf("backend %s %s", e.backend, e.msg) }
+
+func backendErr(name, format string, args ...any) error {
+	return &errBackend{backend: name, msg: fmt.Sprintf(format, args...)}
+}
+
+// errSessionGone says the backend no longer knows the session (HTTP 404 to
+// a request with its Mcp-Session-Id): the client must initialize again.
+var errSessionGone = errors.New("session gone")
+
+// forwardHeaders are the request headers a backend may see: MCP's own
+// (MCP 2026-07-28 "Transports": the standard headers and Mcp-Param-*)
+// and content negotiation. Authorization, DPoP, Cookie and everything else
+// the caller sent stay at serve.
+func forwardHeaders(in http.Header) http.Header {
+	out := http.Header{}
+	for k, v := range in {
+		switch {
+		case k == "Accept", k == "Content-Type", k == "Mcp-Protocol-Version", k == "Mcp-Method", k == "Mcp-Name", k == "Last-Event-Id",
+			strings.HasPrefix(k, "Mcp-Param-"):
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// httpConn is a session with a Streamable HTTP backend.
+type httpConn struct {
+	m         *Mount
+	stateless bool
+	mu        sync.Mutex
+	sid       string // the backend's Mcp-Session-Id
+}
+
+func (c *httpConn) do(ctx context.Context, method string, body []byte, out http.Header) (*http.Response, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.m.b.URL, rd)
+	if err != nil {
+		return nil, backendErr(c.m.b.Name, "cannot be reached: bad url")
+	}
+	req.Header = out
+	c.mu.Lock()
+	if c.sid != "" {
+		req.Header.Set("Mcp-Session-Id", c.sid)
+	}
+	c.mu.Unlock()
+	resp, err := c.m.g.client.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, backendErr(c.m.b.Name, "cannot be reached: %v", unwrapURLError(err))
+	}
+	return resp, nil
+}
+
+func unwrapURLError(err error) error {
+	var ue interface{ Unwrap() error }
+	if errors.As(err, &ue) {
+		if inner := ue.Unwrap(); inner != nil {
+			return inner
+		}
+	}
+	return err
+}
+
+func (c *httpConn) post(ctx context.Context, msg *wire.Message, raw []byte, out http.Header) (*reply, error) {
+	resp, err := c.do(ctx, http.MethodPost, raw, out)
+	if err != nil {
+		return nil, err
+	}
+	r, err := c.reply(resp)
+	if err == nil && r.sessionID != "" && msg.Method == wire.MethodInitialize && !c.stateless {
+		c.mu.Lock()
+		c.sid = r.sessionID
+		c.mu.Unlock()
+	}
+	return r, err
+}
+
+func (c *httpConn) listen(ctx context.Context, out http.Header) (*reply, error) {
+	resp, err := c.do(ctx, http.MethodGet, nil, out)
+	if err != nil {
+		return nil, err
+	}
+	return c.reply(resp)
+}
+
+func (c *httpConn) end(ctx context.Context) {
+	c.mu.Lock()
+	sid := c.sid
+	c.mu.Unlock()
+	if sid == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.m.timeout)
+	defer cancel()
+	if resp, err := c.do(ctx, http.MethodDelete, nil, http.Header{}); err == nil {
+		resp.Body.Close()
+	}
+}
+
+// reply turns a backend's HTTP answer into frames. A 401 or 403 is the
+// backend refusing serve, never passed on as a challenge to the caller
+// (whose token is not the backend's business).
+func (c *httpConn) reply(resp *http.Response) (*reply, error) {
+	name := c.m.b.Name
+	r := &reply{status: resp.StatusCode, sessionID: resp.Header.Get("Mcp-Session-Id"), close: func() { resp.Body.Close() }}
+	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+		resp.Body.Close()
+		return nil, backendErr(name, "refused serve's request (HTTP %d): check the credentials its config gives it", resp.StatusCode)
+	case resp.StatusCode == http.StatusNotFound && resp.Request.Header.Get("Mcp-Session-Id") != "":
+		resp.Body.Close()
+		return nil, errSessionGone
+	case resp.StatusCode >= 500 && ct != "application/json":
+		resp.Body.Close()
+		return nil, backendErr(name, "failed (HTTP %d)", resp.StatusCode)
+	case ct == "text/event-stream":
+		r.stream = true
+		sr := newSSEReader(resp.Body, c.m.maxMsg)
+		r.next = func() (frame, error) {
+			f, err := sr.next()
+			switch {
+			case err == nil:
+				return f, nil
+			case errors.Is(err, errFrameTooLarge):
+				return frame{}, backendErr(name, "sent a message over %d bytes", c.m.maxMsg)
+			case errors.Is(err, io.EOF):
+				return frame{}, io.EOF
+			}
+			return frame{}, backendErr(name, "broke off its event stream: %v", err)
+		}
+	case ct == "application/json":
+		done := false
+		r.next = func() (frame, error) {
+			if done {
+				return frame{}, io.EOF
+			}
+			done = true
+			b, err := io.ReadAll(io.LimitReader(resp.Body, c.m.maxMsg+1))
+			switch {
+			case err != nil:
+				return frame{}, backendErr(name, "broke off its answer: %v", err)
+			case int64(len(b)) > c.m.maxMsg:
+				return frame{}, backendErr(name, "sent a message over %d bytes", c.m.maxMsg)
+			case len(bytes.TrimSpace(b)) == 0:
+				return frame{}, io.EOF
+			}
+			return frame{data: b}, nil
+		}
+	case resp.StatusCode/100 == 2 && resp.ContentLength <= 0 || resp.StatusCode == http.StatusAccepted:
+		resp.Body.Close()
+		r.next = func() (frame, error) { return frame{}, io.EOF }
+	default:
+		resp.Body.Close()
+		return nil, backendErr(name, "answered HTTP %d with %s, not JSON or an event stream", resp.StatusCode, cmpOr(ct, "no content type"))
+	}
+	return r, nil
+}
+
+func cmpOr(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a
+}

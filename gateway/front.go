@@ -1,0 +1,503 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/agentauth/agentauth/wire"
+)
+
+// statelessVersion is the MCP revision without sessions (MCP 2026-07-28
+// "Lifecycle"), whose errors map to HTTP statuses ("Transports").
+const statelessVersion = "2026-07-28"
+
+// Serve answers one HTTP request to the backend's path for caller c, whose
+// token serve has checked (MCP Streamable HTTP: POST a message, GET the
+// session's stream, DELETE the session).
+func (m *Mount) Serve(w http.ResponseWriter, r *http.Request, c Caller) {
+	switch r.Method {
+	case http.MethodPost:
+		m.servePost(w, r, c)
+	case http.MethodGet:
+		m.serveGet(w, r, c)
+	case http.MethodDelete:
+		m.serveDelete(w, r, c)
+	default:
+		w.Header().Set("Allow", "GET, POST, DELETE")
+		writeError(w, http.StatusMethodNotAllowed, wire.ID{}, wire.Errorf(wire.CodeInvalidRequest, "invalid request: %s is not served here; POST a JSON-RPC message, GET the session's stream or DELETE the session", r.Method))
+	}
+}
+
+// call is one request on its way through the gateway.
+type call struct {
+	m         *Mount
+	c         Caller
+	msg       *wire.Message
+	tool      string
+	stateless bool
+	secrets   []string // tokens serve holds for this call: scrubbed from answers
+	started   time.Time
+	redacted  atomic.Int64
+	decision  string
+	reason    string
+	errCode   int
+	audited   bool
+}
+
+func (m *Mount) servePost(w http.ResponseWriter, r *http.Request, c Caller) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, m.maxMsg))
+	if err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			writeError(w, http.StatusRequestEntityTooLarge, wire.ID{}, wire.Errorf(wire.CodeInvalidRequest, "invalid request: the message exceeds %d bytes", m.maxMsg))
+			return
+		}
+		writeError(w, http.StatusBadRequest, wire.ID{}, wire.Errorf(wire.CodeParseError, "parse error: cannot read the body"))
+		return
+	}
+	if t := bytes.TrimSpace(body); len(t) > 0 && t[0] == '[' {
+		writeError(w, http.StatusBadRequest, wire.ID{}, wire.Errorf(wire.CodeInvalidRequest, "invalid request: this gateway takes one JSON-RPC message per POST, not a batch"))
+		return
+	}
+	msg, derr := wire.Decode(body)
+	if derr != nil {
+		var id wire.ID
+		if msg != nil {
+			id = msg.ID
+		}
+		writeError(w, http.StatusBadRequest, id, derr)
+		return
+	}
+	k := &call{m: m, c: c, msg: msg, started: time.Now(), decision: "allowed",
+		stateless: strings.TrimSpace(r.Header.Get("Mcp-Protocol-Version")) == statelessVersion}
+	if tok := bearerToken(r); tok != "" {
+		k.secrets = append(k.secrets, tok)
+	}
+
+	// The session: the caller's own, a new one for initialize, or none.
+	var s *session
+	var cn conn
+	sid := r.Header.Get("Mcp-Session-Id")
+	switch {
+	case sid != "":
+		if s = m.session(sid, c); s == nil {
+			k.refuse(w, http.StatusNotFound, wire.Errorf(wire.CodeInvalidRequest, "invalid request: session not found (it ended or serve restarted); initialize a new session"), "unknown session")
+			return
+		}
+		cn = s.conn
+	case msg.Method == wire.MethodInitialize:
+		cn = m.dial(c)
+		if s, err = m.newSession(c, cn); err != nil {
+			k.refuse(w, http.StatusServiceUnavailable, wire.Errorf(wire.CodeInternalError, "internal error: %v", err), "too many sessions")
+			return
+		}
+	case m.b.Command != "":
+		k.refuse(w, http.StatusBadRequest, wire.Errorf(wire.CodeInvalidRequest,
+			"invalid request: backend %s runs one process per session: send initialize (MCP-Protocol-Version 2025-11-25 or older), then its Mcp-Session-Id", m.b.Name), "no session")
+		return
+	default:
+		cn = m.statelessConn()
+	}
+
+	out := forwardHeaders(r.Header)
+	raw := body
+	if msg.IsRequest() {
+		var ok bool
+		if raw, ok = k.check(w, r, cn, out, body); !ok {
+			return
+		}
+	}
+	if m.b.Upstream != "" {
+		if tok := m.upstreamToken(r.Context(), c); tok != "" {
+			k.secrets = append(k.secrets, tok)
+			if m.b.UpstreamHeader != "" {
+				out.Set(m.b.UpstreamHeader, tok)
+			}
+			if sc, ok := cn.(*stdioConn); ok {
+				sc.setToken(tok)
+			}
+		}
+	}
+
+	if !m.identify(w, r, k, out) {
+		return
+	}
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	var timedOut atomic.Bool
+	timer := time.AfterFunc(m.timeout, func() { timedOut.Store(true); cancel() })
+	defer timer.Stop()
+	rep, err := cn.post(ctx, msg, raw, out)
+	if err != nil {
+		if s != nil && (errors.Is(err, errSessionGone) || msg.Method == wire.MethodInitialize) {
+			m.dropSession(s)
+		}
+		k.fail(w, err, timedOut.Load(), false)
+		return
+	}
+	defer rep.close()
+	if s != nil && msg.Method == wire.MethodInitialize {
+		w.Header().Set("Mcp-Session-Id", s.id)
+	}
+	if !msg.IsRequest() {
+		// A notification or the client's answer to a backend's request.
+		for {
+			if _, err := rep.next(); err != nil {
+				break
+			}
+		}
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	k.relay(w, rep, timer, &timedOut)
+	if msg.Method == wire.MethodInitialize && k.errCode != 0 && s != nil {
+		m.dropSession(s)
+		s.conn.end(context.Background())
+	}
+	k.audit()
+}
+
+// relay writes a backend's answer to a request: one JSON message, or an
+// event stream of its frames (each scrubbed, the answer to tools/list
+// filtered), ending with an error naming the backend if it fails.
+func (k *call) relay(w http.ResponseWriter, rep *reply, timer *time.Timer, timedOut *atomic.Bool) {
+	next := func() (frame, error) {
+		timer.Reset(k.m.timeout)
+		return rep.next()
+	}
+	first, err := next()
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			err = backendErr(k.m.b.Name, "ended its answer without a response")
+		}
+		k.fail(w, err, timedOut.Load(), false)
+		return
+	}
+	if !rep.stream || rep.flexible && k.isAnswer(first.data) {
+		data := k.process(first.data)
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		w.WriteHeader(rep.status)
+		w.Write(data)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	f := first
+	resumable, answered := false, false
+	for {
+		resumable = resumable || f.id != ""
+		answered = k.isAnswer(f.data)
+		writeEvent(w, f, k.process(f.data))
+		rc.Flush()
+		if answered {
+			// The stream ends with the answer (MCP "Transports"); a
+			// client may close its side as soon as it has it.
+			return
+		}
+		if f, err = next(); err != nil {
+			break
+		}
+	}
+	// A stream closed before the answer but after an event id is one the
+	// client resumes with GET and Last-Event-ID (MCP 2025-11-25
+	// "Transports", Resumability and Redelivery).
+	if !errors.Is(err, io.EOF) || !resumable {
+		if errors.Is(err, io.EOF) {
+			err = backendErr(k.m.b.Name, "ended its answer without a response")
+		}
+		k.fail(w, err, timedOut.Load(), true)
+	}
+}
+
+// writeEvent writes one frame as a server-sent event, its id and retry
+// kept (a data-less priming event stays data-less).
+func writeEvent(w io.Writer, f frame, data []byte) {
+	var b bytes.Buffer
+	if f.id != "" {
+		b.WriteString("id: ")
+		b.WriteString(f.id)
+		b.WriteByte('\n')
+	}
+	if f.retry != "" {
+		b.WriteString("retry: ")
+		b.WriteString(f.retry)
+		b.WriteByte('\n')
+	}
+	if f.dataSeen || len(data) > 0 {
+		b.WriteString("event: message\n")
+		for _, line := range bytes.Split(data, []byte("\n")) {
+			b.WriteString("data: ")
+			b.Write(line)
+			b.WriteByte('\n')
+		}
+	}
+	b.WriteByte('\n')
+	w.Write(b.Bytes())
+}
+
+// isAnswer reports whether data is the response to the call's request.
+func (k *call) isAnswer(data []byte) bool {
+	var head struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	return json.Unmarshal(data, &head) == nil && head.Method == "" && sameID(head.ID, k.msg.ID)
+}
+
+func sameID(raw json.RawMessage, id wire.ID) bool {
+	return len(raw) > 0 && string(bytes.TrimSpace(raw)) == id.String()
+}
+
+// process applies the gateway's controls to one backend message: the
+// answer to tools/list is filtered by policy and teaches the schemas;
+// every message is scrubbed.
+func (k *call) process(data []byte) []byte {
+	if len(data) == 0 {
+		return data
+	}
+	var head struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Result json.RawMessage `json:"result"`
+		Error  *wire.Error     `json:"error"`
+	}
+	if json.Unmarshal(data, &head) != nil {
+		k.errCode = wire.CodeInternalError
+		return mustEncode(wire.NewErrorResponse(k.msg.ID, wire.Errorf(wire.CodeInternalError, "internal error: backend %s sent a message that is not JSON", k.m.b.Name)))
+	}
+	if head.Method == "" && sameID(head.ID, k.msg.ID) {
+		if head.Error != nil {
+			k.errCode = head.Error.Code
+		}
+		if k.msg.Method == methodToolsList && head.Result != nil {
+			k.m.tools.learn(head.Result)
+			if filtered, ok := k.m.filterTools(head.Result, k.c); ok {
+				data = replaceResult(data, filtered)
+			}
+		}
+	}
+	out, n := k.m.g.scrubber.scrub(data, k.secrets)
+	k.redacted.Add(int64(n))
+	return out
+}
+
+// replaceResult swaps a response's result.
+func replaceResult(data []byte, result json.RawMessage) []byte {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(data, &m) != nil {
+		return data
+	}
+	m["result"] = result
+	b, err := json.Marshal(m)
+	if err != nil {
+		return data
+	}
+	return b
+}
+
+func mustEncode(m *wire.Message) []byte {
+	b, _ := m.MarshalJSON()
+	return b
+}
+
+// fail answers a call the backend could not complete with a JSON-RPC error
+// naming the backend: in the open event stream, or as the body.
+func (k *call) fail(w http.ResponseWriter, err error, timedOut, streaming bool) {
+	var rerr *wire.Error
+	var be *errBackend
+	switch {
+	case timedOut:
+		rerr = wire.Errorf(wire.CodeInternalError, "internal error: backend %s did not answer within %s", k.m.b.Name, k.m.timeout)
+		k.reason = "timeout"
+	case errors.Is(err, errSessionGone):
+		k.refuse(w, http.StatusNotFound, wire.Errorf(wire.CodeInvalidRequest, "invalid request: backend %s no longer knows the session; initialize a new session", k.m.b.Name), "session gone")
+		return
+	case errors.As(err, &be):
+		rerr = wire.Errorf(wire.CodeInternalError, "internal error: %v", be)
+		k.reason = be.msg
+	case errors.Is(err, context.Canceled):
+		k.decision, k.reason = "error", "caller went away"
+		k.audit()
+		return
+	default:
+		rerr = wire.Errorf(wire.CodeInternalError, "internal error: backend %s failed: %v", k.m.b.Name, err)
+		k.reason = err.Error()
+	}
+	k.decision, k.errCode = "error", rerr.Code
+	k.m.g.log.Warn("backend call failed", "backend", k.m.b.Name, "method", k.msg.Method, "err", k.reason)
+	if !k.msg.IsRequest() {
+		writeError(w, http.StatusBadGateway, wire.ID{}, rerr)
+		return
+	}
+	if streaming {
+		writeEvent(w, frame{}, mustEncode(wire.NewErrorResponse(k.msg.ID, rerr)))
+	} else {
+		status := http.StatusOK
+		if k.stateless {
+			status = http.StatusInternalServerError
+		}
+		writeError(w, status, k.msg.ID, rerr)
+	}
+	k.audit()
+}
+
+// refuse answers a call the gateway does not forward, and audits it.
+func (k *call) refuse(w http.ResponseWriter, status int, rerr *wire.Error, reason string) {
+	k.decision, k.errCode = "denied", rerr.Code
+	if reason != "" {
+		k.reason = reason
+	} else if k.reason == "" {
+		k.reason = rerr.Message
+	}
+	writeError(w, status, k.msg.ID, rerr)
+	if k.msg.IsRequest() {
+		k.audit()
+	}
+}
+
+func writeError(w http.ResponseWriter, status int, id wire.ID, rerr *wire.Error) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	w.Write(mustEncode(wire.NewErrorResponse(id, rerr)))
+}
+
+// identify puts the caller's identity assertion in out when the backend
+// takes one, or answers the failure.
+func (m *Mount) identify(w http.ResponseWriter, r *http.Request, k *call, out http.Header) bool {
+	if m.b.Identity == "" {
+		return true
+	}
+	a, err := m.g.assert(r.Context(), k.c.Subject(), k.c.ClientID(), m.b.URL, k.c.Scopes())
+	if err != nil {
+		m.g.log.Error("cannot mint an identity assertion", "backend", m.b.Name, "err", err)
+		k.refuse(w, http.StatusServiceUnavailable, wire.Errorf(wire.CodeInternalError, "internal error: cannot sign the identity assertion for backend %s now; try again later", m.b.Name), "no assertion")
+		return false
+	}
+	out.Set("Authorization", "Bearer "+a)
+	k.secrets = append(k.secrets, a)
+	return true
+}
+
+// bearerToken is the caller's token in the Authorization header (Bearer or
+// DPoP), to be scrubbed from every answer.
+func bearerToken(r *http.Request) string {
+	v := r.Header.Get("Authorization")
+	if i := strings.IndexByte(v, ' '); i > 0 {
+		return strings.TrimSpace(v[i+1:])
+	}
+	return ""
+}
+
+func (m *Mount) serveGet(w http.ResponseWriter, r *http.Request, c Caller) {
+	sid := r.Header.Get("Mcp-Session-Id")
+	var cn conn
+	switch {
+	case sid != "":
+		s := m.session(sid, c)
+		if s == nil {
+			writeError(w, http.StatusNotFound, wire.ID{}, wire.Errorf(wire.CodeInvalidRequest, "invalid request: session not found; initialize a new session"))
+			return
+		}
+		cn = s.conn
+	case m.b.Command == "":
+		cn = m.statelessConn()
+	default:
+		w.Header().Set("Allow", "POST")
+		writeError(w, http.StatusMethodNotAllowed, wire.ID{}, wire.Errorf(wire.CodeInvalidRequest, "invalid request: GET needs the Mcp-Session-Id of a session"))
+		return
+	}
+	k := &call{m: m, c: c, msg: &wire.Message{}, started: time.Now()}
+	if tok := bearerToken(r); tok != "" {
+		k.secrets = append(k.secrets, tok)
+	}
+	out := forwardHeaders(r.Header)
+	if m.b.Upstream != "" && m.b.UpstreamHeader != "" {
+		if tok := m.upstreamToken(r.Context(), c); tok != "" {
+			k.secrets = append(k.secrets, tok)
+			out.Set(m.b.UpstreamHeader, tok)
+		}
+	}
+	if !m.identify(w, r, k, out) {
+		return
+	}
+	rep, err := cn.listen(r.Context(), out)
+	if err != nil {
+		if errors.Is(err, errListening) {
+			writeError(w, http.StatusConflict, wire.ID{}, wire.Errorf(wire.CodeInvalidRequest, "invalid request: %v", err))
+			return
+		}
+		if errors.Is(err, errSessionGone) {
+			writeError(w, http.StatusNotFound, wire.ID{}, wire.Errorf(wire.CodeInvalidRequest, "invalid request: backend %s no longer knows the session; initialize a new session", m.b.Name))
+			return
+		}
+		writeError(w, http.StatusBadGateway, wire.ID{}, wire.Errorf(wire.CodeInternalError, "internal error: %v", err))
+		return
+	}
+	defer rep.close()
+	if !rep.stream {
+		w.WriteHeader(rep.status)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	rc.Flush()
+	for {
+		f, err := rep.next()
+		if err != nil {
+			return
+		}
+		writeEvent(w, f, k.process(f.data))
+		rc.Flush()
+	}
+}
+
+func (m *Mount) serveDelete(w http.ResponseWriter, r *http.Request, c Caller) {
+	s := m.session(r.Header.Get("Mcp-Session-Id"), c)
+	if s == nil {
+		writeError(w, http.StatusNotFound, wire.ID{}, wire.Errorf(wire.CodeInvalidRequest, "invalid request: session not found"))
+		return
+	}
+	m.dropSession(s)
+	s.conn.end(r.Context())
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// audit writes the call's one audit record: who, which backend and
+// method or tool, the decision, redactions and latency; never arguments,
+// results or tokens.
+func (k *call) audit() {
+	if k.audited {
+		return
+	}
+	k.audited = true
+	if !k.m.g.log.Enabled(context.Background(), slog.LevelInfo) {
+		return
+	}
+	attrs := []any{"principal", k.c.Subject(), "client_id", k.c.ClientID(), "backend", k.m.b.Name,
+		"method", k.msg.Method, "decision", k.decision, "redactions", k.redacted.Load(),
+		"latency_ms", float64(time.Since(k.started).Microseconds()) / 1000}
+	if k.tool != "" {
+		attrs = append(attrs, "tool", k.tool)
+	}
+	if k.reason != "" {
+		attrs = append(attrs, "reason", k.reason)
+	}
+	if k.errCode != 0 {
+		attrs = append(attrs, "error_code", k.errCode)
+	}
+	k.m.g.log.Info("gateway call", attrs...)
+}

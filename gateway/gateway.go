@@ -1,0 +1,294 @@
+package gateway
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/agentauth/agentauth/broker"
+)
+
+// Caller is what serve established about the request's token: the
+// gateway's only view of the caller's grant. It never holds the token.
+type Caller interface {
+	Subject() string
+	ClientID() string
+	Scopes() []string
+	// Issuer is the token's issuer: a sign-in link of the embedded
+	// issuer's callers is bound to them (broker.Principal).
+	Issuer() string
+}
+
+// Broker is what the gateway needs of serve's broker (package broker):
+// the caller's upstream tokens and, when one is missing, a sign-in to ask
+// for.
+type Broker interface {
+	Session(subject, clientID string) string
+	Token(ctx context.Context, sid, upstream string) (string, error)
+	Ask(ctx context.Context, who broker.Principal, upstream string) (*broker.Ask, error)
+}
+
+// Options configure a Gateway.
+type Options struct {
+	Backends []Backend
+	Policy   Policy
+	// Broker is nil when serve has no upstreams.
+	Broker Broker
+	// Log gets operational messages and the audit records (message
+	// "gateway call"); never a token, an argument or a result.
+	Log *slog.Logger
+	// Assert mints an identity assertion for a backend with identity
+	// "assertion" (issuer.Issuer.Assertion); nil when serve has no
+	// embedded issuer.
+	Assert func(ctx context.Context, subject, clientID, audience string, scopes []string) (string, error)
+	// HTTPClient reaches HTTP backends (default: a client with no overall
+	// timeout, since answers stream).
+	HTTPClient *http.Client
+}
+
+// Gateway holds the mounted backends.
+type Gateway struct {
+	mounts    []*Mount
+	done      chan struct{}
+	closeOnce sync.Once
+	policy    Policy
+	broker    Broker
+	log       *slog.Logger
+	client    *http.Client
+	assert    func(ctx context.Context, subject, clientID, audience string, scopes []string) (string, error)
+	scrubber  *scrubber
+}
+
+// New checks the options and prepares one Mount per backend. Nothing is
+// started until a caller's first request.
+func New(opts Options) (*Gateway, error) {
+	g := &Gateway{done: make(chan struct{}), assert: opts.Assert, policy: opts.Policy, broker: opts.Broker, log: cmp.Or(opts.Log, slog.New(slog.DiscardHandler)), client: opts.HTTPClient}
+	if g.client == nil {
+		g.client = &http.Client{Transport: &http.Transport{
+			Proxy: nil, MaxIdleConnsPerHost: 256, IdleConnTimeout: 90 * time.Second, ForceAttemptHTTP2: false,
+		}}
+	}
+	sc, err := newScrubber(opts.Policy.Redact)
+	if err != nil {
+		return nil, err
+	}
+	g.scrubber = sc
+	paths := map[string]bool{}
+	for i, b := range opts.Backends {
+		p := fmt.Sprintf("backends[%d]", i)
+		if err := b.Check(p); err != nil {
+			return nil, err
+		}
+		if b.Path == "" {
+			b.Path = "/mcp"
+			if i > 0 {
+				b.Path = "/mcp/" + b.Name
+			}
+		}
+		if paths[b.Path] {
+			return nil, fmt.Errorf("%s.path: %s is taken by another backend", p, b.Path)
+		}
+		paths[b.Path] = true
+		if b.Identity != "" && g.assert == nil {
+			return nil, fmt.Errorf("%s.identity: assertions are minted by serve's embedded issuer, and no scheme uses it", p)
+		}
+		if b.Upstream != "" && g.broker == nil {
+			return nil, fmt.Errorf("%s.upstream: serve has no upstreams configured", p)
+		}
+		g.mounts = append(g.mounts, &Mount{g: g, b: b, timeout: time.Duration(cmp.Or(b.Timeout, Duration(DefaultTimeout))),
+			maxMsg: cmp.Or(b.MaxMessage, DefaultMaxMessage), sessions: map[string]*session{}, tools: newToolCache()})
+	}
+	for _, key := range []map[string][]string{opts.Policy.ToolScopes, opts.Policy.ToolUpstreams} {
+		for tool := range key {
+			if err := checkToolKey("toolScopes/toolUpstreams", tool, opts.Backends); err != nil {
+				return nil, err
+			}
+		}
+	}
+	go g.sweep()
+	return g, nil
+}
+
+// sweep ends, once a minute, the sessions unused for sessionIdle (their
+// stdio processes stop).
+func (g *Gateway) sweep() {
+	t := time.NewTicker(time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-g.done:
+			return
+		case <-t.C:
+		}
+		for _, m := range g.mounts {
+			var idle []*session
+			m.mu.Lock()
+			for id, s := range m.sessions {
+				s.mu.Lock()
+				old := time.Since(s.last) > sessionIdle
+				s.mu.Unlock()
+				if old {
+					delete(m.sessions, id)
+					idle = append(idle, s)
+				}
+			}
+			m.mu.Unlock()
+			for _, s := range idle {
+				s.conn.end(context.Background())
+			}
+		}
+	}
+}
+
+// Mounts are the backends in config order.
+func (g *Gateway) Mounts() []*Mount { return g.mounts }
+
+// Close ends every session: stdio processes (their process groups) are
+// killed and HTTP backends get a DELETE of their session. A nil Gateway
+// has nothing to close.
+func (g *Gateway) Close() {
+	if g == nil {
+		return
+	}
+	g.closeOnce.Do(func() { close(g.done) })
+	var wg sync.WaitGroup
+	for _, m := range g.mounts {
+		m.mu.Lock()
+		all := m.sessions
+		m.sessions = map[string]*session{}
+		m.mu.Unlock()
+		for _, s := range all {
+			wg.Go(func() { s.conn.end(context.Background()) })
+		}
+	}
+	wg.Wait()
+}
+
+// Mount is one backend at its path.
+type Mount struct {
+	g       *Gateway
+	b       Backend
+	timeout time.Duration
+	maxMsg  int64
+	tools   *toolCache
+	// metadataURL is the RFC 9728 document that challenges name.
+	metadataURL string
+
+	mu       sync.Mutex
+	sessions map[string]*session
+	// stateless is the HTTP backend connection of requests without a
+	// session (MCP 2026-07-28, or a backend that keeps none).
+	stateless conn
+}
+
+// Name is the backend's name; Path where it is mounted.
+func (m *Mount) Name() string { return m.b.Name }
+func (m *Mount) Path() string { return m.b.Path }
+
+// session is one MCP session of a caller with the backend.
+type session struct {
+	id    string
+	owner string // subject and client id of the caller that initialized it
+	conn  conn
+	mu    sync.Mutex
+	last  time.Time
+}
+
+// ownerOf keys a caller for session binding.
+func ownerOf(c Caller) string { return c.Subject() + "\x00" + c.ClientID() }
+
+// sessionIdle is how long an unused session is kept; evictIdle how long
+// one must have been unused to make room for a new one at the bound.
+const (
+	sessionIdle = 30 * time.Minute
+	evictIdle   = time.Minute
+)
+
+// newSession registers a session for the caller. At the bound (MaxSessions,
+// or MaxProcesses for a stdio backend) the least recently used session
+// idle for at least evictIdle makes room (a client that never ends its
+// sessions, as a command-line client run per call, would fill the table);
+// with none, the new session is refused.
+func (m *Mount) newSession(c Caller, cn conn) (*session, error) {
+	b := make([]byte, 24)
+	rand.Read(b)
+	s := &session{id: base64.RawURLEncoding.EncodeToString(b), owner: ownerOf(c), conn: cn, last: time.Now()}
+	limit := MaxSessions
+	if m.b.Command != "" {
+		limit = MaxProcesses
+	}
+	m.mu.Lock()
+	var evicted *session
+	var evictedLast time.Time
+	if len(m.sessions) >= limit {
+		for _, o := range m.sessions {
+			o.mu.Lock()
+			last := o.last
+			o.mu.Unlock()
+			if time.Since(last) >= evictIdle && (evicted == nil || last.Before(evictedLast)) {
+				evicted, evictedLast = o, last
+			}
+		}
+		if evicted != nil {
+			delete(m.sessions, evicted.id)
+		}
+	}
+	full := len(m.sessions) >= limit
+	if !full {
+		m.sessions[s.id] = s
+	}
+	m.mu.Unlock()
+	if evicted != nil {
+		go evicted.conn.end(context.Background())
+	}
+	if full {
+		return nil, fmt.Errorf("backend %s has %d sessions in use, the most serve keeps; try again later", m.b.Name, limit)
+	}
+	return s, nil
+}
+
+// session finds the caller's session id; another caller's is not found.
+func (m *Mount) session(id string, c Caller) *session {
+	m.mu.Lock()
+	s := m.sessions[id]
+	m.mu.Unlock()
+	if s == nil || s.owner != ownerOf(c) {
+		return nil
+	}
+	s.mu.Lock()
+	s.last = time.Now()
+	s.mu.Unlock()
+	return s
+}
+
+func (m *Mount) dropSession(s *session) {
+	m.mu.Lock()
+	if m.sessions[s.id] == s {
+		delete(m.sessions, s.id)
+	}
+	m.mu.Unlock()
+}
+
+// dial makes a backend connection for a new session of caller c.
+func (m *Mount) dial(c Caller) conn {
+	if m.b.Command != "" {
+		return newStdioConn(m, c)
+	}
+	return &httpConn{m: m}
+}
+
+// statelessConn is the HTTP connection of sessionless requests.
+func (m *Mount) statelessConn() conn {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.stateless == nil {
+		m.stateless = &httpConn{m: m, stateless: true}
+	}
+	return m.stateless
+}

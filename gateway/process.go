@@ -1,0 +1,333 @@
+package gateway
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// A stdio backend's running process: started with its environment, its
+// output read and routed to the client streams, ended with its process
+// group (see stdio.go for the session around it).
+
+// process is one running stdio server.
+type process struct {
+	m       *Mount
+	cmd     *exec.Cmd
+	stdin   io.WriteCloser
+	wmu     sync.Mutex
+	started time.Time
+	done    chan struct{}
+	killed  atomic.Bool // ended by serve, not crashed
+
+	mu       sync.Mutex
+	pending  map[string]*pstream
+	progress map[string]*pstream
+	order    []*pstream // requests in flight, oldest first
+	listener *pstream
+	err      error // why it exited
+}
+
+// pstream is one client stream fed by the process's reader.
+type pstream struct {
+	key      string
+	progress string
+	ch       chan frame
+	gone     chan struct{} // closed when the client stops reading
+	goneOnce sync.Once
+	answered bool
+}
+
+func startProcess(m *Mount, token string) (*process, error) {
+	b := m.b
+	cmd := exec.Command(b.Command, b.Args...)
+	cmd.Dir = b.Cwd
+	env := []string{}
+	for _, k := range inheritedEnv {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	keys := make([]string, 0, len(b.Env))
+	for k := range b.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		env = append(env, k+"="+b.Env[k])
+	}
+	if b.UpstreamEnv != "" && token != "" {
+		env = append(env, b.UpstreamEnv+"="+token)
+	}
+	cmd.Env = env
+	setProcessGroup(cmd)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, backendErr(b.Name, "cannot be started: %v", err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, backendErr(b.Name, "cannot be started: %v", err)
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, backendErr(b.Name, "cannot be started: %v", err)
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, backendErr(b.Name, "cannot be started: %v", err)
+	}
+	p := &process{m: m, cmd: cmd, stdin: stdin, started: time.Now(), done: make(chan struct{}),
+		pending: map[string]*pstream{}, progress: map[string]*pstream{}}
+	m.g.log.Info("backend started", "backend", b.Name, "pid", cmd.Process.Pid)
+	go p.drainStderr(stderr)
+	go p.read(stdout)
+	return p, nil
+}
+
+func (p *process) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// read routes the process's messages until it exits; an over-long line
+// ends the process (its stream cannot be resynchronised).
+func (p *process) read(stdout io.Reader) {
+	name := p.m.b.Name
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 0, 64<<10), int(p.m.maxMsg))
+	for sc.Scan() {
+		line := sc.Bytes()
+		if len(line) == 0 {
+			continue
+		}
+		var head struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				ProgressToken json.RawMessage `json:"progressToken"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(line, &head) != nil {
+			p.m.g.log.Warn("backend wrote a line that is not JSON-RPC; skipped", "backend", name, "bytes", len(line))
+			continue
+		}
+		p.route(frame{data: append([]byte(nil), line...)}, head.ID, head.Method, head.Params.ProgressToken)
+	}
+	err := sc.Err()
+	if errors.Is(err, bufio.ErrTooLong) {
+		err = backendErr(name, "sent a message over %d bytes", p.m.maxMsg)
+		p.m.g.log.Warn("backend sent an oversized message; ending it", "backend", name, "limit", p.m.maxMsg)
+	}
+	// A process that closed its stdout, or broke the framing, is of no
+	// more use: end its group and collect it.
+	p.stdin.Close()
+	signalGroup(p.cmd, true)
+	werr := p.cmd.Wait()
+	if err == nil {
+		err = backendErr(name, "exited (%v)", exitText(werr))
+	}
+	p.m.g.log.Warn("backend exited", "backend", name, "err", exitText(werr))
+	p.mu.Lock()
+	p.err = err
+	streams := append([]*pstream(nil), p.order...)
+	if p.listener != nil {
+		streams = append(streams, p.listener)
+	}
+	p.pending, p.progress, p.order, p.listener = map[string]*pstream{}, map[string]*pstream{}, nil, nil
+	p.mu.Unlock()
+	for _, s := range streams {
+		close(s.ch)
+	}
+	close(p.done)
+}
+
+func exitText(err error) string {
+	if err == nil {
+		return "status 0"
+	}
+	return err.Error()
+}
+
+// route hands one message to its stream, waiting while that stream's
+// queue is full (backpressure) unless its client is gone.
+func (p *process) route(f frame, id json.RawMessage, method string, token json.RawMessage) {
+	p.mu.Lock()
+	var s *pstream
+	response := method == "" && len(id) > 0
+	switch {
+	case response:
+		s = p.pending[idKey(id)]
+		if s != nil {
+			delete(p.pending, s.key)
+			if s.progress != "" {
+				delete(p.progress, s.progress)
+			}
+			p.order = removeStream(p.order, s)
+			s.answered = true
+		}
+	case method == "notifications/progress" && len(token) > 0:
+		s = p.progress[idKey(token)]
+	}
+	if s == nil && !response {
+		s = p.listener
+		if s == nil && len(p.order) > 0 {
+			s = p.order[0]
+		}
+	}
+	p.mu.Unlock()
+	if s == nil {
+		p.m.g.log.Debug("backend message with no stream to take it; dropped", "backend", p.m.b.Name, "method", method)
+		return
+	}
+	select {
+	case s.ch <- f:
+	case <-s.gone:
+	}
+	if response {
+		close(s.ch)
+	}
+}
+
+func removeStream(list []*pstream, s *pstream) []*pstream {
+	for i, o := range list {
+		if o == s {
+			return append(list[:i:i], list[i+1:]...)
+		}
+	}
+	return list
+}
+
+func (p *process) register(key, progress string) (*pstream, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case p.err != nil || p.exited():
+		return nil, backendErr(p.m.b.Name, "exited")
+	case len(p.pending) >= MaxInFlight:
+		return nil, backendErr(p.m.b.Name, "has %d requests in flight, the most serve queues; try again later", MaxInFlight)
+	case p.pending[key] != nil:
+		return nil, errDuplicateID
+	}
+	s := &pstream{key: key, progress: progress, ch: make(chan frame, streamQueue), gone: make(chan struct{})}
+	p.pending[key] = s
+	p.order = append(p.order, s)
+	if progress != "" {
+		p.progress[progress] = s
+	}
+	return s, nil
+}
+
+var errDuplicateID = errors.New("a request with this id is in flight")
+
+func (p *process) listen() (*pstream, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.listener != nil {
+		return nil, errListening
+	}
+	if p.err != nil {
+		return nil, backendErr(p.m.b.Name, "exited")
+	}
+	p.listener = &pstream{ch: make(chan frame, streamQueue), gone: make(chan struct{})}
+	return p.listener, nil
+}
+
+var errListening = errors.New("the session already has a GET stream open")
+
+// unregister drops a stream whose client stopped reading.
+func (p *process) unregister(s *pstream) {
+	s.goneOnce.Do(func() { close(s.gone) })
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.listener == s {
+		p.listener = nil
+		return
+	}
+	if p.pending[s.key] == s {
+		delete(p.pending, s.key)
+		if s.progress != "" {
+			delete(p.progress, s.progress)
+		}
+		p.order = removeStream(p.order, s)
+	}
+}
+
+// reader reads a stream's frames; for a request, io.EOF follows its answer.
+func (s *pstream) reader(ctx context.Context, p *process, name string, request bool) func() (frame, error) {
+	return func() (frame, error) {
+		select {
+		case f, ok := <-s.ch:
+			if ok {
+				return f, nil
+			}
+			if request {
+				p.mu.Lock()
+				answered := s.answered
+				p.mu.Unlock()
+				if answered {
+					return frame{}, io.EOF
+				}
+				<-p.done
+				return frame{}, p.err
+			}
+			return frame{}, io.EOF
+		case <-ctx.Done():
+			return frame{}, ctx.Err()
+		}
+	}
+}
+
+func (p *process) write(raw []byte) error {
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	if _, err := p.stdin.Write(append(raw[:len(raw):len(raw)], '\n')); err != nil {
+		return backendErr(p.m.b.Name, "exited")
+	}
+	return nil
+}
+
+// kill ends the process and its process group (MCP "Transports", stdio,
+// Shutdown: close stdin, then SIGTERM, then SIGKILL).
+func (p *process) kill() {
+	p.killed.Store(true)
+	p.stdin.Close()
+	select {
+	case <-p.done:
+		return
+	case <-time.After(500 * time.Millisecond):
+	}
+	signalGroup(p.cmd, false)
+	select {
+	case <-p.done:
+		return
+	case <-time.After(2 * time.Second):
+	}
+	signalGroup(p.cmd, true)
+}
+
+// drainStderr logs the process's stderr at debug level, line by line,
+// bounded in length.
+func (p *process) drainStderr(r io.Reader) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 4096), 64<<10)
+	for sc.Scan() {
+		line := sc.Text()
+		if len(line) > 512 {
+			line = line[:512] + "…"
+		}
+		p.m.g.log.Debug("backend stderr", "backend", p.m.b.Name, "line", line)
+	}
+	io.Copy(io.Discard, r)
+}

@@ -1,0 +1,215 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/agentauth/agentauth/wire"
+)
+
+// maxTools bounds the schemas kept per backend; maxListPages the pages of
+// tools/list the gateway reads itself.
+const (
+	maxTools     = 4096
+	maxListPages = 16
+)
+
+// toolCache holds the resolved inputSchema of each tool a backend listed.
+type toolCache struct {
+	mu    sync.RWMutex
+	tools map[string]*jsonschema.Resolved // nil: the schema could not be resolved
+}
+
+func newToolCache() *toolCache { return &toolCache{tools: map[string]*jsonschema.Resolved{}} }
+
+// learn reads the schemas of a tools/list result and returns its nextCursor.
+func (tc *toolCache) learn(result json.RawMessage) string {
+	var r struct {
+		Tools []struct {
+			Name        string          `json:"name"`
+			InputSchema json.RawMessage `json:"inputSchema"`
+		} `json:"tools"`
+		NextCursor string `json:"nextCursor"`
+	}
+	if json.Unmarshal(result, &r) != nil {
+		return ""
+	}
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	for _, t := range r.Tools {
+		if _, ok := tc.tools[t.Name]; !ok && len(tc.tools) >= maxTools {
+			continue
+		}
+		var s jsonschema.Schema
+		var res *jsonschema.Resolved
+		if json.Unmarshal(t.InputSchema, &s) == nil {
+			res, _ = s.Resolve(nil) // remote $refs are not fetched: such a schema is not checked
+		}
+		tc.tools[t.Name] = res
+	}
+	return r.NextCursor
+}
+
+func (tc *toolCache) get(name string) (*jsonschema.Resolved, bool) {
+	tc.mu.RLock()
+	defer tc.mu.RUnlock()
+	r, ok := tc.tools[name]
+	return r, ok
+}
+
+// validate checks tools/call arguments against the tool's inputSchema
+// (JSON Schema 2020-12 or draft-07) before the backend sees them: -32602
+// naming the failing schema location. Arguments nested deeper than
+// MaxArgumentDepth are refused unchecked. A tool the backend did not list
+// is left to the backend.
+func (m *Mount) validate(ctx context.Context, cn conn, out http.Header, k *call, p toolsCallParams) *wire.Error {
+	if d := depth(p.Arguments); d > MaxArgumentDepth {
+		return wire.Errorf(wire.CodeInvalidParams, "invalid params: the arguments of %s nest %d deep, more than %d", p.Name, d, MaxArgumentDepth)
+	}
+	res, ok := m.tools.get(p.Name)
+	if !ok {
+		m.listTools(ctx, cn, out, k)
+		if res, ok = m.tools.get(p.Name); !ok {
+			return nil
+		}
+	}
+	if res == nil {
+		return nil
+	}
+	var args any = map[string]any{}
+	if len(p.Arguments) > 0 && string(p.Arguments) != "null" {
+		if err := json.Unmarshal(p.Arguments, &args); err != nil {
+			return wire.Errorf(wire.CodeInvalidParams, "invalid params: the arguments of %s are not JSON", p.Name)
+		}
+	}
+	if err := res.Validate(args); err != nil {
+		return wire.Errorf(wire.CodeInvalidParams, "invalid params: the arguments of %s do not match its inputSchema: %s", p.Name, schemaError(err))
+	}
+	return nil
+}
+
+// schemaError shortens jsonschema-go's nested "validating …: " prefixes
+// to the innermost schema location and the reason.
+func schemaError(err error) string {
+	s := err.Error()
+	loc := "root"
+	for {
+		rest, ok := strings.CutPrefix(s, "validating ")
+		if !ok {
+			break
+		}
+		i := strings.Index(rest, ": ")
+		if i < 0 {
+			break
+		}
+		loc, s = rest[:i], rest[i+2:]
+	}
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return fmt.Sprintf("at %s: %s", loc, s)
+}
+
+// depth is how deep a JSON value nests (0 for a scalar), counted over its
+// bytes without decoding it (brackets inside strings do not count).
+func depth(raw json.RawMessage) int {
+	d, most := 0, 0
+	inString, escaped := false, false
+	for _, c := range raw {
+		switch {
+		case escaped:
+			escaped = false
+		case inString:
+			switch c {
+			case '\\':
+				escaped = true
+			case '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			d++
+			most = max(most, d)
+		case c == '}' || c == ']':
+			d--
+		}
+	}
+	return most
+}
+
+// listTools asks the backend for its tools (all pages) on the caller's
+// session, to learn a schema the client called without listing.
+func (m *Mount) listTools(ctx context.Context, cn conn, out http.Header, k *call) {
+	cursor := ""
+	for range maxListPages {
+		params := map[string]any{}
+		if cursor != "" {
+			params["cursor"] = cursor
+		}
+		h := out.Clone()
+		h.Del("Mcp-Name")
+		for name := range h {
+			if strings.HasPrefix(name, "Mcp-Param-") {
+				h.Del(name)
+			}
+		}
+		h.Set("Accept", "application/json, text/event-stream")
+		h.Set("Content-Type", "application/json")
+		if k.stateless {
+			h.Set("Mcp-Method", methodToolsList)
+			params["_meta"] = map[string]any{"io.modelcontextprotocol/protocolVersion": statelessVersion,
+				"io.modelcontextprotocol/clientCapabilities": map[string]any{}}
+		}
+		result, err := m.roundTrip(ctx, cn, methodToolsList, params, h)
+		if err != nil {
+			m.g.log.Warn("cannot list the backend's tools to check arguments", "backend", m.b.Name, "err", err)
+			return
+		}
+		if cursor = m.tools.learn(result); cursor == "" {
+			return
+		}
+	}
+}
+
+// roundTrip sends the gateway's own request and returns its result,
+// skipping anything else the backend sends meanwhile.
+func (m *Mount) roundTrip(ctx context.Context, cn conn, method string, params any, out http.Header) (json.RawMessage, error) {
+	ctx, cancel := context.WithTimeout(ctx, m.timeout)
+	defer cancel()
+	req, err := wire.NewRequest(nextInternalID(), method, params)
+	if err != nil {
+		return nil, err
+	}
+	raw, _ := json.Marshal(req)
+	rep, err := cn.post(ctx, req, raw, out)
+	if err != nil {
+		return nil, err
+	}
+	defer rep.close()
+	for {
+		f, err := rep.next()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil, backendErr(m.b.Name, "did not answer %s", method)
+			}
+			return nil, err
+		}
+		var resp wire.Message
+		if json.Unmarshal(f.data, &resp) != nil || !resp.IsResponse() || resp.ID.String() != req.ID.String() {
+			continue
+		}
+		if resp.Error != nil {
+			return nil, backendErr(m.b.Name, "refused %s: %s", method, resp.Error.Message)
+		}
+		return resp.Result, nil
+	}
+}

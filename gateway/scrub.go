@@ -1,0 +1,119 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"regexp"
+	"strings"
+)
+
+// redacted replaces what the scrubber removes.
+const redacted = "[redacted]"
+
+// minSecret is the shortest held token the scrubber looks for: shorter
+// values would redact ordinary words.
+const minSecret = 8
+
+// scrubber replaces, in every string of a backend's message, the tokens
+// serve holds for the call (the caller's, the upstream token it gave the
+// backend) and the configured patterns (ContextSanitizer).
+type scrubber struct {
+	patterns []*regexp.Regexp
+}
+
+func newScrubber(r Redact) (*scrubber, error) {
+	s := &scrubber{}
+	for _, p := range r.Presets {
+		s.patterns = append(s.patterns, regexp.MustCompile(Presets[p]))
+	}
+	for _, p := range r.Patterns {
+		re, err := regexp.Compile(p)
+		if err != nil {
+			return nil, err
+		}
+		s.patterns = append(s.patterns, re)
+	}
+	return s, nil
+}
+
+// scrub returns data with every match replaced and the number of
+// replacements. Strings are scrubbed after JSON decoding, so an escaped
+// token is found too; data is re-encoded only when something matched.
+func (s *scrubber) scrub(data []byte, secrets []string) ([]byte, int) {
+	var held []string
+	for _, t := range secrets {
+		if len(t) >= minSecret {
+			held = append(held, t)
+		}
+	}
+	if !s.mayMatch(data, held) {
+		return data, 0
+	}
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if dec.Decode(&v) != nil {
+		return data, 0
+	}
+	n := 0
+	v = s.walk(v, held, &n)
+	if n == 0 {
+		return data, 0
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return data, 0
+	}
+	return out, n
+}
+
+// mayMatch is the fast path: whether the raw message could hold a match.
+// A held token is looked for in its JSON-escaped form too.
+func (s *scrubber) mayMatch(data []byte, held []string) bool {
+	for _, t := range held {
+		if bytes.Contains(data, []byte(t)) {
+			return true
+		}
+		if e, _ := json.Marshal(t); bytes.Contains(data, e[1:len(e)-1]) {
+			return true
+		}
+	}
+	if len(held) > 0 && bytes.Contains(data, []byte(`\u`)) {
+		return true
+	}
+	for _, re := range s.patterns {
+		if re.Match(data) {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *scrubber) walk(v any, held []string, n *int) any {
+	switch x := v.(type) {
+	case string:
+		return s.scrubString(x, held, n)
+	case []any:
+		for i := range x {
+			x[i] = s.walk(x[i], held, n)
+		}
+	case map[string]any:
+		for k, e := range x {
+			x[k] = s.walk(e, held, n)
+		}
+	}
+	return v
+}
+
+func (s *scrubber) scrubString(x string, held []string, n *int) string {
+	for _, t := range held {
+		if c := strings.Count(x, t); c > 0 {
+			*n += c
+			x = strings.ReplaceAll(x, t, redacted)
+		}
+	}
+	for _, re := range s.patterns {
+		x = re.ReplaceAllStringFunc(x, func(string) string { *n++; return redacted })
+	}
+	return x
+}

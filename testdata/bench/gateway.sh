@@ -1,0 +1,20 @@
+#!/bin/sh
+# Benchmark: tools/call through serve's gateway (`serve --backend URL`,
+# bearer token checked, arguments validated, answer scrubbed) against the
+# same MCP Go SDK backend called directly, from CONNS keep-alive
+# connections in ROUNDS interleaved rounds of DURATION each; prints the
+# medians of throughput, p50 and p99 and serve's ratio to direct
+# (testdata/bench/gateway). Loopback only; never asserts a time.
+#
+# Usage: testdata/bench/gateway.sh [DURATION [ROUNDS [CONNS]]]   (5s 5 64)
+set -eu
+duration=${1:-5s}
+rounds=${2:-5}
+conns=${3:-64}
+cd "$(dirname "$0")/../.."
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT INT TERM
+
+CGO_ENABLED=0 go build -o "$tmp/agentauth" .
+go build -o "$tmp/gateway-bench" ./testdata/bench/gateway
+"$tmp/gateway-bench" -agentauth "$tmp/agentauth" -duration "$duration" -rounds "$rounds" -conns "$conns"

