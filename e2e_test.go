@@ -12,12 +12,14 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -30,39 +32,55 @@ import (
 // the one TestREADMEWalkthrough checks.
 const walkthroughChecked = "<!-- walkthrough: checked by TestREADMEWalkthrough -->"
 
-// walkthroughCommand is one "$ command" of the README's walkthrough with
-// the output the README shows for it.
+// walkthroughCommand is one "$ command" of a README walkthrough with the
+// output the README shows for it, or (script set) a ```sh block run as a
+// whole, which must exit 0. variant is "keyring" or "no keyring" for a
+// block only true on such a machine (the comment
+// <!-- walkthrough: keyring --> before it), "" for both.
 type walkthroughCommand struct {
-	line string
-	want []string
+	line    string
+	want    []string
+	script  string
+	variant string
 }
 
-// readWalkthrough returns the commands of the README's walkthrough
-// (steps 3 to 6: its console blocks), each with its quoted output.
-func readWalkthrough(t *testing.T, readme string) []walkthroughCommand {
+// readWalkthrough returns the steps of the README between start and end:
+// its console blocks' commands, each with its quoted output, and its sh
+// blocks.
+func readWalkthrough(t *testing.T, readme, start, end string) []walkthroughCommand {
 	b, err := os.ReadFile(readme)
 	if err != nil {
 		t.Fatal(err)
 	}
 	text := string(b)
-	start := strings.Index(text, "## Walkthrough")
-	end := strings.Index(text, "**For scripts and tests**")
-	if start < 0 || end < start {
-		t.Fatalf("%s: no walkthrough section", readme)
+	i, j := strings.Index(text, start), strings.Index(text, end)
+	if i < 0 || j < i {
+		t.Fatalf("%s: no walkthrough between %q and %q", readme, start, end)
 	}
 	var cmds []walkthroughCommand
-	in := false
-	sc := bufio.NewScanner(strings.NewReader(text[start:end]))
+	block, variant, pending := "", "", ""
+	var script strings.Builder
+	sc := bufio.NewScanner(strings.NewReader(text[i:j]))
 	for sc.Scan() {
 		l := sc.Text()
 		switch {
-		case strings.HasPrefix(l, "```console"):
-			in = true
-		case strings.HasPrefix(l, "```"):
-			in = false
-		case !in:
+		case block == "" && strings.HasPrefix(l, "<!-- walkthrough: keyring -->"):
+			pending = "keyring"
+		case block == "" && strings.HasPrefix(l, "<!-- walkthrough: no keyring -->"):
+			pending = "no keyring"
+		case block == "" && (l == "```console" || l == "```sh"):
+			block, variant, pending = strings.TrimPrefix(l, "```"), pending, ""
+			script.Reset()
+		case block != "" && strings.HasPrefix(l, "```"):
+			if block == "sh" {
+				cmds = append(cmds, walkthroughCommand{script: script.String(), variant: variant})
+			}
+			block = ""
+		case block == "sh":
+			script.WriteString(l + "\n")
+		case block != "console":
 		case strings.HasPrefix(l, "$ "):
-			cmds = append(cmds, walkthroughCommand{line: strings.TrimPrefix(l, "$ ")})
+			cmds = append(cmds, walkthroughCommand{line: strings.TrimPrefix(l, "$ "), variant: variant})
 		case strings.HasSuffix(cmds[len(cmds)-1].line, `\`):
 			c := &cmds[len(cmds)-1]
 			c.line = strings.TrimSuffix(c.line, `\`) + " " + strings.TrimSpace(l)
@@ -77,14 +95,23 @@ func readWalkthrough(t *testing.T, readme string) []walkthroughCommand {
 	return cmds
 }
 
-// TestREADMEWalkthrough runs the README's walkthrough as a user would: a
-// real keyring (TestRealKeyring's), `agentauth serve` (on a free port,
-// approving at once: the browser is browser-fetch), and each command of
-// steps 3 to 6 on a terminal (a pty) through bash, its output compared
-// with what the README quotes (… stands for anything; spaces and line
-// breaks are compared loosely). A README whose commands or quoted outputs
-// drift from the program fails it. $AGENTAUTH_README names another file to
-// check (a README being edited).
+// walkthroughMarker marks the processes a walkthrough's sh blocks start
+// in the background (the servers), so that the test stops them.
+const walkthroughMarker = "AGENTAUTH_WALKTHROUGH_MARKER"
+
+// TestREADMEWalkthrough runs the README's walkthroughs as a user would:
+// the main one (steps 2 to 6, against `agentauth serve` on a free port,
+// approving at once: the browser is browser-fetch), then the upstream
+// APIs' one (its sh block starts "Rally" and the broker itself; ports 7800
+// and 7777 become free ones), then the "for scripts and tests" block. Each console command runs on a terminal (a
+// pty) through bash, its output compared with what the README quotes (…
+// stands for anything; spaces and line breaks are compared loosely); each
+// sh block must exit 0. It runs on a machine without a keyring (no D-Bus
+// session: the README's "no keyring" blocks), and again with a real
+// keyring (TestRealKeyring's; its "keyring" blocks) where gnome-keyring
+// is installed. A README whose commands or quoted outputs drift from the
+// program fails it. $AGENTAUTH_README names another file to check (a
+// README being edited).
 func TestREADMEWalkthrough(t *testing.T) {
 	readme := os.Getenv("AGENTAUTH_README")
 	if readme == "" {
@@ -93,24 +120,73 @@ func TestREADMEWalkthrough(t *testing.T) {
 	if b, err := os.ReadFile(readme); err != nil || !bytes.Contains(b, []byte(walkthroughChecked)) {
 		t.Skipf("SKIPPED: %s does not carry %s yet (the walkthrough text to check is in the issue 13 report)", readme, walkthroughChecked)
 	}
-	cmds := readWalkthrough(t, readme)
-	kr := startRealKeyring(t)
-	dir := t.TempDir()
+	main := readWalkthrough(t, readme, "## Walkthrough", "**For scripts and tests**")
+	broker := readWalkthrough(t, readme, "<!-- walkthrough: checked by TestREADMEWalkthrough (broker) -->", "The upstream's whoami shows")
+	scripts := readWalkthrough(t, readme, "**For scripts and tests**", "## Commands")
+	t.Run("no keyring", func(t *testing.T) {
+		dir := t.TempDir()
+		var env []string
+		for _, kv := range os.Environ() {
+			if !strings.HasPrefix(kv, "DBUS_SESSION_BUS_ADDRESS=") && !strings.HasPrefix(kv, "XDG_RUNTIME_DIR=") && !strings.HasPrefix(kv, "HOME=") {
+				env = append(env, kv)
+			}
+		}
+		run := filepath.Join(dir, "run")
+		os.MkdirAll(run, 0o700)
+		env = append(env, "HOME="+filepath.Join(dir, "home"), "XDG_RUNTIME_DIR="+run)
+		runWalkthroughs(t, dir, env, "no keyring", main, broker, scripts)
+	})
+	t.Run("keyring", func(t *testing.T) {
+		kr := startRealKeyring(t)
+		runWalkthroughs(t, t.TempDir(), append(os.Environ(), kr.vars...), "keyring", main, broker, scripts)
+		kr.checkNothingLeft(t)
+	})
+}
+
+// runWalkthroughs runs the main walkthrough, then the broker's, then the
+// "for scripts and tests" block, in dir with env, skipping the blocks of
+// the other variant.
+func runWalkthroughs(t *testing.T, dir string, env []string, variant string, main, broker, scripts []walkthroughCommand) {
 	cfg := filepath.Join(dir, "config")
-	env := append(os.Environ(), kr.vars...)
-	env = append(env, "AGENTAUTH_CONFIG_DIR="+cfg, "AGENTAUTH_STORE=", "NO_COLOR=1", "BROWSER=browser-fetch", "TERM=dumb")
+	marker := rand.Text()
+	env = append(env, "AGENTAUTH_CONFIG_DIR="+cfg, "AGENTAUTH_STORE=", "NO_COLOR=1", "BROWSER=browser-fetch", "TERM=dumb", walkthroughMarker+"="+marker)
+	t.Cleanup(func() { stopMarked(t, marker) })
 
 	addrFile := filepath.Join(dir, "addr")
-	srv := exec.Command("agentauth", "serve", "--listen", "127.0.0.1:0", "--addr-file", addrFile, "--auto-approve", "--log-file", filepath.Join(dir, "serve.log"))
+	srv := exec.Command("agentauth", "serve", "--listen", "127.0.0.1:0", "--addr-file", addrFile, "--auto-approve", "--ephemeral", "--log-file", filepath.Join(dir, "serve.log"))
 	srv.Env = env
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Process.Signal(os.Interrupt); srv.Wait() })
 	addr := waitAddr(t, addrFile)
+	runSteps(t, env, dir, variant, main, strings.NewReplacer("127.0.0.1:7777", addr, "/home/you/.config/agentauth", cfg))
 
-	replace := strings.NewReplacer("127.0.0.1:7777", addr, "/home/you/.config/agentauth", cfg)
-	for _, c := range cmds {
+	bdir := filepath.Join(dir, "broker")
+	if err := os.MkdirAll(bdir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	runSteps(t, env, bdir, variant, broker, strings.NewReplacer("127.0.0.1:7800", freeAddr(t), "127.0.0.1:7777", freeAddr(t)))
+	sdir := filepath.Join(dir, "scripts")
+	if err := os.MkdirAll(sdir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	runSteps(t, env, sdir, variant, scripts, strings.NewReplacer())
+	stopMarked(t, marker)
+}
+
+// runSteps runs the walkthrough's steps of variant in dir, ports and
+// paths replaced, comparing each command's output with the README's.
+func runSteps(t *testing.T, env []string, dir, variant string, steps []walkthroughCommand, replace *strings.Replacer) {
+	t.Helper()
+	for _, c := range steps {
+		if c.variant != "" && c.variant != variant {
+			continue
+		}
+		if c.script != "" {
+			runScript(t, env, dir, replace.Replace(c.script))
+			continue
+		}
 		line := replace.Replace(c.line)
 		got := runOnPTY(t, env, dir, line)
 		want := replace.Replace(strings.Join(c.want, "\n"))
@@ -118,9 +194,80 @@ func TestREADMEWalkthrough(t *testing.T) {
 			t.Errorf("$ %s\nthe README shows:\n%s\nthe program prints:\n%s", c.line, strings.Join(c.want, "\n"), got)
 		}
 	}
-	srv.Process.Signal(os.Interrupt)
-	srv.Wait()
-	kr.checkNothingLeft(t)
+}
+
+// runScript runs an sh block with bash -e; what it starts in the
+// background (servers) keeps running, marked, until stopMarked.
+func runScript(t *testing.T, env []string, dir, script string) {
+	t.Helper()
+	log, err := os.CreateTemp(dir, "script-*.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	cmd := exec.Command("bash", "-e", "-c", script)
+	cmd.Env, cmd.Dir, cmd.Stdout, cmd.Stderr = env, dir, log, log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	select {
+	case err = <-waited:
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		err = errors.New("still running after 60 s")
+	}
+	if err != nil {
+		out, _ := os.ReadFile(log.Name())
+		t.Fatalf("the README's sh block fails: %v\n%s\noutput:\n%s", err, script, out)
+	}
+}
+
+// freeAddr is a 127.0.0.1 address with a port free now, for the README's
+// fixed ports.
+func freeAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// stopMarked interrupts the processes whose environment holds the
+// walkthrough marker and waits (10 s at most) until they are gone.
+func stopMarked(t *testing.T, marker string) {
+	want := []byte(walkthroughMarker + "=" + marker + "\x00")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var left []int
+		entries, _ := os.ReadDir("/proc")
+		for _, e := range entries {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil || pid == os.Getpid() {
+				continue
+			}
+			b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+			if err == nil && bytes.Contains(b, want) {
+				if st, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); bytes.Contains(st, []byte(") Z ")) {
+					continue // a zombie: gone, not yet reaped by its parent
+				}
+				left = append(left, pid)
+			}
+		}
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("processes of the walkthrough left running: %v", left)
+			return
+		}
+		for _, pid := range left {
+			syscall.Kill(pid, syscall.SIGINT)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // waitAddr waits for serve's address file (polling, 30 s at most).

@@ -24,6 +24,7 @@ import (
 	"github.com/agentauth/agentauth/internal/testprog/upstream"
 
 	"github.com/agentauth/agentauth/commands"
+	"github.com/agentauth/agentauth/internal/testprog/newcomer"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -61,6 +62,7 @@ var testprogs = []struct {
 	{replicas.Programs, replicas.Cmds},
 	{signin.Programs, signin.Cmds},
 	{upstream.Programs, nil},
+	{newcomer.Programs, newcomer.Cmds},
 }
 
 func init() {

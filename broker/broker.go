@@ -152,13 +152,15 @@ type Broker struct {
 	mu       sync.Mutex
 	locks    map[string]*keyLock // per session/upstream in use: one refresh at a time
 	watchers []func(sid, upstream string)
+	checks   clientChecks
+	failed   failedSignIns
 	waiting  map[string][]chan struct{}
 }
 
 // New makes a Broker, creating the session-id key in the store on first use.
 func New(ctx context.Context, opts Options) (*Broker, error) {
 	b := &Broker{opts: opts, upstreams: map[string]*Upstream{}, log: opts.Logger, now: opts.Now,
-		lifetime: cmp.Or(opts.StateLifetime, 10*time.Minute), tokenLifetime: cmp.Or(opts.TokenLifetime, DefaultTokenLifetime), locks: map[string]*keyLock{}, waiting: map[string][]chan struct{}{}}
+		lifetime: cmp.Or(opts.StateLifetime, 10*time.Minute), tokenLifetime: cmp.Or(opts.TokenLifetime, DefaultTokenLifetime), locks: map[string]*keyLock{}, waiting: map[string][]chan struct{}{}, checks: clientChecks{seen: map[string]clientCheck{}}, failed: failedSignIns{seen: map[string]failedSignIn{}}}
 	if b.log == nil {
 		b.log = slog.New(slog.DiscardHandler)
 	}

@@ -239,7 +239,7 @@ func TestCallbackRefusals(t *testing.T) {
 			q.Del("code")
 			q.Set("error", "access_denied")
 			return q, cookie
-		}, "answered 'access_denied'"},
+		}, "declined the sign-in"},
 		{"unknown state", func(q url.Values, cookie func(string) string) (url.Values, func(string) string) {
 			q.Set("state", "made-up")
 			return q, cookie

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/agentauth/agentauth/internal/webpage"
 	"github.com/agentauth/agentauth/state"
 )
 
@@ -21,8 +22,10 @@ import (
 // with a page saying why, and the link stays usable by its user: opening
 // it cannot put another upstream account on the session.
 
-// notYoursMessage is the page shown to a browser signed in as another user.
-const notYoursMessage = "This sign-in link was made for another user's session, and this browser is signed in to this server as someone else. Nothing was changed. Open the link in the browser where you signed in as the agent's user, or ask your agent for a link of your own."
+// notYoursPage is the page shown to a browser signed in as another user.
+var notYoursPage = webpage.Message{Title: "Not your sign-in link", Class: "error",
+	Lead: "This sign-in link was made for another user's session, and this browser is signed in to this server as someone else. Nothing was changed.",
+	Next: "Open the link in the browser where you signed in as the agent's user, or ask your agent for a link of your own."}
 
 // maxConfirmForm bounds the confirmation form's body.
 const maxConfirmForm = 4 << 10
@@ -58,7 +61,8 @@ func (b *Broker) confirmFirst(w http.ResponseWriter, r *http.Request, id string)
 	p, err := b.viewPending(r.Context(), id)
 	if err != nil {
 		b.log.Error("broker: cannot read a sign-in", "err", err)
-		page(w, http.StatusInternalServerError, "Sign-in failed", "The sign-in cannot start now. Try again later.")
+		b.page(w, http.StatusInternalServerError, webpage.Message{Title: "Sign-in unavailable", Class: "error",
+			Lead: "The sign-in cannot start now.", Next: "Try again in a moment: " + askAgain})
 		return true
 	}
 	if p == nil || !b.bound(p) {
@@ -73,7 +77,7 @@ func (b *Broker) confirmFirst(w http.ResponseWriter, r *http.Request, id string)
 		return true
 	case who != p.Subject:
 		b.log.Warn("broker: sign-in refused", "upstream", p.Upstream, "elicitation", LogID(id), "reason", "the browser is not signed in as the session's user")
-		page(w, http.StatusForbidden, "Not your sign-in link", notYoursMessage)
+		b.page(w, http.StatusForbidden, notYoursPage)
 		return true
 	}
 	u := b.upstreams[p.Upstream]
@@ -88,7 +92,10 @@ func (b *Broker) confirmFirst(w http.ResponseWriter, r *http.Request, id string)
 	}
 	data := confirmPage{User: who, Client: client, Session: p.Session, Upstream: u.Label, Host: u.Host(), Scopes: u.Scopes,
 		Expires: p.Expires.UTC().Format(time.RFC1123), ID: id, Token: b.confirmToken(id, who)}
-	writePage(w, http.StatusOK, confirmTemplate, data)
+	data.Note = "agentauth: " + b.opts.Origin + " signs you in to upstream services for your agent; the tokens stay on the server."
+	if err := webpage.Render(w, http.StatusOK, confirmTemplate, "broker-confirm", data); err != nil {
+		b.log.Error("broker: cannot render page", "err", err)
+	}
 	return true
 }
 
@@ -97,7 +104,8 @@ func (b *Broker) confirmFirst(w http.ResponseWriter, r *http.Request, id string)
 func (b *Broker) serveConfirm(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, maxConfirmForm)
 	if err := r.ParseForm(); err != nil {
-		page(w, http.StatusBadRequest, "Sign-in failed", "Cannot read the form. Open the sign-in link again.")
+		b.page(w, http.StatusBadRequest, webpage.Message{Title: "Sign-in not started", Class: "error",
+			Lead: "Cannot read the form.", Next: "Open the sign-in link again."})
 		return
 	}
 	id := r.PostForm.Get("id")
@@ -107,7 +115,8 @@ func (b *Broker) serveConfirm(w http.ResponseWriter, r *http.Request) {
 	}
 	if who == "" || !hmac.Equal([]byte(r.PostForm.Get("token")), []byte(b.confirmToken(id, who))) {
 		b.log.Warn("broker: sign-in refused", "elicitation", LogID(id), "reason", "the confirmation does not match this browser's user")
-		page(w, http.StatusForbidden, "Sign-in failed", "This confirmation is not valid for this browser. Open the sign-in link the agent gave you again.")
+		b.page(w, http.StatusForbidden, webpage.Message{Title: "Sign-in not started", Class: "error",
+			Lead: "This confirmation is not valid for this browser.", Next: "Open the sign-in link the agent gave you again."})
 		return
 	}
 	b.startAndRedirect(w, r, id, who)
@@ -125,37 +134,29 @@ func (b *Broker) confirmToken(id, who string) string {
 type confirmPage struct {
 	User, Client, Session, Upstream, Host string
 	Scopes                                []string
-	Expires, ID, Token                    string
+	Expires, ID, Token, Note              string
 }
 
-var confirmTemplate = template.Must(template.New("confirm").Parse(`<!doctype html>
-<html><head><meta charset="utf-8"><title>Connect {{.Upstream}}</title></head>
-<body><h1>Connect {{.Upstream}}</h1>
+// confirmTemplate is the confirmation page, in the look of every page
+// of serve (package webpage).
+var confirmTemplate = template.Must(template.Must(webpage.Parse(nil)).New("broker-confirm").Parse(`{{template "page-start" (print "Connect " .Upstream)}}
 <p>You are signed in as <strong>{{.User}}</strong>. Your agent asks to sign your session in to <strong>{{.Upstream}}</strong> so that it can call it as you.</p>
 <dl>
-<dt>Client</dt><dd>{{.Client}}</dd>
-<dt>Session</dt><dd><code>{{.Session}}</code></dd>
-<dt>Upstream</dt><dd>{{.Upstream}} at <code>{{.Host}}</code></dd>
-<dt>Scopes</dt><dd>{{range .Scopes}}<code>{{.}}</code> {{else}}the upstream's default{{end}}</dd>
-<dt>Link valid until</dt><dd>{{.Expires}}</dd>
+<dt>Client</dt>
+<dd>{{.Client}}</dd>
+<dt>Session</dt>
+<dd><code>{{.Session}}</code></dd>
+<dt>Upstream</dt>
+<dd>{{.Upstream}} at <code>{{.Host}}</code></dd>
+<dt>Scopes</dt>
+<dd>{{range .Scopes}}<code>{{.}}</code> {{else}}the upstream's default{{end}}</dd>
+<dt>Link valid until</dt>
+<dd>{{.Expires}}</dd>
 </dl>
 <form method="post" action="/auth/start">
 <input type="hidden" name="id" value="{{.ID}}">
 <input type="hidden" name="token" value="{{.Token}}">
 <p><button>Continue to {{.Upstream}}</button></p>
 </form>
-<p>If you did not ask your agent for this, close this page: nothing happens.</p>
-</body></html>
-`))
-
-// writePage writes a page from t; the template escapes every value.
-func writePage(w http.ResponseWriter, status int, t *template.Template, data any) {
-	h := w.Header()
-	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Cache-Control", "no-store")
-	h.Set("Referrer-Policy", "no-referrer")
-	h.Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'; form-action 'self'")
-	h.Set("X-Frame-Options", "DENY")
-	w.WriteHeader(status)
-	t.Execute(w, data)
-}
+<p class="next">If you did not ask your agent for this, close this page: nothing happens.</p>
+{{template "page-end" .Note}}`))

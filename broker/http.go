@@ -2,9 +2,10 @@ package broker
 
 import (
 	"errors"
-	"html/template"
 	"net/http"
 	"strings"
+
+	"github.com/agentauth/agentauth/internal/webpage"
 )
 
 // Handler serves the browser's side of a sign-in:
@@ -36,15 +37,22 @@ func (b *Broker) serveStart(w http.ResponseWriter, r *http.Request) {
 func (b *Broker) startAndRedirect(w http.ResponseWriter, r *http.Request, id, signedIn string) {
 	st, err := b.Start(r.Context(), id, signedIn)
 	if err != nil {
-		status := http.StatusBadRequest
-		msg := "This sign-in link cannot be used: " + err.Error() + "."
-		if errors.Is(err, ErrNotYours) {
-			status, msg = http.StatusForbidden, notYoursMessage
-		} else if !errors.Is(err, ErrUnknownSignIn) && !errors.Is(err, ErrExpired) {
+		m := webpage.Message{Title: "Sign-in link not usable", Class: "error", Next: askAgain}
+		switch {
+		case errors.Is(err, ErrUnknownSignIn):
+			m.Lead = "This sign-in link is unknown or was already used: each link opens once."
+		case errors.Is(err, ErrNotYours):
+			b.page(w, http.StatusForbidden, notYoursPage)
+			return
+		case errors.Is(err, ErrExpired):
+			m.Title, m.Lead = "Sign-in link expired", "This sign-in link expired before it was opened."
+		default:
 			b.log.Error("broker: cannot start a sign-in", "err", err)
-			status, msg = http.StatusInternalServerError, "The sign-in cannot start now. Try again later."
+			m.Title, m.Lead, m.Next = "Sign-in unavailable", "The sign-in cannot start now.", "Try again in a moment: "+askAgain
+			b.page(w, http.StatusInternalServerError, m)
+			return
 		}
-		page(w, status, "Sign-in failed", msg)
+		b.page(w, http.StatusBadRequest, m)
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: st.CookieName, Value: st.CookieValue, Path: "/callback", Expires: st.Expires,
@@ -58,6 +66,9 @@ func (b *Broker) startAndRedirect(w http.ResponseWriter, r *http.Request, id, si
 	http.Redirect(w, r, st.Redirect, status)
 }
 
+// askAgain is the next step of a sign-in that cannot go on.
+const askAgain = "Run the agent's command again (for example agentauth call …) and open the new link it prints."
+
 func (b *Broker) serveCallback(w http.ResponseWriter, r *http.Request) {
 	done, err := b.Callback(r.Context(), r.URL.Query(), func(name string) string {
 		if c, err := r.Cookie(name); err == nil {
@@ -68,27 +79,35 @@ func (b *Broker) serveCallback(w http.ResponseWriter, r *http.Request) {
 	var ce *CallbackError
 	switch {
 	case errors.As(err, &ce):
-		page(w, http.StatusBadRequest, "Sign-in failed", ce.Message)
+		next := ce.Next
+		if next == "" {
+			next = askAgain
+		}
+		b.page(w, http.StatusBadRequest, webpage.Message{Title: "Sign-in not completed", Lead: ce.Message, Class: "error", Next: next})
 	case err != nil:
 		b.log.Error("broker: cannot complete a sign-in", "err", err)
-		page(w, http.StatusInternalServerError, "Sign-in failed", "The sign-in cannot complete now. Ask the agent for a new link later.")
+		b.page(w, http.StatusInternalServerError, webpage.Message{Title: "Sign-in not completed", Class: "error",
+			Lead: "The sign-in cannot complete now.", Next: "Try again in a moment: " + askAgain})
 	default:
-		page(w, http.StatusOK, "Signed in", "You are signed in to "+done.Upstream.Label+". You can close this window and return to the agent.")
+		u := done.Upstream
+		m := webpage.Message{Title: "Signed in to " + u.Label, Class: "ok",
+			Lead: "The agent can now use " + u.Label + " on your behalf in this session.",
+			Next: "You can close this window and return to the agent."}
+		if done.Account != "" {
+			m.Details = append(m.Details, webpage.Detail{Label: "Account", Value: done.Account})
+		}
+		m.Details = append(m.Details,
+			webpage.Detail{Label: "Signed in to", Value: u.Label + " (" + u.Host() + ")"},
+			webpage.Detail{Label: "Session", Value: done.Session, Code: true})
+		b.page(w, http.StatusOK, m)
 	}
 }
 
-var pageTemplate = template.Must(template.New("page").Parse(`<!doctype html>
-<html><head><meta charset="utf-8"><title>{{.Title}}</title></head>
-<body><h1>{{.Title}}</h1><p>{{.Message}}</p></body></html>
-`))
-
-// page writes a plain HTML page; the template escapes every value.
-func page(w http.ResponseWriter, status int, title, message string) {
-	h := w.Header()
-	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Cache-Control", "no-store")
-	h.Set("Referrer-Policy", "no-referrer")
-	h.Set("Content-Security-Policy", "default-src 'none'")
-	w.WriteHeader(status)
-	pageTemplate.Execute(w, struct{ Title, Message string }{title, message})
+// page writes a sign-in page in the look every serve page shares
+// (package webpage); the template escapes every value.
+func (b *Broker) page(w http.ResponseWriter, status int, m webpage.Message) {
+	m.Note = "agentauth: " + b.opts.Origin + " signs you in to upstream services for your agent; the tokens stay on the server."
+	if err := webpage.WriteMessage(w, status, m); err != nil {
+		b.log.Error("broker: cannot render page", "err", err)
+	}
 }

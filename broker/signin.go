@@ -58,6 +58,7 @@ type stateRecord struct {
 	Verifier      []byte    `json:"verifier,omitempty"` // sealed when the broker has a key
 	Cookie        string    `json:"cookie"`             // SHA-256 of the browser's cookie
 	Expires       time.Time `json:"expires"`
+	Account       string    `json:"account,omitempty"`
 }
 
 // Ask hands out a sign-in of who's session to upstream: a pending one of
@@ -70,6 +71,10 @@ func (b *Broker) Ask(ctx context.Context, who Principal, upstream string) (*Ask,
 	if u == nil {
 		return nil, fmt.Errorf("%w %q", ErrUnknownUpstream, upstream)
 	}
+	if err := b.checkClient(ctx, u); err != nil {
+		return nil, err
+	}
+	b.clearFailure(sid, upstream)
 	now := b.now()
 	var id string
 	var expires time.Time
@@ -173,7 +178,7 @@ func (b *Broker) Start(ctx context.Context, id, signedIn string) (*Started, erro
 			}
 		}
 		return putJSON(tx, kindState, hashOf(st), stateRecord{Session: p.Session, Upstream: p.Upstream, ElicitationID: id,
-			Verifier: sealed, Cookie: hashOf(cookie), Expires: p.Expires}, p.Expires)
+			Verifier: sealed, Cookie: hashOf(cookie), Expires: p.Expires, Account: p.Subject}, p.Expires)
 	})
 	switch {
 	case err != nil:
@@ -215,8 +220,9 @@ func (b *Broker) Start(ctx context.Context, id, signedIn string) (*Started, erro
 	return &Started{Redirect: redirect.String(), CookieName: cookieName(st), CookieValue: cookie, Expires: p.Expires}, nil
 }
 
-// CallbackError is a refused callback: Message is for the user's page.
-type CallbackError struct{ Message string }
+// CallbackError is a refused callback: Message is for the user's page,
+// Next (when set) the step it suggests.
+type CallbackError struct{ Message, Next string }
 
 func (e *CallbackError) Error() string { return e.Message }
 
@@ -229,6 +235,9 @@ type Completed struct {
 	Session       string
 	Upstream      *Upstream
 	ElicitationID string
+	// Account is serve's user the session belongs to ("" when the
+	// sign-in was asked without one).
+	Account string
 }
 
 // Callback completes a sign-in from the redirect's query and the browser's
@@ -287,7 +296,9 @@ func (b *Broker) Callback(ctx context.Context, q url.Values, cookie func(name st
 	}
 	if e := q.Get("error"); e != "" {
 		b.log.Info("broker: sign-in refused by the upstream", "upstream", u.ID, "error", quote(e))
-		return nil, refused("%s answered %s: the sign-in did not complete.", u.Label, quote(e))
+		err := upstreamRefused(u, e)
+		b.recordFailure(rec.Session, u.ID, err.Error())
+		return nil, err
 	}
 	code := q.Get("code")
 	if code == "" {
@@ -301,14 +312,29 @@ func (b *Broker) Callback(ctx context.Context, q url.Values, cookie func(name st
 		Code: code, RedirectURI: b.RedirectURI(), Verifier: string(verifier), Resource: u.Resource, Scopes: u.Scopes})
 	if err != nil {
 		b.log.Warn("broker: code exchange failed", "upstream", u.ID, "err", err)
+		b.recordFailure(rec.Session, u.ID, u.Label+" did not issue a token.")
 		return nil, refused("%s did not issue a token: the sign-in did not complete.", u.Label)
 	}
 	if err := b.putToken(ctx, rec.Session, u.ID, tok); err != nil {
 		return nil, err
 	}
+	b.clearFailure(rec.Session, u.ID)
 	b.log.Info("broker: signed in", "upstream", u.ID, "elicitation", LogID(rec.ElicitationID))
 	b.notify(rec.Session, u.ID)
-	return &Completed{Session: rec.Session, Upstream: u, ElicitationID: rec.ElicitationID}, nil
+	return &Completed{Session: rec.Session, Upstream: u, ElicitationID: rec.ElicitationID, Account: rec.Account}, nil
+}
+
+// upstreamRefused is the page of an error answer (RFC 6749 §4.1.2.1): in
+// words, with what to do next; the error code only when it is not one a
+// user causes (access_denied: the user, or the upstream, said no).
+func upstreamRefused(u *Upstream, code string) error {
+	next := "To try again, run the agent's command again and open the new link it gives you."
+	if code == "access_denied" {
+		return &CallbackError{Message: "You, or " + u.Label + ", declined the sign-in: the agent gets no access to " + u.Label + ".",
+			Next: next + " If " + u.Label + " signed you in with the wrong account, sign out there first."}
+	}
+	return &CallbackError{Message: u.Label + " could not sign you in (it answered " + quote(code) + ").",
+		Next: next + " If it fails again, tell the operator of this server: " + u.Label + "'s client settings may be wrong."}
 }
 
 // quote bounds and quotes an upstream-supplied value for a message.

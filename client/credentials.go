@@ -327,6 +327,7 @@ func (cs *Credentials) saveToken(ctx context.Context, c *store.Credential, tok *
 	next := *c
 	next.AccessToken, next.RefreshToken, next.TokenType = tok.AccessToken, tok.RefreshToken, tok.TokenType
 	next.Expiry, next.Scopes, next.Obtained = tok.Expiry, tok.Scopes, cs.Now()
+	next.RefreshExpiry = tok.RefreshExpiry
 	if sub := TokenSubject(tok.AccessToken); sub != "" {
 		next.Subject = sub
 	}
@@ -396,6 +397,44 @@ func TokenSubject(token string) string {
 	return claims.Sub
 }
 
+// otherStoreNote is a line for a "nothing stored" error when the file
+// store was chosen and the keyring (by its index) holds credentials: they
+// may be the ones the user means. (The keyring store searches the file
+// store too, so the other way round needs no note.)
+func otherStoreNote(st store.Store) string {
+	if st == nil || st.Kind() != store.KindFile {
+		return ""
+	}
+	dir, err := store.ConfigDir()
+	if err != nil {
+		return ""
+	}
+	if other, n := store.OtherHolds(store.KindFile, dir); n > 0 {
+		return fmt.Sprintf("\nThe %s store holds %d credential(s): add --store %s if you logged in there.", other, n, other)
+	}
+	return ""
+}
+
+// tokenExpiry is a JWT access token's exp, unverified (for display and
+// for refreshing in time only); zero for an opaque token.
+func tokenExpiry(token string) time.Time {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return time.Time{}
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return time.Time{}
+	}
+	var claims struct {
+		Exp int64 `json:"exp"`
+	}
+	if json.Unmarshal(payload, &claims) != nil || claims.Exp <= 0 {
+		return time.Time{}
+	}
+	return time.Unix(claims.Exp, 0)
+}
+
 // Token returns a usable access token for target (Pick, then Usable):
 // the token command.
 func (cl *Client) Token(ctx context.Context, target, schemeID string) (string, error) {
@@ -433,7 +472,7 @@ func (cs *Credentials) Pick(ctx context.Context, target, schemeID string) (store
 					Hint: LoginCommand(target, schemeID)}
 			}
 		}
-		return store.Key{}, &AuthError{Err: fmt.Errorf("no stored credential for %s", wire.RedactTarget(what)), Hint: LoginCommand(target, schemeID)}
+		return store.Key{}, &AuthError{Err: fmt.Errorf("no stored credential for %s%s", wire.RedactTarget(what), otherStoreNote(cs.Store)), Hint: LoginHintFor(target, schemeID)}
 	}
 	// Credentials target may receive come first (a refused one is kept
 	// only so that using it says why); then logins made through target

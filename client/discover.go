@@ -65,6 +65,10 @@ type RequirementInfo struct {
 	AuthServer *wire.AuthServerMetadata
 	// Err is why AuthServer is missing.
 	Err error
+	// DPoP says whether the resource's RFC 9728 metadata advertises DPoP
+	// (dpop_signing_alg_values_supported or
+	// dpop_bound_access_tokens_required); nil when no document was read.
+	DPoP *bool
 }
 
 // Name labels a requirement in messages: its scheme id, else its resource.
@@ -125,6 +129,8 @@ func HTTPTargetInfo(ctx context.Context, hc *http.Client, d *flows.ResourceDisco
 		Resource: d.Resource, AuthorizationServers: d.AuthorizationServers, ScopesSupported: d.ScopesSupported(), Required: true}}
 	if d.Metadata != nil {
 		r.Label = d.Metadata.ResourceName
+		dpop := len(d.Metadata.DPoPSigningAlgValuesSupported) > 0 || d.Metadata.DPoPBoundAccessTokensRequired
+		r.DPoP = &dpop
 	}
 	if err := flows.CheckURL(r.Resource); err != nil {
 		r.Err = fmt.Errorf("cannot use the resource: %w", err)

@@ -172,6 +172,11 @@ func (c *mcpCall) serverRequest(_ context.Context, m *wire.Message) (any, *wire.
 	return map[string]string{"action": "accept"}, nil
 }
 
+// signInFailedError: the server says the sign-in failed at the upstream.
+type signInFailedError struct{ why string }
+
+func (e *signInFailedError) Error() string { return "the sign-in failed: " + e.why }
+
 // waitSignIn returns once the push or the auth status URL says the sign-in
 // completed; one of them failing leaves the other.
 func (cl *Client) waitSignIn(ctx context.Context, method string, ask wire.SignInAsk, w signInWait) error {
@@ -196,6 +201,10 @@ func (cl *Client) waitSignIn(ctx context.Context, method string, ask wire.SignIn
 		if err == nil {
 			return nil
 		}
+		var failed *signInFailedError
+		if errors.As(err, &failed) {
+			return signInRequired(method, ask, "the sign-in did not complete: "+failed.why+" Run the command again to get a new link")
+		}
 		cl.logger().Debug("cannot learn the sign-in's completion this way", "err", err)
 		first = cmp.Or(first, err)
 	}
@@ -213,6 +222,9 @@ func (cl *Client) pollAuthStatus(ctx context.Context, statusURL, token string) e
 		}
 		if st.Authenticated {
 			return nil
+		}
+		if st.Error != "" {
+			return &signInFailedError{why: st.Error}
 		}
 		t := time.NewTimer(interval)
 		select {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"time"
@@ -57,6 +58,11 @@ type Choices struct {
 	DPoP bool
 	// dpop is the DPoP key of the login, when the server takes proofs.
 	dpop *wire.DPoPKey
+	// Token is an access token the user already has (login --with-token,
+	// read from stdin): stored as a bearer credential for the requirement
+	// without any grant, like gh auth login --with-token. It is not
+	// refreshable; its expiry is the JWT's exp when it is a JWT.
+	Token string
 	// ClientCredentials runs the client credentials grant (RFC 6749 §4.4)
 	// with ClientID and ClientSecret or PrivateKey (a PEM key for
 	// private_key_jwt, RFC 7523 §2.2): no user, no browser.
@@ -105,6 +111,13 @@ func (cl *Client) LoginTarget(ctx context.Context, req TargetLogin) ([]*store.Cr
 	}
 	if err := checkAllowResources(info, req.AllowResources); err != nil {
 		return nil, nil, err
+	}
+	if req.Token != "" && len(reqs) > 1 {
+		var ids []string
+		for _, r := range reqs {
+			ids = append(ids, r.Name())
+		}
+		return nil, nil, Usagef("--with-token stores one token: name its scheme with --scheme (%s declares %s)", wire.RedactTarget(req.Target), strings.Join(ids, ", "))
 	}
 	var out []*store.Credential
 	for _, r := range reqs {
@@ -191,13 +204,23 @@ func (cl *Client) Login(ctx context.Context, req LoginRequest) (*store.Credentia
 	if gh == nil && req.Endpoints.Set() {
 		// Only where discovery found no document: the flags never replace
 		// a document that failed its checks.
-		if md == nil && errors.Is(r.Err, flows.ErrNoAuthServerMetadata) {
+		if md == nil && r.Err != nil {
 			var warning string
 			md, warning = legacyMetadata(r, req.Endpoints)
+			if !errors.Is(r.Err, flows.ErrNoAuthServerMetadata) {
+				// A document that failed its checks: the user's endpoints
+				// stand in for it, and the refusal is said first.
+				warning = "the authorization server metadata was refused: " + r.Err.Error() + "; using the endpoints given on the command line instead; nothing about this server could be verified (issuer, PKCE support, client authentication)."
+			}
 			cl.UI.Warn(warning)
 		} else if md != nil {
 			cl.UI.Warn(md.Issuer + " publishes its metadata: the endpoints given on the command line are not used.")
 		}
+	}
+	if md == nil && gh == nil && req.Token != "" && len(r.AuthorizationServers) > 0 {
+		// A token given by the user needs no endpoint: the issuer names
+		// the credential.
+		md = &wire.AuthServerMetadata{Issuer: r.AuthorizationServers[0]}
 	}
 	if md == nil && gh == nil {
 		err := r.Err
@@ -229,8 +252,14 @@ func (cl *Client) Login(ctx context.Context, req LoginRequest) (*store.Credentia
 		if req.dpop, dpopPEM, err = wire.NewDPoPKey(); err != nil {
 			return nil, err
 		}
+		if r.DPoP != nil && !*r.DPoP {
+			cl.UI.Warn(r.Resource + "'s metadata (RFC 9728) does not advertise DPoP (no dpop_signing_alg_values_supported): it may accept only Bearer tokens, and refuse this DPoP-bound one; if calls are refused, log in again without --dpop.")
+		}
 	}
 	switch {
+	case req.Token != "":
+		tok = &flows.Token{AccessToken: req.Token, TokenType: "Bearer", Expiry: tokenExpiry(req.Token)}
+		reg = &store.ClientRegistration{Source: "with-token"}
 	case gh != nil:
 		tok, reg, err = cl.gitHubGrant(ctx, req, gh, scopes)
 		md = gh.Metadata(r.AuthorizationServers[0])
@@ -252,6 +281,7 @@ func (cl *Client) Login(ctx context.Context, req LoginRequest) (*store.Credentia
 		RefreshToken:       tok.RefreshToken,
 		TokenType:          tok.TokenType,
 		Expiry:             tok.Expiry,
+		RefreshExpiry:      tok.RefreshExpiry,
 		Obtained:           cl.Now(),
 		Scopes:             tok.Scopes,
 		Subject:            TokenSubject(tok.AccessToken),
@@ -286,6 +316,12 @@ func (cl *Client) Login(ctx context.Context, req LoginRequest) (*store.Credentia
 	if crossOrigin && !slices.Contains(c.AllowedTargets, allowedTarget(req.Target)) {
 		c.AllowedTargets = append(c.AllowedTargets, allowedTarget(req.Target))
 	}
+	if crossOrigin {
+		if dir, err := store.ConfigDir(); err == nil {
+			// For hints only (LoginHintFor); a failure costs a hint.
+			_ = store.RememberAllowed(dir, allowedTarget(req.Target), r.Resource)
+		}
+	}
 	cs, err := cl.Credentials()
 	if err != nil {
 		return nil, err
@@ -306,9 +342,20 @@ func (cl *Client) standardGrant(ctx context.Context, st store.Store, md *wire.Au
 	if err != nil {
 		return nil, nil, err
 	}
+	if reg.CallbackPort != 0 && req.CallbackPort == 0 && !req.Device {
+		// Registered with the exact redirect URIs of one port.
+		req.CallbackPort = reg.CallbackPort
+	}
 	client := clientOf(*reg)
 	client.DPoP = req.dpop
 	tok, err := cl.runGrant(ctx, req, md, client, scopes, resource)
+	if reg.Source == clientSourceDCR && req.CallbackPort == 0 && !req.Device && redirectURIRefused(err) {
+		// The server matches redirect URIs exactly and refused the
+		// port-less ones (RFC 8252 §7.3 asks it not to): register once
+		// more with the exact URIs of a fixed port, kept with the
+		// registration so that later logins listen on it.
+		return cl.exactRedirectGrant(ctx, st, md, req, reg, err, scopes, resource)
+	}
 	if stored && (errors.Is(err, flows.ErrInvalidClient) || reg.Source == clientSourceDCR && redirectURIRefused(err)) {
 		// The stored registration is stale (the server forgot it, or it
 		// lacks the redirect URI of this --callback-port at a server that
@@ -329,6 +376,53 @@ func (cl *Client) standardGrant(ctx context.Context, st store.Store, md *wire.Au
 		return nil, nil, loginError(err, req.Target, req.Requirement.SchemeID)
 	}
 	return tok, reg, nil
+}
+
+// exactRedirectGrant registers a client with the exact redirect URIs of a
+// free loopback port after refused, the error of the port-less client
+// reg, and runs the grant on that port.
+func (cl *Client) exactRedirectGrant(ctx context.Context, st store.Store, md *wire.AuthServerMetadata, req LoginRequest, reg *store.ClientRegistration, refused error, scopes []string, resource string) (*flows.Token, *store.ClientRegistration, error) {
+	port, err := freeLoopbackPort()
+	if err != nil {
+		return nil, nil, loginError(refused, req.Target, req.Requirement.SchemeID)
+	}
+	cl.UI.Warn(fmt.Sprintf("%s refused the redirect URI (%v): it matches redirect URIs exactly, so agentauth registers http://127.0.0.1:%d/callback and keeps port %d for this server (choose another with --callback-port).", md.Issuer, refused, port, port))
+	if err := store.MarkRejected(ctx, st, md.Issuer, reg.ClientID); err != nil {
+		return nil, nil, fmt.Errorf("cannot record the rejected client: %w", err)
+	}
+	unlock, err := st.Lock(ctx, store.RegistrationKey(md.Issuer))
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot lock the client registration for %s: %w", md.Issuer, err)
+	}
+	reg, err = cl.registerClient(ctx, md, req.Device, port)
+	if err == nil {
+		reg.CallbackPort = port
+		if perr := store.PutRegistration(ctx, st, md.Issuer, *reg); perr != nil {
+			cl.logger().Warn("cannot store the client registration", "issuer", md.Issuer, "err", perr)
+		}
+	}
+	unlock()
+	if err != nil {
+		return nil, nil, err
+	}
+	req.CallbackPort = port
+	client := clientOf(*reg)
+	client.DPoP = req.dpop
+	tok, err := cl.runGrant(ctx, req, md, client, scopes, resource)
+	if err != nil {
+		return nil, nil, loginError(err, req.Target, req.Requirement.SchemeID)
+	}
+	return tok, reg, nil
+}
+
+// freeLoopbackPort is a port free on 127.0.0.1 now.
+func freeLoopbackPort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // ErrDeviceTimeout: the login's timeout passed before the device code was
@@ -399,6 +493,9 @@ func (cl *Client) registerOnce(ctx context.Context, st store.Store, md *wire.Aut
 		return prev, true, nil
 	}
 	if reg, err = cl.registerClient(ctx, md, device, callbackPort); err != nil {
+		if md.Guessed {
+			return nil, false, guessedRegistrationError(md, err)
+		}
 		return nil, false, err
 	}
 	if err := store.PutRegistration(ctx, st, md.Issuer, *reg); err != nil {
@@ -407,6 +504,21 @@ func (cl *Client) registerOnce(ctx context.Context, st store.Store, md *wire.Aut
 		cl.logger().Warn("cannot store the client registration", "issuer", md.Issuer, "err", err)
 	}
 	return reg, false, nil
+}
+
+// guessedRegistrationError is a failed registration at the MCP 2025-03-26
+// default /register of a server without metadata: most such servers have
+// no OAuth at that path at all, so it says so (status only, never their
+// HTML) and is an ErrNoAuthServerMetadata, whose hint names the endpoint
+// flags and --client-id (NextSteps).
+func guessedRegistrationError(md *wire.AuthServerMetadata, err error) error {
+	why := err.Error()
+	var se *flows.HTTPStatusError
+	if errors.As(err, &se) {
+		why = fmt.Sprintf("HTTP %d", se.StatusCode)
+	}
+	return fmt.Errorf("cannot log in: %s publishes no OAuth metadata, and the MCP 2025-03-26 default registration endpoint %s did not register a client (%s): %w",
+		md.Issuer, md.RegistrationEndpoint, why, flows.ErrNoAuthServerMetadata)
 }
 
 // registerClient registers agentauth as a public native client with the
@@ -471,6 +583,10 @@ func (cl *Client) runGrant(ctx context.Context, req LoginRequest, md *wire.AuthS
 	})
 }
 
+// BrowserAlternatives ends a browser login's opener failure: the ways to
+// log in without a browser here.
+const BrowserAlternatives = "log in with --device instead (approve on any device), or with --no-browser and an SSH tunnel to the callback port (ssh -L PORT:127.0.0.1:PORT, with --callback-port PORT)"
+
 // showAuthURL tries open (nil: no browser to try) on the login URL u first
 // and shows u after, so that the output says what happened in order:
 // "opened" only once the opener succeeded; after a failure, the warning
@@ -479,7 +595,7 @@ func (cl *Client) showAuthURL(u string, open func(string) error, noBrowser bool,
 	opened := false
 	if open != nil {
 		if err := open(u); err != nil {
-			cl.UI.Warn(err.Error() + "; open the URL below yourself.")
+			cl.UI.Warn(err.Error() + "; " + BrowserAlternatives + "; or open the URL below yourself.")
 			noBrowser = true
 		} else {
 			opened = true
@@ -504,7 +620,7 @@ func (cl *Client) waitDevice(ctx context.Context, open func(string) error, timeo
 				u = p.VerificationURI
 			}
 			if err := open(u); err != nil {
-				cl.UI.Warn(err.Error())
+				cl.UI.Warn(err.Error() + "; enter the code above at the URL shown, on any device")
 			}
 		}
 		expiry := p.Expiry
@@ -514,9 +630,22 @@ func (cl *Client) waitDevice(ctx context.Context, open func(string) error, timeo
 		stop = cl.UI.Wait("Waiting for approval", expiry)
 	})
 	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && !errors.Is(err, flows.ErrDeviceCodeExpired) {
-		return nil, fmt.Errorf("%w (%s)", ErrDeviceTimeout, RoughDuration(timeout))
+		return nil, fmt.Errorf("%w (%s)", ErrDeviceTimeout, ExactDuration(timeout))
 	}
 	return tok, err
+}
+
+// ExactDuration renders a duration the user chose (--timeout) as given,
+// whole seconds kept: 80s is "1m20s", 5m is "5m", 1h is "1h".
+func ExactDuration(d time.Duration) string {
+	s := d.Round(time.Second).String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // RoughDuration renders d for people, rounded down: 45s, 12m, 3h, 2d (0s

@@ -36,6 +36,9 @@ type RevokeResult struct {
 	Message            string `json:"message,omitempty"`
 	// Name labels the credential: its scheme id, else its resource.
 	Name string `json:"-"`
+	// ClientRefused: the server refused the client itself
+	// (invalid_client, RFC 6749 §5.2): trying again cannot help.
+	ClientRefused bool `json:"-"`
 }
 
 // Revoke revokes and deletes the credentials stored for target (only
@@ -60,7 +63,9 @@ func (cl *Client) Revoke(ctx context.Context, target, schemeID string, localOnly
 		if schemeID != "" {
 			what += " (scheme " + schemeID + ")"
 		}
-		return nil, fmt.Errorf("cannot revoke: no stored credential for %s", what)
+		// The same exit as token's for the same situation (4: nothing
+		// usable stored), without a login hint: nothing is to be undone.
+		return nil, &AuthError{Err: fmt.Errorf("cannot revoke: no stored credential for %s", what)}
 	}
 	var out []RevokeResult
 	for _, c := range creds {
@@ -131,6 +136,7 @@ func (cl *Client) revoke(ctx context.Context, cs *Credentials, stale *store.Cred
 			}
 			if err != nil {
 				res.Server, res.Message = RevokeFailed, err.Error()+"; the credential is kept"
+				res.ClientRefused = errors.Is(err, flows.ErrInvalidClient) || errors.As(err, &oe) && oe.Code == "invalid_client"
 				return res, nil
 			}
 		}

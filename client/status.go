@@ -53,7 +53,7 @@ type CredentialStatus struct {
 // describeCredential classifies c at now.
 func DescribeCredential(c *store.Credential, now time.Time, showToken bool) CredentialStatus {
 	cs := CredentialStatus{Resource: c.Resource, Issuer: c.Issuer, SchemeID: c.SchemeID, Target: wire.RedactTarget(c.Target),
-		Subject: c.Subject, Scopes: nonNil(c.Scopes), Refreshable: c.RefreshToken != "", ClientID: c.Client.ClientID,
+		Subject: c.Subject, Scopes: nonNil(c.Scopes), Refreshable: refreshable(c, now), ClientID: c.Client.ClientID,
 		Token: maskToken(c.AccessToken, showToken), State: StateValid, DPoPBound: c.DPoPKey != ""}
 	left := c.Expiry.Sub(now)
 	known := !c.Expiry.IsZero()
@@ -81,10 +81,18 @@ func DescribeCredential(c *store.Credential, now time.Time, showToken bool) Cred
 		cs.Expiry = "expires in " + RoughDuration(left)
 	case cs.Refreshable:
 		cs.Expiry = "expired " + RoughDuration(-left) + " ago, refreshable"
+	case c.RefreshToken != "":
+		cs.Expiry = "expired " + RoughDuration(-left) + " ago, and so did its refresh token (" + RoughDuration(now.Sub(c.RefreshExpiry)) + " ago): log in again"
 	default:
 		cs.Expiry = "expired " + RoughDuration(-left) + " ago, not refreshable"
 	}
 	return cs
+}
+
+// refreshable says whether c has a refresh token that has not expired
+// (as far as the token response said: refresh_expires_in).
+func refreshable(c *store.Credential, now time.Time) bool {
+	return c.RefreshToken != "" && (c.RefreshExpiry.IsZero() || now.Before(c.RefreshExpiry))
 }
 
 func (cs *CredentialStatus) Usable() bool {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/agentauth/agentauth/store"
 	"github.com/agentauth/agentauth/wire"
@@ -43,6 +44,9 @@ const (
 	stopLimit
 	// stopForbidden: a 403 that names no scope to ask for.
 	stopForbidden
+	// stopBearerOnly: a 401 for a DPoP-bound token from a server whose
+	// challenges offer only Bearer (RFC 9449 §7.1 would offer DPoP).
+	stopBearerOnly
 )
 
 // authDecision is the state machine's answer to one refusal.
@@ -114,6 +118,8 @@ func (e *RefusedError) Error() string {
 			maxAuthorizations, status, wire.JoinScope(e.MissingScopes()))
 	case stopForbidden:
 		return fmt.Sprintf("the server refused the request (%s) and names no scope to ask for", status)
+	case stopBearerOnly:
+		return fmt.Sprintf("this server accepts only Bearer tokens (%s), and the stored token is DPoP-bound (login --dpop): log in again without --dpop", status)
 	}
 	if e.Refusal.StatusCode == http.StatusForbidden {
 		return fmt.Sprintf("the server needs more scope (%s): missing scope %q", status, wire.JoinScope(e.MissingScopes()))
@@ -139,6 +145,17 @@ func (e *RefusedError) MissingScopes() []string {
 	return missing
 }
 
+// offersDPoP says whether a WWW-Authenticate offers the DPoP scheme
+// (RFC 9449 §7.1).
+func offersDPoP(headers []string) bool {
+	for _, c := range wire.ParseWWWAuthenticate(headers) {
+		if strings.EqualFold(c.Scheme, "DPoP") {
+			return true
+		}
+	}
+	return false
+}
+
 // next decides what to do about one refusal, from the state alone.
 func (a *authRetry) next(refusal *wire.HTTPAuthError) authDecision {
 	stop := func(r StopReason) authDecision { return authDecision{Action: authStop, Stop: r} }
@@ -159,6 +176,8 @@ func (a *authRetry) next(refusal *wire.HTTPAuthError) authDecision {
 		return authDecision{Action: authStepUp, Scopes: unionScopes(held, challengeScope)}
 	}
 	switch {
+	case a.Held != nil && a.Held.DPoPKey != "" && !offersDPoP(refusal.Header):
+		return stop(stopBearerOnly)
 	case a.Held != nil && !a.fresh && !a.refreshed && a.Held.RefreshToken != "":
 		return authDecision{Action: authRefresh}
 	case a.Held != nil && a.fresh:

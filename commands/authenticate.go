@@ -94,7 +94,7 @@ command to run is printed on stderr).`,
 				}
 			}
 			opts.IO, opts.Now, opts.Client = f.IO, f.Now, f.Client()
-			return run(c.Context, opts)
+			return withTarget(opts.Target, run(c.Context, opts))
 		},
 	}
 }

@@ -529,14 +529,13 @@ func TestCallUsesStoredCredential(t *testing.T) {
 		code: ExitAuth,
 		stderr: "dev: invalid_request — No access token was provided (needs scope agent:use)\n" +
 			"    get a token from: https://as.example\n    resource: https://agent.example/mcp\n" +
-			"To authenticate, pipe a token into: agentauth call --token-stdin [--scheme ID] TARGET METHOD\n" +
-			"agentauth: whoami needs authentication\nTo log in, run: agentauth login --scheme dev {TARGET}\n",
+			"agentauth: whoami needs authentication\nTo log in, run: agentauth login --allow-resource https://agent.example/mcp --scheme dev {TARGET}\n",
 	}, {
 		name:   "a token from stdin the host rejects",
 		stdin:  "at-unknown",
 		args:   []string{"call", "--token-stdin", "{TARGET}", "whoami"},
 		code:   ExitAuth,
-		stderr: "agentauth: the host rejected the token\nTo log in, run: agentauth login --scheme dev {TARGET}\n",
+		stderr: "agentauth: the host rejected the token\nTo log in, run: agentauth login --allow-resource https://agent.example/mcp --scheme dev {TARGET}\n",
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

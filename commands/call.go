@@ -134,8 +134,9 @@ scope, where to get a token) and exits 4; other JSON-RPC errors exit 1.
 			} else if err := opts.checkHost(); err != nil {
 				return err
 			}
+			f.RememberStore = opts.Login.Enabled
 			opts.IO, opts.Client = f.IO, f.Client()
-			return run(c.Context, opts)
+			return withTarget(opts.Target, run(c.Context, opts))
 		},
 	}
 }
@@ -271,11 +272,11 @@ func (opts *CallOptions) rpcFailure(method string, err error, reqs []wire.Requir
 	if method == wire.MethodAuthenticate {
 		what = "the host rejected the token"
 	}
-	var id string
+	var id, resource string
 	if len(data.Challenges) == 1 {
-		id = client.SchemeHint(reqs, data.Challenges[0].SchemeID)
+		id, resource = client.SchemeHint(reqs, data.Challenges[0].SchemeID), data.Challenges[0].Resource
 	}
-	return &AuthError{Err: errors.New(what), Hint: client.LoginCommand(opts.Target, id)}
+	return &AuthError{Err: errors.New(what), Hint: client.LoginHint(opts.Target, id, resource)}
 }
 
 // printChallenges writes each -32007 challenge for people: scheme, error,
@@ -290,7 +291,6 @@ func printChallenges(s *IOStreams, method string, data wire.AuthRequiredData, re
 		}
 		fmt.Fprintf(s.ErrOut, "    resource: %s\n", safeText(ch.Resource))
 	}
-	fmt.Fprintln(s.ErrOut, "To authenticate, pipe a token into: agentauth call --token-stdin [--scheme ID] TARGET METHOD")
 }
 
 func serversFor(ch wire.Challenge, data wire.AuthRequiredData, reqs []wire.Requirement) []string {

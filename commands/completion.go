@@ -5,21 +5,24 @@ import (
 	"maps"
 	"slices"
 	"sort"
-	"strings"
 
 	"github.com/urfave/cli/v2"
 )
 
-// newCompletionCommand prints a shell completion script for agentauth's
-// commands and flags, written from the command list itself.
+// newCompletionCommand prints a shell completion script. The scripts are
+// small and ask agentauth itself (the hidden __complete command) what to
+// offer, so commands, flags, flag values and the stored targets are
+// always those of the installed binary and of the user's store.
 func newCompletionCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "completion",
 		Usage:     "print a shell completion script (bash, zsh or fish)",
 		ArgsUsage: "bash|zsh|fish",
-		Description: `Prints a script that completes agentauth's commands and flags. Load it once
-per shell (see the examples), or save it where your shell looks for completions.
-zsh uses the bash script through bashcompinit.`,
+		Description: `Prints a script that completes agentauth's commands, flags, flag values
+(--store keyring|file, …) and the targets you have logged in to. Load it once
+per shell (see the examples), or save it where your shell looks for
+completions: zsh's script starts with #compdef and goes in a directory of
+$fpath (it does not run compinit: your ~/.zshrc does).`,
 		Action: func(c *cli.Context) error {
 			if c.Args().Len() != 1 {
 				return usageErrorf("completion expects one shell: bash, zsh or fish")
@@ -27,11 +30,11 @@ zsh uses the bash script through bashcompinit.`,
 			var script string
 			switch shell := c.Args().First(); shell {
 			case "bash":
-				script = bashCompletion(c.App)
+				script = bashCompletion
 			case "zsh":
-				script = "autoload -U +X compinit && compinit\nautoload -U +X bashcompinit && bashcompinit\n" + bashCompletion(c.App)
+				script = zshCompletion
 			case "fish":
-				script = fishCompletion(c.App)
+				script = fishCompletion
 			default:
 				return usageErrorf("completion: unknown shell %q: use bash, zsh or fish", safeText(shell))
 			}
@@ -56,55 +59,64 @@ func longFlags(flags []cli.Flag) []string {
 	return out
 }
 
-func bashCompletion(app *cli.App) string {
-	var b strings.Builder
-	b.WriteString("# bash completion for agentauth: source <(agentauth completion bash)\n")
-	b.WriteString("_agentauth() {\n")
-	b.WriteString("  local cur=${COMP_WORDS[COMP_CWORD]} cmd= i\n")
-	b.WriteString("  for ((i = 1; i < COMP_CWORD; i++)); do\n")
-	b.WriteString("    case ${COMP_WORDS[i]} in --store) ((i++)) ;; -*) ;; *) cmd=${COMP_WORDS[i]}; break ;; esac\n")
-	b.WriteString("  done\n")
-	b.WriteString("  case $cmd in\n")
-	var names []string
-	for _, c := range app.Commands {
-		names = append(names, c.Name)
-	}
-	fmt.Fprintf(&b, "  '') COMPREPLY=($(compgen -W '%s help %s' -- \"$cur\")) ;;\n", strings.Join(names, " "), strings.Join(longFlags(app.Flags), " "))
-	fmt.Fprintf(&b, "  help) COMPREPLY=($(compgen -W '%s' -- \"$cur\")) ;;\n", strings.Join(names, " "))
-	for _, c := range app.Commands {
-		fmt.Fprintf(&b, "  %s) [[ $cur == -* ]] && COMPREPLY=($(compgen -W '%s' -- \"$cur\")) ;;\n", c.Name, strings.Join(longFlags(c.Flags), " "))
-	}
-	b.WriteString("  esac\n}\n")
-	b.WriteString("complete -o default -F _agentauth agentauth\n")
-	return b.String()
+// bashCompletion splits the line itself (COMP_WORDS breaks ws://h:p at
+// each colon) and strips what bash takes as already typed before the last
+// colon from each candidate.
+const bashCompletion = `# bash completion for agentauth: source <(agentauth completion bash)
+_agentauth() {
+  local line=${COMP_LINE:0:COMP_POINT} cur out IFS
+  local -a words
+  read -ra words <<< "$line"
+  [[ $line == *[[:space:]] || ${#words[@]} -eq 0 ]] && words+=("")
+  cur=${words[${#words[@]}-1]}
+  IFS=$'\n'
+  out=($(agentauth __complete -- "${words[@]:1}" 2>/dev/null))
+  if [[ ${out[0]} == :files ]]; then
+    COMPREPLY=($(compgen -f -- "$cur"))
+    return
+  fi
+  if [[ $cur == *:* && $COMP_WORDBREAKS == *:* ]]; then
+    local pre=${cur%"${cur##*:}"}
+    out=("${out[@]#"$pre"}")
+  fi
+  COMPREPLY=("${out[@]}")
 }
+complete -F _agentauth agentauth
+`
 
-func fishCompletion(app *cli.App) string {
-	var b strings.Builder
-	b.WriteString("# fish completion for agentauth: agentauth completion fish | source\n")
-	b.WriteString("complete -c agentauth -f\n")
-	for _, fl := range app.Flags {
-		usage := ""
-		if d, ok := fl.(cli.DocGenerationFlag); ok {
-			usage = d.GetUsage()
-		}
-		fmt.Fprintf(&b, "complete -c agentauth -n __fish_use_subcommand -l %s -d %s\n", fl.Names()[0], fishQuote(usage))
-	}
-	for _, c := range app.Commands {
-		fmt.Fprintf(&b, "complete -c agentauth -n __fish_use_subcommand -a %s -d %s\n", c.Name, fishQuote(c.Usage))
-		for _, fl := range c.Flags {
-			name := fl.Names()[0]
-			usage := ""
-			if d, ok := fl.(cli.DocGenerationFlag); ok {
-				usage = d.GetUsage()
-			}
-			fmt.Fprintf(&b, "complete -c agentauth -n '__fish_seen_subcommand_from %s' -l %s -d %s\n", c.Name, name, fishQuote(usage))
-		}
-	}
-	return b.String()
+// zshCompletion is an autoloadable completion function (#compdef) that
+// also works when sourced after compinit.
+const zshCompletion = `#compdef agentauth
+# zsh completion for agentauth: agentauth completion zsh > ~/.zfunc/_agentauth
+# (with fpath+=(~/.zfunc) before compinit in ~/.zshrc), or source it after compinit.
+_agentauth() {
+  local -a out
+  out=("${(@f)$(agentauth __complete -- "${(@)words[2,CURRENT]}" 2>/dev/null)}")
+  if [[ ${out[1]} == :files ]]; then
+    _files
+    return
+  fi
+  out=(${out:#})
+  (( ${#out} )) && compadd -- "${out[@]}"
 }
+if [[ ${funcstack[1]} == _agentauth ]]; then
+  _agentauth "$@"
+else
+  compdef _agentauth agentauth
+fi
+`
 
-// fishQuote quotes s for fish, whose single quotes escape \ and '.
-func fishQuote(s string) string {
-	return "'" + strings.NewReplacer(`\`, `\\`, "'", `\'`).Replace(s) + "'"
-}
+// fishCompletion asks __complete with the tokens before the cursor and
+// the one under it.
+const fishCompletion = `# fish completion for agentauth: agentauth completion fish | source
+function __agentauth_complete
+    set -l words (commandline -opc)[2..-1] (commandline -ct)
+    set -l out (agentauth __complete -- $words 2>/dev/null)
+    if test "$out[1]" = ":files"
+        __fish_complete_path (commandline -ct)
+        return
+    end
+    printf '%s\n' $out
+end
+complete -c agentauth -f -a '(__agentauth_complete)'
+`

@@ -65,7 +65,7 @@ Prints one block per requirement on stdout; --json prints one document:
 				return err
 			}
 			opts.IO, opts.HTTPClient = f.IO, f.HTTPClient
-			return run(c.Context, opts)
+			return withTarget(opts.Target, run(c.Context, opts))
 		},
 	}
 }
@@ -131,6 +131,14 @@ func printDiscovery(info *client.TargetInfo, w io.Writer, p Painter) {
 		row("scopes", orNone(wire.JoinScope(r.ScopesSupported)))
 		if r.ChallengeScope != "" {
 			row("challenge scope", r.ChallengeScope)
+		}
+		if md := r.AuthServer; md != nil && md.Guessed {
+			// Nothing was published: say what is guessed, and claim nothing.
+			row("required", "unknown (no protected resource metadata)")
+			row("metadata", "none published; MCP 2025-03-26 defaults guessed: "+md.AuthorizationEndpoint+", "+md.TokenEndpoint+", "+md.RegistrationEndpoint)
+			row("registration", "unknown (login tries the guessed "+md.RegistrationEndpoint+"; else --client-id)")
+			tw.Flush()
+			continue
 		}
 		row("required", yesNo(r.Required))
 		if md := r.AuthServer; md != nil {

@@ -140,8 +140,9 @@ func TestDiscover(t *testing.T) {
 				return srv.URL + "/mcp"
 			},
 			wantErr: []string{`^warning: (http://\S+)/mcp publishes no protected resource metadata \(RFC 9728\); falling back to MCP 2025-03-26 discovery, with http://\S+ as its authorization server$`},
-			wantOut: []string{`^  authorization servers:\s+http://127\.0\.0\.1:\d+$`, `^  grant types:\s+authorization_code, refresh_token$`,
-				`^  registration:\s+pre-registered client \(--client-id\), dynamic registration \(RFC 7591\)$`},
+			wantOut: []string{`^  authorization servers:\s+http://127\.0\.0\.1:\d+$`, `^  required:\s+unknown \(no protected resource metadata\)$`,
+				`^  metadata:\s+none published; MCP 2025-03-26 defaults guessed: http://\S+/authorize, http://\S+/token, http://\S+/register$`,
+				`^  registration:\s+unknown \(login tries the guessed http://\S+/register; else --client-id\)$`},
 		},
 		{
 			name: "metadata for another resource",

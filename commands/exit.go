@@ -120,8 +120,8 @@ func errorParts(err error, cmd string) (msg, hint string) {
 			help = "agentauth " + cmd + " --help"
 		}
 		hints = append(hints, "Run '"+help+"' for usage.")
-	case errors.Is(err, syscall.ECONNREFUSED):
-		hints = append(hints, "Nothing listens there: is the server running? (start one with: agentauth serve)")
+	case len(client.NextSteps(err, "")) > 0:
+		hints = append(hints, client.NextSteps(err, errTarget(err))...)
 	case badListenAddress(err):
 		hints = append(hints, "Write the address as HOST:PORT, for example --listen 127.0.0.1:7788 (port 0 picks a free one).")
 	case errors.Is(err, syscall.EADDRINUSE):
@@ -153,4 +153,30 @@ func printJSONError(w io.Writer, err error, cmd string) {
 	msg, hint := errorParts(err, cmd)
 	b, _ := json.MarshalIndent(jsonError{Error: jsonErrorBody{Code: code, Message: msg, Hint: hint}}, "", "  ")
 	fmt.Fprintln(w, string(b))
+}
+
+// targetError names the target a command failed on, for hints that show
+// a command line (errTarget).
+type targetError struct {
+	target string
+	err    error
+}
+
+func (e *targetError) Error() string { return e.err.Error() }
+func (e *targetError) Unwrap() error { return e.err }
+
+// withTarget marks err as a failure on target.
+func withTarget(target string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &targetError{target: target, err: err}
+}
+
+func errTarget(err error) string {
+	var te *targetError
+	if errors.As(err, &te) {
+		return te.target
+	}
+	return ""
 }

@@ -25,6 +25,10 @@ type Factory struct {
 
 	// StoreKind is the global --store flag ("" when not given).
 	StoreKind string
+	// RememberStore: the command stores a login (login, call --login), so
+	// an explicit --store becomes the remembered choice; the others use it
+	// for themselves only.
+	RememberStore bool
 	// OpenStore opens the credential store; nil means the store chosen by
 	// --store, $AGENTAUTH_STORE, the remembered choice, else keyring.
 	OpenStore func() (store.Store, error)
@@ -76,17 +80,17 @@ func (f *Factory) Store() (store.Store, error) {
 			f.store, f.storeErr = f.OpenStore()
 			return
 		}
-		f.store, f.storeErr = openStore(f.StoreKind)
+		f.store, f.storeErr = openStore(f.StoreKind, f.RememberStore)
 	})
 	return f.store, f.storeErr
 }
 
-func openStore(flagValue string) (store.Store, error) {
+func openStore(flagValue string, remember bool) (store.Store, error) {
 	dir, err := store.ConfigDir()
 	if err != nil {
 		return nil, err
 	}
-	kind, err := store.Resolve(flagValue, dir)
+	kind, err := store.ResolveFor(flagValue, dir, remember)
 	if err != nil {
 		return nil, err
 	}

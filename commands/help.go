@@ -14,7 +14,7 @@ EXAMPLES:
    agentauth serve                                  # a development agent host on 127.0.0.1:7777
    agentauth login ws://127.0.0.1:7777              # log in (browser); add --device on SSH
    agentauth status                                 # what is stored, offline
-   agentauth call ws://127.0.0.1:7777 tools/list    # call a method with the stored token
+   agentauth call ws://127.0.0.1:7777 whoami        # call a method with the stored token
    agentauth help login                             # help for one command
 
 EXIT CODES:
@@ -46,24 +46,24 @@ var commandHelps = map[string]commandHelp{
 	},
 	"call": {
 		examples: []string{
-			"agentauth call ws://127.0.0.1:7777 tools/list",
+			"agentauth call ws://127.0.0.1:7777 whoami",
 			"agentauth call http://127.0.0.1:7777/mcp tools/list --login",
-			`agentauth call ws://127.0.0.1:7777 tools/call '{"name":"whoami"}' --json`,
+			`agentauth call http://127.0.0.1:7777/mcp tools/call '{"name":"whoami"}' --json`,
 		},
 		exits: []string{"1  a JSON-RPC error or a failure", "2  bad flags or arguments", "4  authentication needed (-32007, 401, 403), or an upstream sign-in that did not happen"},
 	},
 	"proxy": {
 		examples: []string{
-			"agentauth proxy https://mcp.example.com/mcp             # in an MCP client's config: command + args",
-			"agentauth proxy --device https://mcp.example.com/mcp    # log in without a browser here (SSH)",
-			"agentauth proxy --listen 127.0.0.1:0 --addr-file addr https://mcp.example.com/mcp",
+			"agentauth proxy http://127.0.0.1:7777/mcp             # in an MCP client's config: command + args",
+			"agentauth proxy --device http://127.0.0.1:7777/mcp    # log in without a browser here (SSH)",
+			"agentauth proxy --listen 127.0.0.1:0 --addr-file addr http://127.0.0.1:7777/mcp",
 		},
 		exits: []string{"1  stdin or stdout failed, or cannot listen", "2  bad flags or arguments"},
 	},
 	"discover": {
 		examples: []string{
 			"agentauth discover ws://127.0.0.1:7777",
-			"agentauth discover https://mcp.example.com/mcp --json",
+			"agentauth discover http://127.0.0.1:7777/mcp --json",
 		},
 		exits: []string{"1  discovery failed", "2  bad flags or arguments"},
 	},
@@ -71,7 +71,8 @@ var commandHelps = map[string]commandHelp{
 		examples: []string{
 			"agentauth login ws://127.0.0.1:7777",
 			"agentauth login ws://127.0.0.1:7777 --device          # no browser here (SSH)",
-			"agentauth login https://mcp.example.com/mcp --scope files:read",
+			"agentauth login http://127.0.0.1:7777/mcp --scope agent:admin",
+			"agentauth token ws://127.0.0.1:7777 | agentauth login --with-token ws://127.0.0.1:7777   # store a token you have",
 			"agentauth login ws://127.0.0.1:7777 --force --json    # replace a valid login, no question",
 		},
 		exits: []string{"1  failure (network, store, timeout)", "2  bad flags or arguments", "4  the authorization was refused"},
@@ -79,7 +80,7 @@ var commandHelps = map[string]commandHelp{
 	"token": {
 		examples: []string{
 			"agentauth token ws://127.0.0.1:7777",
-			`curl -H "Authorization: Bearer $(agentauth token https://mcp.example.com/mcp)" https://mcp.example.com/mcp`,
+			`curl -H "Authorization: Bearer $(agentauth token http://127.0.0.1:7777/mcp)" -d '{"jsonrpc":"2.0","id":1,"method":"ping"}' http://127.0.0.1:7777/mcp`,
 		},
 		exits: []string{"1  failure", "2  bad flags or arguments", "4  no usable credential: log in (the command is printed)"},
 	},
@@ -102,20 +103,20 @@ var commandHelps = map[string]commandHelp{
 			"agentauth token-revoke ws://127.0.0.1:7777",
 			"agentauth token-revoke ws://127.0.0.1:7777 --local-only   # the same as logout",
 		},
-		exits: []string{"1  revocation failed (the credential is kept), or nothing is stored for TARGET", "2  bad flags or arguments"},
+		exits: []string{"1  revocation failed (the credential is kept)", "2  bad flags or arguments", "4  nothing is stored for TARGET (as token says)"},
 	},
 	"logout": {
 		examples: []string{
 			"agentauth logout ws://127.0.0.1:7777",
 			"agentauth logout ws://127.0.0.1:7777 --scheme dev --json",
 		},
-		exits: []string{"1  failure, or nothing is stored for TARGET", "2  bad flags or arguments"},
+		exits: []string{"1  failure", "2  bad flags or arguments", "4  nothing is stored for TARGET (as token says)"},
 	},
 	"completion": {
 		examples: []string{
 			`source <(agentauth completion bash)         # bash, e.g. in ~/.bashrc`,
-			`agentauth completion zsh > "${fpath[1]}/_agentauth"`,
-			"agentauth completion fish > ~/.config/fish/completions/agentauth.fish",
+			`mkdir -p ~/.zfunc && agentauth completion zsh > ~/.zfunc/_agentauth   # zsh, with fpath+=(~/.zfunc) before compinit in ~/.zshrc`,
+			"mkdir -p ~/.config/fish/completions && agentauth completion fish > ~/.config/fish/completions/agentauth.fish",
 		},
 		exits: []string{"2  an unknown shell"},
 	},
@@ -131,11 +132,19 @@ func commandHelpExtra(name string) string {
 			b.WriteString("   $ " + e + "\n")
 		}
 	}
-	b.WriteString("\nEXIT CODES:\n   0    success\n")
+	if name == "serve" {
+		// serve treats Ctrl-C and SIGTERM as "shut down": it ends cleanly.
+		b.WriteString("\nEXIT CODES:\n   0    success, also after Ctrl-C or SIGTERM (a graceful shutdown)\n")
+	} else {
+		b.WriteString("\nEXIT CODES:\n   0    success\n")
+	}
 	for _, e := range h.exits {
 		fmt.Fprintf(&b, "   %s\n", strings.Replace(e, "  ", "    ", 1))
 	}
-	b.WriteString("   130  interrupted (Ctrl-C)\n\nFlags may come before or after TARGET; \"--\" ends the flags.\n")
+	if name != "serve" {
+		b.WriteString("   130  interrupted (Ctrl-C)\n")
+	}
+	b.WriteString("\nFlags may come before or after TARGET; \"--\" ends the flags.\n")
 	// urfave renders this as a template: keep our braces literal.
 	return strings.NewReplacer("{{", `{{"{{"}}`).Replace(b.String())
 }

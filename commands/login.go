@@ -54,6 +54,9 @@ type LoginOptions struct {
 	SubjectTokenStdin bool
 	IdPTokenEndpoint  string
 	IdPClientID       string
+	// WithToken stores an access token read from stdin instead of logging
+	// in (like gh auth login --with-token).
+	WithToken bool
 }
 
 // LoginChoices are how the user wants to log in: the flags that login and
@@ -69,7 +72,8 @@ type LoginChoices struct {
 	CallbackPort      int
 	DPoP              bool
 
-	scopes cli.StringSlice // --scope; check copies it into Scopes
+	scopes    cli.StringSlice // --scope; check copies it into Scopes
+	withToken string          // login --with-token's token, read from stdin
 }
 
 // loginChoiceFlags declares the shared login flags, writing into ch; prefix
@@ -190,6 +194,7 @@ On success one line goes to stderr; --json prints on stdout:
 			&cli.StringFlag{Name: "device-authorization-endpoint", Usage: "without metadata: the device authorization endpoint `URL`", Destination: &opts.Endpoints.DeviceAuthorization},
 			&cli.StringFlag{Name: "revocation-endpoint", Usage: "without metadata: the revocation endpoint `URL`", Destination: &opts.Endpoints.Revocation},
 			&cli.BoolFlag{Name: "force", Usage: "log in again without asking when TARGET already has a valid login", Destination: &opts.Force},
+			&cli.BoolFlag{Name: "with-token", Usage: "store an access token read from stdin for TARGET instead of logging in (one scheme: --scheme when TARGET declares several); not refreshable", Destination: &opts.WithToken},
 			&cli.BoolFlag{Name: "client-credentials", Usage: "run the client credentials grant (RFC 6749 §4.4) as the client --client-id, with --client-secret-stdin or --private-key: no user, no browser", Destination: &opts.ClientCredentials},
 			&cli.StringFlag{Name: "assertion-file", Usage: "run the JWT bearer grant (RFC 7523) as --client-id with the JWT in `FILE` (a CI platform's workload identity token), read again at each renewal", Destination: &opts.AssertionFile},
 			&cli.StringFlag{Name: "assertion-env", Usage: "run the JWT bearer grant (RFC 7523) as --client-id with the JWT in the environment variable `NAME`, read again at each renewal", Destination: &opts.AssertionEnv},
@@ -215,7 +220,8 @@ On success one line goes to stderr; --json prints on stdout:
 			}
 			opts.GitHubClientID = os.Getenv(client.EnvGitHubClientID)
 			opts.IO, opts.Factory = f.IO, f
-			return run(c.Context, opts)
+			f.RememberStore = true
+			return withTarget(opts.Target, run(c.Context, opts))
 		},
 	}
 }
@@ -233,6 +239,9 @@ func (opts *LoginOptions) check(clientIDSet bool) error {
 		}
 	}
 	switch {
+	case opts.WithToken && (opts.ClientSecretStdin || opts.SubjectTokenStdin || opts.ClientCredentials || opts.Device || opts.Web ||
+		opts.AssertionFile != "" || opts.AssertionEnv != "" || opts.IDTokenFile != "" || opts.DPoP || e.Set()):
+		return usageErrorf("--with-token stores the token read from stdin: it excludes the flags of a login (--device, --web, --dpop, --client-credentials, the assertions, the endpoints, the other stdin flags)")
 	case e.Set() && e.Token == "":
 		return usageErrorf("--%s needs --token-endpoint", firstEndpointFlag(e))
 	case opts.Web && opts.Device:
@@ -327,6 +336,8 @@ func (ch *LoginChoices) choices(secret string) client.Choices {
 }
 
 func runLogin(ctx context.Context, opts *LoginOptions) error {
+	// A token given replaces the stored one, as gh auth login --with-token.
+	opts.Force = opts.Force || opts.WithToken
 	goOn, kept, err := checkRelogin(ctx, opts)
 	if err != nil {
 		return err
@@ -342,6 +353,14 @@ func runLogin(ctx context.Context, opts *LoginOptions) error {
 		return opts.printDoc(kept, st, true)
 	}
 	var secret string
+	if opts.WithToken {
+		// No grant: the token goes to the store as given, bound to TARGET's
+		// requirement like a login (origin rule, --allow-resource).
+		var err error
+		if opts.LoginChoices.withToken, err = readStdinSecret(opts.IO.In, "--with-token", "token"); err != nil {
+			return err
+		}
+	}
 	if opts.ClientSecretStdin {
 		var err error
 		if secret, err = readStdinSecret(opts.IO.In, "--client-secret-stdin", "client secret"); err != nil {
@@ -349,6 +368,7 @@ func runLogin(ctx context.Context, opts *LoginOptions) error {
 		}
 	}
 	ch := opts.choices(secret)
+	ch.Token = opts.LoginChoices.withToken
 	if opts.PrivateKeyFile != "" {
 		pemBytes, err := os.ReadFile(opts.PrivateKeyFile)
 		if err != nil {

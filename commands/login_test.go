@@ -359,7 +359,7 @@ func TestLogin(t *testing.T) {
 				tf.OpenURL = func(string) error { return errors.New("cannot open a browser: no display") }
 			},
 			wantCode: ExitAuth,
-			wantErr: []string{`^warning: cannot open a browser: no display; open the URL below yourself\.\nOpen this URL in a browser to log in:\n  http://127\.0\.0\.1:\d+/authorize\?`,
+			wantErr: []string{`^warning: cannot open a browser: no display; log in with --device instead .*; or open the URL below yourself\.\nOpen this URL in a browser to log in:\n  http://127\.0\.0\.1:\d+/authorize\?`,
 				`timed out waiting for the authorization`},
 			check: func(t *testing.T, as *oauthfake.Server, tf *testFactory) {
 				if strings.Contains(tf.errOut.String(), "Opening") {

@@ -59,7 +59,7 @@ One line per credential on stderr; --json prints {"target", "credentials":
 				return err
 			}
 			opts.IO, opts.Client = f.IO, f.Client()
-			return run(c.Context, opts)
+			return withTarget(opts.Target, run(c.Context, opts))
 		},
 	}
 }
@@ -95,6 +95,12 @@ func runRevoke(ctx context.Context, opts *RevokeOptions) error {
 		}
 	}
 	if failed > 0 {
+		for _, res := range results {
+			if res.ClientRefused {
+				return fmt.Errorf("the credential that could not be revoked is kept: the authorization server refuses this client (invalid_client), so trying again cannot help\n"+
+					"Delete the local copy with: agentauth logout %s (the token stays valid until it expires)", client.ShellQuote(wire.RedactTarget(opts.Target)))
+			}
+		}
 		return errors.New("the credential that could not be revoked is kept: run token-revoke again once the authorization server is reachable, or delete it with --local-only")
 	}
 	return nil

@@ -69,13 +69,13 @@ func TestRevoke(t *testing.T) {
 		wantAS: 1,
 	}, {
 		name:   "nothing stored",
-		code:   ExitError,
+		code:   ExitAuth,
 		stderr: "agentauth: cannot revoke: no stored credential for {TARGET}\n",
 	}, {
 		name:   "another scheme",
 		setup:  func(fx *authFixture) { fx.seed("at-1", time.Hour, nil) },
 		args:   []string{"--scheme", "docs"},
-		code:   ExitError,
+		code:   ExitAuth,
 		stderr: "agentauth: cannot revoke: no stored credential for {TARGET} (scheme docs)\n",
 	}}
 	for _, tt := range tests {

@@ -128,7 +128,7 @@ func NewApp(f *Factory) *cli.App {
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "verbose", Usage: "trace every HTTP request and response line and JSON-RPC method on stderr (secrets masked); also AGENTAUTH_DEBUG=api", Destination: &f.Verbose},
 			&cli.BoolFlag{Name: "loopback-ip", Usage: "treat a TARGET on localhost as 127.0.0.1 (the same machine, and the credentials of 127.0.0.1); without it the two are distinct origins"},
-			&cli.StringFlag{Name: "store", Usage: "credential store: `keyring` or file (default: $AGENTAUTH_STORE, else the last choice, else keyring); remembered once chosen", Destination: &f.StoreKind},
+			&cli.StringFlag{Name: "store", Usage: "credential store: `keyring` or file (default: $AGENTAUTH_STORE, else the last login's choice, else keyring); remembered by login", Destination: &f.StoreKind},
 		},
 		Before: func(c *cli.Context) error {
 			if f.StoreKind != "" && f.StoreKind != store.KindKeyring && f.StoreKind != store.KindFile {
@@ -189,6 +189,7 @@ func commandList(f *Factory) []*cli.Command {
 		newRevokeCommand(f),
 		newLogoutCommand(f),
 		newCompletionCommand(),
+		newCompleteCommand(),
 	}
 }
 

@@ -504,6 +504,7 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 			Issuer: issuerOrigin, DefaultResource: cfg.Resource,
 			TokenTTL: opts.TokenTTL, RefreshTTL: opts.RefreshTTL, CodeTTL: opts.CodeTTL, DeviceInterval: opts.DeviceInterval,
 			AutoApprove: opts.AutoApprove, Subject: opts.DevUser, ScopesSupported: scopes, Clients: clients,
+			ScopeDescriptions:      cfg.ScopeDescriptions,
 			AllowedRedirectOrigins: opts.AllowRedirectOrigins, AssertionIssuers: opts.AssertionIssuers, Logger: logger, Now: opts.Now,
 			Store: st, StateKey: key, KeyRotation: opts.KeyRotation, RotateKey: opts.RotateKey, Login: login,
 		})

@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/agentauth/agentauth/client"
+	"github.com/agentauth/agentauth/store"
 	"github.com/agentauth/agentauth/wire"
 )
 
@@ -86,7 +87,7 @@ status and git status); errors and the login hint go to stderr.`,
 			if opts.Target == "" {
 				return run(c.Context, opts)
 			}
-			return run(c.Context, opts)
+			return withTarget(opts.Target, run(c.Context, opts))
 		},
 	}
 }
@@ -157,6 +158,9 @@ func runStoreStatus(ctx context.Context, opts *StatusOptions) error {
 	}
 	if len(doc.Credentials) == 0 {
 		fmt.Fprintf(opts.IO.ErrOut, "No credentials in the %s store (%s). To log in, run: %s\n", st.Kind, st.Location, client.LoginCommand("TARGET", ""))
+		if hint := otherStoreHint(st.Kind); hint != "" {
+			fmt.Fprintln(opts.IO.ErrOut, opts.IO.ErrPainter().Yellow("warning:")+" "+hint)
+		}
 		return &SilentError{Code: ExitAuth}
 	}
 	if !opts.JSON {
@@ -339,4 +343,19 @@ func printUpstreams(doc *client.TargetStatusDoc, w io.Writer, p Painter, now tim
 			fmt.Fprintf(w, "    %s %s: signed in, expires in %s\n", p.Green("✓"), safeText(name), client.RoughDuration(u.ExpiresAt.Sub(now)))
 		}
 	}
+}
+
+// otherStoreHint is the warning for an empty store when the other backend
+// holds credentials (store.OtherHolds): the user probably chose the wrong
+// one for this command.
+func otherStoreHint(kind string) string {
+	dir, err := store.ConfigDir()
+	if err != nil {
+		return ""
+	}
+	other, n := store.OtherHolds(kind, dir)
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("the %s store is empty, but the %s store holds %d credential(s): use --store %s (the choice is remembered only by login)", kind, other, n, other)
 }

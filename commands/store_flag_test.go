@@ -17,7 +17,8 @@ func TestStoreFlag(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q; want a usage error", code, tf.errOut)
 	}
 
-	// --store file opens the file store in the config dir and remembers the choice.
+	// --store file opens the file store in the config dir; token only
+	// reads, so the choice is not remembered (login remembers it).
 	tf = newTestFactory(t, "")
 	tf.OpenStore = nil
 	dir := os.Getenv(store.EnvConfigDir)
@@ -28,8 +29,8 @@ func TestStoreFlag(t *testing.T) {
 	if err != nil || st.Kind() != store.KindFile || !strings.HasPrefix(st.Location(), dir) {
 		t.Fatalf("store = %v, %v; want the file store in %s", st, err, dir)
 	}
-	if kind, err := store.Resolve("", dir); err != nil || kind != store.KindFile {
-		t.Errorf("remembered choice = %q, %v; want file", kind, err)
+	if kind, err := store.Resolve("", dir); err != nil || kind != store.KindKeyring {
+		t.Errorf("remembered choice = %q, %v; want none (keyring, the default) after a read-only command", kind, err)
 	}
 }
 

@@ -44,7 +44,7 @@ usable credential, token exits 4 and prints the login command to run.`,
 				return err
 			}
 			opts.IO, opts.Client = f.IO, f.Client()
-			return run(c.Context, opts)
+			return withTarget(opts.Target, run(c.Context, opts))
 		},
 	}
 }

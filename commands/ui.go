@@ -74,7 +74,7 @@ func (u *termUI) AuthURL(url string, opened, noBrowser bool, timeout time.Durati
 			"(--no-browser says so and skips this note; --device logs in without a browser here.)\n", url)
 	}
 	if !u.io.StderrTTY {
-		fmt.Fprintf(w, "Waiting for the authorization (%s)…\n", u.io.ErrPainter().Bold("times out in "+client.RoughDuration(timeout)))
+		fmt.Fprintf(w, "Waiting for the authorization (%s)…\n", u.io.ErrPainter().Bold("times out in "+client.ExactDuration(timeout)))
 		return
 	}
 	s := &spinner{io: u.io, now: u.now}
@@ -200,19 +200,15 @@ func (f *Factory) Browser() func(url string) error {
 // running, and is then taken to have opened the URL.
 const openerGrace = time.Second
 
-// browserAlternatives ends every opener failure: the ways to log in
-// without a browser here.
-const browserAlternatives = "log in with --device instead (approve on any device), or with --no-browser and an SSH tunnel to the callback port (ssh -L PORT:127.0.0.1:PORT, with --callback-port PORT)"
-
 // runBrowser runs the $BROWSER command line (split like a shell, no
 // expansion) with url as its last argument (startOpener).
 func runBrowser(cmdline, url string) error {
 	args, err := wire.SplitCommandLine(cmdline)
 	if err != nil {
-		return fmt.Errorf("cannot use $BROWSER: %w; %s", err, browserAlternatives)
+		return fmt.Errorf("cannot use $BROWSER: %w", err)
 	}
 	if len(args) == 0 {
-		return fmt.Errorf("cannot use $BROWSER: it names no command; %s", browserAlternatives)
+		return fmt.Errorf("cannot use $BROWSER: it names no command")
 	}
 	return startOpener("$BROWSER ("+args[0]+")", exec.Command(args[0], append(args[1:], url)...))
 }
@@ -227,14 +223,14 @@ func runBrowser(cmdline, url string) error {
 func startOpener(name string, cmd *exec.Cmd) error {
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, nil, nil
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("cannot open a browser: %s: %w; %s", name, err, browserAlternatives)
+		return fmt.Errorf("cannot open a browser: %s: %w", name, err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	select {
 	case err := <-done:
 		if err != nil {
-			return fmt.Errorf("cannot open a browser: %s failed (%w); %s", name, err, browserAlternatives)
+			return fmt.Errorf("cannot open a browser: %s failed (%w)", name, err)
 		}
 	case <-time.After(openerGrace):
 	}
@@ -250,7 +246,7 @@ func platformOpenURL(url string) error {
 		return startOpener("rundll32", exec.Command("rundll32", "url.dll,FileProtocolHandler", url))
 	}
 	if os.Getenv("DISPLAY") == "" && os.Getenv("WAYLAND_DISPLAY") == "" {
-		return fmt.Errorf("cannot open a browser: there is no display (neither $DISPLAY nor $WAYLAND_DISPLAY is set, as over SSH); %s", browserAlternatives)
+		return fmt.Errorf("cannot open a browser: there is no display (neither $DISPLAY nor $WAYLAND_DISPLAY is set, as over SSH)")
 	}
 	return startOpener("xdg-open", exec.Command("xdg-open", url))
 }

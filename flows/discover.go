@@ -250,12 +250,58 @@ func FetchAuthServerMetadata(ctx context.Context, hc *http.Client, issuer string
 	return nil, fmt.Errorf("%w for %s (tried %s)", ErrNoAuthServerMetadata, issuer, strings.Join(candidates, ", "))
 }
 
+// SameIssuer says whether two issuer identifiers are the same URI once
+// normalised as RFC 3986 §6.2.2 and §6.2.3 allow for http(s): scheme and
+// host compared without case, a default port (80, 443) as no port, and an
+// empty path as "/" — so "http://h:8080" and "http://H:8080/" are one
+// issuer. Anything else (a path, its case, a query) must be equal: RFC
+// 8414 §3.3 asks for identical issuers, and these are the differences
+// that do not make another URI.
+func SameIssuer(a, b string) bool {
+	if a == b {
+		return true
+	}
+	na, oka := normalIssuer(a)
+	nb, okb := normalIssuer(b)
+	return oka && okb && na == nb
+}
+
+func normalIssuer(s string) (string, bool) {
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" || u.User != nil {
+		return "", false
+	}
+	scheme := strings.ToLower(u.Scheme)
+	if scheme != "http" && scheme != "https" {
+		return "", false
+	}
+	host, port := strings.ToLower(u.Hostname()), u.Port()
+	if scheme == "http" && port == "80" || scheme == "https" && port == "443" {
+		port = ""
+	}
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	if port != "" {
+		host += ":" + port
+	}
+	p := u.EscapedPath()
+	if p == "" {
+		p = "/"
+	}
+	n := scheme + "://" + host + p
+	if u.RawQuery != "" || u.ForceQuery {
+		n += "?" + u.RawQuery
+	}
+	return n, true
+}
+
 // checkAuthServerMetadata checks the authorization server metadata md
 // fetched from mdURL for issuer: its issuer must equal the one asked for
 // (RFC 8414 §3.3), code_challenge_methods_supported must list S256, and
 // every endpoint must pass CheckURL.
 func checkAuthServerMetadata(md *wire.AuthServerMetadata, mdURL, issuer string) error {
-	if md.Issuer != issuer {
+	if !SameIssuer(md.Issuer, issuer) {
 		return fmt.Errorf("%w: %s names issuer %q, but %q was asked for (RFC 8414 §3.3)",
 			ErrIssuerMismatch, mdURL, md.Issuer, issuer)
 	}
@@ -323,6 +369,7 @@ func DiscoverAuthServer(ctx context.Context, hc *http.Client, d *ResourceDiscove
 			ResponseTypesSupported:        []string{"code"},
 			GrantTypesSupported:           []string{wire.GrantAuthorizationCode, wire.GrantRefreshToken},
 			CodeChallengeMethodsSupported: []string{"S256"}, // PKCE is mandatory in MCP 2025-03-26
+			Guessed:                       true,
 		}, nil
 	}
 	return md, err

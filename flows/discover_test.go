@@ -344,8 +344,8 @@ func TestFetchAuthServerMetadataChecks(t *testing.T) {
 		want     error
 		wantText []string
 	}{
-		{"issuer mismatch", edit(func(md *wire.AuthServerMetadata, base string) { md.Issuer = base + "/" }),
-			ErrIssuerMismatch, []string{`/"`, "asked for"}},
+		{"issuer mismatch", edit(func(md *wire.AuthServerMetadata, base string) { md.Issuer = base + "/tenant" }),
+			ErrIssuerMismatch, []string{`/tenant"`, "asked for"}},
 		{"issuer of another server", edit(func(md *wire.AuthServerMetadata, base string) { md.Issuer = "https://evil.example" }),
 			ErrIssuerMismatch, []string{"https://evil.example"}},
 		{"S256 absent", edit(func(md *wire.AuthServerMetadata, base string) { md.CodeChallengeMethodsSupported = nil }),
@@ -458,6 +458,27 @@ func TestCheckURL(t *testing.T) {
 		err := CheckURL(tt.url)
 		if !errors.Is(err, tt.want) || (tt.want == nil) != (err == nil) {
 			t.Errorf("CheckURL(%q) = %v, want %v", tt.url, err, tt.want)
+		}
+	}
+}
+
+func TestSameIssuer(t *testing.T) {
+	for _, tt := range []struct {
+		a, b string
+		want bool
+	}{
+		{"http://127.0.0.1:7777", "http://127.0.0.1:7777/", true},
+		{"HTTP://Example.COM", "http://example.com/", true},
+		{"https://example.com:443/", "https://example.com", true},
+		{"http://example.com:80", "http://example.com/", true},
+		{"https://example.com/tenant", "https://example.com/tenant/", false},
+		{"https://example.com/Tenant", "https://example.com/tenant", false},
+		{"https://example.com", "http://example.com", false},
+		{"https://example.com:8443", "https://example.com", false},
+		{"https://example.com/?a=1", "https://example.com/", false},
+	} {
+		if got := SameIssuer(tt.a, tt.b); got != tt.want {
+			t.Errorf("SameIssuer(%q, %q) = %v, want %v", tt.a, tt.b, got, tt.want)
 		}
 	}
 }

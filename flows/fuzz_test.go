@@ -35,7 +35,7 @@ func safeURL(raw string) bool {
 }
 
 // FuzzAuthServerMetadata checks any RFC 8414 document against any issuer:
-// an accepted one names exactly that issuer, offers PKCE with S256, and
+// an accepted one names that issuer (RFC 3986 §6.2.3 normalised), offers PKCE with S256, and
 // has only safe endpoints; a refused one says why with one of the
 // sentinels or a *URLError.
 func FuzzAuthServerMetadata(f *testing.F) {
@@ -61,7 +61,7 @@ func FuzzAuthServerMetadata(f *testing.F) {
 			}
 			return
 		}
-		if md.Issuer != issuer {
+		if !SameIssuer(md.Issuer, issuer) {
 			t.Fatalf("%s: accepted for issuer %q", doc, issuer)
 		}
 		if !slices.Contains(md.CodeChallengeMethodsSupported, "S256") {

@@ -282,7 +282,17 @@ func (h *Host) metadata(sc *scheme) wire.ProtectedResourceMetadata {
 	req := sc.IsRequired()
 	return wire.ProtectedResourceMetadata{Resource: sc.Resource, AuthorizationServers: sc.AuthorizationServers,
 		ScopesSupported: sc.ScopesSupported, BearerMethodsSupported: []string{"header"}, ResourceName: sc.Label,
-		SchemeID: sc.ID, Required: &req}
+		DPoPSigningAlgValuesSupported: dpopAlgs(), SchemeID: sc.ID, Required: &req}
+}
+
+// dpopAlgs are the DPoP proof algorithms the HTTP face checks (RFC 9449;
+// advertised per RFC 9728 §2).
+func dpopAlgs() []string {
+	var out []string
+	for _, a := range wire.DPoPAlgs {
+		out = append(out, string(a))
+	}
+	return out
 }
 
 // authRequired is the -32007 error for challenges.

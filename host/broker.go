@@ -116,6 +116,10 @@ func askFailed(err error) *wire.Error {
 	if errors.Is(err, broker.ErrTooManyPending) {
 		return wire.Errorf(wire.CodeInvalidRequest, "invalid request: %v", err)
 	}
+	if errors.Is(err, broker.ErrUpstreamRefusesClient) {
+		// The user could not sign in there: say why instead of a link.
+		return wire.Errorf(wire.CodeInternalError, "cannot sign in to the upstream: %v", err)
+	}
 	return wire.Errorf(wire.CodeInternalError, "internal error: cannot start the sign-in now; try again later")
 }
 

@@ -120,7 +120,12 @@ func (h *Host) serveAuthStatus(w http.ResponseWriter, r *http.Request) {
 			resource.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "temporarily_unavailable"})
 			return
 		}
-		resource.WriteJSON(w, http.StatusOK, map[string]any{"session": sid, "upstream": id, "authenticated": st.Authenticated, "expiresAt": st.ExpiresAt})
+		answer := map[string]any{"session": sid, "upstream": id, "authenticated": st.Authenticated, "expiresAt": st.ExpiresAt}
+		if why := h.broker.Failed(sid, id); why != "" && !st.Authenticated {
+			// The last sign-in failed: a polling client stops and says so.
+			answer["error"] = why
+		}
+		resource.WriteJSON(w, http.StatusOK, answer)
 		return
 	}
 	all := []status{}

@@ -74,6 +74,10 @@ type Config struct {
 	RevokeOnSessionEnd *bool `json:"revokeOnSessionEnd"`
 	// Login is the OpenID Provider the embedded issuer signs users in at.
 	Login *Login `json:"login"`
+	// ScopeDescriptions says, per scope, what it lets a client do; the
+	// embedded issuer's consent and device pages show it (plain text, at
+	// most maxScopeDescription bytes).
+	ScopeDescriptions map[string]string `json:"scopeDescriptions"`
 	// Backends are the MCP servers serve is put in front of (package
 	// gateway): the first at the resource's path (/mcp).
 	Backends []gateway.Backend `json:"backends"`
@@ -88,6 +92,9 @@ type Config struct {
 func (c *Config) GatewayPolicy() gateway.Policy {
 	return gateway.Policy{ToolScopes: c.ToolScopes, ToolUpstreams: c.ToolUpstreams, Redact: c.Redact}
 }
+
+// maxScopeDescription bounds one scopeDescriptions value.
+const maxScopeDescription = 300
 
 // DefaultStateLifetime bounds a pending upstream sign-in (the state of a
 // sign-in expires after 10 minutes).
@@ -224,6 +231,14 @@ func (c *Config) check() error {
 			if !upstreams[id] {
 				return fmt.Errorf("methodUpstreams.%s[%d]: no upstream has the id %q (add it to upstreams)", method, i, id)
 			}
+		}
+	}
+	for scope, d := range c.ScopeDescriptions {
+		if scope == "" || strings.ContainsAny(scope, " \t\"\\") {
+			return fmt.Errorf("scopeDescriptions: %q is not a valid scope (RFC 6749 §3.3)", scope)
+		}
+		if len(d) > maxScopeDescription {
+			return fmt.Errorf("scopeDescriptions.%s: longer than %d bytes", scope, maxScopeDescription)
 		}
 	}
 	if err := c.checkGateway(upstreams); err != nil {

@@ -240,7 +240,7 @@ func (h *Host) Resource() string { return h.cfg.Resource }
 // face's: the host's resource, and the union of the authorization servers
 // and scopes of the schemes with that resource.
 func (h *Host) ProtectedResourceMetadata() wire.ProtectedResourceMetadata {
-	md := wire.ProtectedResourceMetadata{Resource: h.cfg.Resource, BearerMethodsSupported: []string{"header"}}
+	md := wire.ProtectedResourceMetadata{Resource: h.cfg.Resource, BearerMethodsSupported: []string{"header"}, DPoPSigningAlgValuesSupported: dpopAlgs()}
 	seen := map[string]bool{}
 	for _, sc := range h.r().mcp {
 		for _, as := range sc.AuthorizationServers {

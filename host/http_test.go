@@ -84,7 +84,7 @@ func TestHTTPResourceMetadata(t *testing.T) {
 				t.Fatalf("GET %s: %d %s", p, w.Code, w.Body)
 			}
 			want := wire.ProtectedResourceMetadata{Resource: tc.resource, AuthorizationServers: []string{"http://127.0.0.1:7777"},
-				ScopesSupported: []string{"agent:use"}, BearerMethodsSupported: []string{"header"}}
+				ScopesSupported: []string{"agent:use"}, BearerMethodsSupported: []string{"header"}, DPoPSigningAlgValuesSupported: []string{"ES256"}}
 			if diff := cmp.Diff(want, md); diff != "" {
 				t.Errorf("GET %s (-want +got):\n%s", p, diff)
 			}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/agentauth/agentauth/internal/bounded"
@@ -138,7 +137,8 @@ func (i *Issuer) serveAuthorize(w http.ResponseWriter, r *http.Request) {
 	i.render(w, http.StatusOK, "consent.html", consentPage{
 		ClientName:  c.displayName(),
 		ClientID:    c.id,
-		Scopes:      strings.Fields(req.scope),
+		Unverified:  !i.verified(c),
+		Scopes:      i.scopeLines(req.scope),
 		Resource:    req.resource,
 		RedirectURI: req.redirectURI,
 		Subject:     subject,

@@ -105,6 +105,10 @@ type Options struct {
 	// request names no scope; default ["agent:use"]. Any well-formed scope
 	// a request names is shown on the consent page and granted if approved.
 	ScopesSupported []string
+	// ScopeDescriptions says, per scope, what it lets a client do: the
+	// consent and device pages show it beside the scope (config
+	// scopeDescriptions).
+	ScopeDescriptions map[string]string
 	// AllowedRedirectOrigins are https origins ("https://app.example",
 	// "https://app.example:8443"), matched exactly, on which clients may
 	// have redirect URIs besides loopback http (RFC 8252 §7.3), which is

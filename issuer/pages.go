@@ -1,22 +1,47 @@
 package issuer
 
 import (
-	"bytes"
 	"embed"
 	"html/template"
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/agentauth/agentauth/internal/webpage"
 )
 
 //go:embed templates/*.html
 var templateFS embed.FS
 
-// parsePages parses the pages; devLogin says whether they show the
-// development "Sign in as" box (no login provider).
+// parsePages parses the issuer's pages on the shared layout (package
+// webpage), so the issuer and the broker look alike; devLogin says whether
+// they show the development "Sign in as" box (no login provider).
 func parsePages(devLogin bool) (*template.Template, error) {
-	return template.New("pages").Funcs(template.FuncMap{"devLogin": func() bool { return devLogin }}).ParseFS(templateFS, "templates/*.html")
+	t, err := webpage.Parse(nil)
+	if err != nil {
+		return nil, err
+	}
+	return t.Funcs(template.FuncMap{"devLogin": func() bool { return devLogin }}).ParseFS(templateFS, "templates/*.html")
 }
+
+// scopeLine is a scope on a consent or device page with what the
+// operator says it allows (Options.ScopeDescriptions; "" for none).
+type scopeLine struct{ Name, Description string }
+
+// scopeLines describes each scope of a space-separated scope string.
+func (i *Issuer) scopeLines(scope string) []scopeLine {
+	var out []scopeLine
+	for _, s := range strings.Fields(scope) {
+		out = append(out, scopeLine{Name: s, Description: i.opts.ScopeDescriptions[s]})
+	}
+	return out
+}
+
+// verified says whether the client's name was set by the operator (a
+// pre-registered client): a name a client registered itself (RFC 7591
+// §2: client_name is self-asserted) or published in its own metadata
+// document is shown marked as unverified.
+func (i *Issuer) verified(c *client) bool { return i.static[c.id] == c }
 
 // consentPage feeds templates/consent.html. Every field may come from a
 // request; html/template escapes them. The OAuth state is not shown: it is
@@ -24,7 +49,8 @@ func parsePages(devLogin bool) (*template.Template, error) {
 type consentPage struct {
 	ClientName  string
 	ClientID    string
-	Scopes      []string
+	Unverified  bool
+	Scopes      []scopeLine
 	Resource    string
 	RedirectURI string
 	Subject     string
@@ -41,7 +67,8 @@ type devicePage struct {
 	Error      string
 	ClientName string
 	ClientID   string
-	Scopes     []string
+	Unverified bool
+	Scopes     []scopeLine
 	Resource   string
 	Subject    string
 	SignedIn   bool
@@ -54,24 +81,12 @@ type messagePage struct {
 	Message string
 }
 
-// render executes a page into a buffer first, so a template failure is a
-// clean 500. Pages need no script, and may not be framed.
+// render writes a page (package webpage: headers, a clean 500 when the
+// template fails). Pages need no script, and may not be framed.
 func (i *Issuer) render(w http.ResponseWriter, status int, name string, data any) {
-	var buf bytes.Buffer
-	if err := i.pages.ExecuteTemplate(&buf, name, data); err != nil {
+	if err := webpage.Render(w, status, i.pages, name, data); err != nil {
 		i.log.Error("issuer: cannot render page", "page", name, "err", err)
-		http.Error(w, "cannot render page", http.StatusInternalServerError)
-		return
 	}
-	h := w.Header()
-	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Cache-Control", "no-store")
-	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'")
-	h.Set("X-Frame-Options", "DENY")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "no-referrer")
-	w.WriteHeader(status)
-	w.Write(buf.Bytes())
 }
 
 func (i *Issuer) errorPage(w http.ResponseWriter, status int, message string) {

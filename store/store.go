@@ -36,6 +36,10 @@ type ClientRegistration struct {
 	PrivateKey string `json:"private_key,omitempty"`
 	// Source is how the client was obtained: "dcr", "preregistered" or "cimd".
 	Source string `json:"source,omitempty"`
+	// CallbackPort is the loopback port whose exact redirect URIs the
+	// client was registered with, for a server that matches redirect URIs
+	// exactly: logins with this client listen on it (0: any port).
+	CallbackPort int `json:"callback_port,omitempty"`
 	// RegistrationClientURI and RegistrationAccessToken are returned by
 	// RFC 7591 §3.2.1 registration when the server supports management.
 	RegistrationClientURI   string `json:"registration_client_uri,omitempty"`
@@ -70,7 +74,10 @@ type Credential struct {
 	IdPClientID      string `json:"idp_client_id,omitempty"`
 	AccessToken      string `json:"access_token"`
 	RefreshToken     string `json:"refresh_token,omitempty"`
-	TokenType        string `json:"token_type,omitempty"`
+	// RefreshExpiry is when the refresh token expires, when the token
+	// response said (refresh_expires_in); zero means unknown.
+	RefreshExpiry time.Time `json:"refresh_expiry,omitzero"`
+	TokenType     string    `json:"token_type,omitempty"`
 	// Expiry is when the access token expires; zero means unknown.
 	Expiry time.Time `json:"expiry,omitzero"`
 	// Obtained is when the access token was obtained (login or refresh),
@@ -175,6 +182,14 @@ const rememberedFile = "store"
 // choice remembered in configDir > "keyring". An explicit choice is
 // remembered in configDir (the non-secret file "store") once made.
 func Resolve(flagValue, configDir string) (string, error) {
+	return ResolveFor(flagValue, configDir, true)
+}
+
+// ResolveFor is Resolve that remembers an explicit choice only when
+// remember is set: a command that only reads (status, token, call) uses
+// --store for itself and leaves the remembered choice alone, so that the
+// next command still finds the credentials where they are.
+func ResolveFor(flagValue, configDir string, remember bool) (string, error) {
 	choice, source := flagValue, "--store"
 	if choice == "" {
 		choice, source = os.Getenv(EnvStore), EnvStore
@@ -190,7 +205,7 @@ func Resolve(flagValue, configDir string) (string, error) {
 	if choice != KindKeyring && choice != KindFile {
 		return "", fmt.Errorf("invalid %s value %q: want keyring or file", source, choice)
 	}
-	if kind, err := readRemembered(path); err == nil && kind == choice {
+	if kind, err := readRemembered(path); !remember || err == nil && kind == choice {
 		return choice, nil
 	}
 	if err := ensureDir(configDir); err != nil {
@@ -200,6 +215,37 @@ func Resolve(flagValue, configDir string) (string, error) {
 		return "", fmt.Errorf("cannot remember the store choice: %w", err)
 	}
 	return choice, nil
+}
+
+// OtherHolds counts the credentials of the backend that is not kind, in
+// configDir: the file store's, or the keyring's index (never the keyring
+// itself: no D-Bus call, no unlock prompt). For the warning of a command
+// that finds its store empty.
+func OtherHolds(kind, configDir string) (other string, n int) {
+	switch kind {
+	case KindKeyring:
+		st, err := Open(KindFile, configDir)
+		if err != nil {
+			return KindFile, 0
+		}
+		creds, _ := st.List(context.Background())
+		return KindFile, len(creds)
+	case KindFile:
+		keys, _ := newKeyring(configDir, nil, 0).readIndex()
+		return KindKeyring, len(keys)
+	}
+	return "", 0
+}
+
+// IndexedResources are the resources the keyring's index names (it holds
+// no secret; the keyring is not opened).
+func IndexedResources(configDir string) []string {
+	keys, _ := newKeyring(configDir, nil, 0).readIndex()
+	var out []string
+	for _, k := range keys {
+		out = append(out, k.Resource)
+	}
+	return out
 }
 
 func readRemembered(path string) (string, error) {

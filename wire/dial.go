@@ -85,6 +85,7 @@ func dialTarget(ctx context.Context, target string, opts DialOptions) (Conn, err
 		}
 		c, err := DialWebSocket(ctx, target, client, opts.MaxMessageSize)
 		if err != nil {
+			err = transportCause(err)
 			return nil, &redactedError{msg: "cannot connect to " + redactTarget(target) + ": " + redactTarget(err.Error()), err: err}
 		}
 		return c, nil

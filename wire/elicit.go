@@ -164,6 +164,9 @@ type AuthStatus struct {
 	Upstream      string           `json:"upstream,omitempty"`
 	ExpiresAt     *time.Time       `json:"expiresAt,omitempty"`
 	Upstreams     []UpstreamStatus `json:"upstreams,omitempty"`
+	// Error says why the last sign-in failed (the upstream refused it),
+	// when it did.
+	Error string `json:"error,omitempty"`
 }
 
 // UpstreamStatus is one upstream's sign-in in an AuthStatus.

@@ -11,8 +11,13 @@ type ProtectedResourceMetadata struct {
 	ResourceName                      string   `json:"resource_name,omitempty"`
 	ResourceDocumentation             string   `json:"resource_documentation,omitempty"`
 	ResourceSigningAlgValuesSupported []string `json:"resource_signing_alg_values_supported,omitempty"`
-	SchemeID                          string   `json:"scheme_id,omitempty"`
-	Required                          *bool    `json:"required,omitempty"`
+	// DPoPSigningAlgValuesSupported and DPoPBoundAccessTokensRequired
+	// say the resource takes DPoP-bound tokens, or only those (RFC 9728
+	// §2, RFC 9449 §5.2).
+	DPoPSigningAlgValuesSupported []string `json:"dpop_signing_alg_values_supported,omitempty"`
+	DPoPBoundAccessTokensRequired bool     `json:"dpop_bound_access_tokens_required,omitempty"`
+	SchemeID                      string   `json:"scheme_id,omitempty"`
+	Required                      *bool    `json:"required,omitempty"`
 }
 
 // AuthServerMetadata is the RFC 8414 §2 document (and the OpenID Connect
@@ -39,6 +44,9 @@ type AuthServerMetadata struct {
 	CodeChallengeMethodsSupported              []string `json:"code_challenge_methods_supported,omitempty"`
 	AuthorizationResponseIssParameterSupported bool     `json:"authorization_response_iss_parameter_supported,omitempty"`
 	ClientIDMetadataDocumentSupported          bool     `json:"client_id_metadata_document_supported,omitempty"`
+	// Guessed marks endpoints no document published: the MCP 2025-03-26
+	// defaults of a server without metadata. Never serialised.
+	Guessed bool `json:"-"`
 }
 
 // Grant types (RFC 6749, RFC 8628).

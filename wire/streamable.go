@@ -483,7 +483,7 @@ func (s *HTTPSession) do(ctx context.Context, method string, body []byte, m *Mes
 	}
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("cannot reach the MCP server: %w", err)
+		return nil, fmt.Errorf("cannot reach the MCP server: %w", transportCause(err))
 	}
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		return resp, nil

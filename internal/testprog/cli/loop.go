@@ -55,19 +55,23 @@ func exitCodeMain() {
 // $AGENTAUTH_CONFIG_DIR, as time passing would, so that scripts need not
 // wait for a token to expire.
 //
-//	store-edit [-expire-ago DURATION] [-drop-refresh]
+//	store-edit [-expire-ago DURATION] [-drop-refresh] [-refresh-expire-ago DURATION]
+//
+// -refresh-expire-ago sets the refresh token's expiry (as a
+// refresh_expires_in answer would have recorded it) that long in the past.
 func storeEditMain() {
 	fs := flag.NewFlagSet("store-edit", flag.ExitOnError)
 	ago := fs.Duration("expire-ago", 0, "set each access token's expiry this long in the past")
 	dropRefresh := fs.Bool("drop-refresh", false, "remove each refresh token")
+	refreshAgo := fs.Duration("refresh-expire-ago", 0, "set each refresh token's expiry this long in the past")
 	_ = fs.Parse(os.Args[1:])
-	if err := storeEdit(*ago, *dropRefresh); err != nil {
+	if err := storeEdit(*ago, *dropRefresh, *refreshAgo); err != nil {
 		fmt.Fprintln(os.Stderr, "store-edit:", err)
 		os.Exit(1)
 	}
 }
 
-func storeEdit(ago time.Duration, dropRefresh bool) error {
+func storeEdit(ago time.Duration, dropRefresh bool, refreshAgo time.Duration) error {
 	dir, err := store.ConfigDir()
 	if err != nil {
 		return err
@@ -90,6 +94,9 @@ func storeEdit(ago time.Duration, dropRefresh bool) error {
 		}
 		if dropRefresh {
 			c.RefreshToken = ""
+		}
+		if refreshAgo != 0 {
+			c.RefreshExpiry = time.Now().Add(-refreshAgo)
 		}
 		if err := st.Put(ctx, c); err != nil {
 			return err

@@ -63,6 +63,8 @@ func freePort(ts *testscript.TestScript, neg bool, args []string) {
 //     access tokens);
 //   - -problem: the token endpoint refuses the code grant with an RFC 9457
 //     application/problem+json body, not RFC 6749 JSON;
+//   - -issuer-suffix S: the metadata names the issuer http://H:P + S
+//     ("/": a trailing slash, the same issuer; "/other": another one);
 //   - -exact-redirect: /authorize accepts only a redirect_uri registered
 //     exactly (the TypeScript SDK's demo server); a refused one is sent
 //     back as error=invalid_request, "Unregistered redirect_uri", so that
@@ -81,6 +83,7 @@ func interopASMain() {
 	noAccessRevocation := fs.Bool("no-access-revocation", false, "answer unsupported_token_type to access token revocation")
 	problem := fs.Bool("problem", false, "refuse the code grant with application/problem+json")
 	exactRedirect := fs.Bool("exact-redirect", false, "accept only exactly registered redirect URIs")
+	issuerSuffix := fs.String("issuer-suffix", "", "name the issuer http://H:P`SUFFIX` in the metadata (the resource's metadata says http://H:P)")
 	_ = fs.Parse(os.Args[1:])
 	if *logFile == "" || fs.NArg() != 1 {
 		fmt.Fprintln(os.Stderr, "usage: interop-as [flags] -log LOGFILE ADDRFILE")
@@ -127,8 +130,9 @@ func interopASMain() {
 		oauthfake.WriteJSON(w, http.StatusOK, wire.ProtectedResourceMetadata{Resource: base + "/mcp", AuthorizationServers: []string{base}})
 	})
 	mux.HandleFunc("GET /.well-known/oauth-authorization-server", func(w http.ResponseWriter, r *http.Request) {
+		issuer := base + *issuerSuffix
 		oauthfake.WriteJSON(w, http.StatusOK, wire.AuthServerMetadata{
-			Issuer: base, AuthorizationEndpoint: base + "/authorize", TokenEndpoint: base + "/token",
+			Issuer: issuer, AuthorizationEndpoint: base + "/authorize", TokenEndpoint: base + "/token",
 			RegistrationEndpoint: base + "/register", RevocationEndpoint: base + "/revoke",
 			GrantTypesSupported:               []string{wire.GrantAuthorizationCode, wire.GrantRefreshToken},
 			TokenEndpointAuthMethodsSupported: []string{"none"},

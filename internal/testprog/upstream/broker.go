@@ -160,12 +160,14 @@ var signInURLRE = regexp.MustCompile(`http://[0-9.:]+/(auth/start|callback)\?[^"
 // answer that carried it) as a user's browser would: it follows redirects
 // with a cookie jar kept in -jar FILE across runs, and prints each hop's
 // status and the final page's title and text. With -stop-at-callback OUT
-// it stops before the redirect to /callback and writes that URL to OUT.
-// Usage: brokerbrowser [-jar FILE] [-stop-at-callback OUT] FILE
+// it stops before the redirect to /callback and writes that URL to OUT;
+// with -save PAGE it writes the final page to PAGE.
+// Usage: brokerbrowser [-jar FILE] [-stop-at-callback OUT] [-save PAGE] FILE
 func brokerBrowserMain() {
 	fs := flag.NewFlagSet("brokerbrowser", flag.ExitOnError)
 	jarFile := fs.String("jar", "", "keep the cookies in `FILE`")
 	stop := fs.String("stop-at-callback", "", "write the /callback URL to `FILE` instead of following it")
+	save := fs.String("save", "", "write the final page to `FILE`")
 	fs.Parse(os.Args[1:])
 	fail := func(format string, args ...any) {
 		fmt.Fprintf(os.Stderr, "brokerbrowser: "+format+"\n", args...)
@@ -229,10 +231,13 @@ func brokerBrowserMain() {
 			next = l.String()
 			continue
 		}
+		if *save != "" {
+			os.WriteFile(*save, body, 0o600)
+		}
 		if t := regexp.MustCompile(`<h1>(.*?)</h1>`).FindSubmatch(body); t != nil {
 			fmt.Printf("page: %s\n", html.UnescapeString(string(t[1])))
 		}
-		if t := regexp.MustCompile(`<p>(.*?)</p>`).FindSubmatch(body); t != nil {
+		if t := regexp.MustCompile(`<p[^>]*>(.*?)</p>`).FindSubmatch(body); t != nil {
 			fmt.Printf("text: %s\n", html.UnescapeString(string(t[1])))
 		}
 		break
