@@ -119,6 +119,10 @@ type Options struct {
 	// Start). Without it, or for sessions of other authorization
 	// servers, a link signs in whoever opens it first.
 	Browser BrowserLogin
+	// AutoConfirm skips the confirmation page of a bound link (serve
+	// --auto-approve: tests and scripts); the link still opens only for
+	// the session's own user.
+	AutoConfirm bool
 	// ClientName names a client id on the confirmation page; default
 	// the id itself.
 	ClientName func(ctx context.Context, clientID string) string

@@ -55,34 +55,38 @@ func (b *Broker) viewPending(ctx context.Context, id string) (*pendingRecord, er
 // confirmFirst answers GET /auth/start for a bound sign-in and reports
 // whether it did: a browser not signed in goes through the issuer's login
 // and back; one signed in as another user is refused (403); the
-// session's user gets the confirmation page. Unknown, expired and unbound
+// session's user gets the confirmation page, or with Options.AutoConfirm
+// goes on at once (who is then the user). Unknown, expired and unbound
 // sign-ins are left to startAndRedirect.
-func (b *Broker) confirmFirst(w http.ResponseWriter, r *http.Request, id string) bool {
+func (b *Broker) confirmFirst(w http.ResponseWriter, r *http.Request, id string) (handled bool, who string) {
 	p, err := b.viewPending(r.Context(), id)
 	if err != nil {
 		b.log.Error("broker: cannot read a sign-in", "err", err)
 		b.page(w, http.StatusInternalServerError, webpage.Message{Title: "Sign-in unavailable", Class: "error",
 			Lead: "The sign-in cannot start now.", Next: "Try again in a moment: " + askAgain})
-		return true
+		return true, ""
 	}
 	if p == nil || !b.bound(p) {
-		return false
+		return false, ""
 	}
 	who, ok := b.opts.Browser.SignedIn(r)
+	if ok && who == p.Subject && b.opts.AutoConfirm {
+		return false, who
+	}
 	switch {
 	case !ok:
 		w.Header().Set("Cache-Control", "no-store")
 		w.Header().Set("Referrer-Policy", "no-referrer")
 		http.Redirect(w, r, b.opts.Browser.SignInURL("/auth/start?"+url.Values{"id": {id}}.Encode()), http.StatusFound)
-		return true
+		return true, ""
 	case who != p.Subject:
 		b.log.Warn("broker: sign-in refused", "upstream", p.Upstream, "elicitation", LogID(id), "reason", "the browser is not signed in as the session's user")
 		b.page(w, http.StatusForbidden, notYoursPage)
-		return true
+		return true, ""
 	}
 	u := b.upstreams[p.Upstream]
 	if u == nil {
-		return false // Start says the upstream is gone
+		return false, "" // Start says the upstream is gone
 	}
 	client := p.ClientID
 	if b.opts.ClientName != nil {
@@ -96,7 +100,7 @@ func (b *Broker) confirmFirst(w http.ResponseWriter, r *http.Request, id string)
 	if err := webpage.Render(w, http.StatusOK, confirmTemplate, "broker-confirm", data); err != nil {
 		b.log.Error("broker: cannot render page", "err", err)
 	}
-	return true
+	return true, ""
 }
 
 // serveConfirm is POST /auth/start from the confirmation page: with a

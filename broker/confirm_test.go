@@ -147,3 +147,24 @@ func TestUnboundLinkStartsAtOnce(t *testing.T) {
 		t.Fatalf("unbound GET: %d %q", resp.StatusCode, resp.Header.Get("Location"))
 	}
 }
+
+// With AutoConfirm (serve --auto-approve) the user's browser goes to the
+// upstream at once; another user is still refused.
+func TestAutoConfirmSkipsOnlyThePage(t *testing.T) {
+	ctx := context.Background()
+	as := newFakeAS(t)
+	b := newBroker(t, as, state.NewMemory(), nil, &clock{t: time.Now()})
+	b.opts.Browser, b.opts.AutoConfirm = fakeLogin{}, true
+	a, err := b.Ask(ctx, Principal{Issuer: "http://issuer.test", Subject: "alice", ClientID: "cli"}, "rally")
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := "/auth/start?id=" + a.ElicitationID
+	if resp, _ := browse(t, b.Handler(), "GET", link, "bob", nil); resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("bob: %d", resp.StatusCode)
+	}
+	resp, _ := browse(t, b.Handler(), "GET", link, "alice", nil)
+	if resp.StatusCode != http.StatusFound || !strings.HasPrefix(resp.Header.Get("Location"), as.srv.URL+"/authorize?") {
+		t.Fatalf("alice: %d %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+}

@@ -26,10 +26,11 @@ func (b *Broker) Handler() http.Handler {
 
 func (b *Broker) serveStart(w http.ResponseWriter, r *http.Request) {
 	id := r.URL.Query().Get("id")
-	if b.confirmFirst(w, r, id) {
+	handled, who := b.confirmFirst(w, r, id)
+	if handled {
 		return
 	}
-	b.startAndRedirect(w, r, id, "")
+	b.startAndRedirect(w, r, id, who)
 }
 
 // startAndRedirect starts the sign-in id (Start) for a browser signed in

@@ -512,7 +512,7 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 			return fmt.Errorf("cannot start the embedded issuer: %w", err)
 		}
 	}
-	brk, err := newBroker(ctx, cfg, st, key, issuerOrigin, opts.HTTPClient, logger, opts.Now, iss)
+	brk, err := newBroker(ctx, cfg, st, key, issuerOrigin, opts.HTTPClient, logger, opts.Now, iss, opts.AutoApprove)
 	if err != nil {
 		return err
 	}

@@ -28,7 +28,7 @@ const upstreamDiscoveryTimeout = 15 * time.Second
 //
 // With the embedded issuer (iss), sign-in links of its sessions are bound
 // to their user, whom its browser login vouches for (broker.Options.Browser).
-func newBroker(ctx context.Context, cfg *host.Config, st state.Store, key []byte, origin string, hc *http.Client, logger *slog.Logger, now func() time.Time, iss *issuer.Issuer) (*broker.Broker, error) {
+func newBroker(ctx context.Context, cfg *host.Config, st state.Store, key []byte, origin string, hc *http.Client, logger *slog.Logger, now func() time.Time, iss *issuer.Issuer, autoApprove bool) (*broker.Broker, error) {
 	if len(cfg.Upstreams) == 0 {
 		return nil, nil
 	}
@@ -58,7 +58,7 @@ func newBroker(ctx context.Context, cfg *host.Config, st state.Store, key []byte
 	bo := broker.Options{Store: st, Upstreams: ups, Origin: origin, StateLifetime: lifetime, Key: key,
 		TokenLifetime: time.Duration(cfg.UpstreamTokenLifetime), HTTPClient: hc, Logger: logger, Now: now}
 	if iss != nil {
-		bo.Browser, bo.ClientName = iss, iss.ClientName
+		bo.Browser, bo.ClientName, bo.AutoConfirm = iss, iss.ClientName, autoApprove
 	}
 	b, err := broker.New(ctx, bo)
 	if err != nil {

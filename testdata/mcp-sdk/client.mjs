@@ -146,7 +146,8 @@ check("its url is serve's /auth/start", elicitation.url.startsWith(`${base}/auth
 
 // The user's browser: manual redirects and a cookie jar. The link is bound
 // to the session's user: the browser signs in at the broker's issuer (which
-// approves at once) and submits the confirmation page (POST /auth/start).
+// approves at once, and so skips the confirmation page; a confirmation
+// page would be submitted, POST /auth/start).
 const jar = new Map();
 let next = elicitation.url;
 let post;
@@ -181,7 +182,7 @@ for (let i = 0; i < 12 && next; i++) {
 }
 check('the browser went through Rally and back to the callback',
   hops.some((h) => h.startsWith(`GET ${rallyHost} /authorize `)) && /\/callback -> 200$/.test(hops.at(-1)), hops);
-check('the link was confirmed on the broker\'s page', hops.some((h) => /^POST .* \/auth\/start -> 303$/.test(h)), hops);
+check('the bound link went through the issuer\'s login', hops.some((h) => /^GET .* \/login -> 302$/.test(h)), hops);
 check('the browser lands on the success page', /Signed in/.test(page ?? ''), page);
 
 // Poll /auth-status until the sign-in shows.
