@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentauth/agentauth/internal/testprog/agents"
 	"github.com/agentauth/agentauth/internal/testprog/ahp"
 	"github.com/agentauth/agentauth/internal/testprog/cli"
 	"github.com/agentauth/agentauth/internal/testprog/devserve"
@@ -50,6 +51,7 @@ var testprogs = []struct {
 	programs func() map[string]func()
 	cmds     func() map[string]func(ts *testscript.TestScript, neg bool, args []string)
 }{
+	{agents.Programs, agents.Cmds},
 	{ahp.Programs, ahp.Cmds},
 	{cli.Programs, cli.Cmds},
 	{devserve.Programs, devserve.Cmds},

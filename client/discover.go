@@ -96,6 +96,9 @@ func Discover(ctx context.Context, hc *http.Client, stderr io.Writer, target str
 		return nil, err
 	}
 	info := &TargetInfo{Target: target, Kind: KindAgentHost, Dialect: res.Dialect(), host: client}
+	if res.IsACPAgent() {
+		info.Dialect = wire.DialectACP
+	}
 	for _, req := range res.Requirements() {
 		info.Requirements = append(info.Requirements, &RequirementInfo{Requirement: req})
 	}
@@ -156,7 +159,7 @@ func initializeHost(ctx context.Context, hc *http.Client, stderr io.Writer, targ
 }
 
 func initializeIn(ctx context.Context, hc *http.Client, stderr io.Writer, target string, d wire.Dialect) (*wire.InitializeResult, *wire.Client, error) {
-	conn, err := wire.DialTarget(ctx, target, wire.DialOptions{HTTPClient: hc, Stderr: stderr})
+	conn, err := wire.DialTarget(ctx, target, hostDialOptions(hc, stderr))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -184,13 +184,81 @@ type HostConn struct {
 	Init    *wire.InitializeResult
 	// Reqs are the requirements the host declares.
 	Reqs []wire.Requirement
+	// accounts are the host accounts (AHP accounts-channel.md) the
+	// client-brokered deliveries were admitted to, by resource.
+	accounts map[string]string
+}
+
+// authenticateAccount delivers token to an AHP 1.x host that admits
+// client-brokered credentials or takes auth/revoked
+// (docs/specification/accounts-channel.md, types/authentication.test.ts):
+// the account the stored credential belongs to ({authority: its issuer,
+// id: its subject}) when the host takes revocation; for a
+// client-brokered host, the first delivery of a resource is bound to an
+// admission attempt (authBegin) and later ones to the account it was
+// admitted to. A bound delivery answered without that account is an
+// error: the outcome is unconfirmed.
+func (hc *HostConn) authenticateAccount(ctx context.Context, r wire.Requirement, token string, c *store.Credential) error {
+	p := wire.AuthenticateParams{Channel: wire.RootChannel, Resource: r.Resource, Token: token}
+	if hc.Init.TakesRevocation() && c != nil && c.Issuer != "" && c.Subject != "" {
+		p.Account = &wire.AuthenticationAccount{Authority: c.Issuer, ID: c.Subject}
+	}
+	if hc.Init.ClientBrokered() && token != "" {
+		if id := hc.accounts[r.Resource]; id != "" {
+			p.Binding = &wire.AuthenticationBinding{Kind: "account", AccountID: id}
+		} else {
+			var b wire.AuthBeginResult
+			err := hc.Client.Call(ctx, wire.MethodAuthBegin, wire.AuthBeginParams{Channel: wire.AccountsChannel,
+				Target: wire.AuthBeginTarget{Consumer: wire.AccountConsumer{Kind: "agent", Provider: hc.Init.ProviderOf(r.Resource), Resource: r.Resource}},
+				Flows:  []wire.AuthFlow{{Kind: wire.AuthFlowClientBrokered}}}, &b)
+			if err != nil {
+				return err
+			}
+			if b.Flow != wire.AuthFlowClientBrokered || b.AttemptID == "" {
+				return fmt.Errorf("authBegin answered flow %q without a client-brokered attempt", b.Flow)
+			}
+			p.Binding = &wire.AuthenticationBinding{Kind: "attempt", AttemptID: b.AttemptID}
+		}
+	}
+	var res wire.AuthenticateResult
+	if err := hc.Client.Call(ctx, wire.MethodAuthenticate, p, &res); err != nil {
+		return err
+	}
+	if res.Authenticated != nil && !*res.Authenticated {
+		return fmt.Errorf("%w for %s", wire.ErrTokenNotAccepted, r.Resource)
+	}
+	if p.Binding == nil {
+		return nil
+	}
+	switch {
+	case res.AccountID == "":
+		return fmt.Errorf("the host answered a bound authenticate without accountId: the admission is unconfirmed")
+	case p.Binding.Kind == "account" && res.AccountID != p.Binding.AccountID:
+		return fmt.Errorf("the host answered account %q for a renewal of account %q", res.AccountID, p.Binding.AccountID)
+	}
+	if hc.accounts == nil {
+		hc.accounts = map[string]string{}
+	}
+	hc.accounts[r.Resource] = res.AccountID
+	return nil
+}
+
+// hostDialOptions dial an agent host: a stdio child's stderr, and the
+// lines of its stdout that are not JSON (an ACP agent's sign-in URL), go
+// to stderr.
+func hostDialOptions(hc *http.Client, stderr io.Writer) wire.DialOptions {
+	opts := wire.DialOptions{HTTPClient: hc, Stderr: stderr}
+	if stderr != nil {
+		opts.NonJSON = func(line []byte) { stderr.Write(append(line, '\n')) }
+	}
+	return opts
 }
 
 // dialHost connects to an agent host and runs initialize in the design
 // dialect, or in the published one when the host supports no design version
 // (-32005).
 func DialHost(ctx context.Context, target string, hc *http.Client, stderr io.Writer) (*HostConn, error) {
-	conn, err := wire.DialTarget(ctx, target, wire.DialOptions{HTTPClient: hc, Stderr: stderr})
+	conn, err := wire.DialTarget(ctx, target, hostDialOptions(hc, stderr))
 	if err != nil {
 		return nil, err
 	}
@@ -204,13 +272,29 @@ func DialHost(ctx context.Context, target string, hc *http.Client, stderr io.Wri
 		client.Close()
 		return nil, fmt.Errorf("cannot initialize %s: %w", wire.RedactTarget(target), err)
 	}
-	return &HostConn{Client: client, Dialect: res.Dialect(), Init: res, Reqs: res.Requirements()}, nil
+	d := res.Dialect()
+	if res.IsACPAgent() {
+		d = wire.DialectACP
+	}
+	return &HostConn{Client: client, Dialect: d, Init: res, Reqs: res.Requirements()}, nil
 }
 
 // authenticate sends token for r and records the host's answer in res; a
 // failure to talk to the host is the error.
 func (hc *HostConn) Authenticate(ctx context.Context, r wire.Requirement, token string, res *SchemeResult) error {
-	err := wire.Authenticate(ctx, hc.Client, hc.Dialect, r, token)
+	return hc.authenticate(ctx, r, token, nil, res)
+}
+
+// authenticate is Authenticate with the stored credential c the token
+// comes from (nil for a token from stdin), which names its account to an
+// AHP 1.x host that takes auth/revoked.
+func (hc *HostConn) authenticate(ctx context.Context, r wire.Requirement, token string, c *store.Credential, res *SchemeResult) error {
+	var err error
+	if hc.Dialect == wire.DialectPublished && (hc.Init.ClientBrokered() || hc.Init.TakesRevocation()) {
+		err = hc.authenticateAccount(ctx, r, token, c)
+	} else {
+		err = wire.Authenticate(ctx, hc.Client, hc.Dialect, r, token)
+	}
 	var rpc *wire.Error
 	switch {
 	case err == nil:
@@ -247,7 +331,7 @@ func (hc *HostConn) AuthenticateStored(ctx context.Context, cs *Credentials, tar
 		return nil, refusal(err, res)
 	}
 	refreshed := cur.AccessToken != c.AccessToken
-	if err := hc.Authenticate(ctx, r, cur.AccessToken, res); err != nil {
+	if err := hc.authenticate(ctx, r, cur.AccessToken, cur, res); err != nil {
 		return nil, err
 	}
 	if !res.Accepted && res.Error == wire.ErrInvalidToken && !refreshed {
@@ -261,7 +345,7 @@ func (hc *HostConn) AuthenticateStored(ctx context.Context, cs *Credentials, tar
 			return nil, nil
 		}
 		cur, refreshed = next, true
-		if err := hc.Authenticate(ctx, r, cur.AccessToken, res); err != nil {
+		if err := hc.authenticate(ctx, r, cur.AccessToken, cur, res); err != nil {
 			return nil, err
 		}
 	}

@@ -47,7 +47,7 @@ func (cl *Client) OpenHostWith(ctx context.Context, target string, noStore bool,
 	if err != nil {
 		return nil, nil, err
 	}
-	conn, err := wire.DialTarget(ctx, target, wire.DialOptions{HTTPClient: cl.HTTPClient, Stderr: cl.Stderr})
+	conn, err := wire.DialTarget(ctx, target, hostDialOptions(cl.HTTPClient, cl.Stderr))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -334,12 +334,14 @@ func AgentsChanged(m *wire.Message, reqs []wire.Requirement) ([]wire.Requirement
 // AuthState asks the host what it holds (getAuthState, or auth/status:
 // seed 003), or returns nil when it advertises neither.
 func (hc *HostConn) AuthState(ctx context.Context) (*wire.AuthStateResult, error) {
+	// auth/status (ACP RFD get-auth-state: agentCapabilities.auth.status)
+	// first; getAuthState is the older name of the same query.
 	caps := hc.Init.AgentCapabilities
-	method := wire.MethodGetAuthState
+	method := wire.MethodAuthStatus
 	switch {
+	case caps.Auth != nil && caps.Auth.Status:
 	case caps.GetAuthState:
-	case caps.CanQueryAuthState():
-		method = wire.MethodAuthStatus
+		method = wire.MethodGetAuthState
 	default:
 		return nil, nil
 	}

@@ -141,6 +141,11 @@ type TargetStatusDoc struct {
 	HostStateBefore *wire.AuthStateResult `json:"hostStateBefore,omitempty"`
 	HostStateAfter  *wire.AuthStateResult `json:"hostStateAfter,omitempty"`
 	Schemes         []TargetSchemeStatus  `json:"schemes"`
+	// AuthMethods are an ACP agent's advertised auth methods; AuthState
+	// is "unknown" when it offers some but reports no state (no
+	// auth/status), so that status cannot say whether it is signed in.
+	AuthMethods []wire.AuthMethod `json:"authMethods,omitempty"`
+	AuthState   string            `json:"authState,omitempty"`
 	// Upstreams are the services the server signs the user in to
 	// (issue 15), from its /auth-status; absent when it brokers none.
 	Upstreams []wire.UpstreamStatus `json:"upstreams,omitempty"`
@@ -181,12 +186,19 @@ func (cl *Client) TargetStatus(ctx context.Context, target string, showToken boo
 		doc.Failure = AuthFailure(target, declared, failed)
 	}
 	// An ACP agent that declares no requirement of its own answers for
-	// itself through getAuthState (seed 003).
+	// itself through auth/status (ACP RFD get-auth-state) or getAuthState
+	// (seed 003); one that lists methods but answers neither cannot be
+	// said to be signed in or not.
+	if st := doc.HostStateBefore; len(doc.Schemes) == 0 && st == nil && len(doc.AuthMethods) > 0 {
+		doc.Authenticated, doc.AuthState = false, "unknown"
+	}
 	if st := doc.HostStateBefore; len(doc.Schemes) == 0 && st != nil && !st.Authenticated {
 		doc.Authenticated = false
 		method := "ID"
 		if i := slices.IndexFunc(st.AuthMethods, func(m wire.AuthMethodState) bool { return !m.Authenticated }); i >= 0 {
 			method = st.AuthMethods[i].AuthMethodID
+		} else if len(doc.AuthMethods) > 0 {
+			method = doc.AuthMethods[0].ID
 		}
 		doc.Failure = &AuthError{Err: fmt.Errorf("%s is not authenticated: %s", wire.RedactTarget(target), cmp.Or(st.Message, "no auth method is authenticated")),
 			Hint: "agentauth authenticate --method " + method + " " + wire.RedactTarget(target)}
@@ -205,6 +217,9 @@ func (cl *Client) hostStatus(ctx context.Context, target string, showToken bool)
 	doc := &TargetStatusDoc{Target: wire.RedactTarget(target), Kind: KindAgentHost, Schemes: []TargetSchemeStatus{}, Dialect: s.Dialect.String()}
 	if doc.HostStateBefore, err = s.AuthState(ctx); err != nil {
 		return nil, nil, err
+	}
+	if len(s.Reqs) == 0 {
+		doc.AuthMethods = s.Init.AuthMethods
 	}
 	for _, r := range s.Reqs {
 		res, err := s.AuthenticateScheme(ctx, r, "")

@@ -1,11 +1,14 @@
 package commands
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os/exec"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -26,6 +29,8 @@ type AuthenticateOptions struct {
 	TokenStdin bool
 	Watch      bool
 	JSON       bool
+	// Timeout bounds an ACP method's sign-in (default acpMethodTimeout).
+	Timeout time.Duration
 }
 
 func newAuthenticateCommand(f *Factory) *cli.Command {
@@ -68,11 +73,22 @@ authenticate exits 4 with the login command. With --json, each event is one
 more JSON line: {"event" ("notification"|"reauthenticated"|"failed"),
 "time", "schemeId", "state", "challenge", "result" (a scheme as above)}.
 
+ACP agents: --method ID authenticates with one of the auth methods the agent
+advertises (see discover), as its type says: agent — authenticate {methodId},
+showing what the agent prints (a sign-in URL) until it answers or --timeout
+(default 5m) passes; terminal — runs the agent's own command with the method's
+args and env on this terminal (stdin closed without one), then connects again;
+env_var — the variables must be set in agentauth's environment, which the agent
+inherits. Each ends by asking the agent (auth/status, else session/new).
+With --json: {"target", "methodId", "type", "authenticated", "checkedWith"}.
+Exits 2 for a method the agent does not advertise.
+
 Exits 0 only when every required scheme is accepted, 4 otherwise (the login
 command to run is printed on stderr).`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "scheme", Usage: "authenticate only the scheme `ID`", Destination: &opts.SchemeID},
-			&cli.StringFlag{Name: "method", Usage: "ACP agents: send authenticate {methodId: `ID`} and let the agent authenticate itself", Destination: &opts.MethodID},
+			&cli.StringFlag{Name: "method", Usage: "ACP agents: authenticate with the advertised auth method `ID` (agent, terminal or env_var)", Destination: &opts.MethodID},
+			&cli.DurationFlag{Name: "timeout", Usage: "with --method: stop the agent's sign-in after `DURATION` (default 5m)", Destination: &opts.Timeout},
 			&cli.BoolFlag{Name: "token-stdin", Usage: "authenticate one scheme with a token read from stdin instead of the store", Destination: &opts.TokenStdin},
 			&cli.BoolFlag{Name: "watch", Usage: "stay connected: print auth-state notifications and re-authenticate after expiry", Destination: &opts.Watch},
 			&cli.BoolFlag{Name: "json", Usage: "print the result (and, with --watch, each event) as JSON lines on stdout", Destination: &opts.JSON},
@@ -81,6 +97,9 @@ command to run is printed on stderr).`,
 			var err error
 			if opts.Target, err = targetArg(c); err != nil {
 				return err
+			}
+			if opts.Timeout != 0 && opts.MethodID == "" {
+				return usageErrorf("--timeout applies with --method")
 			}
 			if opts.MethodID != "" && (client.IsHTTPTarget(opts.Target) || opts.SchemeID != "" || opts.TokenStdin || opts.Watch) {
 				return usageErrorf("--method applies alone, to an ACP agent (ws://, wss:// or stdio:)")
@@ -154,7 +173,7 @@ func runAuthenticate(ctx context.Context, opts *AuthenticateOptions) error {
 		return opts.runHTTP(setupCtx, token)
 	}
 	if opts.MethodID != "" {
-		return opts.runMethod(setupCtx)
+		return opts.runMethod(ctx)
 	}
 	sess, err := opts.Client.OpenHost(setupCtx, opts.Target, token != "")
 	if err != nil {
@@ -282,31 +301,144 @@ func writeJSONLine(w io.Writer, v any) error {
 	return err
 }
 
-// runMethod sends ACP's authenticate {methodId} to an agent: {} means the
-// agent is authenticated; -32000 (AuthRequired) is exit 4 with the
-// agent's message.
+// acpMethodTimeout is how long authenticate --method waits for an ACP
+// agent to sign in (an agent method that opens a browser, a terminal
+// method's login command) unless --timeout says otherwise.
+const acpMethodTimeout = 5 * time.Minute
+
+// runMethod authenticates an ACP agent with one of its advertised methods,
+// as its type says (ACP schema 1.7.0 AuthMethod;
+// docs/protocol/v1/authentication.mdx): agent — authenticate {methodId}
+// (auth/login in the v2 draft), the agent's output shown as it signs in;
+// terminal — the agent's own command with the method's args and env on
+// the user's terminal, then a new connection and initialize; env_var —
+// the variables must be set in agentauth's environment, which the agent
+// inherits. Each ends with the agent's own state (auth/status when it
+// reports it, else session/new). Not authenticated is exit 4.
 func (opts *AuthenticateOptions) runMethod(ctx context.Context) error {
-	sess, _, err := opts.Client.OpenHostWith(ctx, opts.Target, true, wire.NewInitializeParams(wire.DialectACP, "agentauth-authenticate"))
+	timeout := cmp.Or(opts.Timeout, acpMethodTimeout)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	out := agentOutput(opts.IO.ErrOut)
+	defer out.Flush()
+	agent, err := opts.Client.OpenACP(ctx, opts.Target, client.ACPOptions{Output: out})
+	if err != nil {
+		return opts.methodErr(ctx, err, timeout)
+	}
+	defer func() { agent.Close() }()
+	m, err := agent.Method(opts.MethodID)
 	if err != nil {
 		return err
 	}
-	defer sess.Close()
-	authenticated, err := wire.AuthenticateMethod(ctx, sess.Client, opts.MethodID)
-	var rpc *wire.Error
-	switch {
-	case errors.As(err, &rpc) && (rpc.Code == wire.CodeACPAuthRequired || rpc.Code == wire.CodeAuthRequired):
-		return &AuthError{Err: fmt.Errorf("cannot authenticate with method %s: %s", opts.MethodID, rpc.Message)}
-	case err != nil:
-		return fmt.Errorf("cannot authenticate with method %s: %w", opts.MethodID, err)
-	case !authenticated:
-		// An agent host (not an ACP agent) reads {methodId} without a
-		// token as a sign-out and says {"authenticated": false}.
-		return &AuthError{Err: fmt.Errorf("cannot authenticate with method %s: %s answered {\"authenticated\": false} (an agent host, not an ACP agent?)", opts.MethodID, wire.RedactTarget(opts.Target))}
+	p := opts.IO.ErrPainter()
+	id := safeText(m.ID)
+	switch m.Kind() {
+	case wire.AuthMethodEnvVar:
+		if missing := client.MissingVars(m); len(missing) > 0 {
+			hint := "Set " + strings.Join(missing, " and ") + " in agentauth's environment (the agent inherits it) and run again"
+			if m.Link != "" {
+				hint += "; get the value at " + m.Link
+			}
+			return &AuthError{Err: fmt.Errorf("cannot authenticate with method %s: %s not set\n%s", m.ID, strings.Join(missing, ", "), hint)}
+		}
+		fmt.Fprintf(opts.IO.ErrOut, "Authenticating with %s (%s set in the agent's environment)…\n", id, safeText(strings.Join(m.VarNames(), ", ")))
+		if err := agent.Login(ctx, m.ID); err != nil {
+			return opts.loginErr(ctx, m, err, timeout)
+		}
+	case wire.AuthMethodTerminal:
+		agent.Close()
+		cmd, err := client.TerminalCommand(ctx, opts.Target, m)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(opts.IO.ErrOut, "Running the agent's login command for %s: %s (up to %s)\n", id, safeText(strings.Join(cmd.Args, " ")), timeout)
+		runErr := opts.runTerminal(ctx, cmd)
+		if ctx.Err() != nil {
+			return opts.methodErr(ctx, ctx.Err(), timeout)
+		}
+		if runErr != nil {
+			return &AuthError{Err: fmt.Errorf("cannot authenticate with method %s: the login command %s", m.ID, exitText(runErr))}
+		}
+		fmt.Fprintf(opts.IO.ErrOut, "The login command exited with status 0; connecting to the agent again…\n")
+		if agent, err = opts.Client.OpenACP(ctx, opts.Target, client.ACPOptions{Output: out}); err != nil {
+			return opts.methodErr(ctx, err, timeout)
+		}
+	default:
+		fmt.Fprintf(opts.IO.ErrOut, "Waiting for the agent to sign in with %s (up to %s; Ctrl-C to stop)…\n", id, timeout)
+		if err := agent.Login(ctx, m.ID); err != nil {
+			return opts.loginErr(ctx, m, err, timeout)
+		}
+	}
+	st, err := agent.State(ctx, true)
+	if err != nil {
+		return opts.methodErr(ctx, err, timeout)
+	}
+	if st.Known && !st.Authenticated {
+		return &AuthError{Err: fmt.Errorf("cannot authenticate with method %s: the agent still requires authentication (%s: %s)", m.ID, st.Via, cmp.Or(st.Message, "not authenticated"))}
 	}
 	if opts.JSON {
-		fmt.Fprintf(opts.IO.Out, "{\"target\":%q,\"methodId\":%q,\"authenticated\":true}\n", wire.RedactTarget(opts.Target), opts.MethodID)
-		return nil
+		return writeJSONLine(opts.IO.Out, map[string]any{"target": wire.RedactTarget(opts.Target), "methodId": m.ID, "type": m.Kind(), "authenticated": true, "checkedWith": st.Via})
 	}
-	fmt.Fprintf(opts.IO.ErrOut, "%s %s: authenticated by the agent\n", opts.IO.ErrPainter().Green("✓"), safeText(opts.MethodID))
+	fmt.Fprintf(opts.IO.ErrOut, "%s %s: authenticated by the agent%s\n", p.Green("✓"), id, checkedWith(st))
 	return nil
+}
+
+func checkedWith(st client.ACPState) string {
+	if st.Via == "" {
+		return ""
+	}
+	return " (checked with " + st.Via + ")"
+}
+
+// loginErr explains a failed authenticate: -32000 (ACP auth_required) or
+// -32007 is exit 4 with the agent's message and data.
+func (opts *AuthenticateOptions) loginErr(ctx context.Context, m wire.AuthMethod, err error, timeout time.Duration) error {
+	if ctx.Err() != nil {
+		return opts.methodErr(ctx, err, timeout)
+	}
+	var rpc *wire.Error
+	if errors.As(err, &rpc) {
+		e := fmt.Errorf("cannot authenticate with method %s: %s", m.ID, client.RPCText(err))
+		if rpc.Code == wire.CodeACPAuthRequired || rpc.Code == wire.CodeAuthRequired {
+			return &AuthError{Err: e}
+		}
+		return e
+	}
+	return fmt.Errorf("cannot authenticate with method %s: %w", m.ID, err)
+}
+
+// methodErr says the agent did not finish within --timeout, or passes
+// err on (Ctrl-C ends the command as any other).
+func (opts *AuthenticateOptions) methodErr(ctx context.Context, err error, timeout time.Duration) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return &AuthError{Err: fmt.Errorf("cannot authenticate with method %s: the agent did not finish within %s; it was stopped\nTo wait longer, run again with --timeout", opts.MethodID, timeout)}
+	}
+	return err
+}
+
+// runTerminal runs a terminal method's command: on the user's terminal
+// (stdin a TTY) in agentauth's foreground process group; otherwise in a
+// group of its own that ends with it.
+func (opts *AuthenticateOptions) runTerminal(ctx context.Context, cmd *exec.Cmd) error {
+	// stdout carries data only: the login command's screen goes to
+	// stderr, the user's terminal.
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = opts.IO.In, opts.IO.ErrOut, opts.IO.ErrOut
+	if opts.IO.StdinTTY {
+		cmd.WaitDelay = 2 * time.Second
+		return cmd.Run()
+	}
+	cmd.Stdin = nil // no terminal: the command reads end of file
+	return client.RunInGroup(ctx, cmd)
+}
+
+// exitText says how a command ended.
+func exitText(err error) string {
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		if exit.Exited() {
+			return fmt.Sprintf("exited with status %d: not authenticated", exit.ExitCode())
+		}
+		return "was ended by a signal (" + exit.String() + "): not authenticated"
+	}
+	return "could not run: " + err.Error()
 }

@@ -236,6 +236,10 @@ func TestAuthenticateFlags(t *testing.T) {
 		{args: []string{"--watch", "http://127.0.0.1/mcp"}, wantCode: ExitUsage},
 		{args: []string{"--scheme", "dev", "http://127.0.0.1/mcp"}, wantCode: ExitUsage},
 		{args: []string{"--bogus", "ws://h"}, wantCode: ExitUsage},
+		{args: []string{"--method", "login", "--timeout", "30s", "stdio:agent --acp"},
+			want: AuthenticateOptions{Target: "stdio:agent --acp", MethodID: "login", Timeout: 30 * time.Second}},
+		{args: []string{"--timeout", "30s", "stdio:agent"}, wantCode: ExitUsage, wantErr: "--timeout applies with --method"},
+		{args: []string{"--method", "login", "--watch", "stdio:agent"}, wantCode: ExitUsage, wantErr: "--method applies alone"},
 	}, authenticateCommand, func(f *Factory, o *AuthenticateOptions) bool {
 		ok := o.IO == f.IO && o.Client == f.Client() && o.Now != nil
 		o.IO, o.Now, o.Client = nil, nil, nil

@@ -34,6 +34,9 @@ type CallOptions struct {
 	MaxNotifications int
 	JSON             bool
 	Dialect          wire.Dialect
+	// DialectAuto: --dialect was not given, so a host that answers the
+	// design dialect's initialize with -32005 is asked again in AHP's.
+	DialectAuto bool
 	// Login holds --login and its flags (MCP servers over HTTP).
 	Login CallLoginOptions
 	// SignIn holds --no-wait and --wait-timeout (upstream sign-ins).
@@ -80,6 +83,8 @@ result (PARAMS_JSON, if given, replaces the default initialize params).
 
 A -32007 answer prints each challenge on stderr (scheme, error, description,
 scope, where to get a token) and exits 4; other JSON-RPC errors exit 1.
+Without --dialect, a host that supports no design version (-32005) is asked
+again in AHP's published dialect, offering AHP 1.1.0, 1.0.0 and 0.9.0.
 --dialect acp initializes as an ACP client (clientCapabilities, clientInfo).
 
 ` + callHTTPHelp + "\n\n" + callSignInHelp,
@@ -91,7 +96,7 @@ scope, where to get a token) and exits 4; other JSON-RPC errors exit 1.
 			&cli.IntFlag{Name: "max-notifications", Usage: "with --watch, stop after `N` notifications", Destination: &opts.MaxNotifications},
 			&cli.BoolFlag{Name: "json", Usage: "print compact JSON; on a JSON-RPC error, print the error object on stdout too", Destination: &opts.JSON},
 			&cli.StringFlag{Name: "mcp-version", Usage: "MCP servers over HTTP: speak MCP `VERSION` only (" + strings.Join(wire.MCPClientVersions(), ", ") + ") instead of the newest both sides speak", Destination: &opts.MCPVersion},
-			&cli.StringFlag{Name: "dialect", Value: "design", Usage: "protocol dialect to initialize with: `design` (protocolVersion 1), published (AHP 0.9) or acp (Agent Client Protocol)", Destination: &dialect},
+			&cli.StringFlag{Name: "dialect", Value: "design", Usage: "protocol dialect to initialize with: `design` (protocolVersion 1), published (AHP 1.1, 1.0, 0.9) or acp (Agent Client Protocol)", Destination: &dialect},
 		}, append(callLoginFlags(&opts.Login), signInFlags(opts)...)...),
 		Action: func(c *cli.Context) error {
 			if n := c.Args().Len(); n < 2 || n > 3 {
@@ -108,6 +113,7 @@ scope, where to get a token) and exits 4; other JSON-RPC errors exit 1.
 				}
 				opts.Params = p
 			}
+			opts.DialectAuto = !c.IsSet("dialect")
 			switch dialect {
 			case "design":
 				opts.Dialect = wire.DialectDesign
@@ -173,6 +179,14 @@ func runCall(ctx context.Context, opts *CallOptions) error {
 	}
 	sess, raw, err := opts.Client.OpenHostWith(callCtx, opts.Target, noStore, params)
 	var failed *client.CallError
+	var rpc *wire.Error
+	if opts.DialectAuto && opts.Dialect == wire.DialectDesign && errors.As(err, &failed) && errors.As(failed.Err, &rpc) &&
+		rpc.Code == wire.CodeUnsupportedVersion && !(opts.Method == wire.MethodInitialize && opts.Params != nil) {
+		// A host that speaks no design version: AHP as published, as
+		// discover and authenticate work it out.
+		opts.Dialect = wire.DialectPublished
+		sess, raw, err = opts.Client.OpenHostWith(callCtx, opts.Target, noStore, wire.NewInitializeParams(opts.Dialect, callClientID))
+	}
 	if errors.As(err, &failed) {
 		return opts.rpcFailure(failed.Method, failed.Err, nil)
 	}

@@ -1,7 +1,6 @@
 package commands
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -156,15 +155,14 @@ func printDiscovery(info *client.TargetInfo, w io.Writer, p Painter) {
 	if len(info.Requirements) == 0 && len(info.AuthMethods) > 0 {
 		fmt.Fprintln(w, p.Bold("auth methods"))
 		for _, m := range acpMethodDocs(info) {
-			fmt.Fprintf(w, "  %s (%s): %s\n", safeText(m.ID), m.Type, safeText(m.Name))
-			switch {
-			case m.VarName != "":
-				fmt.Fprintf(w, "    set %s%s\n", safeText(m.VarName), safeText(cmpSuffix(" (get it at ", m.Link, ")")))
-			case m.Command != "":
-				fmt.Fprintf(w, "    run: %s\n", safeText(m.Command))
-			default:
-				fmt.Fprintf(w, "    run: agentauth authenticate --method %s %s\n", safeText(m.ID), safeText(wire.RedactTarget(info.Target)))
+			fmt.Fprintf(w, "  %s (%s): %s\n", safeText(m.ID), safeText(m.Type), safeText(m.Name))
+			if len(m.Vars) > 0 {
+				fmt.Fprintf(w, "    set %s%s\n", safeText(strings.Join(m.Vars, ", ")), safeText(cmpSuffix(" (get it at ", m.Link, ")")))
 			}
+			if m.Command != "" {
+				fmt.Fprintf(w, "    command: %s\n", safeText(m.Command))
+			}
+			fmt.Fprintf(w, "    run: agentauth authenticate --method %s %s\n", safeText(m.ID), safeText(wire.RedactTarget(info.Target)))
 		}
 	}
 	if len(info.Requirements) == 0 && len(info.AuthMethods) == 0 {
@@ -187,15 +185,16 @@ type acpMethodDoc struct {
 	Name        string `json:"name"`
 	Type        string `json:"type"`
 	Description string `json:"description,omitempty"`
-	VarName     string `json:"varName,omitempty"`
-	Link        string `json:"link,omitempty"`
-	Command     string `json:"command,omitempty"`
+	// Vars are an env_var method's variables (vars[].name).
+	Vars    []string `json:"vars,omitempty"`
+	Link    string   `json:"link,omitempty"`
+	Command string   `json:"command,omitempty"`
 }
 
 func acpMethodDocs(info *client.TargetInfo) []acpMethodDoc {
 	out := []acpMethodDoc{}
 	for _, m := range info.AuthMethods {
-		d := acpMethodDoc{ID: m.ID, Name: m.Name, Type: cmp.Or(m.Type, "agent"), Description: m.Description, VarName: m.VarName, Link: m.Link}
+		d := acpMethodDoc{ID: m.ID, Name: m.Name, Type: m.Kind(), Description: m.Description, Vars: m.VarNames(), Link: m.Link}
 		if d.Type == "terminal" {
 			var env []string
 			for k, v := range m.Env {

@@ -125,7 +125,7 @@ func (f *Factory) Client() *client.Client {
 		f.client = &client.Client{
 			HTTPClient: client.WithDPoP(f.HTTPClient), Now: f.Now, Logger: f.Logger(),
 			Store: f.Store, Fallback: fallbackStore, ProbeKeyring: f.ProbeKeyring,
-			Browser: f.Browser(), UI: f.ui, Stderr: f.IO.ErrOut, Version: Version,
+			Browser: f.Browser(), UI: f.ui, Stderr: agentOutput(f.IO.ErrOut), Version: Version,
 		}
 	}
 	return f.client

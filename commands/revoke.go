@@ -20,6 +20,8 @@ type RevokeOptions struct {
 	SchemeID  string
 	LocalOnly bool
 	JSON      bool
+	// Agent: logout --agent also signs out at the agent.
+	Agent bool
 }
 
 func newRevokeCommand(f *Factory) *cli.Command {

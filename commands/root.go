@@ -30,6 +30,9 @@ import (
 // --version adds the commit and its date from the build information.
 var Version = "0.1.0-dev"
 
+// ACP's clientInfo names this version (wire.NewInitializeParams).
+func init() { wire.ClientVersion = Version }
+
 // Main runs agentauth with the process's arguments and returns the exit
 // code. The first SIGINT or SIGTERM cancels the command's context (the
 // command ends cleanly, exit 130 when it had not finished); a second one

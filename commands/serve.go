@@ -84,6 +84,10 @@ type ServeOptions struct {
 	// replicas sharing one state.
 	DataDir  string
 	Database string
+	// RevocationReconcile is --revocation-reconcile and
+	// RevocationStaleness --revocation-staleness (see refuseWhenStale).
+	RevocationReconcile time.Duration
+	RevocationStaleness time.Duration
 	// StateKeyFile is --state-key-file: a secret that encrypts the
 	// signing keys at rest. StateKeyKeyring is --state-key-keyring: the
 	// same secret kept in the OS keyring instead, created on first use.
@@ -135,11 +139,13 @@ with RFC 6750 challenges, and the host pushes notify/authRequired (or
 auth/required) when a token expires or is revoked.
 
 Three dialects, chosen per connection by initialize's params: the design
-dialect (protocolVersion 1); the Agent Host Protocol as shipped
-(protocolVersions, e.g. ["0.9.0"]: root channel ahp-root:// with
-initialSubscriptions, subscribe and unsubscribe, authenticate {resource,
-token} answered {}); and ACP (clientCapabilities or clientInfo: typed
-authMethods, authenticate {methodId}, -32000 AuthRequired, logout).
+dialect (protocolVersion 1 and a clientId); the Agent Host Protocol as
+shipped, 1.1.0, 1.0.0 or 0.9.0 (protocolVersions: root channel ahp-root://
+with initialSubscriptions, subscribe and unsubscribe, authenticate
+{resource, token} answered {}; 1.x: auth/revoked, an empty token signs
+out); and ACP (clientCapabilities or clientInfo without a clientId: typed
+authMethods, authenticate {methodId}, -32000 AuthRequired, logout,
+auth/status).
 
 SIGHUP re-reads --config: added, changed and removed schemes take effect at
 once and are pushed (notify/authRequired "required", or a root/agentsChanged
@@ -218,6 +224,8 @@ Logs go to stderr (or --log-file), never tokens.`,
 			&cli.StringFlag{Name: "data-dir", Usage: "keep the state (issuer, agent sessions) in an SQLite file in `DIR` (default $XDG_STATE_HOME/agentauth/serve; '' is --ephemeral)"},
 			&cli.BoolFlag{Name: "ephemeral", Usage: "keep the state in memory: it dies with the process"},
 			&cli.StringFlag{Name: "database", Usage: "keep the state in the PostgreSQL database `URL` (postgres://…), shared by serve replicas", Destination: &opts.Database},
+			&cli.DurationFlag{Name: "revocation-reconcile", Value: state.DefaultReconcileEvery, Usage: "with --database: read the revocation log for revocations no notification announced every `DURATION`", Destination: &opts.RevocationReconcile},
+			&cli.DurationFlag{Name: "revocation-staleness", Value: defaultRevocationStaleness, Usage: "with --database: answer 503 once this replica has not read the revocation log for `DURATION` (the database is unreachable): a revoked token is refused by every replica at most this long after its revocation", Destination: &opts.RevocationStaleness},
 			&cli.StringFlag{Name: "state-key-file", Usage: "encrypt the embedded issuer's signing keys and the upstream tokens at rest with the secret in `FILE` (at least 32 random bytes, mode 0600)", Destination: &opts.StateKeyFile},
 			&cli.BoolFlag{Name: "state-key-keyring", Usage: "encrypt the embedded issuer's signing keys and the upstream tokens at rest with a secret kept in the OS keyring (created on first use)", Destination: &opts.StateKeyKeyring},
 			&cli.DurationFlag{Name: "key-rotation", Value: issuer.DefaultKeyRotation, Usage: "embedded issuer: a signing key signs for `DURATION`, then the next takes over", Destination: &opts.KeyRotation},
@@ -343,42 +351,6 @@ func assertionSubjects(values []string, issuers []issuer.AssertionIssuer) error 
 	return nil
 }
 
-// stateFlags sets DataDir and checks the state flags' combinations.
-func stateFlags(c *cli.Context, opts *ServeOptions) error {
-	given := 0
-	for _, name := range []string{"data-dir", "ephemeral", "database"} {
-		if c.IsSet(name) {
-			given++
-		}
-	}
-	if given > 1 {
-		return usageErrorf("--data-dir, --ephemeral and --database each choose where the state lives: give one")
-	}
-	if opts.Database != "" {
-		if u, err := url.Parse(opts.Database); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
-			return usageErrorf("--database must be a postgres:// URL")
-		}
-	}
-	if opts.StateKeyFile != "" && opts.StateKeyKeyring {
-		return usageErrorf("--state-key-file and --state-key-keyring each give the state key: give one")
-	}
-	if c.Duration("key-rotation") < time.Minute {
-		return usageErrorf("--key-rotation must be at least 1m, not %s", c.Duration("key-rotation"))
-	}
-	switch {
-	case c.IsSet("data-dir"):
-		opts.DataDir = c.String("data-dir")
-	case c.Bool("ephemeral"), opts.Database != "":
-	default:
-		dir, err := defaultDataDir()
-		if err != nil {
-			return fmt.Errorf("cannot find a data directory: %w\nName one with --data-dir DIR, or keep the state in memory with --ephemeral", err)
-		}
-		opts.DataDir = dir
-	}
-	return nil
-}
-
 // checkResourceFlag accepts an absolute http(s) URL without a fragment
 // (RFC 8707 §2).
 func checkResourceFlag(raw string) error {
@@ -482,7 +454,7 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 		issuerOrigin = u.Scheme + "://" + u.Host
 	}
 	cfg.Resolve(issuerOrigin)
-	st, stateDesc, err := openState(ctx, opts)
+	st, stateDesc, err := openState(ctx, opts, logger)
 	if err != nil {
 		return err
 	}
@@ -566,7 +538,7 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 		if err != nil {
 			return err
 		}
-		srv = newHTTPServer(guarded, logger)
+		srv = newHTTPServer(refuseWhenStale(ctx, guarded, st, opts.RevocationStaleness, logger), logger)
 		go func() { served <- srv.Serve(ln) }()
 		attrs := []any{"addr", ln.Addr().String(), "resource", h.Resource(), "resource_metadata", h.ResourceMetadataURL(), "auth_scope", opts.AuthScope}
 		if iss != nil {
@@ -612,10 +584,10 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 // openState opens serve's state store: PostgreSQL with
 // --database, SQLite in --data-dir, else memory. The description names it
 // for the log, without credentials.
-func openState(ctx context.Context, opts *ServeOptions) (state.Store, string, error) {
+func openState(ctx context.Context, opts *ServeOptions, logger *slog.Logger) (state.Store, string, error) {
 	switch {
 	case opts.Database != "":
-		st, err := state.OpenPostgres(ctx, opts.Database)
+		st, err := state.OpenPostgresOptions(ctx, opts.Database, state.PostgresOptions{ReconcileEvery: opts.RevocationReconcile, Logger: logger})
 		if err != nil {
 			return nil, "", fmt.Errorf("cannot open the state database: %w\nCheck --database, or keep the state on this machine with --data-dir DIR", err)
 		}

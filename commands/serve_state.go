@@ -7,11 +7,13 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
 	"time"
 
+	"github.com/urfave/cli/v2"
 	"github.com/zalando/go-keyring"
 )
 
@@ -108,6 +110,45 @@ func writeFileAtomic(path string, data []byte) error {
 	if err != nil {
 		os.Remove(tmp.Name())
 		return fmt.Errorf("cannot write %s: %w", path, err)
+	}
+	return nil
+}
+
+// stateFlags sets DataDir and checks the state flags' combinations.
+func stateFlags(c *cli.Context, opts *ServeOptions) error {
+	given := 0
+	for _, name := range []string{"data-dir", "ephemeral", "database"} {
+		if c.IsSet(name) {
+			given++
+		}
+	}
+	if given > 1 {
+		return usageErrorf("--data-dir, --ephemeral and --database each choose where the state lives: give one")
+	}
+	if opts.Database != "" {
+		if u, err := url.Parse(opts.Database); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+			return usageErrorf("--database must be a postgres:// URL")
+		}
+	}
+	if err := checkRevocationFlags(c, opts); err != nil {
+		return err
+	}
+	if opts.StateKeyFile != "" && opts.StateKeyKeyring {
+		return usageErrorf("--state-key-file and --state-key-keyring each give the state key: give one")
+	}
+	if c.Duration("key-rotation") < time.Minute {
+		return usageErrorf("--key-rotation must be at least 1m, not %s", c.Duration("key-rotation"))
+	}
+	switch {
+	case c.IsSet("data-dir"):
+		opts.DataDir = c.String("data-dir")
+	case c.Bool("ephemeral"), opts.Database != "":
+	default:
+		dir, err := defaultDataDir()
+		if err != nil {
+			return fmt.Errorf("cannot find a data directory: %w\nName one with --data-dir DIR, or keep the state in memory with --ephemeral", err)
+		}
+		opts.DataDir = dir
 	}
 	return nil
 }

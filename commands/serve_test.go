@@ -19,6 +19,7 @@ import (
 	"github.com/zalando/go-keyring"
 
 	"github.com/agentauth/agentauth/issuer"
+	"github.com/agentauth/agentauth/state"
 )
 
 func TestServeFlags(t *testing.T) {
@@ -26,7 +27,7 @@ func TestServeFlags(t *testing.T) {
 	t.Setenv("XDG_STATE_HOME", stateHome)
 	defaults := ServeOptions{Listen: "127.0.0.1:7777", AuthScope: "connection", DevUser: issuer.DefaultSubject, LogLevel: slog.LevelInfo,
 		TokenTTL: issuer.DefaultTokenTTL, RefreshTTL: issuer.DefaultRefreshTTL, CodeTTL: issuer.DefaultCodeTTL, DeviceInterval: issuer.DefaultDeviceInterval,
-		KeyRotation: issuer.DefaultKeyRotation}
+		KeyRotation: issuer.DefaultKeyRotation, RevocationReconcile: state.DefaultReconcileEvery, RevocationStaleness: defaultRevocationStaleness}
 	if runtime.GOOS == "linux" {
 		defaults.DataDir = filepath.Join(stateHome, "agentauth", "serve")
 	} else {

@@ -242,8 +242,13 @@ func printTargetStatus(doc *client.TargetStatusDoc, w io.Writer, p Painter) {
 			fmt.Fprintf(w, "  %s %s: %s\n", mark, safeText(m.AuthMethodID), safeText(orNone(m.Message)))
 		}
 		if len(st.AuthMethods) == 0 {
-			fmt.Fprintf(w, "  authenticated: %s\n", yesNo(st.Authenticated))
+			fmt.Fprintf(w, "  authenticated: %s%s\n", yesNo(st.Authenticated), safeText(cmpSuffix(" (", st.Message, ")")))
+			printACPMethods(w, doc.AuthMethods)
 		}
+	case len(doc.Schemes) == 0 && len(doc.AuthMethods) > 0:
+		fmt.Fprintln(w, "  authenticated: unknown (the agent does not report its auth state: no auth/status)")
+		printACPMethods(w, doc.AuthMethods)
+		fmt.Fprintf(w, "  To authenticate, run: agentauth authenticate --method ID %s\n", safeText(doc.Target))
 	case len(doc.Schemes) == 0:
 		fmt.Fprintln(w, "  (declares no auth requirement)")
 	}
@@ -342,6 +347,22 @@ func printUpstreams(doc *client.TargetStatusDoc, w io.Writer, p Painter, now tim
 		default:
 			fmt.Fprintf(w, "    %s %s: signed in, expires in %s\n", p.Green("✓"), safeText(name), client.RoughDuration(u.ExpiresAt.Sub(now)))
 		}
+	}
+}
+
+// printACPMethods lists an ACP agent's auth methods: id, type, name and an
+// env_var method's variables.
+func printACPMethods(w io.Writer, methods []wire.AuthMethod) {
+	if len(methods) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "  auth methods:")
+	for _, m := range methods {
+		line := fmt.Sprintf("    %s (%s): %s", m.ID, m.Kind(), m.Name)
+		if vars := m.VarNames(); len(vars) > 0 {
+			line += " — set " + strings.Join(vars, ", ")
+		}
+		fmt.Fprintln(w, safeText(line))
 	}
 }
 

@@ -1,10 +1,14 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -42,5 +46,82 @@ func BenchmarkForward(b *testing.B) {
 			b.Fatalf("%d %s", w.Code, w.Body)
 		}
 		io.Discard.Write(w.Body.Bytes())
+	}
+}
+
+// BenchmarkForwardOwnCost is BenchmarkForward against a backend that
+// answers from constants (the echo tool's schema, one fixed result), so
+// that what it measures is the gateway's own cost: its checks and its
+// HTTP client, not the MCP SDK's server.
+func BenchmarkForwardOwnCost(b *testing.B) {
+	be := constBackend()
+	defer be.Close()
+	g, err := New(Options{Backends: []Backend{{Name: "b", URL: be.URL}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer g.Close()
+	m := g.Mounts()[0]
+	c := callers["tok-writer-0123456789"]
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello through the gateway"}}}`
+	b.ReportAllocs()
+	for b.Loop() {
+		r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(body))
+		r.Header.Set("Authorization", "Bearer tok-writer-0123456789")
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Accept", "application/json, text/event-stream")
+		r.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		w := httptest.NewRecorder()
+		m.Serve(w, r, c)
+		if w.Code != 200 || !strings.Contains(w.Body.String(), "hello through") {
+			b.Fatalf("%d %s", w.Code, w.Body)
+		}
+	}
+}
+
+// constBackend is an MCP backend that answers from constants: the echo
+// tool's schema to tools/list, one fixed result to anything else.
+func constBackend() *httptest.Server {
+	list := []byte(`{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"echo","inputSchema":{"type":"object","properties":{"text":{"type":"string"}},"required":["text"],"additionalProperties":false}}]}}`)
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if json.NewDecoder(r.Body).Decode(&m) != nil {
+			http.Error(w, "bad", http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		if m.Method == "tools/list" {
+			w.Write(bytes.Replace(list, []byte("%s"), m.ID, 1))
+			return
+		}
+		w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"content":[{"type":"text","text":"hello through the gateway"}]}}`))
+	}))
+}
+
+// BenchmarkReverseProxyReference is the floor under BenchmarkForwardOwnCost:
+// net/http's own reverse proxy (httputil.ReverseProxy, no checks) to the
+// same constant backend, the same request.
+func BenchmarkReverseProxyReference(b *testing.B) {
+	be := constBackend()
+	defer be.Close()
+	u, _ := url.Parse(be.URL)
+	rp := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(u) },
+		Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello through the gateway"}}}`
+	b.ReportAllocs()
+	for b.Loop() {
+		r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(body))
+		r.Header.Set("Authorization", "Bearer tok-writer-0123456789")
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Accept", "application/json, text/event-stream")
+		r.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		w := httptest.NewRecorder()
+		rp.ServeHTTP(w, r)
+		if w.Code != 200 || !strings.Contains(w.Body.String(), "hello through") {
+			b.Fatalf("%d %s", w.Code, w.Body)
+		}
 	}
 }

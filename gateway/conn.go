@@ -106,24 +106,14 @@ func (c *httpConn) do(ctx context.Context, method string, body []byte, out http.
 		req.Header.Set("Mcp-Session-Id", c.sid)
 	}
 	c.mu.Unlock()
-	resp, err := c.m.g.client.Do(req)
+	resp, err := c.m.g.transport.RoundTrip(req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, backendErr(c.m.b.Name, "cannot be reached: %v", unwrapURLError(err))
+		return nil, backendErr(c.m.b.Name, "cannot be reached: %v", err)
 	}
 	return resp, nil
-}
-
-func unwrapURLError(err error) error {
-	var ue interface{ Unwrap() error }
-	if errors.As(err, &ue) {
-		if inner := ue.Unwrap(); inner != nil {
-			return inner
-		}
-	}
-	return err
 }
 
 func (c *httpConn) post(ctx context.Context, msg *wire.Message, raw []byte, out http.Header) (*reply, error) {

@@ -487,17 +487,18 @@ func (k *call) audit() {
 	if !k.m.g.log.Enabled(context.Background(), slog.LevelInfo) {
 		return
 	}
-	attrs := []any{"principal", k.c.Subject(), "client_id", k.c.ClientID(), "backend", k.m.b.Name,
-		"method", k.msg.Method, "decision", k.decision, "redactions", k.redacted.Load(),
-		"latency_ms", float64(time.Since(k.started).Microseconds()) / 1000}
+	attrs := make([]slog.Attr, 0, 11)
+	attrs = append(attrs, slog.String("principal", k.c.Subject()), slog.String("client_id", k.c.ClientID()),
+		slog.String("backend", k.m.b.Name), slog.String("method", k.msg.Method), slog.String("decision", k.decision),
+		slog.Int64("redactions", k.redacted.Load()), slog.Float64("latency_ms", float64(time.Since(k.started).Microseconds())/1000))
 	if k.tool != "" {
-		attrs = append(attrs, "tool", k.tool)
+		attrs = append(attrs, slog.String("tool", k.tool))
 	}
 	if k.reason != "" {
-		attrs = append(attrs, "reason", k.reason)
+		attrs = append(attrs, slog.String("reason", k.reason))
 	}
 	if k.errCode != 0 {
-		attrs = append(attrs, "error_code", k.errCode)
+		attrs = append(attrs, slog.Int("error_code", k.errCode))
 	}
-	k.m.g.log.Info("gateway call", attrs...)
+	k.m.g.log.LogAttrs(context.Background(), slog.LevelInfo, "gateway call", attrs...)
 }

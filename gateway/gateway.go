@@ -47,9 +47,13 @@ type Options struct {
 	// "assertion" (issuer.Issuer.Assertion); nil when serve has no
 	// embedded issuer.
 	Assert func(ctx context.Context, subject, clientID, audience string, scopes []string) (string, error)
-	// HTTPClient reaches HTTP backends (default: a client with no overall
-	// timeout, since answers stream).
-	HTTPClient *http.Client
+	// Transport reaches HTTP backends (default: an http.Transport keeping
+	// up to 256 idle connections per backend, no overall timeout since
+	// answers stream). Requests go to it directly, not through an
+	// http.Client: a backend's redirect is its answer, never followed with
+	// the headers serve adds (an upstream token, an assertion), and no
+	// per-call header copy is made for redirects.
+	Transport http.RoundTripper
 }
 
 // Gateway holds the mounted backends.
@@ -60,7 +64,7 @@ type Gateway struct {
 	policy    Policy
 	broker    Broker
 	log       *slog.Logger
-	client    *http.Client
+	transport http.RoundTripper
 	assert    func(ctx context.Context, subject, clientID, audience string, scopes []string) (string, error)
 	scrubber  *scrubber
 }
@@ -68,11 +72,13 @@ type Gateway struct {
 // New checks the options and prepares one Mount per backend. Nothing is
 // started until a caller's first request.
 func New(opts Options) (*Gateway, error) {
-	g := &Gateway{done: make(chan struct{}), assert: opts.Assert, policy: opts.Policy, broker: opts.Broker, log: cmp.Or(opts.Log, slog.New(slog.DiscardHandler)), client: opts.HTTPClient}
-	if g.client == nil {
-		g.client = &http.Client{Transport: &http.Transport{
+	g := &Gateway{done: make(chan struct{}), assert: opts.Assert, policy: opts.Policy, broker: opts.Broker, log: cmp.Or(opts.Log, slog.New(slog.DiscardHandler)), transport: opts.Transport}
+	if g.transport == nil {
+		// MaxIdleConnsPerHost: net/http's default of 2 would close and
+		// reopen a connection for nearly every call of concurrent callers.
+		g.transport = &http.Transport{
 			Proxy: nil, MaxIdleConnsPerHost: 256, IdleConnTimeout: 90 * time.Second, ForceAttemptHTTP2: false,
-		}}
+		}
 	}
 	sc, err := newScrubber(opts.Policy.Redact)
 	if err != nil {

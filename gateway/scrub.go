@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"strings"
 )
@@ -18,27 +19,41 @@ const minSecret = 8
 // serve holds for the call (the caller's, the upstream token it gave the
 // backend) and the configured patterns (ContextSanitizer).
 type scrubber struct {
-	patterns []*regexp.Regexp
+	// pattern is the configured patterns as one alternation, so that a
+	// message is scanned once however many there are; nil for none.
+	pattern *regexp.Regexp
 }
 
 func newScrubber(r Redact) (*scrubber, error) {
-	s := &scrubber{}
+	var alts []string
 	for _, p := range r.Presets {
-		s.patterns = append(s.patterns, regexp.MustCompile(Presets[p]))
+		if Presets[p] == "" {
+			return nil, fmt.Errorf("redact.presets: no preset %q", p)
+		}
+		alts = append(alts, "(?:"+Presets[p]+")")
 	}
 	for _, p := range r.Patterns {
-		re, err := regexp.Compile(p)
+		if _, err := regexp.Compile(p); err != nil {
+			return nil, err
+		}
+		// A group scopes the pattern's flags ((?i) …) to it (RE2 syntax).
+		alts = append(alts, "(?:"+p+")")
+	}
+	s := &scrubber{}
+	if len(alts) > 0 {
+		re, err := regexp.Compile(strings.Join(alts, "|"))
 		if err != nil {
 			return nil, err
 		}
-		s.patterns = append(s.patterns, re)
+		s.pattern = re
 	}
 	return s, nil
 }
 
 // scrub returns data with every match replaced and the number of
 // replacements. Strings are scrubbed after JSON decoding, so an escaped
-// token is found too; data is re-encoded only when something matched.
+// token is found too; data is decoded and re-encoded only when the raw
+// bytes may hold a match, and re-encoded only when something matched.
 func (s *scrubber) scrub(data []byte, secrets []string) ([]byte, int) {
 	var held []string
 	for _, t := range secrets {
@@ -74,6 +89,9 @@ func (s *scrubber) mayMatch(data []byte, held []string) bool {
 		if bytes.Contains(data, []byte(t)) {
 			return true
 		}
+		if plainJSON(t) {
+			continue // its escaped form is itself
+		}
 		if e, _ := json.Marshal(t); bytes.Contains(data, e[1:len(e)-1]) {
 			return true
 		}
@@ -81,12 +99,19 @@ func (s *scrubber) mayMatch(data []byte, held []string) bool {
 	if len(held) > 0 && bytes.Contains(data, []byte(`\u`)) {
 		return true
 	}
-	for _, re := range s.patterns {
-		if re.Match(data) {
-			return true
+	return s.pattern != nil && s.pattern.Match(data)
+}
+
+// plainJSON reports whether json.Marshal writes t unchanged between its
+// quotes: printable ASCII without the characters it escapes.
+func plainJSON(t string) bool {
+	for i := 0; i < len(t); i++ {
+		switch c := t[i]; {
+		case c < 0x20, c >= 0x7f, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return false
 		}
 	}
-	return false
+	return true
 }
 
 func (s *scrubber) walk(v any, held []string, n *int) any {
@@ -112,8 +137,8 @@ func (s *scrubber) scrubString(x string, held []string, n *int) string {
 			x = strings.ReplaceAll(x, t, redacted)
 		}
 	}
-	for _, re := range s.patterns {
-		x = re.ReplaceAllStringFunc(x, func(string) string { *n++; return redacted })
+	if s.pattern != nil {
+		x = s.pattern.ReplaceAllStringFunc(x, func(string) string { *n++; return redacted })
 	}
 	return x
 }

@@ -164,18 +164,27 @@ func (s *session) authenticateACP(ctx context.Context, sc *scheme, p wire.Authen
 	}
 }
 
-// initializeACP fills in ACP's initialize answer: ACP answers an
-// unsupported protocolVersion with its latest one (the client decides
-// whether to disconnect), names the agent, and lists an auth method per
-// scheme and per upstream.
-func (h *Host) initializeACP(res *initializeResult, fixed *initFixed) {
-	res.ProtocolVersion = wire.DesignProtocolVersion
-	res.AgentInfo = map[string]string{"name": "agentauth", "version": h.version}
-	// ACP capabilities are objects whose presence is the flag.
-	res.AgentCapabilities = acpAgentCapabilities
+// initializeACP is ACP's initialize answer, its InitializeResponse
+// (schema 1.7.0) and nothing else: an unsupported protocolVersion is
+// answered with the latest one (the client decides whether to
+// disconnect); it names the agent and lists an auth method per scheme and
+// per upstream.
+func (h *Host) initializeACP(fixed *initFixed) acpInitializeResult {
+	res := acpInitializeResult{ProtocolVersion: wire.DesignProtocolVersion, AgentCapabilities: acpAgentCapabilities,
+		AgentInfo: map[string]string{"name": "agentauth", "version": h.version}, AuthMethods: fixed.authMethodsJSON}
 	if up := h.acpUpstreamMethods(); len(up) > 0 {
 		res.AuthMethods = slices.Concat(fixed.authMethods, up)
 	}
+	return res
+}
+
+// acpInitializeResult is ACP's InitializeResponse (schema 1.7.0).
+type acpInitializeResult struct {
+	AgentCapabilities json.RawMessage   `json:"agentCapabilities"`
+	AgentInfo         map[string]string `json:"agentInfo"`
+	// AuthMethods is a []wire.AuthMethod or its JSON.
+	AuthMethods     any `json:"authMethods"`
+	ProtocolVersion int `json:"protocolVersion"`
 }
 
 // logoutACP answers ACP's logout: the connection's session signs out of

@@ -115,6 +115,33 @@ func summary(a agentSession) wire.SessionSummary {
 	return wire.SessionSummary{Resource: a.ID, Provider: shippedProvider, Title: a.ID, Status: wire.SessionStatusIdle, CreatedAt: at, ModifiedAt: at}
 }
 
+// authRevoked is AHP 1.x's client notification auth/revoked {channel,
+// resource, account} (types/authentication.test.ts): the credential this
+// connection holds for resource is released when it belongs to account
+// (the grant's issuer is the account's authority and its subject the
+// account's id); a grant of another account stays. Before 1.x, and for a
+// malformed one, nothing happens (a notification has no answer).
+func (s *session) authRevoked(params json.RawMessage) {
+	h := s.h
+	s.mu.Lock()
+	ahp1 := s.ahp1
+	s.mu.Unlock()
+	var p wire.AuthRevokedParams
+	if !ahp1 || json.Unmarshal(params, &p) != nil || p.Resource == "" || p.Account.ID == "" {
+		h.log.Debug("auth/revoked ignored", "conn", s.id)
+		return
+	}
+	view := s.table().view(h.now())
+	for _, sc := range h.r().byResource(p.Resource) {
+		g := view[sc.ID].grant
+		if g == nil || g.Subject != p.Account.ID || g.Issuer != p.Account.Authority {
+			continue
+		}
+		h.release(s.table(), sc, s)
+		h.log.Info("auth decision", "conn", s.id, "scheme", sc.ID, "outcome", "revoked by the client")
+	}
+}
+
 // unsubscribe is AHP's unsubscribe notification.
 func (s *session) unsubscribe(params json.RawMessage) {
 	var p wire.SubscribeParams
@@ -360,6 +387,13 @@ func (h *Host) initializePublished(p wire.InitializeParams, res *initializeResul
 	// _addInitialSubscription), a channel this host does not have gets
 	// no snapshot rather than a refused initialize.
 	res.ProtocolVersion = v
+	if !strings.HasPrefix(v, "0.") {
+		// AHP 1.x: this host takes auth/revoked
+		// (types/authentication.test.ts) and names itself
+		// (Implementation, types/common/commands.ts).
+		res.AccountRevocation = json.RawMessage(`{}`)
+		res.ServerInfo = map[string]string{"name": "agentauth", "version": h.version}
+	}
 	if root = slices.Contains(p.InitialSubscriptions, wire.RootChannel); root {
 		res.Snapshots = []any{h.rootSnapshot()}
 	}

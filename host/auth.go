@@ -115,19 +115,6 @@ func anyExpired(v authView, now time.Time) bool {
 	return false
 }
 
-// matching returns the live entries whose grant satisfies f.
-func (t *grantTable) matching(f func(*Grant) bool) []*held {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	var out []*held
-	for _, e := range t.held {
-		if e.lapsed == nil && f(e.grant) {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
 func (t *grantTable) clear() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -147,7 +134,8 @@ func (h *Host) hold(t *grantTable, sc *scheme, token string, g *Grant, from *ses
 		e.token = token
 	}
 	t.mu.Lock()
-	if old := t.held[sc.ID]; old != nil {
+	old := t.held[sc.ID]
+	if old != nil {
 		old.stop()
 	}
 	t.held[sc.ID] = e
@@ -159,6 +147,13 @@ func (h *Host) hold(t *grantTable, sc *scheme, token string, g *Grant, from *ses
 		e.recheck = time.AfterFunc(sc.recheck, func() { h.recheckHeld(t, e) })
 	}
 	t.mu.Unlock()
+	if old != nil {
+		h.revoked.unhold(old)
+	}
+	if h.revoked.hold(t, e) {
+		h.lapse(t, e, resource.ErrRevoked)
+		return
+	}
 	if t.owner == nil {
 		for _, s := range h.audience(t, from) {
 			s.push(sc, wire.StateAuthenticated, nil)
@@ -176,6 +171,9 @@ func (h *Host) release(t *grantTable, sc *scheme, from *session) {
 		t.views.Store(nil)
 	}
 	t.mu.Unlock()
+	if e != nil {
+		h.revoked.unhold(e)
+	}
 	if e != nil && t.owner == nil {
 		ch := h.challenge(sc, schemeStatus{})
 		for _, s := range h.audience(t, from) {
@@ -197,6 +195,7 @@ func (h *Host) lapse(t *grantTable, e *held, why *TokenError) {
 	e.stop()
 	t.views.Store(nil)
 	t.mu.Unlock()
+	h.revoked.unhold(e)
 	st := statusOf(why)
 	attrs := []any{"scheme", e.sc.ID, "subject", e.grant.Subject, "state", st.state, "reason", why.Description}
 	if t.owner != nil {

@@ -67,7 +67,7 @@ func (s *session) authenticate(ctx context.Context, params json.RawMessage) (any
 		return nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: expiresIn must be a positive number of seconds, not %d", *p.ExpiresIn)
 	}
 	s.mu.Lock()
-	published, acp := s.dialect == wire.DialectPublished, s.dialect == wire.DialectACP
+	published, acp, ahp1 := s.dialect == wire.DialectPublished, s.dialect == wire.DialectACP, s.ahp1
 	s.mu.Unlock()
 	if published && p.Resource != "" && len(h.r().byResource(p.Resource)) == 0 {
 		return nil, h.unknownResource(p.Resource)
@@ -79,9 +79,19 @@ func (s *session) authenticate(ctx context.Context, params json.RawMessage) (any
 	if acp {
 		return s.authenticateACP(ctx, cands[0], p)
 	}
+	if p.Token == "" && published && ahp1 {
+		// AHP 1.x: an empty token clears the resource's credential
+		// (accounts-channel.md "The failure to prevent"; VS Code's host
+		// hands "" to its agents, which forget the token).
+		for _, sc := range cands {
+			h.release(s.table(), sc, s)
+			h.log.Info("auth decision", "conn", s.id, "scheme", sc.ID, "outcome", "signed out")
+		}
+		return struct{}{}, nil // AHP AuthenticateResult: {}
+	}
 	if p.Token == "" && published {
 		// The shipped host refuses an empty token: the published dialect
-		// has no sign-out.
+		// 0.9 has no sign-out.
 		var chs []wire.Challenge
 		for _, sc := range cands {
 			ch := h.challenge(sc, schemeStatus{})

@@ -38,6 +38,8 @@ func (s *session) handle(ctx context.Context, data []byte) {
 		switch {
 		case m.Method == wire.MethodUnsubscribe:
 			s.unsubscribe(m.Params)
+		case m.Method == wire.MethodAuthRevoked:
+			s.authRevoked(m.Params)
 		case m.Method != wire.MethodSetAuthToken:
 			h.log.Debug("notification ignored", "conn", s.id, "method", m.Method)
 		case !initialized:
@@ -71,6 +73,9 @@ func (s *session) handle(ctx context.Context, data []byte) {
 		if rerr == nil {
 			s.mu.Lock()
 			s.initialized, s.dialect, s.rootSubscribed = true, d, root
+			if ir, ok := result.(*initializeResult); ok && d == wire.DialectPublished {
+				s.ahp1 = ir.AccountRevocation != nil
+			}
 			s.mu.Unlock()
 			if d == wire.DialectPublished {
 				s.initialSessions(ctx, m.Params, result.(*initializeResult))

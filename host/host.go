@@ -90,9 +90,8 @@ type Host struct {
 	mu       sync.Mutex
 	conns    map[*session]struct{}
 	nextConn uint64
-	// revoked maps a jti to when it may stop being refused; replaced, never
-	// changed, under mu, so that validations read it without a lock.
-	revoked atomic.Pointer[map[string]time.Time]
+	// revoked holds the revoked ids and the held grants by id.
+	revoked *revocations
 	closed  bool           // set by Close: no new connection is served
 	serving sync.WaitGroup // ServeConn calls under way
 }
@@ -135,7 +134,7 @@ func New(opts Options) (*Host, error) {
 	}
 	h := &Host{storedToken: opts.StoredToken, cfg: opts.Config, log: opts.Logger, now: opts.Now, maxMsg: opts.MaxMessageSize, version: cmp.Or(opts.Version, "dev"),
 		sessions: &agentSessions{store: opts.Store}, conns: map[*session]struct{}{}}
-	h.revoked.Store(&map[string]time.Time{})
+	h.revoked = newRevocations()
 	switch opts.AuthScope {
 	case "", AuthScopeConnection:
 	case AuthScopeHost:
@@ -269,6 +268,7 @@ func (h *Host) Close() {
 	h.cancel()
 	h.serving.Wait()
 	if h.shared != nil {
+		h.revoked.unholdTable(h.shared)
 		h.shared.clear()
 	}
 }

@@ -224,7 +224,7 @@ func TestInitializeDialects(t *testing.T) {
 	}
 	var rpc *wire.Error
 	err := dial(t, h).Call(ctx, wire.MethodInitialize, wire.InitializeParams{ProtocolVersions: []string{"2.0.0"}}, nil)
-	if !errors.As(err, &rpc) || rpc.Code != wire.CodeUnsupportedVersion || !strings.Contains(string(rpc.Data), `"supportedVersions":["^0.9.0"]`) {
+	if !errors.As(err, &rpc) || rpc.Code != wire.CodeUnsupportedVersion || !strings.Contains(string(rpc.Data), `"supportedVersions":["^1.0.0","^0.9.0"]`) {
 		t.Errorf("unsupported version: %v", err)
 	}
 }

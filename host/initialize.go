@@ -32,7 +32,7 @@ func (h *Host) initialize(params json.RawMessage) (any, wire.Dialect, bool, *wir
 	case wire.DialectPublished:
 		root, rerr = h.initializePublished(p, res)
 	case wire.DialectACP:
-		h.initializeACP(res, fixed)
+		return h.initializeACP(fixed), d, false, nil
 	default:
 		rerr = initializeDesign(p, res)
 	}
@@ -45,23 +45,28 @@ func (h *Host) initialize(params json.RawMessage) (any, wire.Dialect, bool, *wir
 // initializeResult is initialize's answer in every dialect; its members
 // are in the order encoding/json writes a map's (sorted by name).
 type initializeResult struct {
+	// AccountRevocation and ServerInfo are AHP 1.x's (absent before).
+	AccountRevocation json.RawMessage   `json:"accountRevocation,omitempty"`
 	AgentCapabilities any               `json:"agentCapabilities"`
 	AgentInfo         map[string]string `json:"agentInfo,omitempty"`
 	// AuthMethods is a []wire.AuthMethod or its JSON.
-	AuthMethods      any             `json:"authMethods"`
-	ProtocolVersion  any             `json:"protocolVersion"`
-	ResourceMetadata json.RawMessage `json:"resourceMetadata"`
-	ServerSeq        int64           `json:"serverSeq"`
+	AuthMethods      any               `json:"authMethods"`
+	ProtocolVersion  any               `json:"protocolVersion"`
+	ResourceMetadata json.RawMessage   `json:"resourceMetadata"`
+	ServerInfo       map[string]string `json:"serverInfo,omitempty"`
+	ServerSeq        int64             `json:"serverSeq"`
 	// Snapshots are wire.Snapshot (the root channel) and
 	// wire.SessionSnapshot values.
 	Snapshots []any `json:"snapshots"`
 }
 
 // The agent capabilities initialize announces: the design and published
-// dialects' flags, and ACP's objects whose presence is the flag.
+// dialects' flags, and ACP's: auth.logout (an object whose presence is the
+// flag, schema 1.7.0), auth.status (RFD get-auth-state: auth/status) and
+// getAuthState (seed 003's name of the same query).
 var (
 	agentCapabilities    = json.RawMessage(`{"auth":{"status":true},"getAuthState":true}`)
-	acpAgentCapabilities = json.RawMessage(`{"auth":{"logout":{}},"getAuthState":true}`)
+	acpAgentCapabilities = json.RawMessage(`{"auth":{"logout":{},"status":true},"getAuthState":true}`)
 )
 
 // initFixed is the part of initialize's answer that depends on the
@@ -92,7 +97,7 @@ func (r *requirements) initFixed(h *Host) *initFixed {
 				desc += " from " + strings.Join(as, ", ")
 			}
 			methods = append(methods, wire.AuthMethod{ID: sc.ID, Name: cmp.Or(sc.Label, sc.ID), Description: desc, Type: "agent",
-				Meta: map[string]any{"agentauth.dev/oauth": h.metadata(sc)}})
+				Meta: map[string]any{wire.ACPOAuthMetaKey: h.metadata(sc)}})
 		}
 		f := &initFixed{authMethods: methods}
 		if f.resourceMetadata, f.err = json.Marshal(rm); f.err == nil {

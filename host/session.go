@@ -26,6 +26,10 @@ type session struct {
 	mu          sync.Mutex
 	initialized bool
 	dialect     wire.Dialect
+	// ahp1: the published dialect's negotiated version is 1.x, whose
+	// authenticate with an empty token signs out and which takes
+	// auth/revoked (accountRevocation).
+	ahp1 bool
 	// rootSubscribed: the published dialect's client subscribed to the
 	// root channel (initialSubscriptions or subscribe).
 	rootSubscribed bool
@@ -221,6 +225,7 @@ func (h *Host) closeSession(s *session) {
 	delete(h.conns, s)
 	h.mu.Unlock()
 	if s.own != nil {
+		h.revoked.unholdTable(s.own)
 		s.own.clear()
 	}
 }

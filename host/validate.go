@@ -10,19 +10,22 @@ import (
 	"github.com/agentauth/agentauth/wire"
 )
 
-// defaultRevokedRetention is how long a revoked JTI stays refused when
+// defaultRevokedRetention is how long a revoked id stays refused when
 // NotifyRevoked is not told when the tokens expire.
 const defaultRevokedRetention = 24 * time.Hour
 
 // NotifyRevoked is called by the authorization server in the same process
-// when it revokes tokens (RFC 7009): grants with those JTIs are dropped from
-// the cache at once, refused from now on, and every connection holding one
-// is pushed "revoked". until is when the tokens expire at the latest: the
-// JTIs stay refused until then, or until the expiry of any of them the
-// host has seen, whichever is later (zero until: 24 hours from now).
-func (h *Host) NotifyRevoked(until time.Time, jtis ...string) {
+// when it revokes tokens (RFC 7009): ids are access tokens' jtis or token
+// families' ids (the sid claim of each of the family's access tokens).
+// Tokens carrying one are refused from now on, and every connection
+// holding one is pushed "revoked". until is when the tokens expire at the
+// latest: the ids stay refused until then, or until the expiry of a held
+// grant carrying one, whichever is later (zero until: 24 hours from now).
+// Its cost is that of the ids and of the grants holding them, whatever the
+// number of revocations before.
+func (h *Host) NotifyRevoked(until time.Time, ids ...string) {
 	set := map[string]bool{}
-	for _, j := range jtis {
+	for _, j := range ids {
 		if j != "" {
 			set[j] = true
 		}
@@ -34,50 +37,22 @@ func (h *Host) NotifyRevoked(until time.Time, jtis ...string) {
 	if until.IsZero() {
 		until = now.Add(defaultRevokedRetention)
 	}
-	for _, sc := range h.r().schemes {
-		if t := sc.checker.DropJTIs(set); t.After(until) {
-			until = t
+	hit := h.revoked.add(now, until, set)
+	var later time.Time
+	for e := range hit {
+		if e.grant.Expiry.After(until) && e.grant.Expiry.After(later) {
+			later = e.grant.Expiry
 		}
 	}
-	h.mu.Lock()
-	revoked := map[string]time.Time{}
-	for j, u := range *h.revoked.Load() {
-		if !now.After(u) {
-			revoked[j] = u
-		}
+	if !later.IsZero() {
+		h.revoked.add(now, later, set)
 	}
-	for j := range set {
-		revoked[j] = until
-	}
-	h.revoked.Store(&revoked)
-	tables := h.tables()
-	h.mu.Unlock()
-	for _, t := range tables {
-		for _, e := range t.matching(func(g *Grant) bool { return set[g.JTI] }) {
-			h.lapse(t, e, resource.ErrRevoked)
-		}
+	for e, t := range hit {
+		h.lapse(t, e, resource.ErrRevoked)
 	}
 }
 
-// tables lists every grant table; h.mu must be held.
-func (h *Host) tables() []*grantTable {
-	if h.shared != nil {
-		return []*grantTable{h.shared}
-	}
-	out := make([]*grantTable, 0, len(h.conns))
-	for s := range h.conns {
-		out = append(out, s.own)
-	}
-	return out
-}
-
-func (h *Host) isRevoked(jti string) bool {
-	if jti == "" {
-		return false
-	}
-	_, ok := (*h.revoked.Load())[jti]
-	return ok
-}
+func (h *Host) isRevoked(g *Grant) bool { return h.revoked.revoked(g) }
 
 // validate checks token against one scheme, refusing revoked JTIs.
 func (h *Host) validate(ctx context.Context, sc *scheme, token string, fresh bool) (*Grant, error) {
@@ -85,7 +60,7 @@ func (h *Host) validate(ctx context.Context, sc *scheme, token string, fresh boo
 	if err != nil {
 		return nil, err
 	}
-	if h.isRevoked(g.JTI) {
+	if h.isRevoked(g) {
 		sc.checker.Drop(token)
 		return nil, resource.ErrRevoked
 	}

@@ -75,13 +75,15 @@
 //     userCodeLockout (5 minutes). The count is issuer-wide.
 //
 // Issued grants (used codes, refresh and access tokens) are kept until
-// their tokens expire; one grant (a login and its refreshes) keeps at most
-// maxFamilyAccess (50) live access tokens, a refresh beyond revoking the
-// oldest. With a shared Store the bounds count every process's records,
+// their tokens expire. A grant (a login and its refreshes) is a family
+// whose access tokens carry its id as their sid claim: revoking it puts
+// that one id in the Store's revocation log (state.Revocation), however
+// many tokens it issued, and a refresh revokes nothing. A revoked access
+// token's jti goes in the log too. With a shared Store the bounds count every process's records,
 // and are approximate under concurrent requests.
 //
 // issuer owns the HTTP endpoints above and their HTML pages. It imports wire
 // for the metadata and error types, state for its Store, and must not
 // import commands, flows, store or the agent host: a host learns about
-// revocations through OnRevoke.
+// revocations through OnRevoke (ids: jtis and family ids).
 package issuer

@@ -14,5 +14,4 @@ const (
 	UserCodeRetryInterval   = userCodeRetryInterval
 	UserCodeMaxFailures     = userCodeMaxFailures
 	UserCodeLockout         = userCodeLockout
-	MaxFamilyAccess         = maxFamilyAccess
 )

@@ -74,6 +74,7 @@ type atClaims struct {
 	jwt.Claims
 	ClientID string `json:"client_id"`
 	Scope    string `json:"scope"`
+	SID      string `json:"sid"`
 }
 
 // verify checks an access token against /jwks.json the way a resource

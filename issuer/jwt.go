@@ -17,6 +17,9 @@ type accessClaims struct {
 	ID       string `json:"jti"`
 	ClientID string `json:"client_id"`
 	Scope    string `json:"scope,omitempty"`
+	// Family names the token's family (grantRecord.Family), revoked as
+	// one; sid as in OpenID Connect (a session of the client, one login).
+	Family string `json:"sid,omitempty"`
 	// Cnf binds the token to a DPoP key (RFC 9449 §6.1).
 	Cnf *confirmation `json:"cnf,omitempty"`
 }

@@ -20,7 +20,6 @@ const (
 	kindCode     state.Kind = "code"      // unredeemed authorization codes, per client (bounded.Kind)
 	kindGrant    state.Kind = "grant"     // token families: by the code's hash, or random
 	kindRefresh  state.Kind = "refresh"   // refresh tokens, used ones included
-	kindRevoked  state.Kind = "revoked"   // revoked access tokens, by jti, until they expire
 	kindDevice   state.Kind = "device"    // device authorizations
 	kindUserCode state.Kind = "user_code" // normalised user code → device key
 	kindConsent  state.Kind = "consent"   // pending consent and device pages
@@ -52,7 +51,12 @@ type grantRecord struct {
 	Subject  string `json:"sub"`
 	Scope    string `json:"scope"`
 	Resource string `json:"resource"`
-	// Access lists the access tokens of the family that may still live.
+	// Family names the family in its access tokens (their sid claim):
+	// revoking the family puts this one id in the revocation log, however
+	// many access tokens it issued.
+	Family string `json:"family,omitempty"`
+	// Access lists access tokens issued without a sid claim (by an
+	// earlier agentauth) that may still live; none are added.
 	Access []issuedAccess `json:"access,omitempty"`
 	// Refresh is the hash of the family's current refresh token: any
 	// other of its refresh tokens was rotated, and presenting it is reuse.
@@ -149,10 +153,21 @@ func (i *Issuer) clock(ctx context.Context) time.Time {
 }
 
 // revokeGrantTx revokes every token of the family g (id) and returns the
-// jtis of the access tokens that were still live.
+// ids it put in the revocation log: the family's, which its access tokens
+// carry as their sid, and the jtis of access tokens issued without one.
 func (i *Issuer) revokeGrantTx(tx state.Tx, now time.Time, id string, g *grantRecord) ([]string, error) {
 	g.Revoked = true
-	var jtis []string
+	var ids []string
+	if g.Family != "" {
+		// Every access token of the family expires within one TokenTTL.
+		revoked, err := i.revokeAccessTx(tx, g.Family, now.Add(i.opts.TokenTTL))
+		if err != nil {
+			return nil, err
+		}
+		if revoked {
+			ids = append(ids, g.Family)
+		}
+	}
 	for _, a := range g.Access {
 		if !a.Expires.After(now) {
 			continue
@@ -162,50 +177,68 @@ func (i *Issuer) revokeGrantTx(tx state.Tx, now time.Time, id string, g *grantRe
 			return nil, err
 		}
 		if revoked {
-			jtis = append(jtis, a.JTI)
+			ids = append(ids, a.JTI)
 		}
 	}
-	return jtis, putRecord(tx, kindGrant, id, g, i.grantExpiry(now))
+	g.Access = nil
+	return ids, putRecord(tx, kindGrant, id, g, i.grantExpiry(now))
 }
 
-// revokeAccessTx records that the access token jti, which expires at
-// expires, is revoked, and reports whether it was live. An access token is
-// not stored: the issuer's signature vouches for it, and the revoked ones
-// are listed until they expire.
-func (i *Issuer) revokeAccessTx(tx state.Tx, jti string, expires time.Time) (bool, error) {
-	if !expires.After(i.now()) {
+// revokeAccessTx puts id (an access token's jti, or a family's id), whose
+// tokens expire at expires, in the revocation log, and reports whether it
+// was not there yet and its tokens may still live. An access token is not
+// stored: the issuer's signature vouches for it, and the revocation log
+// lists the revoked ones until they expire.
+func (i *Issuer) revokeAccessTx(tx state.Tx, id string, expires time.Time) (bool, error) {
+	now := i.now()
+	if !expires.After(now) {
 		return false, nil
 	}
-	_, err := tx.Get(kindRevoked, jti)
-	if err == nil || !errors.Is(err, state.ErrNotFound) {
+	revoked, err := tx.Revoked(id, now)
+	if revoked || err != nil {
 		return false, err
 	}
-	return true, tx.Put(kindRevoked, jti, []byte("{}"), expires)
+	return true, tx.Revoke(id, expires)
 }
 
 // grantExpiry is how long a family issued or rotated now is kept: until
-// its last refresh or access token expires.
+// its last refresh or access token expires, rounded up to the next
+// grantExpiryStep, so that the many rotations of one family within a step
+// rewrite its record without moving its expiry: PostgreSQL then updates
+// the row in place (a HOT update, no new index entries), where a new
+// expiry on every refresh grew the indexes with dead entries and slowed
+// every later refresh.
 func (i *Issuer) grantExpiry(now time.Time) time.Time {
-	return now.Add(max(i.opts.TokenTTL, i.opts.RefreshTTL))
+	exp := now.Add(max(i.opts.TokenTTL, i.opts.RefreshTTL))
+	if r := exp.Truncate(grantExpiryStep); !r.Equal(exp) {
+		exp = r.Add(grantExpiryStep)
+	}
+	return exp
 }
 
-// Revoked returns the revoked access tokens that have not expired, by
-// jti, with their expiry: what an agent host must keep refusing after a
-// restart.
+// grantExpiryStep is the granularity of a family's record expiry.
+const grantExpiryStep = time.Minute
+
+// Revoked returns the revocation log's entries that have not expired (a
+// revoked access token's jti, or a revoked family's id, which its access
+// tokens carry as their sid), with their expiry: what an agent host must
+// keep refusing after a restart.
 func (i *Issuer) Revoked(ctx context.Context) (map[string]time.Time, error) {
 	out := map[string]time.Time{}
 	now := i.now()
-	err := i.store.View(ctx, func(tx state.Tx) error {
-		recs, err := tx.List(kindRevoked)
-		for _, r := range recs {
-			if r.Expires.After(now) {
-				out[r.Key] = r.Expires
-			}
+	for seq := int64(0); ; {
+		revs, err := i.store.RevokedSince(ctx, seq, 1000)
+		if err != nil {
+			return nil, fmt.Errorf("cannot read the revoked tokens: %w", err)
 		}
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("cannot read the revoked tokens: %w", err)
+		for _, r := range revs {
+			if r.Expires.After(now) {
+				out[r.ID] = r.Expires
+			}
+			seq = r.Seq
+		}
+		if len(revs) < 1000 {
+			return out, nil
+		}
 	}
-	return out, nil
 }

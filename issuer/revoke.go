@@ -2,7 +2,6 @@ package issuer
 
 import (
 	"encoding/json"
-	"errors"
 	"net/http"
 	"slices"
 	"time"
@@ -169,10 +168,11 @@ func (i *Issuer) serveIntrospect(w http.ResponseWriter, r *http.Request) {
 	revoked := false
 	if claims != nil && now.Unix() < claims.Expiry {
 		err := i.store.View(ctx, func(tx state.Tx) error {
-			_, err := tx.Get(kindRevoked, claims.ID)
-			if revoked = err == nil; errors.Is(err, state.ErrNotFound) {
-				return nil
+			var err error
+			if revoked, err = tx.Revoked(claims.ID, now); revoked || err != nil || claims.Family == "" {
+				return err
 			}
+			revoked, err = tx.Revoked(claims.Family, now)
 			return err
 		})
 		if err != nil {

@@ -88,7 +88,11 @@ func TestRevokeRefreshTokenRevokesItsFamily(t *testing.T) {
 	if r := s.post("/revoke", url.Values{"token": {t2["refresh_token"].(string)}, "token_type_hint": {"access_token"}, "client_id": {issuer.CLIClientID}}); r.status != http.StatusOK {
 		t.Fatalf("revoke: status %d; body %s", r.status, r.body)
 	}
-	want := []string{s.verify(t1["access_token"].(string)).ID, s.verify(t2["access_token"].(string)).ID}
+	// The family's access tokens share one sid, revoked as one.
+	want := []string{s.verify(t1["access_token"].(string)).SID}
+	if sid := s.verify(t2["access_token"].(string)).SID; sid != want[0] || sid == "" {
+		t.Fatalf("the access tokens of one family have sids %q and %q", want[0], sid)
+	}
 	if got := s.takeRevoked(); !sameSet(got, want) {
 		t.Errorf("OnRevoke got %v, want %v", got, want)
 	}

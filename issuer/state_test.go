@@ -249,25 +249,56 @@ func TestSweep(t *testing.T) {
 	}
 }
 
-// TestFamilyAccessBound: a family keeps at most MaxFamilyAccess live
-// access tokens; a refresh beyond revokes the oldest, which is pushed.
-func TestFamilyAccessBound(t *testing.T) {
-	s := start(t, issuer.Options{AutoApprove: true, Clients: []issuer.Client{rs}})
+// TestFamilyRevokedAsOne: refreshing revokes nothing and the family's
+// record does not grow with its access tokens; revoking the family puts
+// one id in the revocation log (the sid its access tokens carry), which
+// makes its first and last access tokens inactive.
+func TestFamilyRevokedAsOne(t *testing.T) {
+	st := state.NewMemory()
+	s := start(t, issuer.Options{AutoApprove: true, Store: st, Clients: []issuer.Client{rs}})
 	tok := s.tokens(nil)
 	first, rt := tok["access_token"].(string), tok["refresh_token"].(string)
-	for range issuer.MaxFamilyAccess - 1 {
-		rt = wantOK(t, s.refresh(issuer.CLIClientID, rt))["refresh_token"].(string)
+	grantSize := func() int {
+		var n int
+		st.View(context.Background(), func(tx state.Tx) error {
+			recs, err := tx.List("grant")
+			for _, r := range recs {
+				n += len(r.Value)
+			}
+			return err
+		})
+		return n
+	}
+	size := grantSize()
+	var last string
+	for range 200 {
+		tok = wantOK(t, s.refresh(issuer.CLIClientID, rt))
+		rt, last = tok["refresh_token"].(string), tok["access_token"].(string)
+	}
+	if got := s.takeRevoked(); len(got) != 0 {
+		t.Errorf("200 refreshes revoked %v, want nothing", got)
+	}
+	if n := grantSize(); n > size+64 {
+		t.Errorf("the family's record grew from %d to %d bytes over 200 refreshes", size, n)
 	}
 	if in := s.introspect(first); in["active"] != true {
-		t.Fatalf("the first of %d access tokens is inactive: %v", issuer.MaxFamilyAccess, in)
+		t.Fatalf("the family's first access token is inactive before any revocation: %v", in)
 	}
-	s.takeRevoked()
-	wantOK(t, s.refresh(issuer.CLIClientID, rt))
-	if in := s.introspect(first); in["active"] != false {
-		t.Errorf("access token %d of a family left the first active: %v", issuer.MaxFamilyAccess+1, in)
+	if r := s.revoke(rt); r.status != http.StatusOK {
+		t.Fatalf("revoke: %d %s", r.status, r.body)
 	}
-	if got := s.takeRevoked(); len(got) != 1 {
-		t.Errorf("OnRevoke got %v, want the oldest access token's jti", got)
+	got := s.takeRevoked()
+	if len(got) != 1 {
+		t.Fatalf("revoking the family revoked %v, want its one id", got)
+	}
+	for _, at := range []string{first, last} {
+		if in := s.introspect(at); in["active"] != false {
+			t.Errorf("an access token of the revoked family is active: %v", in)
+		}
+	}
+	revoked, err := s.iss.Revoked(context.Background())
+	if _, ok := revoked[got[0]]; !ok || err != nil {
+		t.Errorf("Revoked = %v, %v; want the family's id %s", revoked, err, got[0])
 	}
 }
 

@@ -315,13 +315,12 @@ func (i *Issuer) redeemClientCredentialsTx(is *issuing, c *client, form url.Valu
 // alice is not the user alice.
 func ClientSubject(clientID string) string { return "client:" + clientID }
 
-// maxFamilyAccess bounds the live access tokens of one family (one
-// login, through its refreshes): a refresh beyond it revokes the oldest.
-const maxFamilyAccess = 50
-
 // issueTx signs an access token for the family g (id) and, when the client
-// may refresh, a new refresh token of the same family. It returns the
-// jtis it revoked to keep within maxFamilyAccess.
+// may refresh, a new refresh token of the same family. The access token
+// carries the family's id (sid), by which the family's revocation
+// refuses it: a refresh revokes nothing, and a family keeps no list of
+// its access tokens. It returns no revoked ids (the signature of
+// redeemFunc).
 func (i *Issuer) issueTx(is *issuing, c *client, id string, g *grantRecord, scope string) (*tokenResponse, []string, *oauthError, error) {
 	tx, now := is.tx, is.now
 	switch {
@@ -335,6 +334,9 @@ func (i *Issuer) issueTx(is *issuing, c *client, id string, g *grantRecord, scop
 	if g.JKT != "" {
 		cnf, tokenType = &confirmation{JKT: g.JKT}, wire.TokenTypeDPoP
 	}
+	if g.Family == "" {
+		g.Family = randomID()
+	}
 	jti := randomID()
 	expires := now.Add(i.opts.TokenTTL)
 	at, err := jwt.Signed(is.key.signer).Claims(accessClaims{
@@ -347,26 +349,15 @@ func (i *Issuer) issueTx(is *issuing, c *client, id string, g *grantRecord, scop
 		ID:       jti,
 		ClientID: c.id,
 		Scope:    scope,
+		Family:   g.Family,
 	}).Serialize()
 	if err != nil {
 		i.log.Error("issuer: cannot sign access token", "err", err)
 		return nil, nil, &oauthError{status: http.StatusInternalServerError, body: wire.OAuthError{Code: "server_error", Description: "cannot sign the access token"}}, nil
 	}
-	// The family remembers its live access tokens, to revoke them, at
-	// most maxFamilyAccess: beyond, the oldest is revoked.
+	// Access tokens issued without a sid (by an earlier agentauth) are
+	// forgotten once they expired.
 	g.Access = slices.DeleteFunc(g.Access, func(a issuedAccess) bool { return !a.Expires.After(now) })
-	var revoked []string
-	for len(g.Access) >= maxFamilyAccess {
-		live, err := i.revokeAccessTx(tx, g.Access[0].JTI, g.Access[0].Expires)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		if live {
-			revoked = append(revoked, g.Access[0].JTI)
-		}
-		g.Access = g.Access[1:]
-	}
-	g.Access = append(g.Access, issuedAccess{JTI: jti, Expires: expires})
 	resp := &tokenResponse{AccessToken: at, TokenType: tokenType, ExpiresIn: int64(i.opts.TokenTTL / time.Second), Scope: scope}
 	if c.allows(wire.GrantRefreshToken) && !is.noRefresh {
 		resp.RefreshToken = randomToken()
@@ -385,5 +376,5 @@ func (i *Issuer) issueTx(is *issuing, c *client, id string, g *grantRecord, scop
 	is.logAfter(func() {
 		i.log.Info("issuer: access token issued", "client_id", c.id, "sub", g.Subject, "aud", g.Resource, "scope", scope, "jti", jti)
 	})
-	return resp, revoked, nil, nil
+	return resp, nil, nil, nil
 }

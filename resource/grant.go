@@ -23,7 +23,11 @@ type Grant struct {
 	// Expiry is zero when the token does not expire.
 	Expiry time.Time
 	// JTI is the token's identifier (RFC 7519 §4.1.7), when it has one.
-	JTI    string
+	JTI string
+	// Family is the token family's id (its sid claim, as serve's
+	// embedded issuer sets it: one login and its refreshes), revoked as
+	// one; empty when the token has none.
+	Family string
 	Issuer string
 	// JKT is the thumbprint of the DPoP key the token is bound to (cnf,
 	// RFC 9449 §6.1): the HTTP face then requires a proof of it.
@@ -167,23 +171,6 @@ func (c *grantCache) drop(token string) {
 	c.mu.Unlock()
 }
 
-// dropJTIs forgets every grant whose JTI is in jtis and returns the latest
-// expiry among them.
-func (c *grantCache) dropJTIs(jtis map[string]bool) time.Time {
-	var latest time.Time
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for k, e := range c.entries {
-		if e.grant.JTI != "" && jtis[e.grant.JTI] {
-			delete(c.entries, k)
-			if e.grant.Expiry.After(latest) {
-				latest = e.grant.Expiry
-			}
-		}
-	}
-	return latest
-}
-
 // NewChecker checks the tokens of the scheme named scheme with v, caching
 // each grant until it expires and, when ttl > 0, for at most ttl.
 // validated, when not nil, is called after each validation that was not a
@@ -194,10 +181,6 @@ func NewChecker(scheme string, v Validator, ttl time.Duration, now func() time.T
 
 // Drop forgets the cached grant of token.
 func (c *Checker) Drop(token string) { c.cache.drop(token) }
-
-// DropJTIs forgets every cached grant whose JTI is in jtis (a revocation)
-// and returns the latest expiry among them.
-func (c *Checker) DropJTIs(jtis map[string]bool) time.Time { return c.cache.dropJTIs(jtis) }
 
 // Checker validates one scheme's tokens through its grant cache, with
 // single flight: the concurrent first uses of one token validate it once.

@@ -78,6 +78,8 @@ type jwsHeader struct {
 type accessClaims struct {
 	Scope    string `json:"scope"`
 	ClientID string `json:"client_id"`
+	// SID names the token's family (see Grant.Family).
+	SID string `json:"sid"`
 	// Cnf is the key binding of a DPoP-bound token (RFC 9449 §6.1).
 	Cnf *confirmation `json:"cnf"`
 }
@@ -157,7 +159,7 @@ func (v *jwtValidator) Validate(ctx context.Context, token string) (*Grant, erro
 		return nil, ErrExpired
 	}
 	g := &Grant{Subject: c.Subject, ClientID: extra.ClientID, Scopes: wire.SplitScope(extra.Scope),
-		Expiry: c.Expiry.Time(), JTI: c.ID, Issuer: c.Issuer}
+		Expiry: c.Expiry.Time(), JTI: c.ID, Family: extra.SID, Issuer: c.Issuer}
 	if err := extra.Cnf.bind(g); err != nil {
 		return nil, err
 	}

@@ -13,18 +13,22 @@ import (
 type Memory struct {
 	mu      sync.Mutex
 	records map[Kind]map[string]Record
+	revs    memRevocations
 }
 
 // NewMemory returns an empty in-memory store.
-func NewMemory() *Memory { return &Memory{records: map[Kind]map[string]Record{}} }
+func NewMemory() *Memory {
+	return &Memory{records: map[Kind]map[string]Record{}, revs: memRevocations{byID: map[string]Revocation{}}}
+}
 
 // Update runs fn alone; when it fails, its writes are undone.
 func (m *Memory) Update(ctx context.Context, fn func(Tx) error) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	tx := &memTx{m: m, undo: map[Kind]map[string]*Record{}}
+	tx := &memTx{m: m, undo: map[Kind]map[string]*Record{}, revUndo: m.revs.snapshot()}
 	if err := fn(tx); err != nil {
 		tx.rollback()
+		m.revs.undo(tx.revUndo)
 		return err
 	}
 	return nil
@@ -38,6 +42,9 @@ func (m *Memory) Sweep(ctx context.Context, now time.Time, limit int) (int, erro
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	n := 0
+	if limit > 0 {
+		n = m.revs.sweep(now, limit)
+	}
 	for _, recs := range m.records {
 		for k, r := range recs {
 			if n >= limit {
@@ -71,7 +78,8 @@ type memTx struct {
 	m *Memory
 	// undo holds, for each record written, its value before the first
 	// write (nil: it did not exist).
-	undo map[Kind]map[string]*Record
+	undo    map[Kind]map[string]*Record
+	revUndo memRevocationsUndo
 }
 
 func (t *memTx) kind(k Kind) map[string]Record {
@@ -177,4 +185,28 @@ func (t *memTx) List(kind Kind) ([]Record, error) {
 	}
 	slices.SortFunc(out, func(a, b Record) int { return strings.Compare(a.Key, b.Key) })
 	return out, nil
+}
+
+func (t *memTx) Revoke(id string, expires time.Time) error {
+	t.m.revs.add(&t.revUndo, id, expires)
+	return nil
+}
+
+func (t *memTx) Revoked(id string, now time.Time) (bool, error) {
+	e, ok := t.m.revs.byID[id]
+	return ok && !e.Expires.Before(now), nil
+}
+
+// RevokedSince returns the log's entries above after.
+func (m *Memory) RevokedSince(ctx context.Context, after int64, limit int) ([]Revocation, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.revs.since(after, limit), nil
+}
+
+// LastRevocation is the log's highest sequence.
+func (m *Memory) LastRevocation(context.Context) (int64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.revs.seq, nil
 }

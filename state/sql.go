@@ -5,17 +5,23 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 )
 
-// table holds every record; schemaTable its schema version.
+// table holds every record; schemaTable its schema version;
+// revocationsTable the revocation log, and revocationSeqTable its one
+// row, the last sequence drawn.
 const (
-	table       = "agentauth_state"
-	schemaTable = "agentauth_schema"
+	table              = "agentauth_state"
+	schemaTable        = "agentauth_schema"
+	revocationsTable   = "agentauth_revocations"
+	revocationSeqTable = "agentauth_revocation_seq"
 )
 
 // migrations build the schema; migration n (from 1) brings a database to
@@ -27,6 +33,18 @@ var migrations = [][]string{
 		`CREATE TABLE ` + table + ` (kind TEXT NOT NULL, key TEXT NOT NULL, value {{blob}} NOT NULL,
 			expires BIGINT NOT NULL, PRIMARY KEY (kind, key)){{without_rowid}}`,
 		`CREATE INDEX ` + table + `_expires ON ` + table + ` (expires) WHERE expires > 0`,
+	},
+	// 2: the revocation log (see Revocation). The issuer's records of
+	// kind "revoked" (revoked jtis until they expire) move into it.
+	{
+		`CREATE TABLE ` + revocationsTable + ` (seq BIGINT NOT NULL PRIMARY KEY, id TEXT NOT NULL UNIQUE,
+			expires BIGINT NOT NULL, at BIGINT NOT NULL)`,
+		`CREATE INDEX ` + revocationsTable + `_expires ON ` + revocationsTable + ` (expires)`,
+		`CREATE TABLE ` + revocationSeqTable + ` (seq BIGINT NOT NULL)`,
+		`INSERT INTO ` + revocationSeqTable + ` (seq) SELECT count(*) FROM ` + table + ` WHERE kind = 'revoked'`,
+		`INSERT INTO ` + revocationsTable + ` (seq, id, expires, at)
+			SELECT row_number() OVER (ORDER BY key), key, expires, 0 FROM ` + table + ` WHERE kind = 'revoked'`,
+		`DELETE FROM ` + table + ` WHERE kind = 'revoked'`,
 	},
 }
 
@@ -50,6 +68,9 @@ type dialect struct {
 	// replicas starting together migrate one at a time.
 	lock    string
 	dollars bool // placeholders are $1, $2… rather than ?
+	// writableCTE: a DELETE may run in a WITH clause of an INSERT
+	// (PostgreSQL), so a flush is one statement, one round trip.
+	writableCTE bool
 	// retryable, when set, reports an error on which the database rolled
 	// the transaction back and a re-run may succeed.
 	retryable func(error) bool
@@ -77,6 +98,8 @@ type sqlStore struct {
 	d  dialect
 	// prepared statements, for the dialect
 	get, getLocked, count, delExpired, delFirst, list, sweep, create *sql.Stmt
+	// the revocation log's statements
+	revSeq, revPut, revGet, revSince, revLast, revSweep *sql.Stmt
 	// one, for SQLite, is the one connection every transaction runs on,
 	// in turn (oneMu), between its own BEGIN and COMMIT statements: a
 	// database/sql transaction costs a goroutine and a context per
@@ -89,6 +112,15 @@ type sqlStore struct {
 	// batches holds the prepared statements that write or delete n
 	// records at once, n from 1 to maxBatchRows.
 	batches map[batchShape]*sql.Stmt
+	// both holds, with dialect.writableCTE, the statements that delete d
+	// and write p records at once: a DELETE in a WITH clause of the
+	// INSERT (PostgreSQL). A transaction never deletes and writes one
+	// record in one flush (sqlTx.buffer keeps the last), so the two parts
+	// do not meet. They are prepared when the store opens: preparing one
+	// inside a transaction would take a second connection from the pool,
+	// and transactions holding every connection would wait for each
+	// other.
+	both map[[2]int]*sql.Stmt
 	// prepared lists every statement, for close.
 	prepared []*sql.Stmt
 }
@@ -108,7 +140,7 @@ type preparer interface {
 // for every transaction to run on one connection (SQLite). On failure it
 // closes db.
 func newSQLStore(ctx context.Context, db *sql.DB, d dialect, one bool) (*sqlStore, error) {
-	s := &sqlStore{db: db, d: d, batches: map[batchShape]*sql.Stmt{}}
+	s := &sqlStore{db: db, d: d, batches: map[batchShape]*sql.Stmt{}, both: map[[2]int]*sql.Stmt{}}
 	var p preparer = db
 	type query struct {
 		stmt **sql.Stmt
@@ -139,6 +171,17 @@ func newSQLStore(ctx context.Context, db *sql.DB, d dialect, one bool) (*sqlStor
 		{&s.sweep, `DELETE FROM ` + table + ` WHERE (kind, key) IN
 			(SELECT kind, key FROM ` + table + ` WHERE expires > 0 AND expires < ? LIMIT ?)`},
 		{&s.create, `INSERT INTO ` + table + ` (kind, key, value, expires) VALUES (?, ?, ?, ?) ON CONFLICT (kind, key) DO NOTHING`},
+		// The sequence row stays locked until the transaction ends
+		// (PostgreSQL): the next revoking transaction draws its sequences
+		// after this one committed, so sequences appear in commit order.
+		{&s.revSeq, `UPDATE ` + revocationSeqTable + ` SET seq = seq + ? RETURNING seq`},
+		{&s.revPut, `INSERT INTO ` + revocationsTable + ` (seq, id, expires, at) VALUES (?, ?, ?, ?)
+			ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, expires = excluded.expires, at = excluded.at`},
+		{&s.revGet, `SELECT expires FROM ` + revocationsTable + ` WHERE id = ?`},
+		{&s.revSince, `SELECT seq, id, expires, at FROM ` + revocationsTable + ` WHERE seq > ? ORDER BY seq LIMIT ?`},
+		{&s.revLast, `SELECT seq FROM ` + revocationSeqTable},
+		{&s.revSweep, `DELETE FROM ` + revocationsTable + ` WHERE seq IN
+			(SELECT seq FROM ` + revocationsTable + ` WHERE expires < ? LIMIT ?)`},
 	}...) {
 		var err error
 		if *q.stmt, err = p.PrepareContext(ctx, rebind(q.sql, d.dollars)); err != nil {
@@ -146,6 +189,18 @@ func newSQLStore(ctx context.Context, db *sql.DB, d dialect, one bool) (*sqlStor
 			return nil, fmt.Errorf("cannot prepare the state queries: %w", err)
 		}
 		s.prepared = append(s.prepared, *q.stmt)
+	}
+	for nd := 1; d.writableCTE && nd <= maxBatchRows; nd++ {
+		for np := 1; np <= maxBatchRows; np++ {
+			q := `WITH deleted AS (` + batchSQL(batchShape{n: nd, del: true}) + `) ` + batchSQL(batchShape{n: np})
+			st, err := p.PrepareContext(ctx, rebind(q, d.dollars))
+			if err != nil {
+				s.close()
+				return nil, fmt.Errorf("cannot prepare the state queries: %w", err)
+			}
+			s.both[[2]int{nd, np}] = st
+			s.prepared = append(s.prepared, st)
+		}
 	}
 	for n := 1; n <= maxBatchRows; n++ {
 		for _, del := range []bool{false, true} {
@@ -330,12 +385,59 @@ func (s *sqlStore) Sweep(ctx context.Context, now time.Time, limit int) (int, er
 		s.oneMu.Lock()
 		defer s.oneMu.Unlock()
 	}
-	res, err := s.sweep.ExecContext(ctx, millis(now), limit)
+	res, err := s.revSweep.ExecContext(ctx, millis(now), limit)
 	if err != nil {
 		return 0, fmt.Errorf("cannot sweep the state database: %w", err)
 	}
+	revs, err := res.RowsAffected()
+	if err != nil || int(revs) >= limit {
+		return int(revs), err
+	}
+	if res, err = s.sweep.ExecContext(ctx, millis(now), limit-int(revs)); err != nil {
+		return 0, fmt.Errorf("cannot sweep the state database: %w", err)
+	}
 	n, err := res.RowsAffected()
-	return int(n), err
+	return int(n + revs), err
+}
+
+// RevokedSince reads the revocation log above after.
+func (s *sqlStore) RevokedSince(ctx context.Context, after int64, limit int) ([]Revocation, error) {
+	if s.one != nil {
+		s.oneMu.Lock()
+		defer s.oneMu.Unlock()
+	}
+	rows, err := s.revSince.QueryContext(ctx, after, min(limit, maxRevocationPage))
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the revocation log: %w", err)
+	}
+	defer rows.Close()
+	var out []Revocation
+	for rows.Next() {
+		var r Revocation
+		var exp, at int64
+		if err := rows.Scan(&r.Seq, &r.ID, &exp, &at); err != nil {
+			return nil, fmt.Errorf("cannot read the revocation log: %w", err)
+		}
+		r.Expires, r.At = fromMillis(exp), fromMillis(at)
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("cannot read the revocation log: %w", err)
+	}
+	return out, nil
+}
+
+// LastRevocation reads the last sequence drawn.
+func (s *sqlStore) LastRevocation(ctx context.Context) (int64, error) {
+	if s.one != nil {
+		s.oneMu.Lock()
+		defer s.oneMu.Unlock()
+	}
+	var seq int64
+	if err := s.revLast.QueryRowContext(ctx).Scan(&seq); err != nil {
+		return 0, fmt.Errorf("cannot read the revocation log: %w", err)
+	}
+	return seq, nil
 }
 
 // sqlTx keeps its writes until it commits, or until a statement that
@@ -351,6 +453,8 @@ type sqlTx struct {
 	// and not yet sent, pending their index in writes by record.
 	writes  []write
 	pending map[recordID]int
+	// revs are the revocations not yet sent, by id.
+	revs map[string]time.Time
 }
 
 type recordID struct {
@@ -379,6 +483,9 @@ func (t *sqlTx) buffer(w write) {
 // flush sends the buffered writes: the deletions, then the upserts, in
 // statements of at most maxBatchRows records.
 func (t *sqlTx) flush() error {
+	if err := t.flushRevocations(); err != nil {
+		return err
+	}
 	if len(t.writes) == 0 {
 		return nil
 	}
@@ -391,6 +498,12 @@ func (t *sqlTx) flush() error {
 		}
 	}
 	t.writes, t.pending = t.writes[:0], map[recordID]int{}
+	if nd, np := len(dels)/2, len(puts)/4; t.s.d.writableCTE && nd > 0 && np > 0 && nd <= maxBatchRows && np <= maxBatchRows {
+		if _, err := t.stmt(t.s.both[[2]int{nd, np}]).ExecContext(t.ctx, append(dels, puts...)...); err != nil {
+			return fmt.Errorf("cannot write the state: %w", err)
+		}
+		return nil
+	}
 	for _, b := range []struct {
 		args []any
 		cols int
@@ -517,4 +630,48 @@ func (t *sqlTx) List(kind Kind) ([]Record, error) {
 		return nil, fmt.Errorf("cannot list %s: %w", kind, err)
 	}
 	return out, nil
+}
+
+// flushRevocations draws a sequence for each buffered revocation and
+// writes them to the log.
+func (t *sqlTx) flushRevocations() error {
+	if len(t.revs) == 0 {
+		return nil
+	}
+	var top int64
+	if err := t.stmt(t.s.revSeq).QueryRowContext(t.ctx, len(t.revs)).Scan(&top); err != nil {
+		return fmt.Errorf("cannot write the revocation log: %w", err)
+	}
+	seq, at := top-int64(len(t.revs)), millis(time.Now())
+	for _, id := range slices.Sorted(maps.Keys(t.revs)) {
+		seq++
+		if _, err := t.stmt(t.s.revPut).ExecContext(t.ctx, seq, id, millis(t.revs[id]), at); err != nil {
+			return fmt.Errorf("cannot write the revocation log: %w", err)
+		}
+	}
+	clear(t.revs)
+	return nil
+}
+
+func (t *sqlTx) Revoke(id string, expires time.Time) error {
+	if t.revs == nil {
+		t.revs = map[string]time.Time{}
+	}
+	t.revs[id] = expires
+	return nil
+}
+
+func (t *sqlTx) Revoked(id string, now time.Time) (bool, error) {
+	if exp, ok := t.revs[id]; ok {
+		return !exp.Before(now), nil
+	}
+	var exp int64
+	err := t.stmt(t.s.revGet).QueryRowContext(t.ctx, id).Scan(&exp)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("cannot read the revocation log: %w", err)
+	}
+	return exp >= millis(now), nil
 }

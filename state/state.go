@@ -46,11 +46,13 @@ type Store interface {
 	// says how many it deleted.
 	Sweep(ctx context.Context, now time.Time, limit int) (int, error)
 	// PublishRevoked tells the other processes sharing the store that
-	// the access tokens jtis were revoked; a store no other process
-	// shares does nothing.
+	// revocations (ids, committed to the revocation log with Tx.Revoke)
+	// are there to read; a store no other process shares does nothing.
 	PublishRevoked(ctx context.Context, jtis []string) error
-	// OnRevoked registers fn to be called with the jtis that other
-	// processes publish.
+	// OnRevoked registers fn to be called with the ids of the revocation
+	// log's new entries as a process sharing the store reads them (this
+	// process's own included); a store no other process shares never
+	// calls it.
 	OnRevoked(fn func(jtis []string))
 	// PublishConfigChanged tells the other processes sharing the store
 	// that serve's configuration was reloaded, so that each re-reads its
@@ -59,6 +61,15 @@ type Store interface {
 	// OnConfigChanged registers fn to be called when another process
 	// publishes a configuration change.
 	OnConfigChanged(fn func())
+	// RevokedSince returns, in sequence order, at most limit entries
+	// (at most maxRevocationPage) of the revocation log whose sequence is
+	// above after, expired ones included until Sweep deletes them. Every
+	// revocation committed before the call began is among the entries
+	// above after that it and the calls after it return.
+	RevokedSince(ctx context.Context, after int64, limit int) ([]Revocation, error)
+	// LastRevocation is the highest sequence of the revocation log (0:
+	// none yet).
+	LastRevocation(ctx context.Context) (int64, error)
 	// Close releases the store.
 	Close() error
 }
@@ -86,6 +97,13 @@ type Tx interface {
 	DeleteFirstExpiring(kind Kind) error
 	// List returns every record of kind.
 	List(kind Kind) ([]Record, error)
+	// Revoke adds id to the revocation log, to be refused until
+	// expires, with the next sequence; an id there already gets a new
+	// sequence and expiry.
+	Revoke(id string, expires time.Time) error
+	// Revoked reports whether id is in the revocation log and has not
+	// expired at now.
+	Revoked(id string, now time.Time) (bool, error)
 }
 
 // millis is how expiries are stored: Unix milliseconds, 0 for never.
@@ -102,3 +120,21 @@ func fromMillis(ms int64) time.Time {
 	}
 	return time.UnixMilli(ms)
 }
+
+// Revocation is one entry of a Store's revocation log: an identifier (an
+// access token's jti, a token family's id) to refuse until Expires.
+// Seq orders the log: an entry committed after another has a higher Seq,
+// so a reader that has applied every entry up to Seq n and then reads the
+// entries above n misses none (on PostgreSQL the sequence is drawn under
+// a row lock held until commit, so sequences are visible in commit
+// order). At is when it was written, by the writer's clock.
+type Revocation struct {
+	Seq     int64
+	ID      string
+	Expires time.Time
+	At      time.Time
+}
+
+// maxRevocationPage bounds the entries one RevokedSince call returns
+// when its caller asks for more.
+const maxRevocationPage = 1000

@@ -1,16 +1,21 @@
 package wire
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -22,6 +27,13 @@ type DialOptions struct {
 	MaxMessageSize int64
 	// Stderr receives a stdio child's stderr (default: discarded).
 	Stderr io.Writer
+	// Env is added to a stdio child's environment (NAME=value; later
+	// entries win).
+	Env []string
+	// NonJSON receives each line a stdio child writes on stdout that is
+	// not JSON (an agent printing a sign-in URL or a progress line);
+	// without it such lines are dropped.
+	NonJSON func(line []byte)
 }
 
 // TraceFunc receives every JSON-RPC message sent (out) or received on a
@@ -39,8 +51,8 @@ func WithTrace(ctx context.Context, trace TraceFunc) context.Context {
 }
 
 // stdioCloseGrace is how long Close waits for a stdio child to exit after
-// its stdin is closed before killing it.
-const stdioCloseGrace = 3 * time.Second
+// its stdin is closed, and then after SIGTERM, before SIGKILL.
+const stdioCloseGrace = 2 * time.Second
 
 // DialTarget connects to an agent host: "ws://…" or "wss://…" (one message
 // per text frame), or "stdio:COMMAND LINE", which runs the command line
@@ -130,6 +142,13 @@ func dialStdio(line string, opts DialOptions) (Conn, error) {
 	}
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Stderr = opts.Stderr
+	if len(opts.Env) > 0 {
+		cmd.Env = append(os.Environ(), opts.Env...)
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Once the child has exited, a helper it left holding its stderr
+	// must not hold up Wait: endGroup ends the helper next.
+	cmd.WaitDelay = 200 * time.Millisecond
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, fmt.Errorf("cannot run %s: %w", args[0], err)
@@ -142,11 +161,33 @@ func dialStdio(line string, opts DialOptions) (Conn, error) {
 		return nil, fmt.Errorf("cannot run %s: %w", args[0], err)
 	}
 	child := &childCloser{cmd: cmd, stdin: stdin}
-	return NewStdioConn(stdout, stdin, child, opts.MaxMessageSize), nil
+	conn := NewStdioConn(stdout, stdin, child, opts.MaxMessageSize)
+	if opts.NonJSON != nil {
+		return &nonJSONConn{Conn: conn, nonJSON: opts.NonJSON}, nil
+	}
+	return conn, nil
 }
 
-// childCloser ends a stdio child: EOF on its stdin, then a kill if it
-// lingers, then wait.
+// nonJSONConn hands the lines that are not JSON to nonJSON and reads on.
+type nonJSONConn struct {
+	Conn
+	nonJSON func([]byte)
+}
+
+func (c *nonJSONConn) Read(ctx context.Context) ([]byte, error) {
+	for {
+		m, err := c.Conn.Read(ctx)
+		if err != nil || json.Valid(m) {
+			return m, err
+		}
+		c.nonJSON(m)
+	}
+}
+
+// childCloser ends a stdio child and its process group: EOF on its
+// stdin, SIGTERM to the group when the child lingers or once it has
+// exited while others of its group remain, SIGKILL to the group 2 s
+// later, then wait.
 type childCloser struct {
 	cmd   *exec.Cmd
 	stdin io.Closer
@@ -159,18 +200,81 @@ func (c *childCloser) Close() error {
 		c.stdin.Close()
 		done := make(chan error, 1)
 		go func() { done <- c.cmd.Wait() }()
+		pgid := c.cmd.Process.Pid
 		select {
 		case err := <-done:
 			var exit *exec.ExitError
 			if errors.As(err, &exit) {
 				c.err = fmt.Errorf("%s exited: %w", c.cmd.Args[0], err)
 			}
+			endGroup(pgid, nil)
 		case <-time.After(stdioCloseGrace):
-			_ = c.cmd.Process.Kill()
-			<-done
+			endGroup(pgid, done)
 		}
 	})
 	return c.err
+}
+
+// groupAlive reports whether a process of group pgid is running: a
+// zombie (exited, its parent gone, waiting for an init that may never
+// reap it) does not count. Without /proc, any member counts.
+func groupAlive(pgid int) bool {
+	if syscall.Kill(-pgid, 0) != nil {
+		return false
+	}
+	procs, err := filepath.Glob("/proc/[0-9]*/stat")
+	if err != nil || len(procs) == 0 {
+		return true
+	}
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp …: comm may hold spaces and ")".
+		i := bytes.LastIndexByte(b, ')')
+		f := strings.Fields(string(b[i+1:]))
+		if i >= 0 && len(f) >= 3 && f[2] == strconv.Itoa(pgid) && f[0] != "Z" {
+			return true
+		}
+	}
+	return false
+}
+
+// EndProcessGroup ends what remains of process group pgid, whose leader
+// has been waited for: SIGTERM, then SIGKILL 2 s later.
+func EndProcessGroup(pgid int) { endGroup(pgid, nil) }
+
+// endGroup ends process group pgid: SIGTERM, then SIGKILL after
+// stdioCloseGrace if any of it remains; done, when not nil, is the
+// leader's Wait, received before returning.
+func endGroup(pgid int, done <-chan error) {
+	if syscall.Kill(-pgid, syscall.SIGTERM) != nil {
+		if done != nil {
+			<-done
+		}
+		return // no process of the group is left
+	}
+	deadline := time.After(stdioCloseGrace)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			done = nil
+		case <-tick.C:
+			if done == nil && !groupAlive(pgid) {
+				return
+			}
+			continue
+		case <-deadline:
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			if done != nil {
+				<-done
+			}
+			return
+		}
+	}
 }
 
 // SplitCommandLine splits a command line into words the way a POSIX shell
@@ -228,6 +332,10 @@ func SplitCommandLine(s string) ([]string, error) {
 	return words, nil
 }
 
+// ClientVersion is the version agentauth names in ACP's clientInfo (set
+// by commands from its build version).
+var ClientVersion = "0.0.0-dev"
+
 // NewInitializeParams builds initialize's params for dialect d.
 func NewInitializeParams(d Dialect, clientID string) InitializeParams {
 	p := InitializeParams{ClientID: clientID}
@@ -238,18 +346,33 @@ func NewInitializeParams(d Dialect, clientID string) InitializeParams {
 		p.ProtocolVersions = PublishedProtocolVersions
 		p.InitialSubscriptions = []string{RootChannel}
 	case DialectACP:
-		// ACP InitializeRequest: protocolVersion 1, no client
-		// capabilities (agentauth offers no file system or terminal).
+		// ACP InitializeRequest (schema 1.7.0): protocolVersion 1;
+		// clientCapabilities.auth.terminal, since agentauth runs a
+		// terminal method's command on the user's terminal (and no file
+		// system or terminal/* methods); clientInfo is an Implementation,
+		// whose version is required.
 		v := DesignProtocolVersion
 		p.ProtocolVersion = &v
-		p.ClientCapabilities = json.RawMessage(`{}`)
-		p.ClientInfo = json.RawMessage(`{"name":"agentauth"}`)
+		p.ClientID = ""
+		p.ClientCapabilities = acpClientCapabilities
+		p.ClientInfo, _ = json.Marshal(Implementation{Name: "agentauth", Version: ClientVersion})
 	default:
+		// The design dialect's {protocolVersion: 1, clientId}, with ACP's
+		// clientCapabilities and clientInfo: an ACP agent (which ignores
+		// clientId) then answers as to an ACP client, terminal methods
+		// included, and needs no second start.
 		v := DesignProtocolVersion
 		p.ProtocolVersion = &v
+		p.ClientCapabilities = acpClientCapabilities
+		p.ClientInfo, _ = json.Marshal(Implementation{Name: "agentauth", Version: ClientVersion})
 	}
 	return p
 }
+
+// acpClientCapabilities are the ACP client capabilities agentauth has:
+// terminal auth methods (it runs their command on the user's terminal),
+// no file system and no terminal/* methods.
+var acpClientCapabilities = json.RawMessage(`{"auth":{"terminal":true}}`)
 
 // Initialize runs initialize in dialect d (PROTOCOL.md "initialize"): the
 // design dialect offers protocolVersion 1, the published dialect offers

@@ -79,13 +79,16 @@ const ACPTokenMetaKey = "agentauth.dev/token"
 const DesignProtocolVersion = 1
 
 // PublishedProtocolVersions are the AHP versions this implementation
-// offers as a client, newest first.
-var PublishedProtocolVersions = []string{"0.9.0"}
+// offers as a client, most preferred first (AHP
+// types/version/registry.ts: PROTOCOL_VERSION 1.1.0,
+// SUPPORTED_PROTOCOL_VERSIONS 1.0.0 and 0.9.0); a host picks the newest
+// it speaks.
+var PublishedProtocolVersions = []string{"1.1.0", "1.0.0", "0.9.0"}
 
 // PublishedSupportedVersions are the SemVer ranges of AHP versions the
 // host speaks, as -32005's data lists them (AHP types/common/errors.ts,
 // UnsupportedProtocolVersionErrorData).
-var PublishedSupportedVersions = []string{"^0.9.0"}
+var PublishedSupportedVersions = []string{"^1.0.0", "^0.9.0"}
 
 // ConnectionClientID is the published dialect's clientId for one
 // connection: prefix and a random UUID (RFC 9562 §5.4). VS Code's agent
@@ -125,12 +128,16 @@ type InitializeParams struct {
 	ClientInfo         json.RawMessage `json:"clientInfo,omitempty"`
 }
 
-// Dialect reports which dialect the params ask for.
+// Dialect reports which dialect the params ask for: protocolVersions is
+// AHP's; clientCapabilities or clientInfo without a clientId ACP's; a
+// clientId with protocolVersion 1 the design dialect's, even with ACP's
+// members, which agentauth's client adds so that one initialize serves an
+// agent host and an ACP agent alike (NewInitializeParams).
 func (p InitializeParams) Dialect() Dialect {
 	switch {
 	case len(p.ProtocolVersions) > 0:
 		return DialectPublished
-	case p.ClientCapabilities != nil || p.ClientInfo != nil:
+	case (p.ClientCapabilities != nil || p.ClientInfo != nil) && p.ClientID == "":
 		return DialectACP
 	}
 	return DialectDesign
@@ -156,29 +163,22 @@ type ResourceMetadata struct {
 	AuthSchemes []AuthScheme `json:"authSchemes"`
 }
 
-// AuthMethod is an ACP auth method advertisement. agentauth's are of
-// Type "agent" (the agent authenticates), with what a client needs to
-// obtain a token under Meta["agentauth.dev/oauth"].
-type AuthMethod struct {
-	ID          string         `json:"id"`
-	Name        string         `json:"name"`
-	Description string         `json:"description,omitempty"`
-	Type        string         `json:"type,omitempty"`
-	Meta        map[string]any `json:"_meta,omitempty"`
-	// VarName and Link describe an ACP env_var method; Args and Env a
-	// terminal method (appended to the agent's own command line).
-	VarName string            `json:"varName,omitempty"`
-	Link    string            `json:"link,omitempty"`
-	Args    []string          `json:"args,omitempty"`
-	Env     map[string]string `json:"env,omitempty"`
-}
-
-// AgentCapabilities advertises the optional queries.
+// AgentCapabilities advertises the optional queries: getAuthState
+// (PROTOCOL.md's name), auth.status (ACP RFD get-auth-state: the
+// auth/status method) and auth.logout (ACP schema 1.7.0,
+// AgentAuthCapabilities).
 type AgentCapabilities struct {
 	GetAuthState bool `json:"getAuthState,omitempty"`
 	Auth         *struct {
-		Status bool `json:"status,omitempty"`
+		Status bool            `json:"status,omitempty"`
+		Logout json.RawMessage `json:"logout,omitempty"`
 	} `json:"auth,omitempty"`
+}
+
+// CanLogout reports whether ACP's logout is advertised ({} rather than
+// absent or null).
+func (c AgentCapabilities) CanLogout() bool {
+	return c.Auth != nil && len(c.Auth.Logout) > 0 && string(c.Auth.Logout) != "null"
 }
 
 // CanQueryAuthState reports whether either auth-state query is advertised.
@@ -267,6 +267,22 @@ type InitializeResult struct {
 	ResourceMetadata  *ResourceMetadata `json:"resourceMetadata,omitempty"`
 	AgentCapabilities AgentCapabilities `json:"agentCapabilities"`
 	AuthMethods       []AuthMethod      `json:"authMethods,omitempty"`
+	// AgentInfo is an ACP agent's Implementation {name, title, version}.
+	AgentInfo *Implementation `json:"agentInfo,omitempty"`
+	// Meta, AccountRevocation and Authentication are AHP 1.x's
+	// InitializeResult _meta, accountRevocation (present: the host takes
+	// auth/revoked; types/authentication.test.ts) and authentication
+	// (flows the host admits: docs/specification/accounts-channel.md).
+	Meta              map[string]any              `json:"_meta,omitempty"`
+	AccountRevocation json.RawMessage             `json:"accountRevocation,omitempty"`
+	Authentication    *AuthenticationCapabilities `json:"authentication,omitempty"`
+}
+
+// IsACPAgent reports whether a design-dialect initialize was answered by
+// an ACP agent rather than an agent host: a numeric protocolVersion with
+// neither resourceMetadata nor snapshots.
+func (r *InitializeResult) IsACPAgent() bool {
+	return r.Dialect() == DialectDesign && r.ResourceMetadata == nil && len(r.Snapshots) == 0
 }
 
 // Requirement is one auth requirement as a client understands it, read from
@@ -290,6 +306,9 @@ func (r *InitializeResult) Requirements() []Requirement {
 				AuthorizationServers: s.AuthorizationServers, ScopesSupported: s.ScopesSupported, Required: s.Required})
 		}
 		return out
+	}
+	if len(r.Snapshots) == 0 {
+		return r.acpRequirements()
 	}
 	// Several agents may list one protected resource (VS Code's Copilot
 	// CLI and Claude agents both name GitHub's), and one authenticate
@@ -348,6 +367,10 @@ type AuthenticateParams struct {
 	// ACPTokenMetaKey.
 	MethodID string         `json:"methodId,omitempty"`
 	Meta     map[string]any `json:"_meta,omitempty"`
+	// Account and Binding are AHP 1.x's (types/authentication.test.ts,
+	// accounts-channel.md).
+	Account *AuthenticationAccount `json:"account,omitempty"`
+	Binding *AuthenticationBinding `json:"binding,omitempty"`
 }
 
 // AuthenticateResult is authenticate's success result: the design
@@ -355,6 +378,8 @@ type AuthenticateParams struct {
 // (Authenticated nil), which is a success.
 type AuthenticateResult struct {
 	Authenticated *bool `json:"authenticated,omitempty"`
+	// AccountID is a bound delivery's host account (AHP 1.x).
+	AccountID string `json:"accountId,omitempty"`
 }
 
 // Auth states of notify/authRequired (design dialect).

@@ -107,7 +107,9 @@ func TestInitializeParamsDialect(t *testing.T) {
 		want wire.Dialect
 	}{
 		{`{"protocolVersion":1,"clientId":"cli-1"}`, wire.DialectDesign},
-		{`{"channel":"ahp-root://","protocolVersions":["0.9.0"],"clientId":"cli-1"}`, wire.DialectPublished},
+		{`{"protocolVersion":1,"clientId":"cli-1","clientCapabilities":{"auth":{"terminal":true}},"clientInfo":{"name":"agentauth","version":"1"}}`, wire.DialectDesign},
+		{`{"protocolVersion":1,"clientCapabilities":{},"clientInfo":{"name":"zed","version":"1"}}`, wire.DialectACP},
+		{`{"channel":"ahp-root://","protocolVersions":["1.1.0","1.0.0","0.9.0"],"clientId":"cli-1"}`, wire.DialectPublished},
 		{`{}`, wire.DialectDesign},
 	}
 	for _, tt := range tests {
@@ -125,7 +127,7 @@ func TestInitializeParamsDialect(t *testing.T) {
 		t.Errorf("design params = %s, want %s", got, want)
 	}
 	b, _ = json.Marshal(wire.InitializeParams{Channel: wire.RootChannel, ProtocolVersions: wire.PublishedProtocolVersions, ClientID: "cli-1"})
-	if got, want := string(b), `{"channel":"ahp-root://","protocolVersions":["0.9.0"],"clientId":"cli-1"}`; got != want {
+	if got, want := string(b), `{"channel":"ahp-root://","protocolVersions":["1.1.0","1.0.0","0.9.0"],"clientId":"cli-1"}`; got != want {
 		t.Errorf("published params = %s, want %s", got, want)
 	}
 }

@@ -45,13 +45,47 @@ func Postgres(t testing.TB) string {
 // Start starts a server in a new temporary directory and returns its URL
 // and the function that stops it and removes the directory.
 func Start() (url string, stop func(), err error) {
-	bin, err := binDir()
+	srv, err := StartServer()
 	if err != nil {
 		return "", nil, err
 	}
+	return srv.URL, srv.Stop, nil
+}
+
+// Server is a throwaway PostgreSQL server.
+type Server struct {
+	// URL reaches the server's postgres database.
+	URL string
+	// run runs a PostgreSQL program as the server's owner.
+	run       func(args ...string) error
+	bin, data string
+	dir       string
+}
+
+// Started is Postgres for tests that restart the server: it returns the
+// running server, stopped at the end of the test.
+func Started(t testing.TB) *Server {
+	t.Helper()
+	srv, err := StartServer()
+	if errors.Is(err, ErrNoPostgres) && os.Getenv(EnvRequirePostgres) != "1" {
+		t.Skipf("skipping: %v (%s=1 makes this a failure)", err, EnvRequirePostgres)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	return srv
+}
+
+// StartServer starts a server in a new temporary directory.
+func StartServer() (*Server, error) {
+	bin, err := binDir()
+	if err != nil {
+		return nil, err
+	}
 	dir, err := os.MkdirTemp("", "agentauth-pg-")
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
 	// initdb refuses to run as root: run the server as an unprivileged
 	// user, who must own the directory.
@@ -60,13 +94,13 @@ func Start() (url string, stop func(), err error) {
 		u, err := unprivileged()
 		if err != nil {
 			os.RemoveAll(dir)
-			return "", nil, err
+			return nil, err
 		}
 		uid, _ := strconv.Atoi(u.Uid)
 		gid, _ := strconv.Atoi(u.Gid)
 		if err := os.Chown(dir, uid, gid); err != nil {
 			os.RemoveAll(dir)
-			return "", nil, err
+			return nil, err
 		}
 		asUser = []string{"runuser", "-u", u.Username, "--"}
 	}
@@ -78,21 +112,35 @@ func Start() (url string, stop func(), err error) {
 		}
 		return nil
 	}
-	data := filepath.Join(dir, "data")
-	if err := run(filepath.Join(bin, "initdb"), "-D", data, "-A", "trust", "-U", "agentauth", "-E", "UTF8", "--no-sync"); err != nil {
+	srv := &Server{run: run, bin: bin, dir: dir, data: filepath.Join(dir, "data"),
+		URL: fmt.Sprintf("postgres://agentauth@/postgres?host=%s&port=%d&sslmode=disable", dir, pgPort)}
+	if err := run(filepath.Join(bin, "initdb"), "-D", srv.data, "-A", "trust", "-U", "agentauth", "-E", "UTF8", "--no-sync"); err != nil {
 		os.RemoveAll(dir)
-		return "", nil, err
+		return nil, err
 	}
-	opts := fmt.Sprintf("-k %s -c listen_addresses= -p %d -F", dir, pgPort)
-	if err := run(filepath.Join(bin, "pg_ctl"), "start", "-D", data, "-w", "-l", filepath.Join(dir, "log"), "-o", opts); err != nil {
+	if err := srv.Start(); err != nil {
 		os.RemoveAll(dir)
-		return "", nil, err
+		return nil, err
 	}
-	stop = func() {
-		run(filepath.Join(bin, "pg_ctl"), "stop", "-D", data, "-m", "immediate", "-w")
-		os.RemoveAll(dir)
-	}
-	return fmt.Sprintf("postgres://agentauth@/postgres?host=%s&port=%d&sslmode=disable", dir, pgPort), stop, nil
+	return srv, nil
+}
+
+// Start starts the server (again), waiting until it accepts connections.
+func (s *Server) Start() error {
+	opts := fmt.Sprintf("-k %s -c listen_addresses= -p %d -F", s.dir, pgPort)
+	return s.run(filepath.Join(s.bin, "pg_ctl"), "start", "-D", s.data, "-w", "-l", filepath.Join(s.dir, "log"), "-o", opts)
+}
+
+// Halt stops the server at once (pg_ctl stop -m immediate), keeping its
+// data for Start.
+func (s *Server) Halt() error {
+	return s.run(filepath.Join(s.bin, "pg_ctl"), "stop", "-D", s.data, "-m", "immediate", "-w")
+}
+
+// Stop stops the server and removes its directory.
+func (s *Server) Stop() {
+	s.Halt()
+	os.RemoveAll(s.dir)
 }
 
 // binDir finds initdb: on PATH, else under /usr/lib/postgresql/*/bin.

@@ -31,7 +31,7 @@ expect() { # NAME OUTPUT REGEXP
 out="$("$aa" discover "$agent" 2>&1)"
 expect "discover lists the agent method" "$out" 'oauth \(agent\): Sign in'
 expect "discover shows the env_var variable and link" "$out" 'set SDK_AGENT_API_KEY \(get it at https://example.com/keys\)'
-expect "discover shows the terminal command" "$out" 'run: SDK_AGENT_MODE=login node .*agent.mjs --login'
+expect "discover shows the terminal command" "$out" 'command: SDK_AGENT_MODE=login node .*agent.mjs --login'
 out="$("$aa" discover --json "$agent" 2>&1)"
 expect "discover --json lists the methods by type" "$out" '"type": "env_var"'
 out="$("$aa" status "$agent" 2>&1)" && code=0 || code=$?
@@ -40,6 +40,6 @@ expect "status exits 4 when the agent is not signed in" "$code" '^4$'
 out="$("$aa" authenticate --method oauth "$agent" 2>&1)"
 expect "authenticate --method sends authenticate {methodId}" "$out" 'oauth: authenticated by the agent'
 out="$("$aa" authenticate --method api-key "$agent" 2>&1)" && code=0 || code=$?
-expect "a -32000 answer carries the agent's message" "$out" 'method api-key is not run by the agent'
-expect "a -32000 answer is exit 4" "$code" '^4$'
+expect "an env_var method names its unset variable" "$out" 'method api-key: SDK_AGENT_API_KEY not set'
+expect "an unset env_var variable is exit 4" "$code" '^4$'
 echo "agentauth's client against the ACP SDK agent: passed"

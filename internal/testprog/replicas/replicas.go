@@ -35,6 +35,8 @@ func init() {
 	cmds["nosecretsin"] = noSecretsIn
 	cmds["waitlines"] = waitLines
 	cmds["pgstart"] = pgStart
+	cmds["pghalt"] = pgHalt
+	cmds["pgresume"] = pgResume
 	cmds["grantsvalid"] = grantsValid
 	cmds["schemaversion"] = schemaVersion
 	cmds["samekid"] = sameKid
@@ -126,10 +128,36 @@ func pgStart(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 1 {
 		ts.Fatalf("usage: pgstart VAR")
 	}
-	url, stop, err := statetest.Start()
+	srv, err := statetest.StartServer()
 	ts.Check(err)
-	ts.Defer(stop)
-	ts.Setenv(args[0], url)
+	ts.Defer(srv.Stop)
+	pgServers.Store(srv.URL, srv)
+	ts.Setenv(args[0], srv.URL)
+}
+
+// pgServers are the servers pgstart started, by URL.
+var pgServers sync.Map
+
+func pgServer(ts *testscript.TestScript, usage string, neg bool, args []string) *statetest.Server {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: %s VAR", usage)
+	}
+	srv, ok := pgServers.Load(ts.Getenv(args[0]))
+	if !ok {
+		ts.Fatalf("%s: $%s is not a server pgstart started", usage, args[0])
+	}
+	return srv.(*statetest.Server)
+}
+
+// pgHalt stops the PostgreSQL server pgstart started (immediate
+// shutdown), keeping its data. Usage: pghalt VAR
+func pgHalt(ts *testscript.TestScript, neg bool, args []string) {
+	ts.Check(pgServer(ts, "pghalt", neg, args).Halt())
+}
+
+// pgResume starts again the server pghalt stopped. Usage: pgresume VAR
+func pgResume(ts *testscript.TestScript, neg bool, args []string) {
+	ts.Check(pgServer(ts, "pgresume", neg, args).Start())
 }
 
 // burstPKCE is the one verifier every burst login uses (the challenge is

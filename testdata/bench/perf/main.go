@@ -55,7 +55,9 @@ import (
 
 func main() {
 	bin := flag.String("agentauth", "agentauth", "the agentauth binary")
-	mode := flag.String("mode", "http", "http, ws, idle or burst")
+	mode := flag.String("mode", "http", "http, ws, idle, burst, refresh or exchange")
+	stores := flag.String("stores", "memory,sqlite,postgres", "refresh, exchange: the state stores to measure")
+	oidc := flag.String("oidc", "", "refresh: the directory of the oidc-provider reference (testdata/bench/oidc, npm ci done); none when empty")
 	conns := flag.Int("conns", 64, "connections")
 	duration := flag.Duration("duration", 5*time.Second, "length of one round")
 	rounds := flag.Int("rounds", 3, "rounds per server, interleaved")
@@ -75,7 +77,7 @@ func main() {
 		os.Exit(2)
 	}
 	defer os.RemoveAll(dir)
-	b := &bench{bin: *bin, dir: dir, conns: *conns, duration: *duration, rounds: *rounds}
+	b := &bench{bin: *bin, dir: dir, conns: *conns, duration: *duration, rounds: *rounds, stores: strings.Split(*stores, ","), oidc: *oidc}
 	switch *mode {
 	case "http":
 		err = b.http()
@@ -85,8 +87,12 @@ func main() {
 		err = b.idle()
 	case "burst":
 		err = b.burst()
+	case "refresh":
+		err = b.refresh()
+	case "exchange":
+		err = b.exchange()
 	default:
-		err = fmt.Errorf("unknown -mode %q: http, ws, idle or burst", *mode)
+		err = fmt.Errorf("unknown -mode %q: http, ws, idle, burst, refresh or exchange", *mode)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "perf:", err)
@@ -100,6 +106,8 @@ type bench struct {
 	conns    int
 	duration time.Duration
 	rounds   int
+	stores   []string
+	oidc     string
 }
 
 // proc is a server process under test.
@@ -122,8 +130,11 @@ func (b *bench) start(name string, args ...string) (*proc, error) {
 		}
 		p.cmd = exec.Command(self, append([]string{"-reference", addrFile}, args...)...)
 	} else {
-		p.cmd = exec.Command(b.bin, append([]string{"serve", "--listen", "127.0.0.1:0", "--addr-file", addrFile, "--ephemeral",
-			"--auto-approve", "--log-file", p.log}, args...)...)
+		base := []string{"serve", "--listen", "127.0.0.1:0", "--addr-file", addrFile, "--auto-approve", "--log-file", p.log}
+		if !slices.ContainsFunc(args, func(a string) bool { return a == "--data-dir" || a == "--database" }) {
+			base = append(base, "--ephemeral")
+		}
+		p.cmd = exec.Command(b.bin, append(base, args...)...)
 		p.cmd.Env = append(os.Environ(), "AGENTAUTH_CONFIG_DIR="+filepath.Join(b.dir, "config"), "AGENTAUTH_STORE=file")
 	}
 	p.cmd.Stderr = os.Stderr

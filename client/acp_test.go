@@ -1,0 +1,45 @@
+package client
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/agentauth/agentauth/wire"
+)
+
+// TestRPCText: an agent's error shows its data, which is where ACP agents
+// say why (codex-acp: -32603 "Internal error", data "CODEX_API_KEY is not
+// set").
+func TestRPCText(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{&wire.Error{Code: -32603, Message: "Internal error", Data: json.RawMessage(`"CODEX_API_KEY is not set"`)}, "Internal error: CODEX_API_KEY is not set (-32603)"},
+		{&wire.Error{Code: -32602, Message: "Invalid params", Data: json.RawMessage(`{"field":"clientInfo.version"}`)}, `Invalid params: {"field":"clientInfo.version"} (-32602)`},
+		{&wire.Error{Code: -32000, Message: "Gemini API key is missing or not configured."}, "Gemini API key is missing or not configured. (-32000)"},
+		{errors.New("plain"), "plain"},
+	} {
+		if got := RPCText(tc.err); got != tc.want {
+			t.Errorf("RPCText = %q, want %q", got, tc.want)
+		}
+	}
+}
+
+// TestMissingVars: an env_var method's variables as codex-acp advertises
+// them (vars[].name), or the older varName; optional ones are never
+// missing.
+func TestMissingVars(t *testing.T) {
+	t.Setenv("AGENTAUTH_TEST_SET", "x")
+	var m wire.AuthMethod
+	json.Unmarshal([]byte(`{"id":"k","type":"env_var","vars":[{"name":"AGENTAUTH_TEST_SET"},{"name":"AGENTAUTH_TEST_UNSET"},{"name":"AGENTAUTH_TEST_OPT","optional":true}]}`), &m)
+	if got := MissingVars(m); len(got) != 1 || got[0] != "AGENTAUTH_TEST_UNSET" {
+		t.Errorf("MissingVars = %v", got)
+	}
+	m = wire.AuthMethod{}
+	json.Unmarshal([]byte(`{"id":"k","type":"env_var","varName":"AGENTAUTH_TEST_UNSET"}`), &m)
+	if got := m.VarNames(); len(got) != 1 || got[0] != "AGENTAUTH_TEST_UNSET" {
+		t.Errorf("VarNames (varName) = %v", got)
+	}
+}

@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# Drives agentauth's ACP client against real agents from npm (pinned in
+# package.json / package-lock.json, installed with npm ci --ignore-scripts):
+#   @google/gemini-cli 0.61.0 (gemini --acp): agent methods only;
+#   @zed-industries/claude-agent-acp 0.23.1: a terminal method, offered only
+#     to clients with clientCapabilities.auth.terminal;
+#   @zed-industries/codex-acp 0.16.0: an agent method and env_var methods.
+# Each command runs with an empty HOME and, where `unshare -rn` works, in a
+# network namespace of its own (loopback only). Checks: discover lists
+# every method with its type and variables; status never claims "no auth
+# requirement"; authenticate --method never fails at initialize; an agent
+# method ends within --timeout with a message; a terminal method runs the
+# agent's own command (stdin closed) and reports its outcome; an env_var
+# method names the missing variable and exits 4; logout --agent uses an
+# agent's logout where it has one and says so where not; after every command no
+# process of the agent is left. Prints "N passed, N failed"; exits 1 on a
+# failure.
+set -uo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+start=$(date +%s)
+(cd "$here" && npm ci --no-audit --no-fund --silent --ignore-scripts) || { echo "npm ci failed"; exit 1; }
+(cd "$here/../.." && go build -o "$work/agentauth" .) || exit 1
+echo "install and build: $(($(date +%s) - start)) s"
+
+isolate=()
+if unshare -rn true 2>/dev/null; then
+	isolate=(unshare -rn)
+else
+	echo "note: unshare -rn is not available; the agents run with the machine's network"
+fi
+
+bin="$here/node_modules/.bin"
+passed=0 failed=0
+out="" code=0
+# run ARGS…: agentauth with an empty HOME, stdin closed; sets out and code.
+run() {
+	local home
+	home="$(mktemp -d "$work/home.XXXX")"
+	out="$(cd "$home" && HOME="$home" XDG_CONFIG_HOME="$home/.config" AGENTAUTH_STORE=file NO_COLOR=1 \
+		timeout 180 "${isolate[@]}" "$work/agentauth" "$@" </dev/null 2>&1)" && code=0 || code=$?
+}
+check() { # NAME REGEXP [TEXT]: TEXT (default: out) matches REGEXP
+	if grep -Eq -- "$2" <<<"${3-$out}"; then
+		passed=$((passed + 1)); echo "ok   $1"
+	else
+		failed=$((failed + 1)); echo "FAIL $1"; echo "${3-$out}" | sed 's/^/     | /' | tail -30
+	fi
+}
+refute() { # NAME REGEXP: out does not match REGEXP
+	if grep -Eq -- "$2" <<<"$out"; then
+		failed=$((failed + 1)); echo "FAIL $1"; echo "$out" | sed 's/^/     | /' | tail -30
+	else
+		passed=$((passed + 1)); echo "ok   $1"
+	fi
+}
+# no_leftovers NAME: no live process runs from node_modules (zombies aside).
+no_leftovers() {
+	local left procs
+	for _ in $(seq 50); do
+		procs="$(ps -eo stat=,pid=,args=)"
+		left="$(grep -F "$here/node_modules" <<<"$procs" | grep -v '^Z' || true)"
+		[ -z "$left" ] && break
+		sleep 0.1
+	done
+	check "$1: no process of the agent is left" '^$' "$left"
+}
+timed() { # NAME ARGS…: run, and say how long it took
+	local t0=$(date +%s)
+	run "${@:2}"
+	echo "     ($1: $(($(date +%s) - t0)) s, exit $code)"
+}
+
+gemini="stdio:$bin/gemini --acp"
+timed "gemini discover" discover "$gemini"
+check "gemini discover: oauth-personal (agent)" '^  oauth-personal \(agent\): Log in with Google$'
+check "gemini discover: gemini-api-key (agent)" '^  gemini-api-key \(agent\): Gemini API key$'
+check "gemini discover: vertex-ai (agent)" '^  vertex-ai \(agent\): Vertex AI$'
+check "gemini discover: gateway (agent)" '^  gateway \(agent\): AI API Gateway$'
+no_leftovers "gemini discover"
+timed "gemini status" status "$gemini"
+refute "gemini status: never 'no auth requirement'" 'no auth requirement'
+check "gemini status: says the state is unknown" 'authenticated: unknown \(the agent does not report its auth state'
+check "gemini status: lists the methods" '^    oauth-personal \(agent\): Log in with Google$'
+no_leftovers "gemini status"
+timed "gemini api key" authenticate --method gemini-api-key "$gemini"
+refute "gemini gemini-api-key: initialize succeeds" 'cannot initialize'
+check "gemini gemini-api-key: no key is not called authenticated" 'still requires authentication \(session/new: Gemini API key is missing'
+check "gemini gemini-api-key: exit 4" '^4$' "$code"
+no_leftovers "gemini gemini-api-key"
+timed "gemini oauth" authenticate --timeout 20s --method oauth-personal "$gemini"
+refute "gemini oauth-personal: initialize succeeds" 'cannot initialize'
+check "gemini oauth-personal: shows the agent's sign-in URL" '^https://accounts\.google\.com/o/oauth2/'
+refute "gemini oauth-personal: no escape sequence reaches the terminal" $'\x1b'
+check "gemini oauth-personal: ends at --timeout saying so" 'did not finish within 20s; it was stopped'
+check "gemini oauth-personal: exit 4" '^4$' "$code"
+no_leftovers "gemini oauth-personal"
+
+claude="stdio:$bin/claude-agent-acp"
+timed "claude discover" discover "$claude"
+check "claude discover: claude-login (terminal), offered for auth.terminal" '^  claude-login \(terminal\): Log in with Claude$'
+check "claude discover: the terminal command" "^    command: $bin/claude-agent-acp --cli\$"
+no_leftovers "claude discover"
+timed "claude status" status "$claude"
+refute "claude status: never 'no auth requirement'" 'no auth requirement'
+check "claude status: lists claude-login" '^    claude-login \(terminal\): Log in with Claude$'
+no_leftovers "claude status"
+timed "claude login" authenticate --method claude-login "$claude"
+refute "claude claude-login: initialize succeeds" 'cannot initialize'
+check "claude claude-login: runs the agent's own command" "Running the agent's login command for claude-login: $bin/claude-agent-acp --cli"
+check "claude claude-login: reports the outcome" 'the login command exited with status 1: not authenticated'
+check "claude claude-login: exit 4" '^4$' "$code"
+no_leftovers "claude claude-login"
+
+codex="stdio:$bin/codex-acp"
+timed "codex discover" discover "$codex"
+check "codex discover: chatgpt (agent)" '^  chatgpt \(agent\): Login with ChatGPT$'
+check "codex discover: codex-api-key (env_var)" '^  codex-api-key \(env_var\): Use CODEX_API_KEY$'
+check "codex discover: its variable" '^    set CODEX_API_KEY$'
+check "codex discover: openai-api-key's variable" '^    set OPENAI_API_KEY$'
+no_leftovers "codex discover"
+timed "codex discover --json" discover --json "$codex"
+check "codex discover --json: vars" '"vars": \['
+no_leftovers "codex discover --json"
+timed "codex status" status "$codex"
+refute "codex status: never 'no auth requirement'" 'no auth requirement'
+check "codex status: names the variables" 'codex-api-key \(env_var\): Use CODEX_API_KEY — set CODEX_API_KEY'
+no_leftovers "codex status"
+timed "codex env_var unset" authenticate --method codex-api-key "$codex"
+check "codex codex-api-key: names the missing variable" 'cannot authenticate with method codex-api-key: CODEX_API_KEY not set'
+check "codex codex-api-key: exit 4" '^4$' "$code"
+no_leftovers "codex codex-api-key unset"
+export CODEX_API_KEY=sk-agentauth-test
+timed "codex env_var set" authenticate --method codex-api-key "$codex"
+unset CODEX_API_KEY
+check "codex codex-api-key set: the agent starts with it and is checked" 'codex-api-key: authenticated by the agent \(checked with session/new\)'
+check "codex codex-api-key set: exit 0" '^0$' "$code"
+no_leftovers "codex codex-api-key set"
+timed "codex chatgpt" authenticate --timeout 15s --method chatgpt "$codex"
+refute "codex chatgpt: initialize succeeds" 'cannot initialize'
+check "codex chatgpt: ends at --timeout saying so" 'did not finish within 15s; it was stopped'
+no_leftovers "codex chatgpt"
+timed "codex logout" logout --agent "$codex"
+check "codex logout --agent: the agent's own logout (auth.logout)" 'the agent signed out \(logout\)'
+check "codex logout --agent: exit 0" '^0$' "$code"
+no_leftovers "codex logout"
+timed "gemini logout" logout --agent "$gemini"
+check "gemini logout --agent: says the agent offers no logout" 'offers no sign-out: it advertises no logout'
+check "gemini logout --agent: exit 1" '^1$' "$code"
+no_leftovers "gemini logout"
+timed "codex unknown method" authenticate --method nope "$codex"
+check "codex: an unknown method id is refused with the advertised ones" 'advertises no auth method "nope" \(it offers: chatgpt, codex-api-key, openai-api-key\)'
+check "codex: an unknown method id is exit 2" '^2$' "$code"
+no_leftovers "codex unknown method"
+
+echo "total: $(($(date +%s) - start)) s"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

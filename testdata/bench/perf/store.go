@@ -1,0 +1,315 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/agentauth/agentauth/internal/devlogin"
+	"github.com/agentauth/agentauth/issuer"
+	"github.com/agentauth/agentauth/state/statetest"
+)
+
+// storeServer is one authorization server under a store benchmark.
+type storeServer struct {
+	name string
+	p    *proc
+	// tokenURL is its token endpoint; clientID the public client that
+	// refreshes there.
+	tokenURL, clientID string
+	stop               func()
+}
+
+// startStores starts one serve per state store of b.stores: memory
+// (--ephemeral), SQLite (--data-dir) and PostgreSQL (--database, on a
+// throwaway server of Debian's postgresql package; skipped without it).
+func (b *bench) startStores() ([]*storeServer, error) {
+	var out []*storeServer
+	for _, name := range b.stores {
+		var args []string
+		stop := func() {}
+		switch name {
+		case "memory":
+		case "sqlite":
+			args = []string{"--data-dir", filepath.Join(b.dir, "sqlite")}
+		case "postgres":
+			srv, err := statetest.StartServer()
+			if err != nil {
+				fmt.Printf("postgres: skipped: %v\n", err)
+				continue
+			}
+			args, stop = []string{"--database", srv.URL}, srv.Stop
+		default:
+			return out, fmt.Errorf("unknown store %q: memory, sqlite or postgres", name)
+		}
+		p, err := b.start(name, args...)
+		if err != nil {
+			stop()
+			return out, err
+		}
+		out = append(out, &storeServer{name: name, p: p, tokenURL: "http://" + p.addr + "/token", clientID: issuer.CLIClientID,
+			stop: func() { p.stop(); stop() }})
+	}
+	return out, nil
+}
+
+// startOIDCProvider starts oidc-provider (testdata/bench/oidc/server.mjs)
+// and returns it with its chains refresh tokens.
+func (b *bench) startOIDCProvider(chains int) (*storeServer, []string, error) {
+	addrFile, tokensFile := filepath.Join(b.dir, "oidc.addr"), filepath.Join(b.dir, "oidc.tokens")
+	cmd := exec.Command("node", filepath.Join(b.oidc, "server.mjs"), addrFile, tokensFile, fmt.Sprint(chains))
+	logf, err := os.Create(filepath.Join(b.dir, "oidc.log"))
+	if err != nil {
+		return nil, nil, err
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		return nil, nil, fmt.Errorf("cannot run node: %w", err)
+	}
+	p := &proc{name: "oidc-provider", cmd: cmd}
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline) && p.addr == ""; time.Sleep(10 * time.Millisecond) {
+		if data, err := os.ReadFile(addrFile); err == nil {
+			p.addr = strings.TrimSpace(string(data))
+		}
+	}
+	data, err := os.ReadFile(tokensFile)
+	if p.addr == "" || err != nil {
+		p.stop()
+		return nil, nil, fmt.Errorf("oidc-provider did not start (see its log)")
+	}
+	return &storeServer{name: "oidc-provider", p: p, tokenURL: "http://" + p.addr + "/token", clientID: "bench", stop: p.stop},
+		strings.Fields(string(data)), nil
+}
+
+// postToken posts form to the token endpoint and returns the refresh
+// token of a 200 answer.
+func postToken(c *http.Client, tokenURL string, form url.Values) (string, error) {
+	resp, err := c.PostForm(tokenURL, form)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	var tok struct {
+		RefreshToken string `json:"refresh_token"`
+	}
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &tok) != nil {
+		return "", fmt.Errorf("%s: %s", resp.Status, body)
+	}
+	return tok.RefreshToken, nil
+}
+
+// refresh runs b.conns refresh chains (default 16 in refresh.sh) on each
+// store's serve, and on oidc-provider, in b.rounds interleaved rounds of
+// b.duration, each chain rotating its refresh token as fast as it can;
+// serve keeps every access token alive (1h default lifetime), so that a
+// cost that grows with the tokens issued or revoked shows as a falling
+// rate. It prints the rate of every round, the last round against the
+// first, and each against oidc-provider over the whole run.
+func (b *bench) refresh() error {
+	servers, err := b.startStores()
+	defer func() {
+		for _, s := range servers {
+			s.stop()
+		}
+	}()
+	if err != nil {
+		return err
+	}
+	chains := map[*storeServer][]string{}
+	for _, s := range servers {
+		for range b.conns {
+			_, rt, err := devlogin.Login(http.DefaultClient, "http://"+s.p.addr, "", nil)
+			if err != nil || rt == "" {
+				return fmt.Errorf("%s: login: %v", s.name, err)
+			}
+			chains[s] = append(chains[s], rt)
+		}
+	}
+	if b.oidc != "" {
+		ref, tokens, err := b.startOIDCProvider(b.conns)
+		if err != nil {
+			return err
+		}
+		servers = append(servers, ref)
+		chains[ref] = tokens
+	}
+	fmt.Printf("refresh: %d chains, %d interleaved rounds of %s per server\n", b.conns, b.rounds, b.duration)
+	rates := map[*storeServer][]float64{}
+	cpu := map[*storeServer][]float64{}
+	for round := 0; round < b.rounds; round++ {
+		for _, s := range servers {
+			cpu0 := s.p.cpu()
+			n, err := refreshRound(s, chains[s], b.duration)
+			if err != nil {
+				return fmt.Errorf("%s, round %d: %v", s.name, round+1, err)
+			}
+			rates[s] = append(rates[s], float64(n)/b.duration.Seconds())
+			cpu[s] = append(cpu[s], float64((s.p.cpu()-cpu0).Microseconds())/float64(max(n, 1)))
+		}
+	}
+	var ref *storeServer
+	if b.oidc != "" {
+		ref = servers[len(servers)-1]
+	}
+	for _, s := range servers {
+		r := rates[s]
+		var total float64
+		for _, x := range r {
+			total += x * b.duration.Seconds()
+		}
+		fmt.Printf("%-14s refreshes/s by round:", s.name)
+		for _, x := range r {
+			fmt.Printf(" %6.0f", x)
+		}
+		fmt.Printf("   last/first %.2f   total %.0f   CPU µs/refresh first %.0f last %.0f", r[len(r)-1]/r[0], total, cpu[s][0], cpu[s][len(cpu[s])-1])
+		if ref != nil && s != ref {
+			pairs := make([]float64, len(r))
+			for k := range r {
+				pairs[k] = r[k] / rates[ref][k]
+			}
+			fmt.Printf("   vs oidc-provider %.2f (round by round %.2f–%.2f)", sum(r)/sum(rates[ref]), slices.Min(pairs), slices.Max(pairs))
+		}
+		fmt.Println()
+	}
+	return nil
+}
+
+func sum(xs []float64) float64 {
+	var t float64
+	for _, x := range xs {
+		t += x
+	}
+	return t
+}
+
+// refreshRound rotates each chain's refresh token for d, keeping the new
+// one, and returns the count of refreshes.
+func refreshRound(s *storeServer, chain []string, d time.Duration) (int, error) {
+	tr := &http.Transport{MaxIdleConnsPerHost: len(chain)}
+	defer tr.CloseIdleConnections()
+	c := &http.Client{Transport: tr}
+	deadline := time.Now().Add(d)
+	var n atomic.Int64
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var first error
+	for k := range chain {
+		wg.Go(func() {
+			for time.Now().Before(deadline) {
+				rt, err := postToken(c, s.tokenURL, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {chain[k]}, "client_id": {s.clientID}})
+				if err != nil {
+					mu.Lock()
+					first = cmpErr(first, err)
+					mu.Unlock()
+					return
+				}
+				chain[k] = rt
+				n.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	return int(n.Load()), first
+}
+
+func cmpErr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+// exchange runs b.conns clients (default 16 in exchange.sh) each doing
+// auto-approved code grants (GET /authorize, POST /token) on each store's
+// serve for b.rounds interleaved rounds of b.duration, and prints the
+// median rate of code exchanges and the p50 and p99 latency of POST /token,
+// each store against memory.
+func (b *bench) exchange() error {
+	servers, err := b.startStores()
+	defer func() {
+		for _, s := range servers {
+			s.stop()
+		}
+	}()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("code exchange: %d clients in parallel, %d interleaved rounds of %s per store\n", b.conns, b.rounds, b.duration)
+	type result struct{ rate, p50, p99 []float64 }
+	res := map[*storeServer]*result{}
+	for round := 0; round < b.rounds; round++ {
+		for _, s := range servers {
+			n, lat, err := exchangeRound(s, b.conns, b.duration)
+			if err != nil {
+				return fmt.Errorf("%s, round %d: %v", s.name, round+1, err)
+			}
+			r := res[s]
+			if r == nil {
+				r = &result{}
+				res[s] = r
+			}
+			r.rate = append(r.rate, float64(n)/b.duration.Seconds())
+			r.p50 = append(r.p50, ms(lat[len(lat)/2]))
+			r.p99 = append(r.p99, ms(lat[len(lat)*99/100]))
+		}
+	}
+	base := res[servers[0]]
+	for _, s := range servers {
+		r := res[s]
+		pairs := make([]float64, len(r.rate))
+		for k := range pairs {
+			pairs[k] = r.rate[k] / base.rate[k]
+		}
+		fmt.Printf("%-9s %7.0f exchanges/s (median)   vs %s %.2f (round by round %.2f–%.2f)   POST /token p50 %.1f ms  p99 %.1f ms\n",
+			s.name, median(r.rate), servers[0].name, median(r.rate)/median(base.rate), slices.Min(pairs), slices.Max(pairs), median(r.p50), median(r.p99))
+	}
+	return nil
+}
+
+// exchangeRound runs conns clients of auto-approved code grants for d.
+func exchangeRound(s *storeServer, conns int, d time.Duration) (int, []time.Duration, error) {
+	tr := &http.Transport{MaxIdleConnsPerHost: conns}
+	defer tr.CloseIdleConnections()
+	c := &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	deadline := time.Now().Add(d)
+	lats := make([][]time.Duration, conns)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var first error
+	for k := range conns {
+		wg.Go(func() {
+			for time.Now().Before(deadline) {
+				form, err := devlogin.Code(c, "http://"+s.p.addr)
+				if err == nil {
+					t0 := time.Now()
+					_, err = postToken(c, s.tokenURL, form)
+					lats[k] = append(lats[k], time.Since(t0))
+				}
+				if err != nil {
+					mu.Lock()
+					first = cmpErr(first, err)
+					mu.Unlock()
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	all := slices.Concat(lats...)
+	slices.Sort(all)
+	if len(all) == 0 {
+		return 0, []time.Duration{0}, first
+	}
+	return len(all), all, first
+}
