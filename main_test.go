@@ -19,6 +19,7 @@ import (
 	"github.com/agentauth/agentauth/internal/testprog/gosdk"
 	"github.com/agentauth/agentauth/internal/testprog/machine"
 	"github.com/agentauth/agentauth/internal/testprog/mcp"
+	"github.com/agentauth/agentauth/internal/testprog/ops"
 	"github.com/agentauth/agentauth/internal/testprog/proxy"
 	"github.com/agentauth/agentauth/internal/testprog/replicas"
 	"github.com/agentauth/agentauth/internal/testprog/signin"
@@ -60,6 +61,7 @@ var testprogs = []struct {
 	{gosdk.Programs, nil},
 	{machine.Programs, machine.Cmds},
 	{mcp.Programs, mcp.Cmds},
+	{ops.Programs, ops.Cmds},
 	{proxy.Programs, nil},
 	{replicas.Programs, replicas.Cmds},
 	{signin.Programs, signin.Cmds},

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/agentauth/agentauth/flows"
+	"github.com/agentauth/agentauth/ops"
 	"github.com/agentauth/agentauth/state"
 )
 
@@ -126,6 +127,9 @@ type Options struct {
 	// ClientName names a client id on the confirmation page; default
 	// the id itself.
 	ClientName func(ctx context.Context, clientID string) string
+	// Telemetry, when set, counts the sign-ins and receives the audit
+	// events of upstream sign-in and sign-out (nil: none).
+	Telemetry *ops.Recorder
 }
 
 // BrowserLogin is serve's browser sign-in: the embedded issuer's login

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/agentauth/agentauth/flows"
+	"github.com/agentauth/agentauth/ops"
 	"github.com/agentauth/agentauth/state"
 	"github.com/agentauth/agentauth/wire"
 )
@@ -296,6 +297,7 @@ func (b *Broker) Callback(ctx context.Context, q url.Values, cookie func(name st
 	}
 	if e := q.Get("error"); e != "" {
 		b.log.Info("broker: sign-in refused by the upstream", "upstream", u.ID, "error", quote(e))
+		b.opts.Telemetry.BrokerSignIn("refused")
 		err := upstreamRefused(u, e)
 		b.recordFailure(rec.Session, u.ID, err.Error())
 		return nil, err
@@ -320,6 +322,8 @@ func (b *Broker) Callback(ctx context.Context, q url.Values, cookie func(name st
 	}
 	b.clearFailure(rec.Session, u.ID)
 	b.log.Info("broker: signed in", "upstream", u.ID, "elicitation", LogID(rec.ElicitationID))
+	b.opts.Telemetry.BrokerSignIn("signed_in")
+	b.opts.Telemetry.Audit(ops.EventUpstreamSignIn, "upstream", u.ID)
 	b.notify(rec.Session, u.ID)
 	return &Completed{Session: rec.Session, Upstream: u, ElicitationID: rec.ElicitationID, Account: rec.Account}, nil
 }

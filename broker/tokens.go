@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentauth/agentauth/flows"
+	"github.com/agentauth/agentauth/ops"
 	"github.com/agentauth/agentauth/state"
 )
 
@@ -294,6 +295,7 @@ func (b *Broker) Logout(ctx context.Context, sid, upstream string, revoke bool) 
 	}
 	if !revoke || u.RevocationEndpoint == "" {
 		b.log.Info("broker: signed out", "upstream", upstream, "revoked", false)
+		b.opts.Telemetry.Audit(ops.EventUpstreamSignOut, "upstream", upstream, "revoked", false)
 		return nil
 	}
 	tok, hint := t.RefreshToken, flows.HintRefreshToken
@@ -302,8 +304,10 @@ func (b *Broker) Logout(ctx context.Context, sid, upstream string, revoke bool) 
 	}
 	if err := flows.Revoke(ctx, b.opts.HTTPClient, flows.RevokeRequest{Endpoint: u.RevocationEndpoint, Client: u.Client, Token: tok, TokenTypeHint: hint}); err != nil {
 		b.log.Warn("broker: signed out, but the upstream did not revoke the token", "upstream", upstream, "err", err)
+		b.opts.Telemetry.Audit(ops.EventUpstreamSignOut, "upstream", upstream, "revoked", false)
 		return fmt.Errorf("signed out of %s, but %w", u.Label, err)
 	}
 	b.log.Info("broker: signed out", "upstream", upstream, "revoked", true)
+	b.opts.Telemetry.Audit(ops.EventUpstreamSignOut, "upstream", upstream, "revoked", true)
 	return nil
 }

@@ -151,6 +151,16 @@ func commandHelpExtra(name string) string {
 
 // versionString is Version with what the build information says of the
 // build (describeBuild).
+// serverVersion is the version serve announces (MCP serverInfo, the
+// landing page): Version, or the module's release version when Version is
+// the default (go install …@vX.Y.Z), as --version says.
+func serverVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" && Version == "0.1.0-dev" {
+		return bi.Main.Version
+	}
+	return Version
+}
+
 func versionString() string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
@@ -182,6 +192,9 @@ func describeBuild(version string, bi *debug.BuildInfo) string {
 				modified = ", modified"
 			}
 		}
+	}
+	if Commit != "" { // stamped at build time (GoReleaser), where Go records none
+		rev, when, modified = Commit, Date, ""
 	}
 	switch {
 	case rev != "":

@@ -30,6 +30,11 @@ import (
 // --version adds the commit and its date from the build information.
 var Version = "0.1.0-dev"
 
+// Commit and Date are the commit and its date, stamped at build time like
+// Version (-X …commands.Commit=… -X …commands.Date=…) where the build has
+// no VCS information of its own; --version shows them.
+var Commit, Date string
+
 // ACP's clientInfo names this version (wire.NewInitializeParams).
 func init() { wire.ClientVersion = Version }
 

@@ -3,11 +3,13 @@ package commands
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"slices"
@@ -20,6 +22,7 @@ import (
 	"github.com/agentauth/agentauth/client"
 	"github.com/agentauth/agentauth/host"
 	"github.com/agentauth/agentauth/issuer"
+	"github.com/agentauth/agentauth/ops"
 	"github.com/agentauth/agentauth/state"
 	"github.com/agentauth/agentauth/wire"
 )
@@ -98,6 +101,17 @@ type ServeOptions struct {
 	KeyRotation time.Duration
 	RotateKey   bool
 	Backend     string // --backend: an MCP server to put serve in front of
+
+	// The operations surface. LogFormat is --log-format: text or json.
+	// MetricsListen is --metrics-listen: where /metrics is served (empty:
+	// nowhere). TLSCert and TLSKey are --tls-cert and --tls-key: serve
+	// HTTPS, reloaded on SIGHUP. TrustedProxies are --trusted-proxy: the
+	// peers whose forwarded headers are believed.
+	LogFormat      string
+	MetricsListen  string
+	TLSCert        string
+	TLSKey         string
+	TrustedProxies []netip.Prefix
 }
 
 // The built-in configuration's scheme (PROTOCOL.md "Auth requirements").
@@ -155,7 +169,8 @@ refused, with the key named in the log, and the running one stays. With
 each re-reads its own --config, so replicas sharing the file follow it.
 
 On one listener (default 127.0.0.1:7777):
-  /, /ws                                    WebSocket upgrades
+  /, /ws                                    WebSocket upgrades (/ without one: a landing page)
+  /healthz, /readyz                         liveness; readiness (state store, signing keys): 200 or 503
   POST /mcp                                 JSON-RPC with a bearer token per request (MCP-style)
   /.well-known/oauth-protected-resource/mcp RFC 9728 protected resource metadata
   /.well-known/oauth-protected-resource/mcp/ID  the same for scheme ID's own resource
@@ -196,7 +211,14 @@ to /mcp or a WebSocket upgrade gets 403 unless the page's origin is this
 server's own, a --public-origin or an --allowed-origin. Clients without an
 Origin header (command-line clients) are not affected.
 
-Logs go to stderr (or --log-file), never tokens.`,
+Logs go to stderr (or --log-file), as text or JSON lines (--log-format), never
+tokens; audit events (logins, consents, tokens issued, refresh token reuse,
+revocations, upstream sign-in and sign-out, policy denials) are log records
+with msg "audit". --metrics-listen serves Prometheus metrics on a listener of
+its own. --tls-cert and --tls-key serve HTTPS, re-read on SIGHUP. Behind a
+reverse proxy, --trusted-proxy names the peers whose Forwarded and
+X-Forwarded-* headers are believed. SIGINT or SIGTERM close WebSocket
+connections with 1001 (going away) and drain HTTP for up to 5 s.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:7777", Usage: "`HOST:PORT` to listen on (port 0 picks a free one)", Destination: &opts.Listen},
 			&cli.StringFlag{Name: "addr-file", Usage: "once listening, write the address (HOST:PORT and a newline) to `FILE`", Destination: &opts.AddrFile},
@@ -230,6 +252,11 @@ Logs go to stderr (or --log-file), never tokens.`,
 			&cli.BoolFlag{Name: "state-key-keyring", Usage: "encrypt the embedded issuer's signing keys and the upstream tokens at rest with a secret kept in the OS keyring (created on first use)", Destination: &opts.StateKeyKeyring},
 			&cli.DurationFlag{Name: "key-rotation", Value: issuer.DefaultKeyRotation, Usage: "embedded issuer: a signing key signs for `DURATION`, then the next takes over", Destination: &opts.KeyRotation},
 			&cli.BoolFlag{Name: "rotate-key", Usage: "embedded issuer: retire the current signing key now (it stays published until its tokens expire)", Destination: &opts.RotateKey},
+			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "write the logs as `FORMAT`: text (key=value) or json (one JSON object a line)", Destination: &opts.LogFormat},
+			&cli.StringFlag{Name: "metrics-listen", Usage: "serve Prometheus metrics at http://`HOST:PORT`/metrics, a listener of their own (:PORT is loopback; off when unset)", Destination: &opts.MetricsListen},
+			&cli.StringFlag{Name: "tls-cert", Usage: "serve HTTPS with the PEM certificate chain in `FILE` (with --tls-key; both re-read on SIGHUP)", Destination: &opts.TLSCert},
+			&cli.StringFlag{Name: "tls-key", Usage: "the PEM private key `FILE` of --tls-cert", Destination: &opts.TLSKey},
+			&cli.StringSliceFlag{Name: "trusted-proxy", Usage: "believe the Forwarded and X-Forwarded-For/Host/Proto headers of requests from `CIDR` (a reverse proxy's address or range; repeatable); from any other peer they are ignored"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.Args().Len() > 0 {
@@ -242,6 +269,9 @@ Logs go to stderr (or --log-file), never tokens.`,
 				if c.IsSet(name) && c.String(name) == "" {
 					return usageErrorf("--%s must not be empty", name)
 				}
+			}
+			if err := opsFlags(c, opts); err != nil {
+				return err
 			}
 			for _, name := range []string{"public-origin", "allowed-origin"} {
 				for _, o := range c.StringSlice(name) {
@@ -395,10 +425,11 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 			return fmt.Errorf("cannot open the log file: %w", err)
 		}
 		defer f.Close()
-		logger = slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: opts.LogLevel}))
+		logger = newServeLogger(f, opts.LogFormat, opts.LogLevel)
 	} else if logger == nil {
-		logger = slog.New(slog.NewTextHandler(opts.IO.ErrOut, &slog.HandlerOptions{Level: opts.LogLevel}))
+		logger = newServeLogger(opts.IO.ErrOut, opts.LogFormat, opts.LogLevel)
 	}
+	tel := ops.New(logger)
 
 	cfg, err := serveConfig(opts)
 	if err != nil {
@@ -435,6 +466,15 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 		}
 		defer ln.Close()
 		origin = "http://" + ln.Addr().String()
+		if opts.TLSCert != "" {
+			cert, err := ops.LoadCertificate(opts.TLSCert, opts.TLSKey)
+			if err != nil {
+				return err
+			}
+			reloadCertOnHangup(ctx, cert, logger)
+			ln = tls.NewListener(ln, cert.Config())
+			origin = "https://" + ln.Addr().String()
+		}
 	}
 	var login *issuer.LoginOptions
 	if embedded {
@@ -478,23 +518,23 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 			AutoApprove: opts.AutoApprove, Subject: opts.DevUser, ScopesSupported: scopes, Clients: clients,
 			ScopeDescriptions:      cfg.ScopeDescriptions,
 			AllowedRedirectOrigins: opts.AllowRedirectOrigins, AssertionIssuers: opts.AssertionIssuers, Logger: logger, Now: opts.Now,
-			Store: st, StateKey: key, KeyRotation: opts.KeyRotation, RotateKey: opts.RotateKey, Login: login,
+			Store: st, StateKey: key, KeyRotation: opts.KeyRotation, RotateKey: opts.RotateKey, Login: login, Telemetry: tel,
 		})
 		if err != nil {
 			return fmt.Errorf("cannot start the embedded issuer: %w", err)
 		}
 	}
-	brk, err := newBroker(ctx, cfg, st, key, issuerOrigin, opts.HTTPClient, logger, opts.Now, iss, opts.AutoApprove)
+	brk, err := newBroker(ctx, cfg, st, key, issuerOrigin, opts.HTTPClient, logger, opts.Now, tel, iss, opts.AutoApprove)
 	if err != nil {
 		return err
 	}
 	h, err := host.New(host.Options{Config: cfg, AuthScope: opts.AuthScope, Logger: logger, HTTPClient: opts.HTTPClient,
-		Now: opts.Now, MaxMessageSize: wire.DefaultMaxMessageSize, Version: Version, Store: st, StoredToken: opts.storedToken(), Broker: brk})
+		Now: opts.Now, MaxMessageSize: wire.DefaultMaxMessageSize, Version: serverVersion(), Store: st, StoredToken: opts.storedToken(), Broker: brk, Telemetry: tel})
 	if err != nil {
 		return err
 	}
 	defer h.Close()
-	gw, err := newGateway(cfg, brk, iss, logger)
+	gw, err := newGateway(cfg, brk, iss, logger, tel)
 	if err != nil {
 		return err
 	}
@@ -526,7 +566,7 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 	var srv *http.Server
 	served := make(chan error, 1)
 	if listening {
-		mux, err := newServeMux(h, iss, brk, opts.ConnectionToken, !opts.Stdio)
+		mux, err := newServeMux(h, iss, brk, st, opts.ConnectionToken, !opts.Stdio)
 		if err != nil {
 			return err
 		}
@@ -534,11 +574,12 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 		if err := mountGateway(mux, gw, h, &gopts); err != nil {
 			return err
 		}
+		gopts.Telemetry = tel
 		guarded, err := host.NewGuard(mux, gopts)
 		if err != nil {
 			return err
 		}
-		srv = newHTTPServer(refuseWhenStale(ctx, guarded, st, opts.RevocationStaleness, logger), logger)
+		srv = newHTTPServer(tel.Instrument(ops.Forwarded(opts.TrustedProxies, refuseWhenStale(ctx, guarded, st, opts.RevocationStaleness, logger))), logger)
 		go func() { served <- srv.Serve(ln) }()
 		attrs := []any{"addr", ln.Addr().String(), "resource", h.Resource(), "resource_metadata", h.ResourceMetadataURL(), "auth_scope", opts.AuthScope}
 		if iss != nil {
@@ -550,6 +591,17 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 			}
 		}
 		attrs = append(attrs, "state", stateDesc)
+		if opts.MetricsListen != "" {
+			if pg, ok := st.(*state.Postgres); ok {
+				tel.RevocationLagFrom(func() time.Duration { return time.Since(pg.RevocationFeed().Synced) })
+			}
+			maddr, err := startMetrics(ctx, opts.MetricsListen, tel, logger)
+			if err != nil {
+				srv.Close()
+				return err
+			}
+			attrs = append(attrs, "metrics", "http://"+maddr+"/metrics")
+		}
 		logger.Info("agent host listening", attrs...)
 		if opts.AddrFile != "" {
 			if err := writeFileAtomic(opts.AddrFile, []byte(ln.Addr().String()+"\n")); err != nil {
@@ -581,55 +633,19 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 	return nil
 }
 
-// openState opens serve's state store: PostgreSQL with
-// --database, SQLite in --data-dir, else memory. The description names it
-// for the log, without credentials.
-func openState(ctx context.Context, opts *ServeOptions, logger *slog.Logger) (state.Store, string, error) {
-	switch {
-	case opts.Database != "":
-		st, err := state.OpenPostgresOptions(ctx, opts.Database, state.PostgresOptions{ReconcileEvery: opts.RevocationReconcile, Logger: logger})
-		if err != nil {
-			return nil, "", fmt.Errorf("cannot open the state database: %w\nCheck --database, or keep the state on this machine with --data-dir DIR", err)
-		}
-		return st, "postgres " + st.Target(), nil
-	case opts.DataDir != "":
-		st, err := state.OpenSQLite(ctx, opts.DataDir)
-		if err != nil {
-			return nil, "", fmt.Errorf("cannot open the state in %s: %w\nName another --data-dir, or keep the state in memory with --ephemeral", opts.DataDir, err)
-		}
-		return st, "sqlite " + st.Path(), nil
-	default:
-		return state.NewMemory(), "memory", nil
-	}
-}
-
-// newHTTPServer bounds every HTTP exchange of the listener: header, body,
-// response and idle keep-alive times, and header size. (WebSocket
-// connections leave these bounds once upgraded.)
-func newHTTPServer(h http.Handler, logger *slog.Logger) *http.Server {
-	return &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}
-}
-
 // newServeMux mounts serve's faces on one mux: the WebSocket upgrade on /
 // and /ws (unless the session is on stdio), the embedded issuer's
 // endpoints, and the host's HTTP face (RFC 9728 metadata, POST to the
 // resource's path) as the catch-all, with the RFC 9728 documents of the
 // schemes' own resources beside it, and the broker's routes.
-func newServeMux(h *host.Host, iss *issuer.Issuer, brk *broker.Broker, connectionToken string, websocket bool) (*http.ServeMux, error) {
+func newServeMux(h *host.Host, iss *issuer.Issuer, brk *broker.Broker, st state.Store, connectionToken string, websocket bool) (*http.ServeMux, error) {
 	mux := http.NewServeMux()
+	var ws http.Handler
 	if websocket {
-		ws := h.WebSocketHandler(connectionToken)
-		mux.Handle("GET /{$}", ws)
+		ws = h.WebSocketHandler(connectionToken)
 		mux.Handle("GET /ws", ws)
 	}
+	opsRoutes(mux, h, iss, st, ws)
 	if iss != nil {
 		u, _ := url.Parse(h.Resource())
 		for _, p := range iss.Paths() {

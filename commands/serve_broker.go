@@ -14,6 +14,7 @@ import (
 	"github.com/agentauth/agentauth/flows"
 	"github.com/agentauth/agentauth/host"
 	"github.com/agentauth/agentauth/issuer"
+	"github.com/agentauth/agentauth/ops"
 	"github.com/agentauth/agentauth/state"
 )
 
@@ -28,7 +29,7 @@ const upstreamDiscoveryTimeout = 15 * time.Second
 //
 // With the embedded issuer (iss), sign-in links of its sessions are bound
 // to their user, whom its browser login vouches for (broker.Options.Browser).
-func newBroker(ctx context.Context, cfg *host.Config, st state.Store, key []byte, origin string, hc *http.Client, logger *slog.Logger, now func() time.Time, iss *issuer.Issuer, autoApprove bool) (*broker.Broker, error) {
+func newBroker(ctx context.Context, cfg *host.Config, st state.Store, key []byte, origin string, hc *http.Client, logger *slog.Logger, now func() time.Time, tel *ops.Recorder, iss *issuer.Issuer, autoApprove bool) (*broker.Broker, error) {
 	if len(cfg.Upstreams) == 0 {
 		return nil, nil
 	}
@@ -56,7 +57,7 @@ func newBroker(ctx context.Context, cfg *host.Config, st state.Store, key []byte
 		lifetime = host.DefaultStateLifetime
 	}
 	bo := broker.Options{Store: st, Upstreams: ups, Origin: origin, StateLifetime: lifetime, Key: key,
-		TokenLifetime: time.Duration(cfg.UpstreamTokenLifetime), HTTPClient: hc, Logger: logger, Now: now}
+		TokenLifetime: time.Duration(cfg.UpstreamTokenLifetime), HTTPClient: hc, Logger: logger, Now: now, Telemetry: tel}
 	if iss != nil {
 		bo.Browser, bo.ClientName, bo.AutoConfirm = iss, iss.ClientName, autoApprove
 	}

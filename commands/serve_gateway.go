@@ -14,6 +14,7 @@ import (
 	"github.com/agentauth/agentauth/gateway"
 	"github.com/agentauth/agentauth/host"
 	"github.com/agentauth/agentauth/issuer"
+	"github.com/agentauth/agentauth/ops"
 	"github.com/agentauth/agentauth/resource"
 	"github.com/agentauth/agentauth/wire"
 )
@@ -44,7 +45,7 @@ func gatewayChanged(cfg, running *host.Config) bool {
 // newGateway is serve's gateway in front of the config's backends, or nil
 // when it has none. Unless a backend names its path, the first takes the
 // resource's (/mcp) and each other RESOURCE-PATH/NAME (/mcp/NAME).
-func newGateway(cfg *host.Config, brk *broker.Broker, iss *issuer.Issuer, logger *slog.Logger) (*gateway.Gateway, error) {
+func newGateway(cfg *host.Config, brk *broker.Broker, iss *issuer.Issuer, logger *slog.Logger, tel *ops.Recorder) (*gateway.Gateway, error) {
 	if len(cfg.Backends) == 0 {
 		return nil, nil
 	}
@@ -62,7 +63,7 @@ func newGateway(cfg *host.Config, brk *broker.Broker, iss *issuer.Issuer, logger
 			backends[i].Path = strings.TrimSuffix(u.Path, "/") + "/" + backends[i].Name
 		}
 	}
-	opts := gateway.Options{Backends: backends, Policy: cfg.GatewayPolicy(), Log: logger}
+	opts := gateway.Options{Backends: backends, Policy: cfg.GatewayPolicy(), Log: logger, Telemetry: tel}
 	if brk != nil {
 		opts.Broker = brk
 	}

@@ -2,11 +2,13 @@ package commands
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -15,9 +17,12 @@ import (
 
 	"github.com/urfave/cli/v2"
 	"github.com/zalando/go-keyring"
+
+	"github.com/agentauth/agentauth/state"
 )
 
-// serve's files: the data directory, the state key, atomic writes.
+// serve's files and store: the data directory, the state key, atomic
+// writes, opening the state store.
 
 // defaultDataDir is $XDG_STATE_HOME/agentauth/serve, else
 // ~/.local/state/agentauth/serve (XDG Base Directory); on macOS and
@@ -151,4 +156,26 @@ func stateFlags(c *cli.Context, opts *ServeOptions) error {
 		opts.DataDir = dir
 	}
 	return nil
+}
+
+// openState opens serve's state store: PostgreSQL with
+// --database, SQLite in --data-dir, else memory. The description names it
+// for the log, without credentials.
+func openState(ctx context.Context, opts *ServeOptions, logger *slog.Logger) (state.Store, string, error) {
+	switch {
+	case opts.Database != "":
+		st, err := state.OpenPostgresOptions(ctx, opts.Database, state.PostgresOptions{ReconcileEvery: opts.RevocationReconcile, Logger: logger})
+		if err != nil {
+			return nil, "", fmt.Errorf("cannot open the state database: %w\nCheck --database, or keep the state on this machine with --data-dir DIR", err)
+		}
+		return st, "postgres " + st.Target(), nil
+	case opts.DataDir != "":
+		st, err := state.OpenSQLite(ctx, opts.DataDir)
+		if err != nil {
+			return nil, "", fmt.Errorf("cannot open the state in %s: %w\nName another --data-dir, or keep the state in memory with --ephemeral", opts.DataDir, err)
+		}
+		return st, "sqlite " + st.Path(), nil
+	default:
+		return state.NewMemory(), "memory", nil
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -27,7 +28,7 @@ func TestServeFlags(t *testing.T) {
 	t.Setenv("XDG_STATE_HOME", stateHome)
 	defaults := ServeOptions{Listen: "127.0.0.1:7777", AuthScope: "connection", DevUser: issuer.DefaultSubject, LogLevel: slog.LevelInfo,
 		TokenTTL: issuer.DefaultTokenTTL, RefreshTTL: issuer.DefaultRefreshTTL, CodeTTL: issuer.DefaultCodeTTL, DeviceInterval: issuer.DefaultDeviceInterval,
-		KeyRotation: issuer.DefaultKeyRotation, RevocationReconcile: state.DefaultReconcileEvery, RevocationStaleness: defaultRevocationStaleness}
+		KeyRotation: issuer.DefaultKeyRotation, RevocationReconcile: state.DefaultReconcileEvery, RevocationStaleness: defaultRevocationStaleness, LogFormat: "text"}
 	if runtime.GOOS == "linux" {
 		defaults.DataDir = filepath.Join(stateHome, "agentauth", "serve")
 	} else {
@@ -61,6 +62,17 @@ func TestServeFlags(t *testing.T) {
 			want: with(func(o *ServeOptions) {
 				o.PublicOrigins, o.AllowedOrigins = []string{"https://agents.example", "http://10.0.0.5:8080"}, []string{"https://app.example"}
 			})},
+		{args: []string{"--log-format", "json", "--metrics-listen", ":9090", "--tls-cert", "c.pem", "--tls-key", "k.pem",
+			"--trusted-proxy", "10.0.0.0/8", "--trusted-proxy", "127.0.0.1"},
+			want: with(func(o *ServeOptions) {
+				o.LogFormat, o.MetricsListen, o.TLSCert, o.TLSKey = "json", ":9090", "c.pem", "k.pem"
+				o.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("127.0.0.1/32")}
+			})},
+		{args: []string{"--log-format", "xml"}, wantCode: ExitUsage},
+		{args: []string{"--tls-cert", "c.pem"}, wantCode: ExitUsage},
+		{args: []string{"--stdio", "--tls-cert", "c.pem", "--tls-key", "k.pem"}, wantCode: ExitUsage},
+		{args: []string{"--trusted-proxy", "proxy.example"}, wantCode: ExitUsage},
+		{args: []string{"--metrics-listen", ""}, wantCode: ExitUsage},
 		{args: []string{"--public-origin", "agents.example"}, wantCode: ExitUsage},
 		{args: []string{"--public-origin", "https://agents.example/mcp"}, wantCode: ExitUsage},
 		{args: []string{"--allowed-origin", "null"}, wantCode: ExitUsage},
@@ -98,7 +110,7 @@ func TestServeFlags(t *testing.T) {
 		ok := o.IO == f.IO && o.HTTPClient == f.HTTPClient && o.Now != nil && o.Credentials != nil
 		o.IO, o.HTTPClient, o.Now, o.Credentials = nil, nil, nil, nil
 		return ok
-	})
+	}, cmp.Comparer(func(a, b netip.Prefix) bool { return a == b }))
 }
 
 // serveConfigJSON is a static configuration: serve --stdio with it opens

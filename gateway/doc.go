@@ -26,5 +26,5 @@
 //
 // The gateway does not authenticate: its caller (serve's HTTP face) checks
 // the token first and passes what it established as a Caller. It imports
-// wire and broker only.
+// wire, broker and ops (its audit and metrics hook) only.
 package gateway

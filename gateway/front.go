@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentauth/agentauth/ops"
 	"github.com/agentauth/agentauth/wire"
 )
 
@@ -484,6 +485,11 @@ func (k *call) audit() {
 		return
 	}
 	k.audited = true
+	if k.decision == "denied" {
+		k.m.g.tel.Refusal("policy")
+		k.m.g.tel.Audit(ops.EventPolicyDenied, "face", "gateway", "sub", k.c.Subject(), "client_id", k.c.ClientID(),
+			"backend", k.m.b.Name, "method", k.msg.Method, "tool", k.tool, "reason", k.reason)
+	}
 	if !k.m.g.log.Enabled(context.Background(), slog.LevelInfo) {
 		return
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentauth/agentauth/broker"
+	"github.com/agentauth/agentauth/ops"
 )
 
 // Caller is what serve established about the request's token: the
@@ -54,6 +55,9 @@ type Options struct {
 	// the headers serve adds (an upstream token, an assertion), and no
 	// per-call header copy is made for redirects.
 	Transport http.RoundTripper
+	// Telemetry, when set, counts the refused calls and receives a
+	// policy_denied audit event for each (nil: none).
+	Telemetry *ops.Recorder
 }
 
 // Gateway holds the mounted backends.
@@ -65,6 +69,7 @@ type Gateway struct {
 	broker    Broker
 	log       *slog.Logger
 	transport http.RoundTripper
+	tel       *ops.Recorder
 	assert    func(ctx context.Context, subject, clientID, audience string, scopes []string) (string, error)
 	scrubber  *scrubber
 }
@@ -72,7 +77,7 @@ type Gateway struct {
 // New checks the options and prepares one Mount per backend. Nothing is
 // started until a caller's first request.
 func New(opts Options) (*Gateway, error) {
-	g := &Gateway{done: make(chan struct{}), assert: opts.Assert, policy: opts.Policy, broker: opts.Broker, log: cmp.Or(opts.Log, slog.New(slog.DiscardHandler)), transport: opts.Transport}
+	g := &Gateway{done: make(chan struct{}), assert: opts.Assert, policy: opts.Policy, broker: opts.Broker, log: cmp.Or(opts.Log, slog.New(slog.DiscardHandler)), transport: opts.Transport, tel: opts.Telemetry}
 	if g.transport == nil {
 		// MaxIdleConnsPerHost: net/http's default of 2 would close and
 		// reopen a connection for nearly every call of concurrent callers.

@@ -173,15 +173,19 @@ func (s *session) accept(ctx context.Context, cands []*scheme, token string, sco
 			}
 			h.hold(s.table(), sc, token, g, s)
 			h.log.Info("auth decision", "conn", s.id, "scheme", sc.ID, "subject", g.Subject, "outcome", "accepted")
+			h.tel.Validation("accepted")
 			return g, nil, nil
 		}
 		var te *TokenError
 		if !errors.As(err, &te) {
 			failure = err
 			h.log.Warn("auth decision", "conn", s.id, "scheme", sc.ID, "outcome", "error", "reason", err.Error())
+			h.tel.Validation("error")
 			continue
 		}
 		h.log.Info("auth decision", "conn", s.id, "scheme", sc.ID, "outcome", "rejected", "reason", te.Description)
+		h.tel.Validation("rejected")
+		h.tel.Refusal("invalid_token")
 		chs = append(chs, h.challenge(sc, statusOf(te)))
 	}
 	return nil, chs, failure

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentauth/agentauth/broker"
 	"github.com/agentauth/agentauth/mcpserver"
+	"github.com/agentauth/agentauth/ops"
 	"github.com/agentauth/agentauth/wire"
 )
 
@@ -254,6 +255,8 @@ func (h *Host) upstreamGate(ctx context.Context, method string, v authView) *wir
 		}
 		if rerr := h.upstreamGateFor(ctx, g, id); rerr != nil {
 			h.log.Info("auth decision", "method", method, "upstream", id, "outcome", "upstream sign-in needed")
+			h.tel.Refusal("upstream_signin_needed")
+			h.tel.Audit(ops.EventPolicyDenied, "method", method, "upstream", id, "reason", "upstream sign-in needed")
 			return rerr
 		}
 	}

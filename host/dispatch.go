@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/agentauth/agentauth/ops"
 	"github.com/agentauth/agentauth/wire"
 )
 
@@ -189,6 +190,8 @@ func (h *Host) call(ctx context.Context, method string, params json.RawMessage, 
 		for _, ch := range d.Challenges {
 			h.log.Info("auth decision", append(who, "method", method, "scheme", ch.SchemeID, "subject", subjectOf(v, ch.SchemeID),
 				"outcome", "denied", "reason", ch.Error+": "+ch.ErrorDescription)...)
+			h.tel.Refusal("policy")
+			h.tel.Audit(ops.EventPolicyDenied, append(who, "method", method, "scheme", ch.SchemeID, "reason", ch.Error)...)
 		}
 		return nil, rerr
 	}

@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/agentauth/agentauth/ops"
 )
 
 // GuardOptions say whom a listener answers (see NewGuard).
@@ -31,6 +33,8 @@ type GuardOptions struct {
 	HostHint, OriginHint string
 	// Logger receives one line per refusal. Default: discard.
 	Logger *slog.Logger
+	// Telemetry, when set, counts the refusals (nil: none).
+	Telemetry *ops.Recorder
 }
 
 // guardKey marks the context of a request with an Origin that passed the
@@ -71,7 +75,7 @@ func NewGuard(next http.Handler, opts GuardOptions) (http.Handler, error) {
 	}
 	g := &guard{next: next, addrHost: strings.ToLower(host), port: port, ip: net.ParseIP(host),
 		hosts: map[string]bool{}, origins: map[string]bool{}, originPaths: opts.OriginPaths,
-		hostHint: opts.HostHint, originHint: opts.OriginHint, log: opts.Logger}
+		hostHint: opts.HostHint, originHint: opts.OriginHint, log: opts.Logger, tel: opts.Telemetry}
 	if g.log == nil {
 		g.log = slog.New(slog.DiscardHandler)
 	}
@@ -121,10 +125,12 @@ type guard struct {
 	hostHint    string
 	originHint  string
 	log         *slog.Logger
+	tel         *ops.Recorder
 }
 
 func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !g.hostOK(r.Host) {
+		g.tel.Refusal("misdirected_host")
 		g.log.Warn("request refused", "remote", r.RemoteAddr, "method", r.Method, "path", truncate(r.URL.Path), "host", truncate(r.Host),
 			"status", http.StatusMisdirectedRequest, "reason", "Host names another server (DNS rebinding?)")
 		refuseText(w, http.StatusMisdirectedRequest, fmt.Sprintf("misdirected request: this server does not answer for Host %s (a defence against DNS rebinding); it answers for %s",
@@ -138,6 +144,7 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if len(origins) > 0 && (slices.Contains(g.originPaths, r.URL.Path) || isWebSocketUpgrade(r)) {
 		if len(origins) > 1 || !g.originOK(origin) {
+			g.tel.Refusal("foreign_origin")
 			g.log.Warn("request refused", "remote", r.RemoteAddr, "method", r.Method, "path", truncate(r.URL.Path), "origin", truncate(strings.Join(origins, ", ")),
 				"status", http.StatusForbidden, "reason", "Origin is not this server's nor an allowed one")
 			refuseText(w, http.StatusForbidden, fmt.Sprintf("forbidden: requests from pages of origin %s are refused here (cross-origin protection); this server's origin is http://%s",

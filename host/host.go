@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentauth/agentauth/broker"
 	"github.com/agentauth/agentauth/internal/bounded"
+	"github.com/agentauth/agentauth/ops"
 	"github.com/agentauth/agentauth/resource"
 	"github.com/agentauth/agentauth/state"
 	"github.com/agentauth/agentauth/wire"
@@ -58,6 +59,9 @@ type Options struct {
 	// Broker, when set, signs sessions in to the config's upstreams (see
 	// broker.go).
 	Broker *broker.Broker
+	// Telemetry, when set, counts connections, validations and refusals
+	// and receives the policy_denied audit events (nil: none).
+	Telemetry *ops.Recorder
 }
 
 // Host serves the protocol on any number of connections.
@@ -79,6 +83,7 @@ type Host struct {
 	// resource.DPoPProofLimits (a benchmark sending every proof with one
 	// key sets more).
 	dpopProofs bounded.Limits
+	tel        *ops.Recorder
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -133,7 +138,7 @@ func New(opts Options) (*Host, error) {
 		return nil, fmt.Errorf("cannot start the host: %w", err)
 	}
 	h := &Host{storedToken: opts.StoredToken, cfg: opts.Config, log: opts.Logger, now: opts.Now, maxMsg: opts.MaxMessageSize, version: cmp.Or(opts.Version, "dev"),
-		sessions: &agentSessions{store: opts.Store}, conns: map[*session]struct{}{}}
+		sessions: &agentSessions{store: opts.Store}, conns: map[*session]struct{}{}, tel: opts.Telemetry}
 	h.revoked = newRevocations()
 	switch opts.AuthScope {
 	case "", AuthScopeConnection:

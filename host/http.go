@@ -73,6 +73,7 @@ func (h *Host) verifyAmong(ctx context.Context, schemes []*scheme, token string)
 		_, ch, _ := h.validateAmong(ctx, schemes, "")
 		h.refused.Add(1)
 		h.log.Info("auth decision", "face", "http", "scheme", ch.SchemeID, "outcome", "denied", "reason", ch.Error+": "+ch.ErrorDescription)
+		h.tel.Refusal("no_token")
 		return nil, &resource.Refusal{Status: http.StatusUnauthorized, Challenge: map[string]string{"scope": ch.Scope},
 			Err: h.authRequired([]wire.Challenge{*ch})}
 	}

@@ -96,6 +96,7 @@ func (h *Host) ServeConn(ctx context.Context, c wire.Conn) {
 	h.closeSession(s)
 	s.closeConn()
 	h.log.Info("connection closed", "conn", s.id, "reason", reason)
+	h.tel.ConnectionClosed()
 	s.stopWatch()
 	if s.cancelIO != nil {
 		s.cancelIO()
@@ -154,6 +155,12 @@ func (s *session) stop(cause error) {
 // shutdown ends the session when its ServeConn context or the host ends:
 // reads and writes end at once, without waiting for a write under way.
 func (s *session) shutdown(cause error) {
+	if wc, ok := s.conn.(*wsConn); ok && errors.Is(cause, errShuttingDown) {
+		// RFC 6455 §7.4.1: 1001, the server is going away. The closing
+		// handshake (bounded by the library: 5s) ends the session's read.
+		s.ioEnded.Store(true)
+		wc.closeWith(websocket.StatusGoingAway, "server shutting down")
+	}
 	s.stop(cause)
 	s.ioEnded.Store(true)
 	if s.cancelIO != nil {
@@ -217,6 +224,7 @@ func (h *Host) open(ctx context.Context, c wire.Conn) *session {
 		s.stopWatch = func() bool { return stopCtx() && stopHost() }
 	}
 	h.log.Info("connection opened", "conn", s.id, "transport", transport)
+	h.tel.ConnectionOpened()
 	return s
 }
 

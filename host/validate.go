@@ -107,6 +107,7 @@ func (h *Host) validateAmong(ctx context.Context, schemes []*scheme, token strin
 		g, err := h.validate(ctx, sc, token, false)
 		if err == nil {
 			h.accepted.Add(1)
+			h.tel.Validation("accepted")
 			if h.log.Enabled(ctx, slog.LevelDebug) { // no arguments to box otherwise
 				h.log.Debug("auth decision", "face", "http", "scheme", sc.ID, "subject", g.Subject, "outcome", "accepted")
 			}
@@ -124,9 +125,12 @@ func (h *Host) validateAmong(ctx context.Context, schemes []*scheme, token strin
 	}
 	if rejected == nil {
 		h.log.Warn("auth decision", "face", "http", "outcome", "error", "reason", failure.Error())
+		h.tel.Validation("error")
 		return nil, nil, failure
 	}
 	h.refused.Add(1)
 	h.log.Info("auth decision", "face", "http", "scheme", rejected.SchemeID, "outcome", "rejected", "reason", rejected.ErrorDescription)
+	h.tel.Validation("rejected")
+	h.tel.Refusal("invalid_token")
 	return nil, rejected, nil
 }

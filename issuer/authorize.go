@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentauth/agentauth/internal/bounded"
+	"github.com/agentauth/agentauth/ops"
 	"github.com/agentauth/agentauth/state"
 	"github.com/agentauth/agentauth/wire"
 )
@@ -252,6 +253,7 @@ func (i *Issuer) serveConsent(w http.ResponseWriter, r *http.Request) {
 	}
 	if !approve {
 		i.log.Info("issuer: authorization denied", "client_id", req.client.id)
+		i.opts.Telemetry.Audit(ops.EventConsent, "client_id", req.client.id, "sub", subject, "scope", req.scope, "decision", "denied", "flow", "code")
 		i.redirectBack(w, r, req, url.Values{"error": {"access_denied"}, "error_description": {"the user denied the request"}})
 		return
 	}
@@ -304,6 +306,7 @@ func (i *Issuer) approveCode(w http.ResponseWriter, r *http.Request, req *authRe
 		return
 	}
 	i.log.Info("issuer: authorization code issued", "client_id", req.client.id, "sub", subject, "aud", req.resource)
+	i.auditApproval(req.client.id, subject, req.scope, "code")
 	i.redirectBack(w, r, req, url.Values{"code": {code}})
 }
 
@@ -332,4 +335,11 @@ func (i *Issuer) redirectBack(w http.ResponseWriter, r *http.Request, req *authR
 func isLoopbackURI(raw string) bool {
 	u, err := url.Parse(raw)
 	return err == nil && u.Scheme == "http" && isLoopback(u.Hostname())
+}
+
+// auditApproval writes the audit events of an approved authorization: the
+// user's sign-in (the development sign-in box: no password) and consent.
+func (i *Issuer) auditApproval(clientID, subject, scope, flow string) {
+	i.opts.Telemetry.Audit(ops.EventLogin, "client_id", clientID, "sub", subject, "method", "dev")
+	i.opts.Telemetry.Audit(ops.EventConsent, "client_id", clientID, "sub", subject, "scope", scope, "decision", "approved", "flow", flow)
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentauth/agentauth/ops"
 	"github.com/agentauth/agentauth/state"
 	"github.com/agentauth/agentauth/wire"
 )
@@ -363,6 +364,7 @@ func (i *Issuer) serveDevicePage(w http.ResponseWriter, r *http.Request) {
 			i.setBrowserSession(w, user)
 		}
 		i.log.Info("issuer: device approved", "client_id", cl.id, "sub", user)
+		i.auditApproval(cl.id, user, d.Scope, "device")
 		i.render(w, http.StatusOK, "message.html", messagePage{Title: "Device approved", Message: "Signed in as " + user + ". Return to your device."})
 	default:
 		i.render(w, http.StatusOK, "device.html", devicePage{
@@ -431,9 +433,11 @@ func (i *Issuer) serveDeviceDecision(w http.ResponseWriter, r *http.Request) {
 			i.setBrowserSession(w, subject)
 		}
 		i.log.Info("issuer: device approved", "client_id", d.ClientID, "sub", subject)
+		i.auditApproval(d.ClientID, subject, d.Scope, "device")
 		i.render(w, http.StatusOK, "message.html", messagePage{Title: "Device approved", Message: "Signed in as " + subject + ". Return to your device."})
 	default:
 		i.log.Info("issuer: device denied", "client_id", d.ClientID)
+		i.opts.Telemetry.Audit(ops.EventConsent, "client_id", d.ClientID, "sub", subject, "scope", d.Scope, "decision", "denied", "flow", "device")
 		i.render(w, http.StatusOK, "message.html", messagePage{Title: "Device denied", Message: "The device gets no access. You can close this page."})
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentauth/agentauth/ops"
 	"github.com/agentauth/agentauth/state"
 	"github.com/agentauth/agentauth/wire"
 )
@@ -142,8 +143,12 @@ type Options struct {
 	// Limits bound the replay caches, pending codes and registrations;
 	// zero fields take DefaultLimits.
 	Limits Limits
-	Logger *slog.Logger
-	Now    func() time.Time
+	// Telemetry, when set, counts the tokens issued and receives the audit
+	// events of logins, consents, tokens issued, refresh token reuse and
+	// revocations (nil: none).
+	Telemetry *ops.Recorder
+	Logger    *slog.Logger
+	Now       func() time.Time
 }
 
 // Issuer is the embedded authorization server. Its methods are safe for
@@ -378,4 +383,11 @@ func (i *Issuer) callOnRevoke(jtis []string) {
 func hash(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])
+}
+
+// Ready reports whether the issuer can sign: its current signing key is
+// loaded (from the store when due for a reload), for serve's /readyz.
+func (i *Issuer) Ready(ctx context.Context) error {
+	_, err := i.signer(ctx, i.clock(ctx))
+	return err
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/agentauth/agentauth/ops"
 	"github.com/agentauth/agentauth/state"
 	"github.com/agentauth/agentauth/wire"
 )
@@ -82,6 +83,7 @@ func (i *Issuer) serveRevoke(w http.ResponseWriter, r *http.Request) {
 	i.notifyRevoked(ctx, jtis)
 	if owner != "" {
 		i.log.Info("issuer: tokens revoked", "client_id", c.id, "access_tokens", len(jtis))
+		i.opts.Telemetry.Audit(ops.EventTokenRevoked, "client_id", c.id, "revoked", len(jtis))
 	}
 	i.endSession(ended)
 	w.Header().Set("Cache-Control", "no-store")

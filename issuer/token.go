@@ -12,6 +12,7 @@ import (
 	"github.com/go-jose/go-jose/v4/jwt"
 
 	"github.com/agentauth/agentauth/internal/bounded"
+	"github.com/agentauth/agentauth/ops"
 	"github.com/agentauth/agentauth/state"
 	"github.com/agentauth/agentauth/wire"
 )
@@ -89,7 +90,7 @@ func (i *Issuer) token(w http.ResponseWriter, r *http.Request) (*tokenResponse, 
 	var logs []func()
 	var ended *grantRecord
 	err = i.store.Update(ctx, func(tx state.Tx) error {
-		is := &issuing{tx: tx, now: now, key: key, jkt: dp.jkt}
+		is := &issuing{tx: tx, now: now, key: key, jkt: dp.jkt, grantType: grantType}
 		var err error
 		resp, revoked, e, err = redeem(is, c, form)
 		logs, ended = is.logs, is.ended
@@ -118,6 +119,8 @@ type issuing struct {
 	// jkt is the thumbprint of the request's DPoP key (RFC 9449 §5), and
 	// nonce the DPoP-Nonce to send with the answer.
 	jkt, nonce string
+	// grantType is the request's grant_type, for the metrics and audit.
+	grantType string
 	// logs are written once the transaction commits: a store may run it
 	// again (state.Store.Update), and a rolled-back run did nothing.
 	logs []func()
@@ -274,6 +277,7 @@ func (i *Issuer) redeemRefreshTx(is *issuing, c *client, form url.Values) (*toke
 		}
 		is.logAfter(func() {
 			i.log.Warn("issuer: rotated refresh token reused, its family is revoked", "client_id", c.id, "revoked", len(jtis))
+			i.opts.Telemetry.Audit(ops.EventRefreshTokenReused, "client_id", c.id, "revoked", len(jtis))
 		})
 		return nil, jtis, badRequest("invalid_grant", "the refresh token was already used; its token family is revoked"), nil
 	case now.After(rt.Expires):
@@ -375,6 +379,8 @@ func (i *Issuer) issueTx(is *issuing, c *client, id string, g *grantRecord, scop
 	}
 	is.logAfter(func() {
 		i.log.Info("issuer: access token issued", "client_id", c.id, "sub", g.Subject, "aud", g.Resource, "scope", scope, "jti", jti)
+		i.opts.Telemetry.TokenIssued(is.grantType)
+		i.opts.Telemetry.Audit(ops.EventTokenIssued, "client_id", c.id, "sub", g.Subject, "aud", g.Resource, "scope", scope, "grant_type", is.grantType)
 	})
 	return resp, nil, nil, nil
 }

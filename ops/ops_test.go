@@ -1,0 +1,110 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestNilRecorderRecordsNothing(t *testing.T) {
+	var r *Recorder
+	r.Audit(EventLogin, "sub", "alice")
+	r.TokenIssued("authorization_code")
+	r.Validation("accepted")
+	r.Refusal("policy")
+	r.ConnectionOpened()
+	r.ConnectionClosed()
+	r.BrokerSignIn("signed_in")
+	r.RevocationLagFrom(func() time.Duration { return 0 })
+	h := http.NotFoundHandler()
+	if got := r.Instrument(h); got == nil {
+		t.Fatal("Instrument on nil returned nil")
+	}
+}
+
+func TestForwarded(t *testing.T) {
+	trusted, err := ParseTrustedProxies([]string{"127.0.0.0/8", "::1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name                 string
+		remote               string
+		headers              map[string]string
+		wantRemote, wantHost string
+		wantScheme           string
+	}{
+		{"untrusted peer: ignored", "192.0.2.1:4000", map[string]string{"X-Forwarded-For": "198.51.100.1", "X-Forwarded-Host": "evil.example"}, "192.0.2.1:4000", "svc:80", ""},
+		{"x-forwarded", "127.0.0.1:4000", map[string]string{"X-Forwarded-For": "198.51.100.9, 198.51.100.1", "X-Forwarded-Host": "agents.example", "X-Forwarded-Proto": "https"}, "198.51.100.1:0", "agents.example", "https"},
+		{"rfc 7239 wins", "[::1]:4000", map[string]string{"Forwarded": `for=198.51.100.2;host=a.example;proto=https, for="[2001:db8::1]:80";host=b.example;proto=http`, "X-Forwarded-Host": "c.example"}, "[2001:db8::1]:0", "b.example", "http"},
+		{"garbage for: address kept", "127.0.0.1:4000", map[string]string{"X-Forwarded-For": "unknown"}, "127.0.0.1:4000", "svc:80", ""},
+		{"odd proto ignored", "127.0.0.1:4000", map[string]string{"X-Forwarded-Proto": "javascript"}, "127.0.0.1:4000", "svc:80", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got *http.Request
+			h := Forwarded(trusted, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got = r }))
+			req := httptest.NewRequest("GET", "/healthz", nil)
+			req.Host = "svc:80"
+			req.RemoteAddr = tt.remote
+			for k, v := range tt.headers {
+				req.Header.Set(k, v)
+			}
+			h.ServeHTTP(httptest.NewRecorder(), req)
+			if got.RemoteAddr != tt.wantRemote || got.Host != tt.wantHost || got.URL.Scheme != tt.wantScheme {
+				t.Errorf("got remote %q host %q scheme %q, want %q %q %q", got.RemoteAddr, got.Host, got.URL.Scheme, tt.wantRemote, tt.wantHost, tt.wantScheme)
+			}
+			if !peerTrusted(trusted, tt.remote) && got.Header.Get("X-Forwarded-Host") != "" {
+				t.Error("an untrusted peer's forwarded headers were passed on")
+			}
+		})
+	}
+	if _, err := ParseTrustedProxies([]string{"10.0.0.0/33"}); err == nil {
+		t.Error("a bad prefix was accepted")
+	}
+}
+
+func TestReadyz(t *testing.T) {
+	down := errors.New("connection refused")
+	var fail bool
+	h := Readyz(Check{Name: "state", Check: func(context.Context) error {
+		if fail {
+			return down
+		}
+		return nil
+	}})
+	for _, tt := range []struct {
+		fail bool
+		code int
+		body string
+	}{{false, 200, `{"state":"ok"}`}, {true, 503, `{"state":"failing: connection refused"}`}} {
+		fail = tt.fail
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest("GET", "/readyz", nil))
+		if w.Code != tt.code || strings.TrimSpace(w.Body.String()) != tt.body {
+			t.Errorf("fail=%v: %d %s, want %d %s", tt.fail, w.Code, w.Body, tt.code, tt.body)
+		}
+	}
+}
+
+func TestRevocationLagIsReadAtScrape(t *testing.T) {
+	r := New(nil)
+	lag := 3 * time.Second
+	r.RevocationLagFrom(func() time.Duration { return lag })
+	scrape := func() string {
+		rec := httptest.NewRecorder()
+		r.MetricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		return rec.Body.String()
+	}
+	if body := scrape(); !strings.Contains(body, "agentauth_replica_revocation_lag_seconds 3\n") {
+		t.Fatalf("lag 3s not scraped:\n%s", body)
+	}
+	lag = 500 * time.Millisecond
+	if body := scrape(); !strings.Contains(body, "agentauth_replica_revocation_lag_seconds 0.5\n") {
+		t.Fatalf("lag 0.5s not scraped:\n%s", body)
+	}
+}
