@@ -7,6 +7,7 @@ import (
 	"database/sql"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -172,5 +173,63 @@ func TestSQLiteRefusesAForeignDatabase(t *testing.T) {
 	}
 	if id, _ := appID(path); id != applicationID {
 		t.Errorf("application_id %#x after opening, want %#x", id, applicationID)
+	}
+}
+
+// Processes that start together on one new data directory all open it:
+// the first to switch the new file to WAL makes the others' first read
+// answer SQLITE_BUSY at once, which claimSQLite waits out (the check of
+// the file's owner used to fail there: "database is locked").
+func TestSQLiteOpenedTogether(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	const n = 8
+	errs := make(chan error, n)
+	start := make(chan struct{})
+	for range n {
+		go func() {
+			<-start
+			st, err := OpenSQLite(context.Background(), dir)
+			if err == nil {
+				err = st.Close()
+			}
+			errs <- err
+		}()
+	}
+	close(start)
+	for range n {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// Every table the migrations create is one claimSQLite knows as ours, so
+// a file another serve process is still migrating is never taken for a
+// foreign database.
+func TestSQLiteOwnTablesAreTheMigrations(t *testing.T) {
+	dir := t.TempDir()
+	st, err := OpenSQLite(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	db, err := sql.Open("sqlite", filepath.Join(dir, SQLiteFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(`SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite\_%' ESCAPE '\'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(ownTables, name) {
+			t.Errorf("the migrations create %s, which ownTables does not list", name)
+		}
 	}
 }

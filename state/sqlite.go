@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -85,12 +86,38 @@ func openSQLite(ctx context.Context, dir string, ms [][]string) (*SQLite, error)
 // "AGAU".
 const applicationID = 0x41474155
 
-// claimSQLite checks that the database is agentauth's, or empty, before
+// ownTables are the tables agentauth's migrations create: a file holding
+// only these (and no mark) is one an earlier agentauth wrote, or one
+// another serve process is migrating right now.
+var ownTables = []string{table, schemaTable, revocationsTable, revocationSeqTable}
+
+// claimSQLite is claimOnce, tried again while another process holds the
+// file: two serve processes starting on one new file both switch it to
+// WAL (the DSN's journal_mode, applied as the connection opens), and
+// SQLite answers that switch SQLITE_BUSY without waiting for busy_timeout.
+// It gives up after sqliteBusyTimeoutMillis.
+func claimSQLite(ctx context.Context, db *sql.DB, d dialect, ms [][]string) error {
+	deadline := time.Now().Add(sqliteBusyTimeoutMillis * time.Millisecond)
+	for {
+		err := claimOnce(ctx, db, d, ms)
+		var se interface{ Code() int }
+		if err == nil || !errors.As(err, &se) || se.Code()&0xff != sqliteBusy || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(sqliteBusyRetry):
+		}
+	}
+}
+
+// claimOnce checks that the database is agentauth's, or empty, before
 // migrating it: its application_id is applicationID; or it is 0 and the
 // file holds no tables but agentauth's (a new file, or one written before
 // the mark existed), and then it is marked. Another program's database is
 // refused, untouched.
-func claimSQLite(ctx context.Context, db *sql.DB, d dialect, ms [][]string) error {
+func claimOnce(ctx context.Context, db *sql.DB, d dialect, ms [][]string) error {
 	var id int64
 	if err := db.QueryRowContext(ctx, `PRAGMA application_id`).Scan(&id); err != nil {
 		return fmt.Errorf("cannot read the database: %w", err)
@@ -110,7 +137,7 @@ func claimSQLite(ctx context.Context, db *sql.DB, d dialect, ms [][]string) erro
 				rows.Close()
 				return fmt.Errorf("cannot read the database: %w", err)
 			}
-			if name != table && name != schemaTable {
+			if !slices.Contains(ownTables, name) {
 				foreign = append(foreign, name)
 			}
 		}
@@ -125,31 +152,11 @@ func claimSQLite(ctx context.Context, db *sql.DB, d dialect, ms [][]string) erro
 			return fmt.Errorf("cannot mark the state database: %w", err)
 		}
 	}
-	return migrateSQLite(ctx, db, d, ms)
-}
-
-// migrateSQLite is migrate, tried again while another process holds the
-// file: two serve processes starting on one new file both switch it to
-// WAL, and SQLite answers that switch SQLITE_BUSY without waiting for
-// busy_timeout. It gives up after sqliteBusyTimeoutMillis.
-func migrateSQLite(ctx context.Context, db *sql.DB, d dialect, ms [][]string) error {
-	deadline := time.Now().Add(sqliteBusyTimeoutMillis * time.Millisecond)
-	for {
-		err := migrate(ctx, db, d, ms)
-		var se interface{ Code() int }
-		if err == nil || !errors.As(err, &se) || se.Code()&0xff != sqliteBusy || time.Now().After(deadline) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(sqliteBusyRetry):
-		}
-	}
+	return migrate(ctx, db, d, ms)
 }
 
 // sqliteBusy is SQLITE_BUSY, the primary result code of "database is
-// locked"; sqliteBusyRetry is how long migrateSQLite waits between tries.
+// locked"; sqliteBusyRetry is how long claimSQLite waits between tries.
 const (
 	sqliteBusy      = 5
 	sqliteBusyRetry = 20 * time.Millisecond
