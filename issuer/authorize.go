@@ -337,9 +337,13 @@ func isLoopbackURI(raw string) bool {
 	return err == nil && u.Scheme == "http" && isLoopback(u.Hostname())
 }
 
-// auditApproval writes the audit events of an approved authorization: the
-// user's sign-in (the development sign-in box: no password) and consent.
+// auditApproval writes the audit events of an approved authorization:
+// with the development sign-in box (no password), the user's sign-in, and
+// the consent. (A sign-in at the login provider is audited when it
+// happens, in serveLoginCallback.)
 func (i *Issuer) auditApproval(clientID, subject, scope, flow string) {
-	i.opts.Telemetry.Audit(ops.EventLogin, "client_id", clientID, "sub", subject, "method", "dev")
+	if i.login == nil {
+		i.opts.Telemetry.Audit(ops.EventLogin, "client_id", clientID, "sub", subject, "method", "dev")
+	}
 	i.opts.Telemetry.Audit(ops.EventConsent, "client_id", clientID, "sub", subject, "scope", scope, "decision", "approved", "flow", flow)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentauth/agentauth/ops"
 	"io"
 	"net/http"
 	"net/url"
@@ -538,12 +539,14 @@ func (i *Issuer) serveLoginCallback(w http.ResponseWriter, r *http.Request) {
 	}
 	if !i.login.allowed(claims, subject) {
 		i.log.Warn("issuer: login refused", "sub", subject, "reason", "not in the allow-lists")
+		i.opts.Telemetry.Audit(ops.EventPolicyDenied, "sub", subject, "reason", "not_in_allow_list", "method", "login_provider")
 		i.render(w, http.StatusForbidden, "message.html", messagePage{Title: "Not allowed",
 			Message: "You signed in at the login provider as " + subject + ", and this server does not let that account in. Ask its administrator to add you to its allow-list, or sign in at the provider as another user."})
 		return
 	}
 	i.setBrowserSession(w, subject)
 	i.log.Info("issuer: signed in", "sub", subject, "via", "login provider")
+	i.opts.Telemetry.Audit(ops.EventLogin, "sub", subject, "method", "login_provider")
 	i.loggedIn(w, r, rec.ReturnTo, subject)
 }
 
