@@ -20,6 +20,7 @@ import (
 
 	"github.com/agentauth/agentauth/broker"
 	"github.com/agentauth/agentauth/client"
+	"github.com/agentauth/agentauth/gateway"
 	"github.com/agentauth/agentauth/host"
 	"github.com/agentauth/agentauth/issuer"
 	"github.com/agentauth/agentauth/ops"
@@ -566,7 +567,7 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 	var srv *http.Server
 	served := make(chan error, 1)
 	if listening {
-		mux, err := newServeMux(h, iss, brk, st, opts.ConnectionToken, !opts.Stdio)
+		mux, err := newServeMux(h, iss, brk, st, gw, opts.ConnectionToken, !opts.Stdio)
 		if err != nil {
 			return err
 		}
@@ -638,14 +639,14 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 // endpoints, and the host's HTTP face (RFC 9728 metadata, POST to the
 // resource's path) as the catch-all, with the RFC 9728 documents of the
 // schemes' own resources beside it, and the broker's routes.
-func newServeMux(h *host.Host, iss *issuer.Issuer, brk *broker.Broker, st state.Store, connectionToken string, websocket bool) (*http.ServeMux, error) {
+func newServeMux(h *host.Host, iss *issuer.Issuer, brk *broker.Broker, st state.Store, gw *gateway.Gateway, connectionToken string, websocket bool) (*http.ServeMux, error) {
 	mux := http.NewServeMux()
 	var ws http.Handler
 	if websocket {
 		ws = h.WebSocketHandler(connectionToken)
 		mux.Handle("GET /ws", ws)
 	}
-	opsRoutes(mux, h, iss, st, ws)
+	opsRoutes(mux, h, iss, st, gw, ws)
 	if iss != nil {
 		u, _ := url.Parse(h.Resource())
 		for _, p := range iss.Paths() {

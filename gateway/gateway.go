@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os/exec"
 	"sync"
 	"time"
 
@@ -302,4 +303,28 @@ func (m *Mount) statelessConn() conn {
 		m.stateless = &httpConn{m: m, stateless: true}
 	}
 	return m.stateless
+}
+
+// Ready reports whether the backend can be reached, for serve's /readyz:
+// an HTTP backend answers a GET of its URL with any HTTP status (MCP
+// servers answer a bare GET with 405 or 400; only a failed connection or
+// no answer within ctx counts as down); a stdio backend's command is an
+// executable that can be started.
+func (m *Mount) Ready(ctx context.Context) error {
+	if m.b.Command != "" {
+		if _, err := exec.LookPath(m.b.Command); err != nil {
+			return fmt.Errorf("backend %s: cannot start %s: %w", m.b.Name, m.b.Command, err)
+		}
+		return nil
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.b.URL, nil)
+	if err != nil {
+		return fmt.Errorf("backend %s: %w", m.b.Name, err)
+	}
+	resp, err := m.g.transport.RoundTrip(req)
+	if err != nil {
+		return fmt.Errorf("backend %s: not reachable: %w", m.b.Name, err)
+	}
+	resp.Body.Close()
+	return nil
 }
