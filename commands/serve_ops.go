@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/agentauth/agentauth/gateway"
 	"io"
 	"log/slog"
 	"net"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/agentauth/agentauth/gateway"
 	"github.com/agentauth/agentauth/host"
 	"github.com/agentauth/agentauth/issuer"
 	"github.com/agentauth/agentauth/ops"
