@@ -16,4 +16,7 @@ ENV HOME=/var/lib/agentauth
 VOLUME ["/var/lib/agentauth"]
 EXPOSE 7777
 ENTRYPOINT ["/agentauth"]
-CMD ["serve", "--listen", "0.0.0.0:7777", "--data-dir", "/var/lib/agentauth"]
+# The serve config (schemes, the login provider or an external issuer) is
+# mounted at /etc/agentauth/serve.json: serve on 0.0.0.0 needs one, since
+# the development sign-in is for loopback only.
+CMD ["serve", "--listen", "0.0.0.0:7777", "--data-dir", "/var/lib/agentauth", "--config", "/etc/agentauth/serve.json"]

@@ -22,6 +22,7 @@ import (
 	"github.com/agentauth/agentauth/internal/testprog/ops"
 	"github.com/agentauth/agentauth/internal/testprog/proxy"
 	"github.com/agentauth/agentauth/internal/testprog/replicas"
+	"github.com/agentauth/agentauth/internal/testprog/signin"
 	"github.com/agentauth/agentauth/internal/testprog/upstream"
 
 	"github.com/agentauth/agentauth/commands"
@@ -63,6 +64,7 @@ var testprogs = []struct {
 	{ops.Programs, ops.Cmds},
 	{proxy.Programs, nil},
 	{replicas.Programs, replicas.Cmds},
+	{signin.Programs, signin.Cmds},
 	{upstream.Programs, nil},
 	{newcomer.Programs, newcomer.Cmds},
 }
@@ -110,7 +112,8 @@ func TestScripts(t *testing.T) {
 			env.Setenv("NO_COLOR", "1")
 			return nil
 		},
-		Cmds: scriptCmds,
+		Cmds:      scriptCmds,
+		Condition: signin.Condition,
 	})
 }
 

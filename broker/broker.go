@@ -62,6 +62,9 @@ var (
 	ErrExpired         = errors.New("this sign-in link expired; ask the agent for a new one")
 	ErrTooManyPending  = errors.New("too many sign-ins are waiting; finish or let expire the ones under way, then try again")
 	ErrUnknownUpstream = errors.New("no such upstream")
+	// ErrNotYours: a bound sign-in link opened by a browser not signed in
+	// as the session's user.
+	ErrNotYours = errors.New("this sign-in link belongs to another user's session")
 )
 
 // Upstream is a configured upstream with its endpoints resolved.
@@ -111,10 +114,34 @@ type Options struct {
 	HTTPClient *http.Client
 	Logger     *slog.Logger
 	Now        func() time.Time
-
+	// Browser, when set, tells who a browser is signed in as at serve's
+	// embedded issuer: the sign-in links of sessions whose tokens that
+	// issuer issued are then bound to the session's own user (see
+	// Start). Without it, or for sessions of other authorization
+	// servers, a link signs in whoever opens it first.
+	Browser BrowserLogin
+	// AutoConfirm skips the confirmation page of a bound link (serve
+	// --auto-approve: tests and scripts); the link still opens only for
+	// the session's own user.
+	AutoConfirm bool
+	// ClientName names a client id on the confirmation page; default
+	// the id itself.
+	ClientName func(ctx context.Context, clientID string) string
 	// Telemetry, when set, counts the sign-ins and receives the audit
 	// events of upstream sign-in and sign-out (nil: none).
 	Telemetry *ops.Recorder
+}
+
+// BrowserLogin is serve's browser sign-in: the embedded issuer's login
+// and its session cookie (*issuer.Issuer).
+type BrowserLogin interface {
+	// Origin is the issuer identifier of the tokens whose subject
+	// SignedIn vouches for.
+	Origin() string
+	// SignedIn returns the subject the browser of r is signed in as.
+	SignedIn(r *http.Request) (subject string, ok bool)
+	// SignInURL signs a browser in and sends it back to returnTo, a path.
+	SignInURL(returnTo string) string
 }
 
 // Broker signs sessions in to upstreams. Its methods are safe for

@@ -114,16 +114,16 @@ func newBroker(t *testing.T, as *fakeAS, st state.Store, key []byte, c *clock, i
 	return b
 }
 
-// signIn runs one sign-in of sid to rally and returns the callback query
+// start runs one sign-in of subject's session (client cli) to rally and returns the callback query
 // and the browser's cookie, without completing it.
-func start(t *testing.T, b *Broker, as *fakeAS, sid string) (url.Values, func(string) string) {
+func start(t *testing.T, b *Broker, as *fakeAS, subject string) (url.Values, func(string) string) {
 	t.Helper()
 	ctx := context.Background()
-	a, err := b.Ask(ctx, sid, "rally")
+	a, err := b.Ask(ctx, Principal{Subject: subject, ClientID: "cli"}, "rally")
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := b.Start(ctx, a.ElicitationID)
+	st, err := b.Start(ctx, a.ElicitationID, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func TestSignInAndIsolation(t *testing.T) {
 	if _, err := b.Token(ctx, alice, "rally"); !errors.Is(err, ErrSignInNeeded) {
 		t.Fatalf("Token before sign-in: %v, want ErrSignInNeeded", err)
 	}
-	q, cookie := start(t, b, as, alice)
+	q, cookie := start(t, b, as, "alice")
 	done, err := b.Callback(ctx, q, cookie)
 	if err != nil {
 		t.Fatal(err)
@@ -176,31 +176,30 @@ func TestStartIsSingleUseAndExpires(t *testing.T) {
 	as := newFakeAS(t)
 	c := &clock{t: time.Now()}
 	b := newBroker(t, as, state.NewMemory(), nil, c)
-	sid := b.Session("alice", "cli")
-	a, err := b.Ask(ctx, sid, "rally")
+	a, err := b.Ask(ctx, Principal{Subject: "alice", ClientID: "cli"}, "rally")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again, _ := b.Ask(ctx, sid, "rally"); again.ElicitationID != a.ElicitationID {
+	if again, _ := b.Ask(ctx, Principal{Subject: "alice", ClientID: "cli"}, "rally"); again.ElicitationID != a.ElicitationID {
 		t.Fatalf("a second ask while the first is pending handed out %q, want %q", again.ElicitationID, a.ElicitationID)
 	}
 	if strings.Contains(a.URL, "state=") || !strings.HasPrefix(a.URL, "http://127.0.0.1:7777/auth/start?id=") {
 		t.Fatalf("sign-in URL %q", a.URL)
 	}
-	if _, err := b.Start(ctx, a.ElicitationID); err != nil {
+	if _, err := b.Start(ctx, a.ElicitationID, ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Start(ctx, a.ElicitationID); !errors.Is(err, ErrUnknownSignIn) {
+	if _, err := b.Start(ctx, a.ElicitationID, ""); !errors.Is(err, ErrUnknownSignIn) {
 		t.Fatalf("second start: %v, want ErrUnknownSignIn", err)
 	}
 	// A link opened after the lifetime.
-	a, _ = b.Ask(ctx, sid, "rally")
+	a, _ = b.Ask(ctx, Principal{Subject: "alice", ClientID: "cli"}, "rally")
 	c.add(2 * time.Minute)
-	if _, err := b.Start(ctx, a.ElicitationID); !errors.Is(err, ErrExpired) {
+	if _, err := b.Start(ctx, a.ElicitationID, ""); !errors.Is(err, ErrExpired) {
 		t.Fatalf("start after the lifetime: %v, want ErrExpired", err)
 	}
 	// A callback after the lifetime.
-	q, cookie := start(t, b, as, sid)
+	q, cookie := start(t, b, as, "alice")
 	c.add(2 * time.Minute)
 	if _, err := b.Callback(ctx, q, cookie); err == nil || !strings.Contains(err.Error(), "expired") {
 		t.Fatalf("callback after the lifetime: %v", err)
@@ -212,7 +211,7 @@ func TestCallbackRefusals(t *testing.T) {
 	as := newFakeAS(t)
 	c := &clock{t: time.Now()}
 	b := newBroker(t, as, state.NewMemory(), nil, c)
-	alice, bob := b.Session("alice", "cli"), b.Session("bob", "cli")
+	alice := b.Session("alice", "cli")
 	for _, tc := range []struct {
 		name   string
 		change func(q url.Values, cookie func(string) string) (url.Values, func(string) string)
@@ -222,7 +221,7 @@ func TestCallbackRefusals(t *testing.T) {
 			return q, func(string) string { return "" }
 		}, "started in another browser"},
 		{"another session's cookie", func(q url.Values, _ func(string) string) (url.Values, func(string) string) {
-			_, other := start(t, b, as, bob)
+			_, other := start(t, b, as, "bob")
 			return q, func(name string) string {
 				for _, n := range []string{name} {
 					if v := other(n); v != "" {
@@ -247,7 +246,7 @@ func TestCallbackRefusals(t *testing.T) {
 		}, "unknown"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			q, cookie := start(t, b, as, alice)
+			q, cookie := start(t, b, as, "alice")
 			q2, cookie2 := tc.change(q, cookie)
 			_, err := b.Callback(ctx, q2, cookie2)
 			var ce *CallbackError
@@ -269,7 +268,7 @@ func TestCookielessCallbackDoesNotCancelTheSignIn(t *testing.T) {
 	as := newFakeAS(t)
 	b := newBroker(t, as, state.NewMemory(), nil, &clock{t: time.Now()})
 	alice := b.Session("alice", "cli")
-	q, cookie := start(t, b, as, alice)
+	q, cookie := start(t, b, as, "alice")
 	for _, forged := range []func(string) string{func(string) string { return "" }, func(string) string { return "forged" }} {
 		if _, err := b.Callback(ctx, q, forged); err == nil || !strings.Contains(err.Error(), "started in another browser") {
 			t.Fatalf("callback without the cookie: %v, want a refusal", err)
@@ -289,12 +288,11 @@ func TestIssRequired(t *testing.T) {
 	c := &clock{t: time.Now()}
 	b := newBroker(t, as, state.NewMemory(), nil, c)
 	b.upstreams["rally"].IssRequired = true
-	sid := b.Session("alice", "cli")
-	q, cookie := start(t, b, as, sid)
+	q, cookie := start(t, b, as, "alice")
 	if _, err := b.Callback(ctx, q, cookie); err == nil {
 		t.Fatal("a callback without iss from an upstream that sends it was accepted")
 	}
-	q, cookie = start(t, b, as, sid)
+	q, cookie = start(t, b, as, "alice")
 	q.Set("iss", as.srv.URL)
 	if _, err := b.Callback(ctx, q, cookie); err != nil {
 		t.Fatalf("a callback with the right iss: %v", err)
@@ -308,7 +306,7 @@ func TestRefreshSingleFlight(t *testing.T) {
 	c := &clock{t: time.Now()}
 	b := newBroker(t, as, state.NewMemory(), nil, c)
 	sid := b.Session("alice", "cli")
-	q, cookie := start(t, b, as, sid)
+	q, cookie := start(t, b, as, "alice")
 	if _, err := b.Callback(ctx, q, cookie); err != nil {
 		t.Fatal(err)
 	}
@@ -345,9 +343,8 @@ func TestBounds(t *testing.T) {
 	}
 	st := state.NewMemory()
 	b := newBroker(t, as, st, nil, c, ids...)
-	sid := b.Session("alice", "cli")
 	for i, id := range ids {
-		_, err := b.Ask(ctx, sid, id)
+		_, err := b.Ask(ctx, Principal{Subject: "alice", ClientID: "cli"}, id)
 		if i < MaxPendingPerSession && err != nil {
 			t.Fatalf("ask %d: %v", i, err)
 		}
@@ -363,15 +360,15 @@ func TestBounds(t *testing.T) {
 		}
 		return nil
 	})
-	if _, err := b.Ask(ctx, b.Session("carol", "cli"), "up0"); !errors.Is(err, ErrTooManyPending) {
+	if _, err := b.Ask(ctx, Principal{Subject: "carol", ClientID: "cli"}, "up0"); !errors.Is(err, ErrTooManyPending) {
 		t.Fatalf("ask past MaxPending: %v, want ErrTooManyPending", err)
 	}
 	// Once they expire, asking works again.
 	c.add(2 * time.Minute)
 	for range MaxPending / maxSweep {
-		b.Ask(ctx, b.Session("carol", "cli"), "up0")
+		b.Ask(ctx, Principal{Subject: "carol", ClientID: "cli"}, "up0")
 	}
-	if _, err := b.Ask(ctx, b.Session("carol", "cli"), "up0"); err != nil {
+	if _, err := b.Ask(ctx, Principal{Subject: "carol", ClientID: "cli"}, "up0"); err != nil {
 		t.Fatalf("ask after expiry: %v", err)
 	}
 }
@@ -384,7 +381,7 @@ func TestTokensSealedWithKey(t *testing.T) {
 	key := make([]byte, 32)
 	b := newBroker(t, as, st, key, c)
 	sid := b.Session("alice", "cli")
-	q, cookie := start(t, b, as, sid)
+	q, cookie := start(t, b, as, "alice")
 	if _, err := b.Callback(ctx, q, cookie); err != nil {
 		t.Fatal(err)
 	}
@@ -417,7 +414,7 @@ func TestPendingAndWait(t *testing.T) {
 	if until, err := b.Pending(ctx, sid, "rally"); err != nil || !until.IsZero() {
 		t.Fatalf("pending before any ask: %v, %v", until, err)
 	}
-	q, cookie := start(t, b, as, sid)
+	q, cookie := start(t, b, as, "alice")
 	until, err := b.Pending(ctx, sid, "rally")
 	if err != nil || until.IsZero() {
 		t.Fatalf("pending after the link was opened: %v, %v", until, err)

@@ -9,10 +9,14 @@
 // A sign-in is the authorization code grant (RFC 6749 §4.1) with PKCE S256
 // (RFC 7636) unless the upstream cannot, run between serve's own
 // /auth/start and /callback: the URL handed to the user names a pending
-// sign-in by an opaque id and carries no secret; /auth/start binds the
-// browser that opens it with a cookie, and /callback refuses an unknown,
-// expired, reused or cross-browser state and an iss that is not the
-// upstream's (RFC 9207 §2.4).
+// sign-in by an opaque id and carries no secret. When serve's embedded
+// issuer issued the session's token (Options.Browser), the link is bound
+// to that user: /auth/start opens it only in a browser signed in at the
+// issuer as the session's subject, after the user confirmed a page naming
+// the client, session, upstream and scopes (confirm.go); anyone else is
+// refused. /auth/start then binds the browser with a cookie, and /callback
+// refuses an unknown, expired, reused or cross-browser state and an iss
+// that is not the upstream's (RFC 9207 §2.4).
 //
 // A broker session ends, for the broker, when serve is told so: POST
 // /auth/logout or ACP logout (revoking at the upstreams unless

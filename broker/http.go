@@ -9,24 +9,42 @@ import (
 )
 
 // Handler serves the browser's side of a sign-in:
-//   - GET /auth/start?id=ELICITATION: sets the sign-in's cookie (HttpOnly,
-//     SameSite=Lax, Path=/callback) and redirects to the upstream;
+//   - GET /auth/start?id=ELICITATION: for a bound sign-in (see bound), the
+//     confirmation page, shown only to a browser signed in as the
+//     session's user (confirm.go); else, and on POST /auth/start from
+//     that page, sets the sign-in's cookie (HttpOnly, SameSite=Lax,
+//     Path=/callback) and redirects to the upstream;
 //   - GET /callback: completes the sign-in (Callback) and shows a plain
 //     success or failure page.
 func (b *Broker) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /auth/start", b.serveStart)
+	mux.Handle("POST /auth/start", http.NewCrossOriginProtection().Handler(http.HandlerFunc(b.serveConfirm)))
 	mux.HandleFunc("GET /callback", b.serveCallback)
 	return mux
 }
 
 func (b *Broker) serveStart(w http.ResponseWriter, r *http.Request) {
-	st, err := b.Start(r.Context(), r.URL.Query().Get("id"))
+	id := r.URL.Query().Get("id")
+	handled, who := b.confirmFirst(w, r, id)
+	if handled {
+		return
+	}
+	b.startAndRedirect(w, r, id, who)
+}
+
+// startAndRedirect starts the sign-in id (Start) for a browser signed in
+// as signedIn and sends it to the upstream, or shows why not.
+func (b *Broker) startAndRedirect(w http.ResponseWriter, r *http.Request, id, signedIn string) {
+	st, err := b.Start(r.Context(), id, signedIn)
 	if err != nil {
 		m := webpage.Message{Title: "Sign-in link not usable", Class: "error", Next: askAgain}
 		switch {
 		case errors.Is(err, ErrUnknownSignIn):
 			m.Lead = "This sign-in link is unknown or was already used: each link opens once."
+		case errors.Is(err, ErrNotYours):
+			b.page(w, http.StatusForbidden, notYoursPage)
+			return
 		case errors.Is(err, ErrExpired):
 			m.Title, m.Lead = "Sign-in link expired", "This sign-in link expired before it was opened."
 		default:
@@ -42,7 +60,11 @@ func (b *Broker) serveStart(w http.ResponseWriter, r *http.Request) {
 		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: strings.HasPrefix(b.opts.Origin, "https:")})
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Referrer-Policy", "no-referrer")
-	http.Redirect(w, r, st.Redirect, http.StatusFound)
+	status := http.StatusFound
+	if r.Method == http.MethodPost {
+		status = http.StatusSeeOther
+	}
+	http.Redirect(w, r, st.Redirect, status)
 }
 
 // askAgain is the next step of a sign-in that cannot go on.

@@ -42,8 +42,8 @@ func TestPages(t *testing.T) {
 	}
 	// signIn opens a new link and returns the browser and the callback
 	// query the upstream would send.
-	signIn := func(t *testing.T, sid string) (*http.Client, string, url.Values) {
-		a, err := b.AskFor(ctx, sid, "rally", "alice")
+	signIn := func(t *testing.T, clientID string) (*http.Client, string, url.Values) {
+		a, err := b.Ask(ctx, Principal{Subject: "alice", ClientID: clientID}, "rally")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -68,14 +68,14 @@ func TestPages(t *testing.T) {
 	}
 
 	t.Run("signed in, then the link reused", func(t *testing.T) {
-		hc, link, q := signIn(t, "session-one")
+		hc, link, q := signIn(t, "client-one")
 		status, body, h := get(t, hc, srv.URL+"/callback?"+q.Encode())
 		if status != http.StatusOK {
 			t.Fatalf("/callback: %d\n%s", status, body)
 		}
 		layout(t, body, h)
 		for _, want := range []string{"<h1>Signed in to RALLY</h1>", "<dt>Account</dt>\n<dd>alice</dd>",
-			"<dt>Session</dt>\n<dd><code>session-one</code></dd>", "return to the agent"} {
+			"<dt>Session</dt>\n<dd><code>" + b.Session("alice", "client-one") + "</code></dd>", "return to the agent"} {
 			if !strings.Contains(body, want) {
 				t.Errorf("the success page lacks %q:\n%s", want, body)
 			}
@@ -95,7 +95,7 @@ func TestPages(t *testing.T) {
 	})
 
 	t.Run("declined", func(t *testing.T) {
-		hc, _, q := signIn(t, "session-two")
+		hc, _, q := signIn(t, "client-two")
 		q.Del("code")
 		q.Set("error", "access_denied")
 		q.Set("error_description", "The user denied the request")

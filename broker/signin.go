@@ -37,7 +37,17 @@ type pendingRecord struct {
 	Session  string    `json:"session"`
 	Upstream string    `json:"upstream"`
 	Expires  time.Time `json:"expires"`
-	Account  string    `json:"account,omitempty"` // serve's user, for the pages
+	// Who the session is: its link is bound to this user when
+	// Options.Browser can vouch for Issuer (see bound).
+	Issuer   string `json:"iss,omitempty"`
+	Subject  string `json:"sub,omitempty"`
+	ClientID string `json:"client_id,omitempty"`
+}
+
+// Principal is who a broker session is: the subject and client id of a
+// token of serve, and the issuer that issued it ("" for static tokens).
+type Principal struct {
+	Issuer, Subject, ClientID string
 }
 
 // stateRecord is a sign-in started at /auth/start: kindState, by the
@@ -52,17 +62,12 @@ type stateRecord struct {
 	Account       string    `json:"account,omitempty"`
 }
 
-// Ask hands out a sign-in of session sid to upstream: a pending one of
+// Ask hands out a sign-in of who's session to upstream: a pending one of
 // the same session and upstream not yet opened is handed out again.
 // It refuses past MaxPendingPerSession (sign-ins not yet opened) and
 // MaxPending (every sign-in not yet completed, opened or not).
-func (b *Broker) Ask(ctx context.Context, sid, upstream string) (*Ask, error) {
-	return b.AskFor(ctx, sid, upstream, "")
-}
-
-// AskFor is Ask naming the session's user (serve's subject), whom the
-// sign-in pages name as the account being signed in.
-func (b *Broker) AskFor(ctx context.Context, sid, upstream, account string) (*Ask, error) {
+func (b *Broker) Ask(ctx context.Context, who Principal, upstream string) (*Ask, error) {
+	sid := b.Session(who.Subject, who.ClientID)
 	u := b.upstreams[upstream]
 	if u == nil {
 		return nil, fmt.Errorf("%w %q", ErrUnknownUpstream, upstream)
@@ -104,7 +109,8 @@ func (b *Broker) AskFor(ctx context.Context, sid, upstream, account string) (*As
 			return ErrTooManyPending
 		}
 		id, expires = rand.Text(), now.Add(b.lifetime)
-		return putJSON(tx, kindPending, id, pendingRecord{Session: sid, Upstream: upstream, Expires: expires, Account: account}, expires)
+		return putJSON(tx, kindPending, id, pendingRecord{Session: sid, Upstream: upstream, Expires: expires,
+			Issuer: who.Issuer, Subject: who.Subject, ClientID: who.ClientID}, expires)
 	})
 	if err != nil {
 		if errors.Is(err, ErrTooManyPending) {
@@ -144,14 +150,21 @@ func cookieName(state string) string { return "agentauth_signin_" + hashOf(state
 // the browser's new cookie, and the browser goes to the upstream's
 // authorization endpoint (RFC 6749 §4.1.1) with the PKCE challenge
 // (RFC 7636 §4.3) and, when configured, the resource (RFC 8707).
-func (b *Broker) Start(ctx context.Context, id string) (*Started, error) {
+// A bound sign-in (see bound) opens only for a browser signed in as the
+// session's own user (signedIn, "" when not signed in): for any other it
+// is ErrNotYours, and the link stays usable by its user.
+func (b *Broker) Start(ctx context.Context, id, signedIn string) (*Started, error) {
 	now := b.now()
 	st, cookie, verifier := rand.Text(), rand.Text(), oauth2.GenerateVerifier()
 	var p *pendingRecord
+	notYours := false
 	err := b.opts.Store.Update(ctx, func(tx state.Tx) error {
 		var err error
 		if p, err = getJSON[pendingRecord](tx, kindPending, id); err != nil || p == nil {
 			return err
+		}
+		if notYours = now.Before(p.Expires) && b.bound(p) && (signedIn == "" || signedIn != p.Subject); notYours {
+			return nil
 		}
 		if err := tx.Delete(kindPending, id); err != nil {
 			return err
@@ -166,7 +179,7 @@ func (b *Broker) Start(ctx context.Context, id string) (*Started, error) {
 			}
 		}
 		return putJSON(tx, kindState, hashOf(st), stateRecord{Session: p.Session, Upstream: p.Upstream, ElicitationID: id,
-			Verifier: sealed, Cookie: hashOf(cookie), Expires: p.Expires, Account: p.Account}, p.Expires)
+			Verifier: sealed, Cookie: hashOf(cookie), Expires: p.Expires, Account: p.Subject}, p.Expires)
 	})
 	switch {
 	case err != nil:
@@ -176,6 +189,9 @@ func (b *Broker) Start(ctx context.Context, id string) (*Started, error) {
 	case !now.Before(p.Expires):
 		b.log.Info("broker: sign-in refused", "upstream", p.Upstream, "reason", "expired before it was opened")
 		return nil, ErrExpired
+	case notYours:
+		b.log.Warn("broker: sign-in refused", "upstream", p.Upstream, "elicitation", LogID(id), "reason", "the browser is not signed in as the session's user")
+		return nil, ErrNotYours
 	}
 	u := b.upstreams[p.Upstream]
 	if u == nil {

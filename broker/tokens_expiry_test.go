@@ -24,8 +24,8 @@ func TestTokenRecordsExpire(t *testing.T) {
 	st := state.NewMemory()
 	b := newBroker(t, as, st, nil, c)
 	b.tokenLifetime = time.Hour
-	alice, bob := b.Session("alice", "cli"), b.Session("bob", "cli")
-	q, cookie := start(t, b, as, alice)
+	alice := b.Session("alice", "cli")
+	q, cookie := start(t, b, as, "alice")
 	if _, err := b.Callback(ctx, q, cookie); err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func TestTokenRecordsExpire(t *testing.T) {
 	if _, err := b.Token(ctx, alice, "rally"); !errors.Is(err, ErrSignInNeeded) {
 		t.Fatalf("Token after an idle hour: %v, want ErrSignInNeeded", err)
 	}
-	q, cookie = start(t, b, as, bob)
+	q, cookie = start(t, b, as, "bob")
 	if _, err := b.Callback(ctx, q, cookie); err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package commands
 
 import (
-	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -18,7 +17,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/agentauth/agentauth/broker"
 	"github.com/agentauth/agentauth/client"
 	"github.com/agentauth/agentauth/host"
 	"github.com/agentauth/agentauth/issuer"
@@ -60,7 +58,10 @@ type ServeOptions struct {
 	AllowedOrigins []string
 
 	// The embedded issuer's settings.
-	AutoApprove    bool
+	AutoApprove bool
+	// DevLogin is --dev-login when given: the development "Sign in as"
+	// box (default: on when the config has no login).
+	DevLogin       *bool
 	DevUser        string
 	TokenTTL       time.Duration
 	RefreshTTL     time.Duration
@@ -119,7 +120,7 @@ const (
 )
 
 // embeddedIssuerFlags configure the embedded issuer.
-var embeddedIssuerFlags = []string{"auto-approve", "dev-user", "token-ttl", "refresh-ttl", "code-ttl", "device-interval", "allow-redirect-origin",
+var embeddedIssuerFlags = []string{"auto-approve", "dev-login", "dev-user", "token-ttl", "refresh-ttl", "code-ttl", "device-interval", "allow-redirect-origin",
 	"trust-assertion-issuer", "assertion-subjects", "state-key-file", "state-key-keyring", "key-rotation", "rotate-key"}
 
 // minStateKeyBytes is the least a --state-key-file holds.
@@ -180,7 +181,9 @@ server behind serve's token checks and tool policy, never given the client's tok
 Without --config, serve declares one required scheme "dev": JWT access tokens
 from the embedded issuer (or from --issuer), audience http://HOST:PORT/mcp,
 scope agent:use. The embedded issuer signs everyone in as --dev-user without
-a password: keep it on loopback.
+a password (--dev-login): keep it on loopback. To sign users in at an
+OpenID Provider instead, give a --config with "login" (README "Sign-in at
+an OpenID Provider"); serve may then listen beyond loopback.
 
 serve's state (the embedded issuer's registered clients, codes, grants,
 refresh tokens, revocations and signing keys; the agent sessions) survives
@@ -229,6 +232,7 @@ connections with 1001 (going away) and drain HTTP for up to 5 s.`,
 			&cli.StringFlag{Name: "log-file", Usage: "append the logs to `FILE` instead of stderr", Destination: &opts.LogFile},
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "log at `LEVEL` and above: debug (also every accepted request), info (refusals, connections, a per-minute summary of accepted and refused requests), warn or error (default info; --verbose means debug)"},
 			&cli.BoolFlag{Name: "auto-approve", Usage: "embedded issuer: approve every authorization and device code at once, without the consent page (tests, scripts)", Destination: &opts.AutoApprove},
+			&cli.BoolFlag{Name: "dev-login", Usage: "embedded issuer: sign users in with the development \"Sign in as\" box, without a password (default when the config has no login; loopback listeners only)"},
 			&cli.StringFlag{Name: "dev-user", Value: issuer.DefaultSubject, Usage: "embedded issuer: the `NAME` approvals sign in as (the pages let you type another)", Destination: &opts.DevUser},
 			&cli.DurationFlag{Name: "token-ttl", Value: issuer.DefaultTokenTTL, Usage: "embedded issuer: access token lifetime `DURATION`", Destination: &opts.TokenTTL},
 			&cli.DurationFlag{Name: "refresh-ttl", Value: issuer.DefaultRefreshTTL, Usage: "embedded issuer: refresh token lifetime `DURATION`, renewed by each rotation", Destination: &opts.RefreshTTL},
@@ -301,6 +305,10 @@ connections with 1001 (going away) and drain HTTP for up to 5 s.`,
 			}
 			if err := stateFlags(c, opts); err != nil {
 				return err
+			}
+			if c.IsSet("dev-login") {
+				v := c.Bool("dev-login")
+				opts.DevLogin = &v
 			}
 			for _, name := range embeddedIssuerFlags {
 				if c.IsSet(name) {
@@ -466,10 +474,14 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 			origin = "https://" + ln.Addr().String()
 		}
 	}
+	var login *issuer.LoginOptions
 	if embedded {
-		if ip, _, _ := net.SplitHostPort(ln.Addr().String()); !isLoopbackHost(ip) {
-			return fmt.Errorf("cannot run the embedded issuer on %s: it signs anyone in without a password, so it listens on loopback only\nUse --listen 127.0.0.1:PORT, or trust an external authorization server with --issuer", opts.Listen)
+		ip, _, _ := net.SplitHostPort(ln.Addr().String())
+		if login, err = embeddedLogin(opts, cfg, isLoopbackHost(ip), opts.HTTPClient); err != nil {
+			return err
 		}
+	} else if cfg.Login != nil {
+		return usageErrorf("the config's login signs users in to the embedded issuer, and no scheme uses it (name \"embedded\" in a scheme's authorizationServers)")
 	}
 	// The embedded issuer is published on the resource's origin: the
 	// listener's by default, or the one a reverse proxy or load balancer
@@ -504,13 +516,13 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 			AutoApprove: opts.AutoApprove, Subject: opts.DevUser, ScopesSupported: scopes, Clients: clients,
 			ScopeDescriptions:      cfg.ScopeDescriptions,
 			AllowedRedirectOrigins: opts.AllowRedirectOrigins, AssertionIssuers: opts.AssertionIssuers, Logger: logger, Now: opts.Now,
-			Store: st, StateKey: key, KeyRotation: opts.KeyRotation, RotateKey: opts.RotateKey, Telemetry: tel,
+			Store: st, StateKey: key, KeyRotation: opts.KeyRotation, RotateKey: opts.RotateKey, Login: login, Telemetry: tel,
 		})
 		if err != nil {
 			return fmt.Errorf("cannot start the embedded issuer: %w", err)
 		}
 	}
-	brk, err := newBroker(ctx, cfg, st, key, issuerOrigin, opts.HTTPClient, logger, opts.Now, tel)
+	brk, err := newBroker(ctx, cfg, st, key, issuerOrigin, opts.HTTPClient, logger, opts.Now, tel, iss, opts.AutoApprove)
 	if err != nil {
 		return err
 	}
@@ -552,7 +564,7 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 	var srv *http.Server
 	served := make(chan error, 1)
 	if listening {
-		mux, err := newServeMux(h, iss, brk, st, opts.ConnectionToken, !opts.Stdio)
+		mux, err := newServeMux(h, iss, brk, st, gw, opts.ConnectionToken, !opts.Stdio)
 		if err != nil {
 			return err
 		}
@@ -569,7 +581,12 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 		go func() { served <- srv.Serve(ln) }()
 		attrs := []any{"addr", ln.Addr().String(), "resource", h.Resource(), "resource_metadata", h.ResourceMetadataURL(), "auth_scope", opts.AuthScope}
 		if iss != nil {
-			attrs = append(attrs, "issuer", issuerOrigin, "auto_approve", opts.AutoApprove, "dev_user", opts.DevUser)
+			attrs = append(attrs, "issuer", issuerOrigin, "auto_approve", opts.AutoApprove)
+			if login != nil {
+				attrs = append(attrs, "login", login.Issuer)
+			} else {
+				attrs = append(attrs, "dev_user", opts.DevUser, "login", "dev")
+			}
 		}
 		attrs = append(attrs, "state", stateDesc)
 		if opts.MetricsListen != "" {
@@ -612,58 +629,6 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 		return fmt.Errorf("cannot shut down: %w", err)
 	}
 	return nil
-}
-
-// newServeMux mounts serve's faces on one mux: the WebSocket upgrade on /
-// and /ws (unless the session is on stdio), the embedded issuer's
-// endpoints, and the host's HTTP face (RFC 9728 metadata, POST to the
-// resource's path) as the catch-all, with the RFC 9728 documents of the
-// schemes' own resources beside it, and the broker's routes.
-func newServeMux(h *host.Host, iss *issuer.Issuer, brk *broker.Broker, st state.Store, connectionToken string, websocket bool) (*http.ServeMux, error) {
-	mux := http.NewServeMux()
-	var ws http.Handler
-	if websocket {
-		ws = h.WebSocketHandler(connectionToken)
-		mux.Handle("GET /ws", ws)
-	}
-	opsRoutes(mux, h, iss, st, ws)
-	if iss != nil {
-		u, _ := url.Parse(h.Resource())
-		for _, p := range iss.Paths() {
-			if u.Path == p {
-				return nil, fmt.Errorf("cannot serve the resource %s: the embedded issuer uses the path %s", h.Resource(), p)
-			}
-			mux.Handle(p, iss.Handler())
-		}
-	}
-	if brk != nil {
-		mux.Handle("GET /auth/start", brk.Handler())
-		mux.Handle("GET /callback", brk.Handler())
-	}
-	bh := h.BrokerHandler()
-	mux.Handle("GET /auth-status", bh)
-	mux.Handle("POST /auth/logout", bh)
-	mux.Handle("POST /tools/{name}", bh)
-	face := h.HTTPHandler()
-	mux.Handle("/", face)
-	// Each scheme's own resource has its RFC 9728 document (§3.1); the
-	// bare prefix stays the face's (no redirect to the subtree).
-	mux.Handle(host.WellKnownResourceMetadata, face)
-	mux.Handle(host.WellKnownResourceMetadata+"/", h.SchemeMetadataHandler(face))
-	return mux, nil
-}
-
-// guardOptions say whom serve's listener answers (host.NewGuard): its
-// address, the resource identifier's origin and --public-origin as Host;
-// those and --allowed-origin as Origin on the resource's path (/mcp) and
-// WebSocket upgrades.
-func guardOptions(opts *ServeOptions, addr, resource string, logger *slog.Logger) host.GuardOptions {
-	u, _ := url.Parse(resource) // checked by host.New
-	public := append([]string{u.Scheme + "://" + u.Host}, opts.PublicOrigins...)
-	return host.GuardOptions{Addr: addr, PublicOrigins: public, AllowedOrigins: opts.AllowedOrigins, OriginPaths: []string{cmp.Or(u.Path, "/")},
-		HostHint:   "To reach serve under another name (behind a reverse proxy, say), start it with --public-origin https://NAME",
-		OriginHint: "To let web pages of that origin call it, start serve with --allowed-origin ORIGIN",
-		Logger:     logger}
 }
 
 // storedToken is host.Options.StoredToken over agentauth's own credential

@@ -13,6 +13,7 @@ import (
 	"github.com/agentauth/agentauth/broker"
 	"github.com/agentauth/agentauth/flows"
 	"github.com/agentauth/agentauth/host"
+	"github.com/agentauth/agentauth/issuer"
 	"github.com/agentauth/agentauth/ops"
 	"github.com/agentauth/agentauth/state"
 )
@@ -25,7 +26,10 @@ const upstreamDiscoveryTimeout = 15 * time.Second
 // each issuer's endpoints discovered (RFC 8414, then OpenID Connect).
 // Without a state key the upstream tokens are stored in clear in the
 // state store; it says so in the log.
-func newBroker(ctx context.Context, cfg *host.Config, st state.Store, key []byte, origin string, hc *http.Client, logger *slog.Logger, now func() time.Time, tel *ops.Recorder) (*broker.Broker, error) {
+//
+// With the embedded issuer (iss), sign-in links of its sessions are bound
+// to their user, whom its browser login vouches for (broker.Options.Browser).
+func newBroker(ctx context.Context, cfg *host.Config, st state.Store, key []byte, origin string, hc *http.Client, logger *slog.Logger, now func() time.Time, tel *ops.Recorder, iss *issuer.Issuer, autoApprove bool) (*broker.Broker, error) {
 	if len(cfg.Upstreams) == 0 {
 		return nil, nil
 	}
@@ -52,8 +56,12 @@ func newBroker(ctx context.Context, cfg *host.Config, st state.Store, key []byte
 	} else {
 		lifetime = host.DefaultStateLifetime
 	}
-	b, err := broker.New(ctx, broker.Options{Store: st, Upstreams: ups, Origin: origin, StateLifetime: lifetime, Key: key,
-		TokenLifetime: time.Duration(cfg.UpstreamTokenLifetime), HTTPClient: hc, Logger: logger, Now: now, Telemetry: tel})
+	bo := broker.Options{Store: st, Upstreams: ups, Origin: origin, StateLifetime: lifetime, Key: key,
+		TokenLifetime: time.Duration(cfg.UpstreamTokenLifetime), HTTPClient: hc, Logger: logger, Now: now, Telemetry: tel}
+	if iss != nil {
+		bo.Browser, bo.ClientName, bo.AutoConfirm = iss, iss.ClientName, autoApprove
+	}
+	b, err := broker.New(ctx, bo)
 	if err != nil {
 		return nil, err
 	}

@@ -68,6 +68,9 @@ func reloadOnHangup(ctx context.Context, opts *ServeOptions, h *host.Host, st st
 			if err == nil && gatewayChanged(cfg, running) {
 				logger.Warn("backends, toolScopes, toolUpstreams or redact changed; they take effect when serve restarts (the running ones stay in force)")
 			}
+			if err == nil && !reflect.DeepEqual(cfg.Login, running.Login) {
+				logger.Warn("the login changed; it takes effect when serve restarts (the running one stays in force)")
+			}
 			if err != nil {
 				logger.Error("config reload refused; the running config stays in force", "err", err)
 				continue

@@ -124,3 +124,4 @@ type grantCaller struct{ g *resource.Grant }
 func (c grantCaller) Subject() string  { return c.g.Subject }
 func (c grantCaller) ClientID() string { return c.g.ClientID }
 func (c grantCaller) Scopes() []string { return c.g.Scopes }
+func (c grantCaller) Issuer() string   { return c.g.Issuer }

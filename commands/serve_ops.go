@@ -15,6 +15,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/agentauth/agentauth/gateway"
 	"github.com/agentauth/agentauth/host"
 	"github.com/agentauth/agentauth/issuer"
 	"github.com/agentauth/agentauth/ops"
@@ -53,9 +54,10 @@ func startMetrics(ctx context.Context, addr string, tel *ops.Recorder, logger *s
 	return ln.Addr().String(), nil
 }
 
-// readinessChecks are /readyz's: the state store answers a read, and the
-// embedded issuer (when it runs) has its signing key loaded.
-func readinessChecks(st state.Store, iss *issuer.Issuer) []ops.Check {
+// readinessChecks are /readyz's: the state store answers a read, the
+// embedded issuer (when it runs) has its signing key loaded, and each
+// gateway backend can be reached (gateway.Mount.Ready).
+func readinessChecks(st state.Store, iss *issuer.Issuer, gw *gateway.Gateway) []ops.Check {
 	checks := []ops.Check{{Name: "state", Check: func(ctx context.Context) error {
 		return st.View(ctx, func(tx state.Tx) error {
 			if _, err := tx.Get("ready", "probe"); err != nil && !errors.Is(err, state.ErrNotFound) {
@@ -67,14 +69,19 @@ func readinessChecks(st state.Store, iss *issuer.Issuer) []ops.Check {
 	if iss != nil {
 		checks = append(checks, ops.Check{Name: "signing_keys", Check: iss.Ready})
 	}
+	if gw != nil {
+		for _, m := range gw.Mounts() {
+			checks = append(checks, ops.Check{Name: "backend " + m.Name(), Check: m.Ready})
+		}
+	}
 	return checks
 }
 
 // opsRoutes mounts /healthz, /readyz and the landing page (GET / without a
 // WebSocket upgrade; ws, when set, keeps the upgrades on /).
-func opsRoutes(mux *http.ServeMux, h *host.Host, iss *issuer.Issuer, st state.Store, ws http.Handler) {
+func opsRoutes(mux *http.ServeMux, h *host.Host, iss *issuer.Issuer, st state.Store, gw *gateway.Gateway, ws http.Handler) {
 	mux.Handle("GET /healthz", ops.Healthz())
-	mux.Handle("GET /readyz", ops.Readyz(readinessChecks(st, iss)...))
+	mux.Handle("GET /readyz", ops.Readyz(readinessChecks(st, iss, gw)...))
 	l := ops.Landing{Version: serverVersion(), Resource: h.Resource(),
 		Links: []ops.Link{{Title: "Protected resource metadata (RFC 9728)", URL: h.ResourceMetadataURL()}}}
 	if iss != nil {

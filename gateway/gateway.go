@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os/exec"
 	"sync"
 	"time"
 
@@ -21,6 +22,9 @@ type Caller interface {
 	Subject() string
 	ClientID() string
 	Scopes() []string
+	// Issuer is the token's issuer: a sign-in link of the embedded
+	// issuer's callers is bound to them (broker.Principal).
+	Issuer() string
 }
 
 // Broker is what the gateway needs of serve's broker (package broker):
@@ -29,7 +33,7 @@ type Caller interface {
 type Broker interface {
 	Session(subject, clientID string) string
 	Token(ctx context.Context, sid, upstream string) (string, error)
-	Ask(ctx context.Context, sid, upstream string) (*broker.Ask, error)
+	Ask(ctx context.Context, who broker.Principal, upstream string) (*broker.Ask, error)
 }
 
 // Options configure a Gateway.
@@ -299,4 +303,28 @@ func (m *Mount) statelessConn() conn {
 		m.stateless = &httpConn{m: m, stateless: true}
 	}
 	return m.stateless
+}
+
+// Ready reports whether the backend can be reached, for serve's /readyz:
+// an HTTP backend answers a GET of its URL with any HTTP status (MCP
+// servers answer a bare GET with 405 or 400; only a failed connection or
+// no answer within ctx counts as down); a stdio backend's command is an
+// executable that can be started.
+func (m *Mount) Ready(ctx context.Context) error {
+	if m.b.Command != "" {
+		if _, err := exec.LookPath(m.b.Command); err != nil {
+			return fmt.Errorf("backend %s: cannot start %s: %w", m.b.Name, m.b.Command, err)
+		}
+		return nil
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.b.URL, nil)
+	if err != nil {
+		return fmt.Errorf("backend %s: %w", m.b.Name, err)
+	}
+	resp, err := m.g.transport.RoundTrip(req)
+	if err != nil {
+		return fmt.Errorf("backend %s: not reachable: %w", m.b.Name, err)
+	}
+	resp.Body.Close()
+	return nil
 }

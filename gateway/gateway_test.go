@@ -152,6 +152,7 @@ type testCaller struct {
 
 func (c testCaller) Subject() string  { return c.sub }
 func (c testCaller) ClientID() string { return c.client }
+func (c testCaller) Issuer() string   { return "" }
 func (c testCaller) Scopes() []string { return c.scopes }
 
 // Tokens of the front's fake token check (serve's real one is tested

@@ -138,7 +138,7 @@ func (k *call) signedIn(w http.ResponseWriter, r *http.Request, ups []string, p 
 				return false
 			}
 		}
-		a, err := b.Ask(r.Context(), sid, u)
+		a, err := b.Ask(r.Context(), broker.Principal{Issuer: k.c.Issuer(), Subject: k.c.Subject(), ClientID: k.c.ClientID()}, u)
 		if err != nil {
 			rerr := wire.Errorf(wire.CodeInternalError, "internal error: cannot start the sign-in now; try again later")
 			if errors.Is(err, broker.ErrTooManyPending) {

@@ -30,9 +30,9 @@ func (b *fakeBroker) Token(ctx context.Context, sid, upstream string) (string, e
 	return "", broker.ErrSignInNeeded
 }
 
-func (b *fakeBroker) Ask(ctx context.Context, sid, upstream string) (*broker.Ask, error) {
+func (b *fakeBroker) Ask(ctx context.Context, who broker.Principal, upstream string) (*broker.Ask, error) {
 	b.mu.Lock()
-	b.asked = append(b.asked, sid)
+	b.asked = append(b.asked, b.Session(who.Subject, who.ClientID))
 	b.mu.Unlock()
 	return &broker.Ask{ElicitationID: "EL1", URL: "http://serve.test/auth/start?id=EL1", Message: "Sign in to Rally",
 		Upstream: &broker.Upstream{ID: upstream, Label: "Rally"}, AuthStatus: "http://serve.test/auth-status"}, nil

@@ -69,7 +69,7 @@ func (s *session) authenticateUpstream(ctx context.Context, reqID wire.ID, metho
 		return
 	}
 	if until.IsZero() {
-		answer(signedInOr(h.upstreamGateFor(ctx, sid, id, g.Subject)))
+		answer(signedInOr(h.upstreamGateFor(ctx, g, id)))
 		return
 	}
 	s.mu.Lock()
@@ -96,7 +96,7 @@ func (s *session) authenticateUpstream(ctx context.Context, reqID wire.ID, metho
 		case err == nil:
 			answer(struct{}{}, nil)
 		case ctx.Err() == nil: // expired: a new ask; the connection's end needs no answer
-			answer(signedInOr(h.upstreamGateFor(ctx, sid, id, g.Subject)))
+			answer(signedInOr(h.upstreamGateFor(ctx, g, id)))
 		}
 	}()
 }

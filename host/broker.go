@@ -79,6 +79,12 @@ func (h *Host) Tools() []mcpserver.Tool {
 // sessionOf is the broker session of a grant.
 func (h *Host) sessionOf(g *Grant) string { return h.broker.Session(g.Subject, g.ClientID) }
 
+// principalOf is who the broker session of a grant is: its sign-in links
+// are bound to that user when serve's embedded issuer issued the grant.
+func principalOf(g *Grant) broker.Principal {
+	return broker.Principal{Issuer: g.Issuer, Subject: g.Subject, ClientID: g.ClientID}
+}
+
 // viewGrant is the grant a broker session is derived from: the first
 // live one in config order.
 func (h *Host) viewGrant(v authView) *Grant {
@@ -167,7 +173,7 @@ func (h *Host) callUpstream(ctx context.Context, g *Grant, args, responses map[s
 				return mcpserver.ToolText(fmt.Sprintf("You %s the sign-in to %s; call the tool again to sign in.", refused, u.Label), true), nil
 			}
 		}
-		a, err := h.broker.AskFor(ctx, sid, u.ID, g.Subject)
+		a, err := h.broker.Ask(ctx, principalOf(g), u.ID)
 		if err != nil {
 			return nil, askFailed(err)
 		}
@@ -243,12 +249,11 @@ func (h *Host) upstreamGate(ctx context.Context, method string, v authView) *wir
 	if g == nil {
 		return nil // gate refused already
 	}
-	sid := h.sessionOf(g)
 	for _, id := range need {
 		if h.broker.Upstream(id) == nil {
 			continue // removed since the start; restart serve to add it back
 		}
-		if rerr := h.upstreamGateFor(ctx, sid, id, g.Subject); rerr != nil {
+		if rerr := h.upstreamGateFor(ctx, g, id); rerr != nil {
 			h.log.Info("auth decision", "method", method, "upstream", id, "outcome", "upstream sign-in needed")
 			h.tel.Refusal("upstream_signin_needed")
 			h.tel.Audit(ops.EventPolicyDenied, "method", method, "upstream", id, "reason", "upstream sign-in needed")
@@ -285,10 +290,9 @@ func (h *Host) pushSignedIn(sid, upstream string) {
 	}
 }
 
-// upstreamGateFor is upstreamGate for one upstream of a known session,
-// whose user (account) the sign-in pages name.
-func (h *Host) upstreamGateFor(ctx context.Context, sid, id, account string) *wire.Error {
-	_, err := h.broker.Token(ctx, sid, id)
+// upstreamGateFor is upstreamGate for one upstream of a known session.
+func (h *Host) upstreamGateFor(ctx context.Context, g *Grant, id string) *wire.Error {
+	_, err := h.broker.Token(ctx, h.sessionOf(g), id)
 	switch {
 	case err == nil:
 		return nil
@@ -296,7 +300,7 @@ func (h *Host) upstreamGateFor(ctx context.Context, sid, id, account string) *wi
 		h.log.Error("upstream token unavailable", "upstream", id, "err", err)
 		return wire.Errorf(wire.CodeInternalError, "internal error: cannot check the upstream sign-in now; try again later")
 	}
-	a, err := h.broker.AskFor(ctx, sid, id, account)
+	a, err := h.broker.Ask(ctx, principalOf(g), id)
 	if err != nil {
 		return askFailed(err)
 	}

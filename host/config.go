@@ -72,6 +72,8 @@ type Config struct {
 	// its tokens there, when the session ends: its client revoked its
 	// last grant at serve's embedded issuer (default true; see EndSession).
 	RevokeOnSessionEnd *bool `json:"revokeOnSessionEnd"`
+	// Login is the OpenID Provider the embedded issuer signs users in at.
+	Login *Login `json:"login"`
 	// ScopeDescriptions says, per scope, what it lets a client do; the
 	// embedded issuer's consent and device pages show it (plain text, at
 	// most maxScopeDescription bytes).
@@ -168,6 +170,11 @@ func ParseConfig(data []byte) (*Config, error) {
 }
 
 func (c *Config) check() error {
+	if c.Login != nil {
+		if err := c.Login.check(); err != nil {
+			return fmt.Errorf("login.%w", err)
+		}
+	}
 	if c.Resource != "" {
 		if err := checkResource(c.Resource); err != nil {
 			return fmt.Errorf("resource: %w", err)

@@ -32,6 +32,9 @@ type consentRecord struct {
 	Expires   time.Time   `json:"expires"`
 	Auth      *authRecord `json:"auth,omitempty"`       // from /authorize
 	DeviceKey string      `json:"device_key,omitempty"` // from /device
+	// Subject is who the page was shown to, signed in at the login
+	// provider; only they may answer it. Empty with the development box.
+	Subject string `json:"subject,omitempty"`
 }
 
 // authRecord is an authRequest as a consent page keeps it.
@@ -104,9 +107,21 @@ func (i *Issuer) serveAuthorize(w http.ResponseWriter, r *http.Request) {
 		i.redirectBack(w, r, req, url.Values{"error": {e.body.Code}, "error_description": {e.body.Description}})
 		return
 	}
-	if i.opts.AutoApprove {
-		i.approveCode(w, r, req, i.opts.Subject)
+	subject, signedIn, ok := i.pageUser(w, r)
+	if !ok {
 		return
+	}
+	if i.opts.AutoApprove {
+		if !signedIn {
+			subject = i.opts.Subject
+			i.setBrowserSession(w, subject)
+		}
+		i.approveCode(w, r, req, subject)
+		return
+	}
+	var pageSubject string
+	if signedIn {
+		pageSubject = subject
 	}
 	nonce := randomToken()
 	now := i.clock(r.Context())
@@ -114,7 +129,7 @@ func (i *Issuer) serveAuthorize(w http.ResponseWriter, r *http.Request) {
 		if err := i.touchClientTx(tx, c.id, now); err != nil {
 			return err
 		}
-		return addConsentTx(tx, nonce, &consentRecord{Expires: now.Add(consentTTL), Auth: req.record()})
+		return addConsentTx(tx, nonce, &consentRecord{Expires: now.Add(consentTTL), Auth: req.record(), Subject: pageSubject})
 	})
 	if err != nil {
 		i.storePage(w, err)
@@ -127,7 +142,8 @@ func (i *Issuer) serveAuthorize(w http.ResponseWriter, r *http.Request) {
 		Scopes:      i.scopeLines(req.scope),
 		Resource:    req.resource,
 		RedirectURI: req.redirectURI,
-		Subject:     i.opts.Subject,
+		Subject:     subject,
+		SignedIn:    signedIn,
 		Nonce:       nonce,
 	})
 }
@@ -197,18 +213,22 @@ func (i *Issuer) serveConsent(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	approve, subject, ok := i.readDecision(w, form)
+	approve, subject, ok := i.readDecision(w, r, form)
 	if !ok {
 		return
 	}
 	key := hash(form.Get("nonce"))
 	now := i.clock(r.Context())
 	var req *authRequest
+	otherUser := false
 	err := i.store.Update(r.Context(), func(tx state.Tx) error {
 		req = nil
 		c, err := getRecord[consentRecord](tx, kindConsent, key)
 		if err != nil || c == nil || c.Auth == nil {
 			return err
+		}
+		if otherUser = c.Subject != subject && approve && i.login != nil; otherUser {
+			return nil
 		}
 		if err := tx.Delete(kindConsent, key); err != nil {
 			return err
@@ -223,6 +243,10 @@ func (i *Issuer) serveConsent(w http.ResponseWriter, r *http.Request) {
 		i.storePage(w, err)
 		return
 	}
+	if otherUser {
+		i.errorPage(w, http.StatusForbidden, "This consent page was shown to another signed-in user. Start again from your application.")
+		return
+	}
 	if req == nil {
 		i.errorPage(w, http.StatusBadRequest, "This consent page expired or was already answered. Start again from your application.")
 		return
@@ -232,6 +256,9 @@ func (i *Issuer) serveConsent(w http.ResponseWriter, r *http.Request) {
 		i.opts.Telemetry.Audit(ops.EventConsent, "client_id", req.client.id, "sub", subject, "scope", req.scope, "decision", "denied", "flow", "code")
 		i.redirectBack(w, r, req, url.Values{"error": {"access_denied"}, "error_description": {"the user denied the request"}})
 		return
+	}
+	if i.login == nil {
+		i.setBrowserSession(w, subject)
 	}
 	i.approveCode(w, r, req, subject)
 }
@@ -310,9 +337,13 @@ func isLoopbackURI(raw string) bool {
 	return err == nil && u.Scheme == "http" && isLoopback(u.Hostname())
 }
 
-// auditApproval writes the audit events of an approved authorization: the
-// user's sign-in (the development sign-in box: no password) and consent.
+// auditApproval writes the audit events of an approved authorization:
+// with the development sign-in box (no password), the user's sign-in, and
+// the consent. (A sign-in at the login provider is audited when it
+// happens, in serveLoginCallback.)
 func (i *Issuer) auditApproval(clientID, subject, scope, flow string) {
-	i.opts.Telemetry.Audit(ops.EventLogin, "client_id", clientID, "sub", subject, "method", "dev")
+	if i.login == nil {
+		i.opts.Telemetry.Audit(ops.EventLogin, "client_id", clientID, "sub", subject, "method", "dev")
+	}
 	i.opts.Telemetry.Audit(ops.EventConsent, "client_id", clientID, "sub", subject, "scope", scope, "decision", "approved", "flow", flow)
 }

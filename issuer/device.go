@@ -294,6 +294,17 @@ func (i *Issuer) redeemDeviceTx(is *issuing, c *client, form url.Values) (*token
 // enter the user code, then a confirmation page with Approve/Deny. With
 // AutoApprove, opening verification_uri_complete approves at once.
 func (i *Issuer) serveDevicePage(w http.ResponseWriter, r *http.Request) {
+	user, signedIn, ok := i.pageUser(w, r)
+	if !ok {
+		return
+	}
+	if i.opts.AutoApprove && !signedIn {
+		user = i.opts.Subject
+	}
+	var pageSubject string
+	if signedIn {
+		pageSubject = user
+	}
 	typed := r.URL.Query().Get("user_code")
 	if typed == "" {
 		i.render(w, http.StatusOK, "device.html", devicePage{})
@@ -319,11 +330,11 @@ func (i *Issuer) serveDevicePage(w http.ResponseWriter, r *http.Request) {
 			}
 			d = rec
 			if i.opts.AutoApprove {
-				d.State, d.Subject = deviceApproved, i.opts.Subject
+				d.State, d.Subject = deviceApproved, user
 				return i.putDeviceTx(tx, key, d, false)
 			}
 			nonce = randomToken()
-			return addConsentTx(tx, nonce, &consentRecord{Expires: now.Add(consentTTL), DeviceKey: key})
+			return addConsentTx(tx, nonce, &consentRecord{Expires: now.Add(consentTTL), DeviceKey: key, Subject: pageSubject})
 		})
 		if err != nil {
 			i.storePage(w, err)
@@ -349,9 +360,12 @@ func (i *Issuer) serveDevicePage(w http.ResponseWriter, r *http.Request) {
 	case d == nil:
 		i.render(w, http.StatusBadRequest, "device.html", devicePage{UserCode: typed, Error: "The code " + typed + " is unknown, expired or already used. Check it against your device."})
 	case i.opts.AutoApprove:
-		i.log.Info("issuer: device approved", "client_id", cl.id, "sub", i.opts.Subject)
-		i.auditApproval(cl.id, i.opts.Subject, d.Scope, "device")
-		i.render(w, http.StatusOK, "message.html", messagePage{Title: "Device approved", Message: "Signed in as " + i.opts.Subject + ". Return to your device."})
+		if !signedIn {
+			i.setBrowserSession(w, user)
+		}
+		i.log.Info("issuer: device approved", "client_id", cl.id, "sub", user)
+		i.auditApproval(cl.id, user, d.Scope, "device")
+		i.render(w, http.StatusOK, "message.html", messagePage{Title: "Device approved", Message: "Signed in as " + user + ". Return to your device."})
 	default:
 		i.render(w, http.StatusOK, "device.html", devicePage{
 			UserCode:   formatUserCode(normaliseUserCode(typed)),
@@ -360,7 +374,8 @@ func (i *Issuer) serveDevicePage(w http.ResponseWriter, r *http.Request) {
 			Unverified: !i.verified(cl),
 			Scopes:     i.scopeLines(d.Scope),
 			Resource:   d.Resource,
-			Subject:    i.opts.Subject,
+			Subject:    user,
+			SignedIn:   signedIn,
 			Nonce:      nonce,
 		})
 	}
@@ -372,18 +387,22 @@ func (i *Issuer) serveDeviceDecision(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	approve, subject, ok := i.readDecision(w, form)
+	approve, subject, ok := i.readDecision(w, r, form)
 	if !ok {
 		return
 	}
 	key := hash(form.Get("nonce"))
 	now := i.clock(r.Context())
 	var d *deviceRecord
+	otherUser := false
 	err := i.store.Update(r.Context(), func(tx state.Tx) error {
 		d = nil
 		c, err := getRecord[consentRecord](tx, kindConsent, key)
 		if err != nil || c == nil || c.DeviceKey == "" {
 			return err
+		}
+		if otherUser = c.Subject != subject && approve && i.login != nil; otherUser {
+			return nil
 		}
 		if err := tx.Delete(kindConsent, key); err != nil {
 			return err
@@ -405,9 +424,14 @@ func (i *Issuer) serveDeviceDecision(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch {
+	case otherUser:
+		i.errorPage(w, http.StatusForbidden, "This device page was shown to another signed-in user. Start again on your device.")
 	case d == nil:
 		i.errorPage(w, http.StatusBadRequest, "This device page expired or was already answered. Start again on your device.")
 	case approve:
+		if i.login == nil {
+			i.setBrowserSession(w, subject)
+		}
 		i.log.Info("issuer: device approved", "client_id", d.ClientID, "sub", subject)
 		i.auditApproval(d.ClientID, subject, d.Scope, "device")
 		i.render(w, http.StatusOK, "message.html", messagePage{Title: "Device approved", Message: "Signed in as " + subject + ". Return to your device."})

@@ -27,11 +27,20 @@
 // 7638 thumbprint); a rotated key stays in the JWKS until every token it
 // signed has expired. Expired records are swept at most every sweepEvery
 // (30s), at most maxSweep (1000) per pass. The user code guessing count
-// below and the OnRevoke callbacks are per process. Every approval signs
-// in as a dev user (Options.Subject) without a password: never expose
-// this server to a network you do not trust.
+// below and the OnRevoke callbacks are per process.
 //
-// Because it signs anyone in, the issuer hands codes only to loopback
+// Users sign in at an OpenID Provider when Options.Login is set
+// (oidclogin.go: OIDC Core §3.1 code flow with PKCE and a nonce, the ID
+// token checked per §3.1.3.7 in idtoken.go, subjects "ISSUER#SUB" or a
+// configured claim, allow-lists); otherwise with the development "Sign in
+// as" box, which signs anyone in as any name without a password: never
+// expose that to a network you do not trust. Either way the browser then
+// holds a sealed session cookie (browsersession.go) that the consent and
+// device pages and serve's broker read (SignedIn). Logins under way at
+// the provider are bounded like consent pages (maxPendingConsents, the
+// first to expire evicted).
+//
+// The issuer hands codes only to loopback
 // redirect URIs (http://127.0.0.1, http://[::1], http://localhost, any
 // port; RFC 8252 §7.3), at registration and for pre-registered clients,
 // unless Options.AllowedRedirectOrigins names the https origin; and only the

@@ -30,6 +30,7 @@ const (
 var allPaths = []string{
 	pathMetadata, pathOpenIDConfiguration, pathAuthorize, pathConsent, pathToken,
 	pathDeviceAuthorization, pathDevice, pathRevoke, pathIntrospect, pathRegister, pathJWKS,
+	pathLogin, pathLoginCallback, pathLogout,
 }
 
 var supportedGrants = []string{wire.GrantAuthorizationCode, wire.GrantRefreshToken, wire.GrantDeviceCode, wire.GrantClientCredentials, GrantJWTBearer}
@@ -66,6 +67,10 @@ func (i *Issuer) routes() http.Handler {
 	mux.Handle("POST "+pathConsent, csrf.Handler(http.HandlerFunc(i.serveConsent)))
 	mux.HandleFunc("GET "+pathDevice, i.serveDevicePage)
 	mux.Handle("POST "+pathDevice, csrf.Handler(http.HandlerFunc(i.serveDeviceDecision)))
+	mux.HandleFunc("GET "+pathLogin, i.serveLogin)
+	mux.Handle("POST "+pathLogin, csrf.Handler(http.HandlerFunc(i.serveDevLogin)))
+	mux.HandleFunc("GET "+pathLoginCallback, i.serveLoginCallback)
+	mux.Handle("POST "+pathLogout, csrf.Handler(http.HandlerFunc(i.serveLogout)))
 	return mux
 }
 

@@ -2,6 +2,7 @@ package issuer
 
 import (
 	"context"
+	"crypto/cipher"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -95,7 +96,8 @@ type Options struct {
 	DeviceCodeTTL  time.Duration // default 10m
 	DeviceInterval time.Duration // default 5s; faster polling gets slow_down (RFC 8628 §3.5)
 	// AutoApprove skips the consent page: /authorize redirects with a code
-	// at once and opening verification_uri_complete approves a device code.
+	// at once and opening verification_uri_complete approves a device code,
+	// as Subject; with Login, as the user after their sign-in there.
 	AutoApprove bool
 	// Subject is the dev user every approval signs in as; default "alice".
 	// The consent and device pages let the user type another one.
@@ -134,6 +136,10 @@ type Options struct {
 	// RotateKey retires the current signing key at New, out of schedule
 	// (a key that may have leaked): a new one signs from then on.
 	RotateKey bool
+	// Login, when set, signs users in at an OpenID Provider; without it
+	// the consent and device pages and /login show the development
+	// "Sign in as" box, which signs anyone in without a password.
+	Login *LoginOptions
 	// Limits bound the replay caches, pending codes and registrations;
 	// zero fields take DefaultLimits.
 	Limits Limits
@@ -159,6 +165,10 @@ type Issuer struct {
 	// static are the pre-registered clients, by id.
 	static map[string]*client
 	keys   keyRing
+	// login is the OpenID Provider client, nil for the development box.
+	login *oidcLogin
+	// cookieAEAD seals the browser session cookies.
+	cookieAEAD cipher.AEAD
 
 	mu        sync.Mutex
 	cimd      map[string]cimdEntry // fetched client ID metadata documents, by URL
@@ -249,8 +259,16 @@ func New(opts Options) (*Issuer, error) {
 	if _, err := i.signer(context.Background(), i.now()); err != nil {
 		return nil, err
 	}
+	if err := i.loadBrowserKey(context.Background()); err != nil {
+		return nil, fmt.Errorf("cannot load the browser session key: %w", err)
+	}
+	if opts.Login != nil {
+		if i.login, err = newOIDCLogin(context.Background(), *opts.Login); err != nil {
+			return nil, err
+		}
+	}
 	i.store.OnRevoked(i.callOnRevoke)
-	if i.pages, err = parsePages(); err != nil {
+	if i.pages, err = parsePages(i.login == nil); err != nil {
 		return nil, err
 	}
 	i.meta = wire.AuthServerMetadata{

@@ -14,9 +14,14 @@ import (
 var templateFS embed.FS
 
 // parsePages parses the issuer's pages on the shared layout (package
-// webpage), so the issuer and the broker look alike.
-func parsePages() (*template.Template, error) {
-	return webpage.Parse(templateFS, "templates/*.html")
+// webpage), so the issuer and the broker look alike; devLogin says whether
+// they show the development "Sign in as" box (no login provider).
+func parsePages(devLogin bool) (*template.Template, error) {
+	t, err := webpage.Parse(nil)
+	if err != nil {
+		return nil, err
+	}
+	return t.Funcs(template.FuncMap{"devLogin": func() bool { return devLogin }}).ParseFS(templateFS, "templates/*.html")
 }
 
 // scopeLine is a scope on a consent or device page with what the
@@ -49,7 +54,10 @@ type consentPage struct {
 	Resource    string
 	RedirectURI string
 	Subject     string
-	Nonce       string
+	// SignedIn: Subject is who the browser signed in as at the login
+	// provider, shown, not editable.
+	SignedIn bool
+	Nonce    string
 }
 
 // devicePage feeds templates/device.html: the user code entry form, or
@@ -63,6 +71,7 @@ type devicePage struct {
 	Scopes     []scopeLine
 	Resource   string
 	Subject    string
+	SignedIn   bool
 	Nonce      string
 }
 
@@ -94,12 +103,22 @@ func (i *Issuer) readPageForm(w http.ResponseWriter, r *http.Request) (url.Value
 	return r.PostForm, true
 }
 
-// readDecision reads Approve/Deny and, to approve, the user name.
-func (i *Issuer) readDecision(w http.ResponseWriter, form url.Values) (approve bool, subject string, ok bool) {
+// readDecision reads Approve/Deny and, to approve, the user: with a
+// login provider, whom the browser signed in as; with the development box,
+// the name typed.
+func (i *Issuer) readDecision(w http.ResponseWriter, r *http.Request, form url.Values) (approve bool, subject string, ok bool) {
 	switch form.Get("decision") {
 	case "deny":
 		return false, "", true
 	case "approve":
+		if i.login != nil {
+			s, in := i.SignedIn(r)
+			if !in {
+				i.errorPage(w, http.StatusForbidden, "You are no longer signed in. Start again from your application.")
+				return false, "", false
+			}
+			return true, s, true
+		}
 		subject = strings.TrimSpace(form.Get("subject"))
 		if err := checkSubject(subject); err != nil {
 			i.errorPage(w, http.StatusBadRequest, "Cannot approve: "+err.Error()+". Go back and correct it.")
@@ -110,4 +129,10 @@ func (i *Issuer) readDecision(w http.ResponseWriter, form url.Values) (approve b
 		i.errorPage(w, http.StatusBadRequest, "Choose Approve or Deny.")
 		return false, "", false
 	}
+}
+
+// loginPage feeds templates/login.html: the development "Sign in as" box.
+type loginPage struct {
+	Subject  string
+	ReturnTo string
 }

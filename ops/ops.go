@@ -18,7 +18,7 @@
 //
 // Events and their fields:
 //
-//	login                   client_id, sub, method: a user signed in at the embedded issuer (method "dev": the development sign-in box)
+//	login                   sub, method: a user signed in at the embedded issuer (method "dev": the development sign-in box, with client_id; "login_provider": at the configured OpenID Provider)
 //	consent                 client_id, sub, scope, decision ("approved" or "denied"), flow ("code" or "device")
 //	token_issued            client_id, sub, aud, scope, grant_type
 //	refresh_token_reused    client_id, revoked (how many access tokens were revoked with the family)

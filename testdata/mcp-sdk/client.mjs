@@ -144,27 +144,45 @@ check('the elicitation is url mode, with an id and a message',
   elicitation?.mode === 'url' && /^[A-Z0-9]+$/.test(elicitation.elicitationId) && /Rally/.test(elicitation.message), elicitation);
 check("its url is serve's /auth/start", elicitation.url.startsWith(`${base}/auth/start?id=`), elicitation.url);
 
-// The user's browser: manual redirects and a cookie jar.
+// The user's browser: manual redirects and a cookie jar. The link is bound
+// to the session's user: the browser signs in at the broker's issuer (which
+// approves at once, and so skips the confirmation page; a confirmation
+// page would be submitted, POST /auth/start).
 const jar = new Map();
 let next = elicitation.url;
+let post;
 let page;
 const hops = [];
-for (let i = 0; i < 10 && next; i++) {
+for (let i = 0; i < 12 && next; i++) {
   const u = new URL(next);
   const cookies = [...jar].filter(([, c]) => c.host === u.host).map(([k, c]) => `${k}=${c.value}`).join('; ');
-  const r = await fetch(u, { redirect: 'manual', headers: cookies ? { Cookie: cookies } : {} });
+  const headers = cookies ? { Cookie: cookies } : {};
+  const init = { redirect: 'manual', headers };
+  if (post) {
+    Object.assign(headers, { 'Content-Type': 'application/x-www-form-urlencoded', Origin: u.origin });
+    Object.assign(init, { method: 'POST', body: post.toString() });
+    post = undefined;
+  }
+  const r = await fetch(u, init);
   for (const sc of r.headers.getSetCookie()) {
     const [nv] = sc.split(';');
     const eq = nv.indexOf('=');
     jar.set(nv.slice(0, eq).trim(), { value: nv.slice(eq + 1), host: u.host });
   }
-  hops.push(`${u.host} ${u.pathname} -> ${r.status}`);
+  hops.push(`${init.method ?? 'GET'} ${u.host} ${u.pathname} -> ${r.status}`);
   const loc = r.headers.get('location');
   next = r.status >= 300 && r.status < 400 && loc ? new URL(loc, u).toString() : '';
-  if (!next) page = await r.text();
+  if (!next) {
+    page = await r.text();
+    if (r.status === 200 && page.includes('<form method="post" action="/auth/start">')) {
+      post = new URLSearchParams([...page.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)].map((m) => [m[1], m[2]]));
+      next = new URL('/auth/start', u).toString();
+    }
+  }
 }
 check('the browser went through Rally and back to the callback',
-  hops.some((h) => h.startsWith(`${rallyHost} /authorize `)) && /\/callback -> 200$/.test(hops.at(-1)), hops);
+  hops.some((h) => h.startsWith(`GET ${rallyHost} /authorize `)) && /\/callback -> 200$/.test(hops.at(-1)), hops);
+check('the bound link went through the issuer\'s login', hops.some((h) => /^GET .* \/login -> 302$/.test(h)), hops);
 check('the browser lands on the success page', /Signed in/.test(page ?? ''), page);
 
 // Poll /auth-status until the sign-in shows.

@@ -15,7 +15,9 @@
 #     issuer and calls whoami; then, with the agentauth token,
 #     tools/call upstream_call -> the SDK raises
 #     UrlElicitationRequiredError (-32042, MCP 2025-11-25) -> it follows the
-#     url like a browser (manual redirects, a cookie jar) -> polls
+#     url like a browser (manual redirects, a cookie jar; the bound link
+#     sends it through the issuer's login, which --auto-approve passes at
+#     once, as it does the confirmation page) -> polls
 #     /auth-status -> calls again: Rally saw alice, through the broker's
 #     client there. The SDK (1.32.2) speaks MCP up to 2025-11-25: it has no
 #     2026-07-28 input_required url elicitations to cover.

@@ -4,13 +4,16 @@
 package newcomer
 
 import (
+	"bytes"
 	"fmt"
+	"html"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
 	"os"
 	"regexp"
+	"strings"
 )
 
 // Programs are the programs testscript puts on PATH.
@@ -21,13 +24,17 @@ func Programs() map[string]func() {
 	}
 }
 
-var nonceRE = regexp.MustCompile(`name="nonce" value="([^"]+)"`)
+var (
+	nonceRE       = regexp.MustCompile(`name="nonce" value="([^"]+)"`)
+	hiddenInputRE = regexp.MustCompile(`<input type="hidden" name="([^"]+)" value="([^"]*)">`)
+)
 
 // browserPage is a $BROWSER: browser-page FILE [approve|deny] URL. It GETs
 // URL following redirects and writes the final page to FILE; when that
 // page is a consent form and a decision is given, it posts the decision
 // (signing in as alice), follows the redirects (to the callback) and
-// writes the page it lands on to FILE.next.
+// writes the page it lands on to FILE.next. A broker link's confirmation
+// page on the way is confirmed, as the user would.
 func browserPage() {
 	fail := func(format string, args ...any) {
 		fmt.Fprintf(os.Stderr, "browser-page: "+format+"\n", args...)
@@ -51,6 +58,23 @@ func browserPage() {
 	}
 	page, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	resp.Body.Close()
+	// A bound broker link shows serve's confirmation first: the user
+	// clicks Continue (POST /auth/start), on to the upstream.
+	if bytes.Contains(page, []byte(`<form method="post" action="/auth/start">`)) {
+		form := url.Values{}
+		for _, m := range hiddenInputRE.FindAllSubmatch(page, -1) {
+			form.Set(html.UnescapeString(string(m[1])), html.UnescapeString(string(m[2])))
+		}
+		start := resp.Request.URL.ResolveReference(&url.URL{Path: "/auth/start"})
+		req, _ := http.NewRequest(http.MethodPost, start.String(), strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", start.Scheme+"://"+start.Host)
+		if resp, err = hc.Do(req); err != nil {
+			fail("%v", err)
+		}
+		page, _ = io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		resp.Body.Close()
+	}
 	if err := os.WriteFile(file, page, 0o600); err != nil {
 		fail("%v", err)
 	}

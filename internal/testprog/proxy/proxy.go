@@ -21,11 +21,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"html"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
+	"net/url"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"time"
 
@@ -290,7 +293,9 @@ func httpStatusMain() {
 }
 
 // browserJarMain GETs URL and follows redirects keeping cookies, as a
-// browser does; a non-2xx final status fails.
+// browser does, and submits serve's confirmation page of a bound sign-in
+// link (POST /auth/start) as the user clicking Continue; a non-2xx final
+// status fails.
 //
 // Usage: browser-jar URL
 func browserJarMain() {
@@ -298,15 +303,36 @@ func browserJarMain() {
 		fmt.Fprintln(os.Stderr, "usage: browser-jar URL")
 		os.Exit(2)
 	}
-	jar, _ := cookiejar.New(nil)
-	resp, err := (&http.Client{Jar: jar, Timeout: runTimeout}).Get(os.Args[1])
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "browser-jar:", err)
+	fail := func(args ...any) {
+		fmt.Fprintln(os.Stderr, append([]any{"browser-jar:"}, args...)...)
 		os.Exit(1)
 	}
+	jar, _ := cookiejar.New(nil)
+	hc := &http.Client{Jar: jar, Timeout: runTimeout}
+	resp, err := hc.Get(os.Args[1])
+	if err != nil {
+		fail(err)
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	resp.Body.Close()
+	if resp.StatusCode == http.StatusOK && bytes.Contains(body, []byte(`<form method="post" action="/auth/start">`)) {
+		form := url.Values{}
+		for _, m := range hiddenInputRE.FindAllSubmatch(body, -1) {
+			form.Set(html.UnescapeString(string(m[1])), html.UnescapeString(string(m[2])))
+		}
+		origin := resp.Request.URL.Scheme + "://" + resp.Request.URL.Host
+		req, _ := http.NewRequest(http.MethodPost, origin+"/auth/start", strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", origin)
+		if resp, err = hc.Do(req); err != nil {
+			fail(err)
+		}
+		resp.Body.Close()
+	}
 	if resp.StatusCode/100 != 2 {
-		fmt.Fprintln(os.Stderr, "browser-jar: final status", resp.Status)
-		os.Exit(1)
+		fail("final status", resp.Status)
 	}
 }
+
+// hiddenInputRE reads the fields of serve's confirmation page.
+var hiddenInputRE = regexp.MustCompile(`<input type="hidden" name="([^"]+)" value="([^"]*)">`)

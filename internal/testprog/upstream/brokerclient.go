@@ -8,8 +8,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/cookiejar"
+	"net/url"
 	"os"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/agentauth/agentauth/internal/testprog/progutil"
@@ -26,9 +28,12 @@ func init() {
 
 // signInBrowserMain is a $BROWSER for upstream sign-ins: it GETs URL and
 // follows the redirects with a cookie jar (the broker's cookie binds
-// /auth/start to /callback), as a user's browser would, and appends each
-// hop and the final page's title to -log FILE (call sends the browser's
-// own output to /dev/null). A final status that is not 2xx exits 1.
+// /auth/start to /callback; the issuer's session cookie says who the
+// browser is), as a user's browser would, submits the broker's
+// confirmation page (a bound link: POST /auth/start) as the user clicking
+// Continue, and appends each hop and the final page's title to -log FILE
+// (call sends the browser's own output to /dev/null). A final status that
+// is not 2xx exits 1.
 // Usage: signin-browser -log FILE URL
 func signInBrowserMain() {
 	fs := flag.NewFlagSet("signin-browser", flag.ExitOnError)
@@ -46,14 +51,33 @@ func signInBrowserMain() {
 		return http.ErrUseLastResponse
 	}}
 	next := fs.Arg(0)
+	var form url.Values
 	for hop := 0; hop < 10; hop++ {
-		resp, err := hc.Get(next)
+		var resp *http.Response
+		if form != nil {
+			req, rerr := http.NewRequest(http.MethodPost, next, strings.NewReader(form.Encode()))
+			progutil.Check("signin-browser", rerr)
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.Header.Set("Origin", req.URL.Scheme+"://"+req.URL.Host)
+			resp, err = hc.Do(req)
+			form = nil
+		} else {
+			resp, err = hc.Get(next)
+		}
 		progutil.Check("signin-browser", err)
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		resp.Body.Close()
 		fmt.Fprintf(log, "%s %s -> %d\n", resp.Request.URL.Host, resp.Request.URL.Path, resp.StatusCode)
 		if loc, err := resp.Location(); err == nil && resp.StatusCode/100 == 3 {
 			next = loc.String()
+			continue
+		}
+		if resp.StatusCode == http.StatusOK && confirmFormRE.Match(body) {
+			form = url.Values{}
+			for _, m := range hiddenInputRE.FindAllSubmatch(body, -1) {
+				form.Set(html.UnescapeString(string(m[1])), html.UnescapeString(string(m[2])))
+			}
+			next = resp.Request.URL.Scheme + "://" + resp.Request.URL.Host + "/auth/start"
 			continue
 		}
 		if t := regexp.MustCompile(`<h1>(.*?)</h1>`).FindSubmatch(body); t != nil {
@@ -67,6 +91,12 @@ func signInBrowserMain() {
 	fmt.Fprintln(log, "too many redirects")
 	os.Exit(1)
 }
+
+// The broker's confirmation page of a bound sign-in link, and its fields.
+var (
+	confirmFormRE = regexp.MustCompile(`<form method="post" action="/auth/start">`)
+	hiddenInputRE = regexp.MustCompile(`<input type="hidden" name="([^"]+)" value="([^"]*)">`)
+)
 
 // credPutMain stores an access token for a resource in the file store of
 // $AGENTAUTH_CONFIG_DIR, as a login would (no refresh token, no expiry).

@@ -1,0 +1,61 @@
+package commands
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/agentauth/agentauth/host"
+	"github.com/agentauth/agentauth/issuer"
+)
+
+// embeddedLogin decides how the embedded issuer signs users in: at the
+// config's login provider, or with the development "Sign in as" box
+// (--dev-login; by default when no login is configured), which signs
+// anyone in without a password and so is refused on a listener that is
+// not loopback. It returns the provider's options, or nil for the box.
+func embeddedLogin(opts *ServeOptions, cfg *host.Config, loopback bool, hc *http.Client) (*issuer.LoginOptions, error) {
+	l := cfg.Login
+	switch {
+	case l != nil && opts.DevLogin != nil && *opts.DevLogin:
+		return nil, usageErrorf("--dev-login and the config's login exclude each other: the login provider signs users in")
+	case l != nil && slices.Contains(opts.IssuerFlags, "--dev-user"):
+		return nil, usageErrorf("--dev-user names the development box's user, and the config's login signs users in at its provider")
+	case l == nil && opts.DevLogin != nil && !*opts.DevLogin:
+		return nil, usageErrorf("--dev-login=false leaves the embedded issuer no way to sign users in\nConfigure an OpenID Provider under \"login\" in the --config file")
+	case l == nil && !loopback:
+		return nil, fmt.Errorf("cannot run the embedded issuer on %s: it signs anyone in without a password, so it listens on loopback only\nUse --listen 127.0.0.1:PORT, or trust an external authorization server with --issuer, or sign users in at an OpenID Provider (\"login\" in the --config file)", opts.Listen)
+	case l == nil:
+		return nil, nil
+	}
+	secret, err := readLoginSecret(l)
+	if err != nil {
+		return nil, err
+	}
+	return &issuer.LoginOptions{Issuer: l.Issuer, ClientID: l.ClientID, ClientSecret: secret, Scopes: l.Scopes,
+		SubjectClaim: l.SubjectClaim, GroupsClaim: l.GroupsClaim, AllowUsers: l.Allow.Users,
+		AllowEmailDomains: l.Allow.EmailDomains, AllowGroups: l.Allow.Groups, HTTPClient: hc}, nil
+}
+
+// readLoginSecret reads the login client's secret from its file or
+// environment variable.
+func readLoginSecret(l *host.Login) (string, error) {
+	if l.ClientSecretFile != "" {
+		b, err := os.ReadFile(l.ClientSecretFile)
+		if err != nil {
+			return "", fmt.Errorf("invalid config: login: cannot read clientSecretFile: %w", err)
+		}
+		s := strings.TrimSpace(string(b))
+		if s == "" {
+			return "", fmt.Errorf("invalid config: login: clientSecretFile %s is empty", l.ClientSecretFile)
+		}
+		return s, nil
+	}
+	s := os.Getenv(l.ClientSecretEnv)
+	if s == "" {
+		return "", fmt.Errorf("invalid config: login: clientSecretEnv: $%s is not set or empty", l.ClientSecretEnv)
+	}
+	return s, nil
+}
