@@ -45,14 +45,14 @@ func (s *session) authenticateUpstream(ctx context.Context, reqID wire.ID, metho
 	}
 	id := strings.TrimPrefix(methodID, ACPUpstreamMethodPrefix)
 	if h.broker == nil || h.broker.Upstream(id) == nil {
-		answer(nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: no auth method %s", quoteValue(methodID)))
+		answer(nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: no auth method %s", wire.QuoteValue(methodID)))
 		return
 	}
 	g := h.viewGrant(s.table().view(h.now()))
 	if g == nil {
 		rerr := h.gate(wire.MethodWhoami, s.table().view(h.now()), h.r().schemes)
 		if rerr == nil {
-			rerr = wire.Errorf(wire.CodeACPAuthRequired, "authentication required: sign in to this agent before %s", quoteValue(methodID))
+			rerr = wire.Errorf(wire.CodeACPAuthRequired, "authentication required: sign in to this agent before %s", wire.QuoteValue(methodID))
 		}
 		answer(nil, rerr)
 		return
@@ -83,7 +83,7 @@ func (s *session) authenticateUpstream(ctx context.Context, reqID wire.ID, metho
 	}
 	s.mu.Unlock()
 	if busy {
-		answer(nil, wire.Errorf(wire.CodeInvalidRequest, "invalid request: an authenticate for %s already waits for the sign-in on this connection; wait for its answer", quoteValue(methodID)))
+		answer(nil, wire.Errorf(wire.CodeInvalidRequest, "invalid request: an authenticate for %s already waits for the sign-in on this connection; wait for its answer", wire.QuoteValue(methodID)))
 		return
 	}
 	go func() {

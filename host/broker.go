@@ -131,7 +131,7 @@ func askFailed(err error) *wire.Error {
 // "Elicitation", Response Actions): a client that retries with each
 // answer would otherwise be asked until it gives up.
 func (h *Host) callUpstream(ctx context.Context, g *Grant, args, responses map[string]json.RawMessage, req mcpserver.Request) (map[string]any, *wire.Error) {
-	id, ok := jsonString(args["upstream"])
+	id, ok := wire.JSONString(args["upstream"])
 	u := h.broker.Upstream(id)
 	if !ok || len(args) != 1 || u == nil || u.API == "" {
 		var ids []string

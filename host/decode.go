@@ -8,7 +8,6 @@ import (
 	"reflect"
 	"sort"
 	"strings"
-	"unicode/utf8"
 )
 
 // decodeStrict decodes one JSON document into v (a pointer to a struct),
@@ -167,27 +166,4 @@ func unwrapJSON(err error) error {
 		return fmt.Errorf("must be a %s", te.Type.Kind())
 	}
 	return err
-}
-
-func jsonString(raw json.RawMessage) (string, bool) {
-	var s string
-	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
-		return "", false
-	}
-	return s, true
-}
-
-// quoteValue puts an untrusted value in single quotes for a message,
-// truncated, with anything but printable ASCII replaced by '?'.
-func quoteValue(s string) string {
-	s = truncate(s)
-	b := make([]byte, 0, len(s)+2)
-	b = append(b, '\'')
-	for _, r := range s {
-		if r < 0x20 || r > 0x7e || r == utf8.RuneError {
-			r = '?'
-		}
-		b = append(b, byte(r))
-	}
-	return string(append(b, '\''))
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/agentauth/agentauth/ops"
+	"github.com/agentauth/agentauth/wire"
 )
 
 // GuardOptions say whom a listener answers (see NewGuard).
@@ -131,10 +132,10 @@ type guard struct {
 func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !g.hostOK(r.Host) {
 		g.tel.Refusal("misdirected_host")
-		g.log.Warn("request refused", "remote", r.RemoteAddr, "method", r.Method, "path", truncate(r.URL.Path), "host", truncate(r.Host),
+		g.log.Warn("request refused", "remote", r.RemoteAddr, "method", r.Method, "path", wire.Truncate(r.URL.Path), "host", wire.Truncate(r.Host),
 			"status", http.StatusMisdirectedRequest, "reason", "Host names another server (DNS rebinding?)")
 		refuseText(w, http.StatusMisdirectedRequest, fmt.Sprintf("misdirected request: this server does not answer for Host %s (a defence against DNS rebinding); it answers for %s",
-			clip(r.Host), strings.Join(g.answersFor, ", ")), g.hostHint)
+			wire.Clip(r.Host), strings.Join(g.answersFor, ", ")), g.hostHint)
 		return
 	}
 	origins := r.Header.Values("Origin")
@@ -145,10 +146,10 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if len(origins) > 0 && (slices.Contains(g.originPaths, r.URL.Path) || isWebSocketUpgrade(r)) {
 		if len(origins) > 1 || !g.originOK(origin) {
 			g.tel.Refusal("foreign_origin")
-			g.log.Warn("request refused", "remote", r.RemoteAddr, "method", r.Method, "path", truncate(r.URL.Path), "origin", truncate(strings.Join(origins, ", ")),
+			g.log.Warn("request refused", "remote", r.RemoteAddr, "method", r.Method, "path", wire.Truncate(r.URL.Path), "origin", wire.Truncate(strings.Join(origins, ", ")),
 				"status", http.StatusForbidden, "reason", "Origin is not this server's nor an allowed one")
 			refuseText(w, http.StatusForbidden, fmt.Sprintf("forbidden: requests from pages of origin %s are refused here (cross-origin protection); this server's origin is http://%s",
-				clip(strings.Join(origins, ", ")), g.answersFor[0]), g.originHint)
+				wire.Clip(strings.Join(origins, ", ")), g.answersFor[0]), g.originHint)
 			return
 		}
 	}
@@ -239,7 +240,7 @@ func NormalizeOrigin(raw string) (string, error) {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.User != nil || u.Opaque != "" ||
 		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(raw, "#") {
-		return "", fmt.Errorf("%s is not an origin: want http(s)://HOST[:PORT] without path, query or fragment", clip(raw))
+		return "", fmt.Errorf("%s is not an origin: want http(s)://HOST[:PORT] without path, query or fragment", wire.Clip(raw))
 	}
 	scheme, name, port := strings.ToLower(u.Scheme), strings.ToLower(u.Hostname()), u.Port()
 	if port == defaultPort(scheme) {
@@ -252,15 +253,4 @@ func NormalizeOrigin(raw string) (string, error) {
 		host = "[" + name + "]"
 	}
 	return scheme + "://" + host, nil
-}
-
-// clip quotes an untrusted value for a message.
-func clip(s string) string { return fmt.Sprintf("%q", truncate(s)) }
-
-// truncate cuts an untrusted value to 64 bytes for a message or a log.
-func truncate(s string) string {
-	if len(s) > 64 {
-		s = s[:64] + "…"
-	}
-	return s
 }

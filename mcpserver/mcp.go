@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/agentauth/agentauth/resource"
 	"github.com/agentauth/agentauth/wire"
@@ -115,11 +114,11 @@ func requestOf(r *http.Request, m *wire.Message) (Request, *resource.Refusal) {
 	if len(m.Params) > 0 {
 		_ = json.Unmarshal(m.Params, &params) // not an object: no _meta
 	}
-	metaVersion, metaVersionOK := jsonString(params.Meta[metaProtocolVersion])
+	metaVersion, metaVersionOK := wire.JSONString(params.Meta[metaProtocolVersion])
 
 	switch {
 	case len(values) == 0 && params.Meta[metaProtocolVersion] != nil:
-		return Request{}, headerMismatch("the MCP-Protocol-Version header is missing but _meta names %s; send the header with the same version", quoteValue(metaVersion))
+		return Request{}, headerMismatch("the MCP-Protocol-Version header is missing but _meta names %s; send the header with the same version", wire.QuoteValue(metaVersion))
 	case len(values) == 0:
 		// MCP 2025-03-26, the revision a server assumes without the
 		// header (MCP 2025-11-25 "Transports", Protocol Version Header).
@@ -131,7 +130,7 @@ func requestOf(r *http.Request, m *wire.Message) (Request, *resource.Refusal) {
 	if !slices.Contains(MCPProtocolVersions, v) {
 		return Request{}, &resource.Refusal{Status: http.StatusBadRequest,
 			Err: wire.Errorf(CodeUnsupportedProtocolVersion, "unsupported MCP-Protocol-Version %s: this server speaks %s",
-				quoteValue(v), strings.Join(MCPProtocolVersions, ", ")).
+				wire.QuoteValue(v), strings.Join(MCPProtocolVersions, ", ")).
 				WithData(map[string]any{"supported": MCPProtocolVersions, "requested": v})}
 	}
 	if v != MCPStatelessVersion {
@@ -160,9 +159,9 @@ func requestOf(r *http.Request, m *wire.Message) (Request, *resource.Refusal) {
 				MCPStatelessVersion, metaProtocolVersion, MetaClientCapabilities)}
 	}
 	if metaVersion != v {
-		return Request{}, headerMismatch("MCP-Protocol-Version is %s but _meta names %s; send the same version in both", quoteValue(v), quoteValue(metaVersion))
+		return Request{}, headerMismatch("MCP-Protocol-Version is %s but _meta names %s; send the same version in both", wire.QuoteValue(v), wire.QuoteValue(metaVersion))
 	}
-	level, _ := jsonString(params.Meta[metaLogLevel])
+	level, _ := wire.JSONString(params.Meta[metaLogLevel])
 	if params.Meta[metaLogLevel] != nil && !slices.Contains(mcpLogLevels, level) {
 		return Request{}, &resource.Refusal{Status: http.StatusBadRequest,
 			Err: wire.Errorf(wire.CodeInvalidParams, "invalid params: _meta %s is not one of %s", metaLogLevel, strings.Join(mcpLogLevels, ", "))}
@@ -181,16 +180,16 @@ func checkHeader(r *http.Request, name, want string) *resource.Refusal {
 	values := r.Header.Values(name)
 	switch {
 	case len(values) == 0:
-		return headerMismatch("the %s header is missing; send %s: %s", name, name, quoteValue(want))
+		return headerMismatch("the %s header is missing; send %s: %s", name, name, wire.QuoteValue(want))
 	case len(values) > 1:
 		return headerMismatch("the request has %d %s headers; send one", len(values), name)
 	}
 	got, err := decodeHeaderValue(strings.TrimSpace(values[0]))
 	if err != nil {
-		return headerMismatch("%s is %s, whose =?base64?…?= value is not valid Base64 (RFC 4648 §4, with padding)", name, quoteValue(values[0]))
+		return headerMismatch("%s is %s, whose =?base64?…?= value is not valid Base64 (RFC 4648 §4, with padding)", name, wire.QuoteValue(values[0]))
 	}
 	if got != want {
-		return headerMismatch("%s is %s but the body says %s; send the body's value", name, quoteValue(got), quoteValue(want))
+		return headerMismatch("%s is %s but the body says %s; send the body's value", name, wire.QuoteValue(got), wire.QuoteValue(want))
 	}
 	return nil
 }
@@ -227,7 +226,7 @@ func checkParamHeaders(r *http.Request, m *wire.Message) *resource.Refusal {
 		return nil
 	}
 	for param, header := range mcpTools[i].headerParams {
-		if v, ok := jsonString(p.Arguments[param]); ok {
+		if v, ok := wire.JSONString(p.Arguments[param]); ok {
 			if ref := checkHeader(r, "Mcp-Param-"+header, v); ref != nil {
 				return ref
 			}
@@ -248,34 +247,11 @@ func NameOf(m *wire.Message) (string, bool) {
 	}
 	switch m.Method {
 	case methodToolsCall, methodPromptsGet:
-		return jsonString(p.Name)
+		return wire.JSONString(p.Name)
 	case methodResourcesRead:
-		return jsonString(p.URI)
+		return wire.JSONString(p.URI)
 	}
 	return "", false
-}
-
-func jsonString(raw json.RawMessage) (string, bool) {
-	var s string
-	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
-		return "", false
-	}
-	return s, true
-}
-
-// quoteValue puts an untrusted value in single quotes for a message,
-// truncated, with anything but printable ASCII replaced by '?'.
-func quoteValue(s string) string {
-	s = truncate(s)
-	b := make([]byte, 0, len(s)+2)
-	b = append(b, '\'')
-	for _, r := range s {
-		if r < 0x20 || r > 0x7e || r == utf8.RuneError {
-			r = '?'
-		}
-		b = append(b, byte(r))
-	}
-	return string(append(b, '\''))
 }
 
 // serverInfo is the server's MCP Implementation object.
@@ -317,7 +293,7 @@ func mcpRequestedVersion(params json.RawMessage) (string, bool) {
 	if json.Unmarshal(params, &p) != nil {
 		return "", false
 	}
-	return jsonString(p.ProtocolVersion)
+	return wire.JSONString(p.ProtocolVersion)
 }
 
 // answerLegacy runs one request of MCP 2025-11-25 and older: MCP's own
@@ -410,7 +386,7 @@ func (f *Server) mcpMethod(ctx context.Context, m *wire.Message, g *resource.Gra
 	case methodPromptsGet:
 		return getPrompt(m.Params)
 	}
-	return nil, wire.Errorf(wire.CodeMethodNotFound, "method not found: %s", quoteValue(m.Method))
+	return nil, wire.Errorf(wire.CodeMethodNotFound, "method not found: %s", wire.QuoteValue(m.Method))
 }
 
 // cacheable adds the MCP 2026-07-28 caching hints to a list result: the
@@ -422,14 +398,6 @@ func cacheable(result map[string]any, req *Request) map[string]any {
 		result["cacheScope"] = "public"
 	}
 	return result
-}
-
-// truncate cuts an untrusted value to 64 bytes for a message.
-func truncate(s string) string {
-	if len(s) > 64 {
-		s = s[:64] + "…"
-	}
-	return s
 }
 
 var errEncodeResult = wire.Errorf(wire.CodeInternalError, "internal error: cannot encode the result")

@@ -105,7 +105,7 @@ func callTool(ctx context.Context, b Backend, m *wire.Message, g *resource.Grant
 				names = append(names, t.Name)
 			}
 		}
-		return nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: unknown tool %s (this server has: %s)", quoteValue(p.Name), strings.Join(names, ", "))
+		return nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: unknown tool %s (this server has: %s)", wire.QuoteValue(p.Name), strings.Join(names, ", "))
 	}
 	if p.Name != toolEcho && len(p.Arguments) > 0 {
 		return nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: %s takes no arguments", p.Name)
@@ -118,7 +118,7 @@ func callTool(ctx context.Context, b Backend, m *wire.Message, g *resource.Grant
 		}
 		return ToolText(string(resp.Result), false), nil
 	case toolEcho:
-		text, ok := jsonString(p.Arguments["text"])
+		text, ok := wire.JSONString(p.Arguments["text"])
 		if !ok || len(p.Arguments) != 1 {
 			return nil, wire.Errorf(wire.CodeInvalidParams, `invalid params: echo takes {"text": "…"} and nothing else`)
 		}
@@ -179,7 +179,7 @@ func callTool(ctx context.Context, b Backend, m *wire.Message, g *resource.Grant
 				return "", false
 			}
 			if r.Action != "accept" {
-				return fmt.Sprintf("No name given (the user chose %s).", quoteValue(r.Action)), true
+				return fmt.Sprintf("No name given (the user chose %s).", wire.QuoteValue(r.Action)), true
 			}
 			return fmt.Sprintf("Hello, %s.", r.Content.Name), true
 		})
@@ -201,7 +201,7 @@ func askClient(req *Request, capability string, responses map[string]json.RawMes
 	}
 	text, ok := answer(raw)
 	if !ok {
-		return nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: inputResponses[%s] is not a %s result", quoteValue(key), ask["method"])
+		return nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: inputResponses[%s] is not a %s result", wire.QuoteValue(key), ask["method"])
 	}
 	return ToolText(text, false), nil
 }
@@ -238,7 +238,7 @@ func readResource(params json.RawMessage, req *Request) (map[string]any, *wire.E
 		if !req.Stateless {
 			code = CodeResourceNotFoundLegacy
 		}
-		return nil, wire.Errorf(code, "resource not found: %s (this server has: %s)", quoteValue(p.URI), staticTextResource.URI).
+		return nil, wire.Errorf(code, "resource not found: %s (this server has: %s)", wire.QuoteValue(p.URI), staticTextResource.URI).
 			WithData(map[string]string{"uri": p.URI})
 	}
 	r := staticTextResource
@@ -291,7 +291,7 @@ func getPrompt(params json.RawMessage) (map[string]any, *wire.Error) {
 		}
 		text = fmt.Sprintf("Prompt with arguments: arg1='%s', arg2='%s'", a1, a2)
 	default:
-		return nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: unknown prompt %s (this server has: %s, %s)", quoteValue(p.Name), promptSimple, promptArgs)
+		return nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: unknown prompt %s (this server has: %s, %s)", wire.QuoteValue(p.Name), promptSimple, promptArgs)
 	}
 	return map[string]any{
 		"description": mcpPrompts[slices.IndexFunc(mcpPrompts, func(q mcpPrompt) bool { return q.Name == p.Name })].Description,

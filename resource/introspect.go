@@ -116,7 +116,7 @@ func (v *introspectionValidator) Validate(ctx context.Context, token string) (*G
 	}
 	switch {
 	case r.Iss != "" && len(v.issuers) > 0 && !slices.Contains(v.issuers, r.Iss):
-		return nil, invalidf(fmt.Sprintf("The access token's issuer %s is not trusted", clip(r.Iss)))
+		return nil, invalidf(fmt.Sprintf("The access token's issuer %s is not trusted", wire.Clip(r.Iss)))
 	case len(r.Aud) > 0 && !r.Aud.Contains(v.resource):
 		return nil, invalidf("The access token's audience does not include " + v.resource)
 	case r.Nbf != nil && now.Add(jwtLeeway).Before(unixTime(*r.Nbf)):

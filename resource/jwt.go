@@ -109,7 +109,7 @@ func (v *jwtValidator) Validate(ctx context.Context, token string) (*Grant, erro
 	// RFC 8725 §3.1: only the allow-listed algorithms, never "none" or a
 	// MAC keyed with a public key.
 	if !slices.Contains(v.algs, jose.SignatureAlgorithm(h.Alg)) {
-		return nil, invalidf(fmt.Sprintf("The access token's algorithm %s is not allowed", clip(h.Alg)))
+		return nil, invalidf(fmt.Sprintf("The access token's algorithm %s is not allowed", wire.Clip(h.Alg)))
 	}
 	// RFC 9068 §4: typ must be at+jwt (RFC 7515 §4.1.9: a media type,
 	// compared case-insensitively, "application/" optional). "JWT" or no
@@ -118,7 +118,7 @@ func (v *jwtValidator) Validate(ctx context.Context, token string) (*Grant, erro
 	if !isAccessTokenType(h.Typ) {
 		typ := "no typ"
 		if h.Typ != "" {
-			typ = "typ " + clip(h.Typ)
+			typ = "typ " + wire.Clip(h.Typ)
 		}
 		return nil, invalidf(fmt.Sprintf("The token is not an access token (%s, want at+jwt per RFC 9068 section 4): ID tokens are not accepted", typ))
 	}
@@ -132,7 +132,7 @@ func (v *jwtValidator) Validate(ctx context.Context, token string) (*Grant, erro
 	}
 	// iss only picks the key set here; it is checked again once verified.
 	if !slices.Contains(v.issuers, unverified.Issuer) {
-		return nil, invalidf(fmt.Sprintf("The access token's issuer %s is not trusted", clip(unverified.Issuer)))
+		return nil, invalidf(fmt.Sprintf("The access token's issuer %s is not trusted", wire.Clip(unverified.Issuer)))
 	}
 	key, err := v.key(ctx, unverified.Issuer, h.Kid, h.Alg)
 	if err != nil {
@@ -286,15 +286,4 @@ func (ks *keySet) find(kid, alg string) (jose.JSONWebKey, bool) {
 		}
 	}
 	return jose.JSONWebKey{}, false
-}
-
-// clip quotes a value taken from an untrusted token for a description.
-func clip(s string) string { return fmt.Sprintf("%q", truncate(s)) }
-
-// truncate cuts an untrusted value to 64 bytes for a message or a log.
-func truncate(s string) string {
-	if len(s) > 64 {
-		s = s[:64] + "…"
-	}
-	return s
 }
