@@ -296,7 +296,7 @@ func (b *Broker) Callback(ctx context.Context, q url.Values, cookie func(name st
 		}
 	}
 	if e := q.Get("error"); e != "" {
-		b.log.Info("broker: sign-in refused by the upstream", "upstream", u.ID, "error", quote(e))
+		b.log.Info("broker: sign-in refused by the upstream", "upstream", u.ID, "error", wire.QuoteValue(e))
 		b.opts.Telemetry.BrokerSignIn("refused")
 		err := upstreamRefused(u, e)
 		b.recordFailure(rec.Session, u.ID, err.Error())
@@ -337,23 +337,8 @@ func upstreamRefused(u *Upstream, code string) error {
 		return &CallbackError{Message: "You, or " + u.Label + ", declined the sign-in: the agent gets no access to " + u.Label + ".",
 			Next: next + " If " + u.Label + " signed you in with the wrong account, sign out there first."}
 	}
-	return &CallbackError{Message: u.Label + " could not sign you in (it answered " + quote(code) + ").",
+	return &CallbackError{Message: u.Label + " could not sign you in (it answered " + wire.QuoteValue(code) + ").",
 		Next: next + " If it fails again, tell the operator of this server: " + u.Label + "'s client settings may be wrong."}
-}
-
-// quote bounds and quotes an upstream-supplied value for a message.
-func quote(s string) string {
-	if len(s) > 64 {
-		s = s[:64]
-	}
-	b := []byte{'\''}
-	for _, r := range s {
-		if r < 0x20 || r > 0x7e {
-			r = '?'
-		}
-		b = append(b, byte(r))
-	}
-	return string(append(b, '\''))
 }
 
 // OnSignedIn registers fn, called after each completed sign-in.

@@ -41,7 +41,7 @@ func (s *session) authenticateUpstream(ctx context.Context, reqID wire.ID, metho
 			e.Code = wire.CodeACPAuthRequired
 			rerr = &e
 		}
-		s.send(ctx, respond(reqID, result, rerr))
+		s.send(ctx, wire.Respond(reqID, result, rerr))
 	}
 	id := strings.TrimPrefix(methodID, ACPUpstreamMethodPrefix)
 	if h.broker == nil || h.broker.Upstream(id) == nil {

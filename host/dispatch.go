@@ -133,22 +133,9 @@ func (s *session) answer(ctx context.Context, id wire.ID, result any, rerr *wire
 			return
 		}
 		s.h.log.Error("cannot encode a result", "conn", s.id, "err", err)
-		rerr = errEncodeResult
+		rerr = wire.ErrEncodeResult
 	}
 	s.send(ctx, wire.NewErrorResponse(id, rerr))
-}
-
-var errEncodeResult = wire.Errorf(wire.CodeInternalError, "internal error: cannot encode the result")
-
-func respond(id wire.ID, result any, rerr *wire.Error) *wire.Message {
-	if rerr != nil {
-		return wire.NewErrorResponse(id, rerr)
-	}
-	m, err := wire.NewResult(id, result)
-	if err != nil {
-		return wire.NewErrorResponse(id, errEncodeResult)
-	}
-	return m
 }
 
 // Dispatch answers one request of a face that carries a token per request
@@ -171,7 +158,7 @@ func (h *Host) Dispatch(ctx context.Context, req *wire.Message, grants ...*Grant
 	default:
 		result, rerr = h.call(ctx, req.Method, req.Params, viewOf(grants), h.r().mcp, []any{"face", "http"})
 	}
-	return respond(req.ID, result, rerr)
+	return wire.Respond(req.ID, result, rerr)
 }
 
 // call answers the methods that need no connection state beyond the auth

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/agentauth/agentauth/ops"
 	"io"
 	"net/http"
 	"net/url"
@@ -17,7 +16,9 @@ import (
 	"github.com/go-jose/go-jose/v4"
 	"golang.org/x/oauth2"
 
+	"github.com/agentauth/agentauth/ops"
 	"github.com/agentauth/agentauth/state"
+	"github.com/agentauth/agentauth/wire"
 )
 
 // LoginOptions make the issuer sign users in at an OpenID Provider (OpenID
@@ -494,8 +495,8 @@ func (i *Issuer) serveLoginCallback(w http.ResponseWriter, r *http.Request) {
 	}
 	http.SetCookie(w, &http.Cookie{Name: loginCookie(q.Get("state")), Value: "", Path: pathLoginCallback, MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: i.secureCookies()})
 	if e := q.Get("error"); e != "" {
-		i.log.Info("issuer: login refused by the provider", "error", quoteValue(e))
-		i.errorPage(w, http.StatusForbidden, "The login provider answered "+quoteValue(e)+": you are not signed in.")
+		i.log.Info("issuer: login refused by the provider", "error", wire.QuoteValue(e))
+		i.errorPage(w, http.StatusForbidden, "The login provider answered "+wire.QuoteValue(e)+": you are not signed in.")
 		return
 	}
 	// RFC 9207 §2.4: a provider that sends iss must send its own.
@@ -548,19 +549,4 @@ func (i *Issuer) serveLoginCallback(w http.ResponseWriter, r *http.Request) {
 	i.log.Info("issuer: signed in", "sub", subject, "via", "login provider")
 	i.opts.Telemetry.Audit(ops.EventLogin, "sub", subject, "method", "login_provider")
 	i.loggedIn(w, r, rec.ReturnTo, subject)
-}
-
-// quoteValue bounds and quotes a provider-supplied value for a page or log.
-func quoteValue(s string) string {
-	if len(s) > 64 {
-		s = s[:64]
-	}
-	b := []byte{'\''}
-	for _, r := range s {
-		if r < 0x20 || r > 0x7e {
-			r = '?'
-		}
-		b = append(b, byte(r))
-	}
-	return string(append(b, '\''))
 }

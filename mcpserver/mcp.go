@@ -303,11 +303,11 @@ func (f *Server) answerLegacy(ctx context.Context, m *wire.Message, g *resource.
 	switch m.Method {
 	case wire.MethodInitialize:
 		if v, ok := mcpRequestedVersion(m.Params); ok {
-			return respond(m.ID, f.initialize(v), nil)
+			return wire.Respond(m.ID, f.initialize(v), nil)
 		}
 	case methodToolsList, methodToolsCall, methodResourcesList, methodResourcesRead, methodTemplatesList, methodPromptsList, methodPromptsGet:
 		result, rerr := f.mcpMethod(ctx, m, g, req)
-		return respond(m.ID, result, rerr)
+		return wire.Respond(m.ID, result, rerr)
 	}
 	return f.opts.Backend.Answer(ctx, m, g)
 }
@@ -340,7 +340,7 @@ func (f *Server) answerStateless(ctx context.Context, m *wire.Message, g *resour
 		result["resultType"] = "complete"
 	}
 	result["_meta"] = map[string]any{metaServerInfo: f.serverInfo()}
-	return respond(m.ID, result, nil), http.StatusOK
+	return wire.Respond(m.ID, result, nil), http.StatusOK
 }
 
 // statelessStatus is the HTTP status of an MCP 2026-07-28 error answer.
@@ -398,18 +398,4 @@ func cacheable(result map[string]any, req *Request) map[string]any {
 		result["cacheScope"] = "public"
 	}
 	return result
-}
-
-var errEncodeResult = wire.Errorf(wire.CodeInternalError, "internal error: cannot encode the result")
-
-// respond is the response to request id: result, or rerr when set.
-func respond(id wire.ID, result any, rerr *wire.Error) *wire.Message {
-	if rerr != nil {
-		return wire.NewErrorResponse(id, rerr)
-	}
-	m, err := wire.NewResult(id, result)
-	if err != nil {
-		return wire.NewErrorResponse(id, errEncodeResult)
-	}
-	return m
 }

@@ -254,6 +254,22 @@ func NewNotification(method string, params any) (*Message, error) {
 	return &Message{JSONRPC: Version, Method: method, Params: raw}, nil
 }
 
+// ErrEncodeResult answers a request whose result cannot be encoded.
+var ErrEncodeResult = Errorf(CodeInternalError, "internal error: cannot encode the result")
+
+// Respond is the response to request id: result, or rerr when set (an
+// internal error when result cannot be encoded).
+func Respond(id ID, result any, rerr *Error) *Message {
+	if rerr != nil {
+		return NewErrorResponse(id, rerr)
+	}
+	m, err := NewResult(id, result)
+	if err != nil {
+		return NewErrorResponse(id, ErrEncodeResult)
+	}
+	return m
+}
+
 // NewResult builds a success response.
 func NewResult(id ID, result any) (*Message, error) {
 	b, err := json.Marshal(result)
