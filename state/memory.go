@@ -136,6 +136,9 @@ func (t *memTx) Get(kind Kind, key string) ([]byte, error) {
 	return tab.value(e), nil
 }
 
+// Peek is Get: transactions run one at a time.
+func (t *memTx) Peek(kind Kind, key string) ([]byte, error) { return t.Get(kind, key) }
+
 func (t *memTx) Put(kind Kind, key string, value []byte, expires time.Time) error {
 	t.save(kind, key)
 	t.kind(kind).put(key, value, millis(expires))
@@ -161,9 +164,9 @@ func (t *memTx) Delete(kind Kind, key string) error {
 	return nil
 }
 
-func (t *memTx) Count(kind Kind) (int, error) {
+func (t *memTx) Count(kind Kind, limit int) (int, error) {
 	if tab := t.m.records[kind]; tab != nil {
-		return tab.len(), nil
+		return min(tab.len(), max(limit, 0)), nil
 	}
 	return 0, nil
 }

@@ -80,7 +80,7 @@ func TestMemoryTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.View(ctx, func(tx Tx) error {
-		if n, _ := tx.Count("k"); n != len(want) {
+		if n, _ := tx.Count("k", 1000); n != len(want) {
 			t.Errorf("Count = %d, want %d", n, len(want))
 		}
 		for k, v := range want {
