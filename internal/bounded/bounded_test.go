@@ -201,4 +201,20 @@ func TestOwnerExpiryStep(t *testing.T) {
 			t.Errorf("after a record expiring at +%v, the owner expires at +%v, want +%v", c.record, got.Sub(now), c.owner)
 		}
 	}
+	// At its bound the owner may still replace one of its records, and
+	// nothing else.
+	put := func(key string) error {
+		var res error
+		st.Update(context.Background(), func(tx state.Tx) error {
+			res = bounded.PutTx(tx, "test", bounded.Limits{PerOwner: 4, Owners: 2}, "a", key, []byte("again"), now.Add(time.Minute), now)
+			return nil
+		})
+		return res
+	}
+	if err := put(now.Add(61 * time.Second).String()); err != nil {
+		t.Errorf("replacing a record at the bound: %v", err)
+	}
+	if full, ok := errors.AsType[*bounded.FullError](put("new")); !ok || !full.Owner {
+		t.Errorf("a new record at the bound: %v, want a per-owner refusal", full)
+	}
 }

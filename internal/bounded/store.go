@@ -24,19 +24,24 @@ func ownersKind(kind state.Kind) state.Kind { return kind + "#owners" }
 // owner already holds l.PerOwner live records or l.Owners other owners
 // hold some. Replacing a record of the owner is always allowed. Expired
 // records are deleted to make room; a live one never is.
+//
+// Whether key is a replacement is asked only of a full owner: a new key
+// (a random code) costs no read of it.
 func PutTx(tx state.Tx, kind state.Kind, l Limits, owner, key string, value []byte, expires, now time.Time) error {
 	k := Kind(kind, owner)
-	switch _, err := tx.Get(k, key); {
-	case err == nil:
-		return tx.Put(k, key, value, expires)
-	case !errors.Is(err, state.ErrNotFound):
-		return err
-	}
 	if err := roomTx(tx, k, l.PerOwner, now); err != nil {
-		if full, ok := errors.AsType[*FullError](err); ok {
-			full.Owner, full.RetryAfter = true, firstExpiryTx(tx, k, now, l.Retry)
+		full, ok := errors.AsType[*FullError](err)
+		if !ok {
+			return err
 		}
-		return err
+		switch _, err := tx.Get(k, key); {
+		case err == nil:
+			return tx.Put(k, key, value, expires)
+		case !errors.Is(err, state.ErrNotFound):
+			return err
+		}
+		full.Owner, full.RetryAfter = true, firstExpiryTx(tx, k, now, l.Retry)
+		return full
 	}
 	if err := ownerTx(tx, kind, l, owner, expires, now); err != nil {
 		return err
