@@ -146,7 +146,7 @@ func commandHelpExtra(name string) string {
 	}
 	b.WriteString("\nFlags may come before or after TARGET; \"--\" ends the flags.\n")
 	// urfave renders this as a template: keep our braces literal.
-	return strings.NewReplacer("{{", `{{"{{"}}`).Replace(b.String())
+	return strings.ReplaceAll(b.String(), "{{", `{{"{{"}}`)
 }
 
 // versionString is Version with what the build information says of the

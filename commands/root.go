@@ -16,7 +16,10 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -41,15 +44,74 @@ func init() { wire.ClientVersion = Version }
 // Main runs agentauth with the process's arguments and returns the exit
 // code. The first SIGINT or SIGTERM cancels the command's context (the
 // command ends cleanly, exit 130 when it had not finished); a second one
-// kills the process the default way.
+// kills the process the default way (interruptContext).
 func Main() int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	go func() {
-		<-ctx.Done()
-		stop()
-	}()
-	defer stop()
+	ctx := &interruptContext{}
+	defer ctx.stop()
 	return RunContext(ctx, NewFactory(), os.Args)
+}
+
+// interruptContext is Main's context: cancelled by the first SIGINT or
+// SIGTERM, after which the signals get their default action again. It
+// starts listening for them (signal.NotifyContext) the first time
+// something waits on it (Done, which context.WithCancel and every
+// network call and file lock do): a command that never waits (status
+// without TARGET, completion, --version, help) finishes in milliseconds
+// and keeps the default action, an interrupt ends it with the shell's
+// 130 as before, and its start-up saves the goroutine and the locked OS
+// thread signal handling costs (README "Benchmarks").
+type interruptContext struct {
+	once     sync.Once
+	ctx      atomic.Pointer[context.Context] // nil until the first Done
+	stopFunc context.CancelFunc
+}
+
+// listen returns the signal context, made on the first call.
+func (c *interruptContext) listen() context.Context {
+	c.once.Do(func() {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		go func() {
+			<-ctx.Done()
+			stop()
+		}()
+		c.stopFunc = stop
+		c.ctx.Store(&ctx)
+	})
+	return *c.ctx.Load()
+}
+
+// started is the signal context, or nil when nothing waited yet.
+func (c *interruptContext) started() context.Context {
+	if p := c.ctx.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+func (c *interruptContext) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (c *interruptContext) Done() <-chan struct{}       { return c.listen().Done() }
+
+func (c *interruptContext) Err() error {
+	if ctx := c.started(); ctx != nil {
+		return ctx.Err()
+	}
+	return nil
+}
+
+// Value asks the signal context once it exists, so that a child context
+// finds its cancelCtx (no goroutine per context.WithCancel).
+func (c *interruptContext) Value(key any) any {
+	if ctx := c.started(); ctx != nil {
+		return ctx.Value(key)
+	}
+	return nil
+}
+
+// stop stops listening, when Done ever started it.
+func (c *interruptContext) stop() {
+	if c.started() != nil {
+		c.stopFunc()
+	}
 }
 
 // Run runs the CLI with args (args[0] is the program name).
