@@ -228,7 +228,8 @@ func NewApp(f *Factory) *cli.App {
 	for _, cmd := range app.Commands {
 		cmd.OnUsageError = app.OnUsageError
 		if cmd.CustomHelpTemplate == "" {
-			cmd.CustomHelpTemplate = cli.CommandHelpTemplate + commandHelpExtra(cmd.Name)
+			// printHelp adds the command's EXAMPLES and EXIT CODES.
+			cmd.CustomHelpTemplate = cli.CommandHelpTemplate
 		}
 	}
 	return app
