@@ -31,3 +31,28 @@ func TestInterruptContextListensOnFirstWait(t *testing.T) {
 		t.Fatalf("after SIGINT: Err %v, child's %v", c.Err(), child.Err())
 	}
 }
+
+// TestOfflineCommandsDoNotListen: status without TARGET, completion and
+// --version leave the signals alone; status with a TARGET and the other
+// commands listen before they start.
+func TestOfflineCommandsDoNotListen(t *testing.T) {
+	for _, tc := range []struct {
+		args   []string
+		listen bool
+	}{
+		{[]string{"status"}, false},
+		{[]string{"completion", "bash"}, false},
+		{[]string{"--version"}, false},
+		{[]string{"status", "--help"}, false},
+		{[]string{"status", "http://127.0.0.1:1/mcp"}, true},
+		{[]string{"logout", "http://127.0.0.1:1/mcp"}, true},
+	} {
+		tf := newTestFactory(t, "")
+		c := &interruptContext{}
+		RunContext(c, tf.Factory, append([]string{"agentauth"}, tc.args...))
+		c.stop()
+		if got := c.started() != nil; got != tc.listen {
+			t.Errorf("%v: listening %v, want %v", tc.args, got, tc.listen)
+		}
+	}
+}

@@ -53,12 +53,13 @@ func Main() int {
 
 // interruptContext is Main's context: cancelled by the first SIGINT or
 // SIGTERM, after which the signals get their default action again. It
-// starts listening for them (signal.NotifyContext) the first time
-// something waits on it (Done, which context.WithCancel and every
-// network call and file lock do): a command that never waits (status
-// without TARGET, completion, --version, help) finishes in milliseconds
-// and keeps the default action, an interrupt ends it with the shell's
-// 130 as before, and its start-up saves the goroutine and the locked OS
+// starts listening for them (signal.NotifyContext) the first time Done is
+// called: by listenForInterrupts as a command starts, or by whatever
+// waits on the context (context.WithCancel, a network call, a file lock).
+// An offline command (offlineCommands; status without TARGET; --version
+// and help) finishes in milliseconds without waiting for anything and
+// keeps the default action, so that an interrupt ends it with the shell's
+// 130 as before and its start-up saves the goroutine and the locked OS
 // thread signal handling costs (README "Benchmarks").
 type interruptContext struct {
 	once     sync.Once
@@ -106,6 +107,17 @@ func (c *interruptContext) Value(key any) any {
 	}
 	return nil
 }
+
+// listenForInterrupts makes ctx, Main's interruptContext or a context
+// made from it, listen for SIGINT and SIGTERM now, before the command
+// waits on anything (a server's first request must not find the default
+// action). Done does it; on any other context it does nothing.
+func listenForInterrupts(ctx context.Context) { ctx.Done() }
+
+// offlineCommands finish without the network or waiting for anything, so
+// they do not listen for interrupts (interruptContext); status does only
+// with a TARGET.
+var offlineCommands = map[string]bool{"status": true, "completion": true, "complete": true}
 
 // stop stops listening, when Done ever started it.
 func (c *interruptContext) stop() {
@@ -226,6 +238,12 @@ func NewApp(f *Factory) *cli.App {
 		return cli.ShowAppHelp(c)
 	}
 	for _, cmd := range app.Commands {
+		if action := cmd.Action; action != nil && !offlineCommands[cmd.Name] {
+			cmd.Action = func(c *cli.Context) error {
+				listenForInterrupts(c.Context)
+				return action(c)
+			}
+		}
 		cmd.OnUsageError = app.OnUsageError
 		if cmd.CustomHelpTemplate == "" {
 			// printHelp adds the command's EXAMPLES and EXIT CODES.
