@@ -16,7 +16,6 @@ import (
 
 	"github.com/agentauth/agentauth/internal/tokenfake"
 	jose "github.com/go-jose/go-jose/v4"
-	"github.com/go-jose/go-jose/v4/jwt"
 )
 
 // fuzzIssuer is the trusted issuer of the fuzz targets.
@@ -72,19 +71,7 @@ func FuzzJWTValidate(f *testing.F) {
 	now := clock.Now()
 
 	sign := func(t testing.TB, k fuzzKey, kid, typ string, claims map[string]any) string {
-		opts := &jose.SignerOptions{}
-		if typ != "" {
-			opts = opts.WithType(jose.ContentType(typ))
-		}
-		s, err := jose.NewSigner(jose.SigningKey{Algorithm: k.alg, Key: jose.JSONWebKey{Key: k.key, KeyID: kid}}, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tok, err := jwt.Signed(s).Claims(claims).Serialize()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tok
+		return tokenfake.SignWith(t, k.alg, k.key, kid, claims, typ)
 	}
 	good := sign(f, keys[0], "a", "at+jwt", tokenfake.Claims(fuzzIssuer, testResource, now))
 

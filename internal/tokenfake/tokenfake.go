@@ -142,11 +142,18 @@ func (k *Key) JWK() jose.JSONWebKey {
 // header (RFC 9068 §2.1: "at+jwt").
 func (k *Key) Sign(t testing.TB, claims map[string]any, typ string) string {
 	t.Helper()
+	return SignWith(t, k.Alg, k.Signer, k.KID, claims, typ)
+}
+
+// SignWith is Key.Sign with any key go-jose signs with for alg (a
+// symmetric key too), and kid in the header unless it is empty.
+func SignWith(t testing.TB, alg jose.SignatureAlgorithm, key any, kid string, claims map[string]any, typ string) string {
+	t.Helper()
 	opts := &jose.SignerOptions{}
 	if typ != "" {
 		opts = opts.WithType(jose.ContentType(typ))
 	}
-	s, err := jose.NewSigner(jose.SigningKey{Algorithm: k.Alg, Key: jose.JSONWebKey{Key: k.Signer, KeyID: k.KID}}, opts)
+	s, err := jose.NewSigner(jose.SigningKey{Algorithm: alg, Key: jose.JSONWebKey{Key: key, KeyID: kid}}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
