@@ -7,13 +7,13 @@ import (
 	"io"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentauth/agentauth/internal/syncbuf"
 	"github.com/agentauth/agentauth/internal/tokenfake"
 	"github.com/agentauth/agentauth/wire"
 	"github.com/coder/websocket"
@@ -619,28 +619,10 @@ func TestWebSocketConnectionToken(t *testing.T) {
 	}
 }
 
-// syncBuffer collects logs written by connection goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // Close is serve's graceful shutdown: when it returns, every connection is
 // closed and its close is logged, and no new connection is served.
 func TestCloseEndsEveryConnection(t *testing.T) {
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	h := newTestHost(t, baseConfig, Options{Logger: newTextLogger(&logs)})
 	ctx, cancel := context.WithTimeout(context.Background(), pushWait)
 	defer cancel()
@@ -723,7 +705,7 @@ func TestBinaryFrameKeepsTheConnection(t *testing.T) {
 // other connection, and once the silent one's send queue is full it is
 // closed with the reason logged, while the other's calls keep answering.
 func TestSlowReaderIsClosedNotWaitedFor(t *testing.T) {
-	var log syncBuffer
+	var log syncbuf.Buffer
 	h := newTestHost(t, baseConfig, Options{AuthScope: AuthScopeHost, Logger: newTextLogger(&log)})
 	ctx := context.Background()
 
