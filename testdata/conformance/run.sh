@@ -29,7 +29,7 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-. "$root/testdata/lib/npm.sh"
+. "$root/testdata/lib/suite.sh"
 cache="${AGENTAUTH_CONFORMANCE_CACHE:-$HOME/.cache/agentauth-conformance}"
 
 # Client scenarios run per spec version: every non-extension auth/*
@@ -102,14 +102,6 @@ cleanup() {
 	rm -rf "$work"
 }
 trap cleanup EXIT
-waitfile() { # FILE: wait up to 10 s for a non-empty FILE
-	for _ in $(seq 100); do
-		[ -s "$1" ] && return
-		sleep 0.1
-	done
-	echo "run.sh: $1 did not appear" >&2
-	return 1
-}
 "$cache/bin/bearerproxy" -addr-file "$work/proxy.addr" -target-file "$work/serve.addr" -token-file "$work/token" 2>"$results/bearerproxy.log" &
 pids+=($!)
 waitfile "$work/proxy.addr"

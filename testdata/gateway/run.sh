@@ -25,7 +25,7 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-. "$root/testdata/lib/npm.sh"
+. "$root/testdata/lib/suite.sh"
 cache="${AGENTAUTH_GATEWAY_CACHE:-$HOME/.cache/agentauth-gateway}"
 mkdir -p "$cache/conformance" "$cache/backends" "$cache/tssdk" "$cache/bin"
 cache="$(cd "$cache" && pwd)"
@@ -54,15 +54,6 @@ cleanup() {
 	rm -rf "$work"
 }
 trap cleanup EXIT
-waitfile() { # FILE: wait up to 30 s for a non-empty FILE
-	for _ in $(seq 300); do
-		[ -s "$1" ] && return
-		sleep 0.1
-	done
-	echo "run.sh: $1 did not appear" >&2
-	return 1
-}
-freeport() { node -e 'const s = require("net").createServer(); s.listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close() })'; }
 
 # serve_backend NAME BACKEND [SERVE ARGS…]: serve in front of BACKEND behind
 # a bearer proxy; sets $proxy (HOST:PORT) and $serve, writes $work/NAME.token.

@@ -33,7 +33,7 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-. "$root/testdata/lib/npm.sh"
+. "$root/testdata/lib/suite.sh"
 cache="${AGENTAUTH_MCP_SDK_CACHE:-$HOME/.cache/agentauth-mcp-sdk}"
 mkdir -p "$cache/npm"
 cache="$(cd "$cache" && pwd)"
@@ -54,14 +54,6 @@ fail() {
 	for f in "$work"/*.log; do echo "== $f" >&2; cat "$f" >&2; done
 	echo "MCP TypeScript SDK against serve's broker: failed"
 	exit 1
-}
-# waitaddr FILE: the address a server wrote with --addr-file (polls 30 s).
-waitaddr() {
-	for _ in $(seq 300); do
-		if [ -s "$1" ]; then head -n 1 "$1"; return; fi
-		sleep 0.1
-	done
-	return 1
 }
 
 (cd "$root" && go build -o "$work/agentauth" .)

@@ -26,7 +26,7 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-. "$root/testdata/lib/npm.sh"
+. "$root/testdata/lib/suite.sh"
 cache="${AGENTAUTH_PROXY_CACHE:-$HOME/.cache/agentauth-proxy}"
 mkdir -p "$cache/npm"
 cache="$(cd "$cache" && pwd)"
@@ -66,18 +66,6 @@ check() {
 		echo "== stderr" && cat "$work/$name.err"
 		failed=$((failed + 1))
 	fi
-}
-# waitaddr FILE: the address a server wrote (polls 30 s).
-waitaddr() {
-	for _ in $(seq 300); do
-		if [ -s "$1" ]; then head -n 1 "$1"; return; fi
-		sleep 0.1
-	done
-	return 1
-}
-# freeport: a port free on 127.0.0.1 now.
-freeport() {
-	node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'
 }
 
 (cd "$root" && go build -o "$work/agentauth" . && go build -o "$work/gosdkstdio" ./testdata/proxy/gosdkstdio)
