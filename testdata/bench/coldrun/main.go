@@ -17,11 +17,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/agentauth/agentauth/internal/benchstat"
 )
 
 func main() {
@@ -59,23 +60,12 @@ func main() {
 				os.Exit(1)
 			}
 			ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-			p.wall = append(p.wall, ms(wall))
-			p.cpu = append(p.cpu, ms(time.Duration(ru.Utime.Nano()+ru.Stime.Nano())))
+			p.wall = append(p.wall, benchstat.Millis(wall))
+			p.cpu = append(p.cpu, benchstat.Millis(time.Duration(ru.Utime.Nano()+ru.Stime.Nano())))
 			p.faults = append(p.faults, float64(ru.Minflt))
 		}
 	}
 	for _, p := range progs {
-		fmt.Printf("%s %.2f %.2f %.0f\n", p.name, median(p.wall), median(p.cpu), median(p.faults))
+		fmt.Printf("%s %.2f %.2f %.0f\n", p.name, benchstat.Median(p.wall), benchstat.Median(p.cpu), benchstat.Median(p.faults))
 	}
-}
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-func median(x []float64) float64 {
-	slices.Sort(x)
-	n := len(x)
-	if n%2 == 1 {
-		return x[n/2]
-	}
-	return (x[n/2-1] + x[n/2]) / 2
 }
