@@ -108,6 +108,13 @@ func (c *interruptContext) Value(key any) any {
 	return nil
 }
 
+// stop stops listening, when Done ever started it.
+func (c *interruptContext) stop() {
+	if c.started() != nil {
+		c.stopFunc()
+	}
+}
+
 // listenForInterrupts makes ctx, Main's interruptContext or a context
 // made from it, listen for SIGINT and SIGTERM now, before the command
 // waits on anything (a server's first request must not find the default
@@ -118,13 +125,6 @@ func listenForInterrupts(ctx context.Context) { ctx.Done() }
 // they do not listen for interrupts (interruptContext); status does only
 // with a TARGET.
 var offlineCommands = map[string]bool{"status": true, "completion": true, "complete": true}
-
-// stop stops listening, when Done ever started it.
-func (c *interruptContext) stop() {
-	if c.started() != nil {
-		c.stopFunc()
-	}
-}
 
 // Run runs the CLI with args (args[0] is the program name).
 func Run(f *Factory, args []string) int { return RunContext(context.Background(), f, args) }
