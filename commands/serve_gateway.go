@@ -9,6 +9,7 @@ import (
 	"path"
 	"reflect"
 	"strings"
+	"time"
 
 	"github.com/agentauth/agentauth/broker"
 	"github.com/agentauth/agentauth/gateway"
@@ -125,3 +126,7 @@ func (c grantCaller) Subject() string  { return c.g.Subject }
 func (c grantCaller) ClientID() string { return c.g.ClientID }
 func (c grantCaller) Scopes() []string { return c.g.Scopes }
 func (c grantCaller) Issuer() string   { return c.g.Issuer }
+
+// Expiry bounds how long the gateway keeps a token exchanged for this
+// caller's (gateway identity "exchange").
+func (c grantCaller) Expiry() time.Time { return c.g.Expiry }
