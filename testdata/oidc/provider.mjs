@@ -20,6 +20,7 @@
 // and it has an RFC 8693 token exchange grant, registered with
 // oidc-provider's documented provider.registerGrantType (see
 // tokenExchange below).
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import Provider, { errors } from 'oidc-provider';
@@ -92,7 +93,14 @@ class Adapter {
   async find(id) {
     if (this.name === 'Client') {
       const clients = JSON.parse(fs.readFileSync(clientsFile, 'utf8'));
-      return clients.find((c) => c.client_id === id);
+      const c = clients.find((cl) => cl.client_id === id);
+      // A test's convenience: public_key_pem_file, a PEM public key, is
+      // the private_key_jwt client's jwks.
+      if (c?.public_key_pem_file) {
+        const { public_key_pem_file: file, ...rest } = c;
+        return { ...rest, jwks: { keys: [crypto.createPublicKey(fs.readFileSync(file, 'utf8')).export({ format: 'jwk' })] } };
+      }
+      return c;
     }
     return this.store.get(id);
   }
