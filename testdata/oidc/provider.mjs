@@ -17,7 +17,7 @@
 // protected resources (RFC 8707 resource indicators): the file maps each
 // resource URL to {"scope": "…", "accessTokenFormat": "opaque" | "jwt"}
 // and is read at each lookup. Its introspection endpoint (RFC 7662) is on,
-// and it has an RFC 8693 token exchange grant, registered with
+// (and revocation, RFC 7009), and it has an RFC 8693 token exchange grant, registered with
 // oidc-provider's documented provider.registerGrantType (see
 // tokenExchange below).
 import crypto from 'node:crypto';
@@ -136,6 +136,7 @@ server.listen(0, '127.0.0.1', () => {
     features: {
       devInteractions: { enabled: true },
       introspection: { enabled: true },
+      revocation: { enabled: true },
       resourceIndicators: {
         enabled: true,
         getResourceServerInfo: (ctx, indicator) => resourceServer(indicator),
