@@ -46,7 +46,9 @@ type TokenExchange struct {
 	// Issuer is the authorization server: the issuer of the callers'
 	// tokens (a caller's token of another issuer is never sent to it).
 	// Its token endpoint comes from its RFC 8414 / OpenID Connect
-	// Discovery metadata unless TokenEndpoint names it.
+	// Discovery metadata unless TokenEndpoint names it. serve's config
+	// may leave it out: serve then takes the one authorization server of
+	// the schemes of the backend's resource (commands/serve_gateway.go).
 	Issuer        string `json:"issuer"`
 	TokenEndpoint string `json:"tokenEndpoint,omitempty"`
 	// ClientID is serve's client at Issuer, which authenticates with
@@ -77,16 +79,14 @@ func (x *TokenExchange) check(p string) error {
 		}
 	}
 	switch {
-	case x.Issuer == "":
-		return fmt.Errorf("%s.issuer: name the authorization server that issues the callers' tokens and exchanges them", p)
-	case flows.CheckURL(x.Issuer) != nil:
+	case x.Issuer != "" && flows.CheckURL(x.Issuer) != nil:
 		return fmt.Errorf("%s.issuer: want an https URL (http on loopback only)", p)
 	case x.TokenEndpoint != "" && flows.CheckURL(x.TokenEndpoint) != nil:
 		return fmt.Errorf("%s.tokenEndpoint: want an https URL (http on loopback only)", p)
 	case x.Resource != "" && flows.CheckURL(x.Resource) != nil:
 		return fmt.Errorf("%s.resource: want an absolute http(s) URL", p)
 	case x.ClientID == "":
-		return fmt.Errorf("%s.clientId: name serve's client at %s", p, x.Issuer)
+		return fmt.Errorf("%s.clientId: name serve's client at the authorization server", p)
 	case secrets > 1:
 		return fmt.Errorf("%s.clientSecret: give one of clientSecret, clientSecretFile and clientSecretEnv", p)
 	}
@@ -166,6 +166,9 @@ type exchanged struct {
 func newExchanger(b Backend, p string) (*exchanger, error) {
 	if b.TokenExchange == nil {
 		return nil, fmt.Errorf("%s.tokenExchange: identity %q needs it: the authorization server, serve's client there and its secret", p, IdentityExchange)
+	}
+	if b.TokenExchange.Issuer == "" {
+		return nil, fmt.Errorf("%s.tokenExchange.issuer: name the authorization server that issued the callers' tokens", p)
 	}
 	c, err := b.TokenExchange.client(p)
 	if err != nil {
