@@ -184,7 +184,7 @@ func newExchanger(b Backend, p string) (*exchanger, error) {
 }
 
 // exchangeError is a failed exchange: refused by the authorization
-// server (Code its RFC 6749 §5.2 error code) or not done.
+// server (code is its RFC 6749 §5.2 error code) or not done.
 type exchangeError struct {
 	backend, issuer string
 	code            string // the server's error code; "" when it did not answer
@@ -296,10 +296,13 @@ func (x *exchanger) exchange(ctx context.Context, subject string, scopes []strin
 		Resource: x.resource, Audience: x.cfg.Audience, Scopes: scopes,
 	})
 	if err != nil {
+		// The server's words (a description, the start of a body) are
+		// logged; should they quote the subject token, not that.
+		msg := errors.New(strings.ReplaceAll(err.Error(), subject, "[redacted]"))
 		if oe, ok := errors.AsType[*wire.OAuthError](err); ok {
-			return nil, &exchangeError{backend: x.name, issuer: x.cfg.Issuer, code: wire.Truncate(oe.Code), denied: true, reason: "token exchange refused: " + wire.Truncate(oe.Code), err: err}
+			return nil, &exchangeError{backend: x.name, issuer: x.cfg.Issuer, code: wire.Truncate(oe.Code), denied: true, reason: "token exchange refused: " + wire.Truncate(oe.Code), err: msg}
 		}
-		return nil, &exchangeError{backend: x.name, issuer: x.cfg.Issuer, reason: "token exchange failed", err: err}
+		return nil, &exchangeError{backend: x.name, issuer: x.cfg.Issuer, reason: "token exchange failed", err: msg}
 	}
 	return t, nil
 }
@@ -337,7 +340,9 @@ func (m *Mount) exchangeIdentity(w http.ResponseWriter, r *http.Request, k *call
 		if !errors.As(err, &xe) {
 			xe = &exchangeError{backend: m.b.Name, issuer: m.x.cfg.Issuer, reason: "token exchange failed", err: err}
 		}
-		m.g.log.Warn("token exchange failed", "backend", m.b.Name, "issuer", m.x.cfg.Issuer, "err", err)
+		// The log has the server's description too (error_description,
+		// RFC 6749 §5.2); the caller gets the code.
+		m.g.log.Warn("token exchange failed", "backend", m.b.Name, "issuer", m.x.cfg.Issuer, "err", xe.err)
 		k.decision, k.reason = "error", xe.reason
 		if xe.denied {
 			k.decision = "denied"

@@ -60,7 +60,8 @@ func newExchangeAS(t *testing.T) *exchangeAS {
 		fail := func(status int, code string) {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(status)
-			fmt.Fprintf(w, `{"error":%q,"error_description":"the AS says %s"}`, code, code)
+			// A careless server quoting the subject token in its description.
+			fmt.Fprintf(w, `{"error":%q,"error_description":"the AS says %s to %s"}`, code, code, r.PostForm.Get("subject_token"))
 		}
 		id, secret, ok := r.BasicAuth()
 		f := r.PostForm
@@ -300,6 +301,9 @@ func TestExchangeRefused(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), `"decision":"denied","redactions":0,"latency_ms"`) || !strings.Contains(logs.String(), `"reason":"token exchange refused: invalid_grant"`) {
 		t.Errorf("audit of the refusal:\n%s", logs)
+	}
+	if !strings.Contains(logs.String(), "the AS says invalid_grant to [redacted]") {
+		t.Errorf("the AS's description, its quote of the caller's token redacted, is not logged:\n%s", logs)
 	}
 
 	// Another issuer's token never goes to the AS.
