@@ -116,13 +116,6 @@ func (m *Mount) servePost(w http.ResponseWriter, r *http.Request, c Caller) {
 		}
 		return
 	}
-	raw := body
-	if msg.IsRequest() {
-		var ok bool
-		if raw, ok = k.check(w, r, cn, out, body); !ok {
-			return
-		}
-	}
 	if m.b.Upstream != "" {
 		if tok := m.upstreamToken(r.Context(), c); tok != "" {
 			k.secrets = append(k.secrets, tok)
@@ -132,6 +125,13 @@ func (m *Mount) servePost(w http.ResponseWriter, r *http.Request, c Caller) {
 			if sc, ok := cn.(*stdioConn); ok {
 				sc.setToken(tok)
 			}
+		}
+	}
+	raw := body
+	if msg.IsRequest() {
+		var ok bool
+		if raw, ok = k.check(w, r, cn, out, body); !ok {
+			return
 		}
 	}
 
