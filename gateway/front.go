@@ -108,12 +108,13 @@ func (m *Mount) servePost(w http.ResponseWriter, r *http.Request, c Caller) {
 	}
 
 	out := forwardHeaders(r.Header)
-	raw := body
-	if msg.IsRequest() {
-		var ok bool
-		if raw, ok = k.check(w, r, cn, out, body); !ok {
-			return
+	// The backend's credential is set before the checks, whose own
+	// tools/list (schema.go) must carry it too.
+	if !m.identify(w, r, k, out) {
+		if s != nil && msg.Method == wire.MethodInitialize {
+			m.dropSession(s)
 		}
+		return
 	}
 	if m.b.Upstream != "" {
 		if tok := m.upstreamToken(r.Context(), c); tok != "" {
@@ -126,10 +127,14 @@ func (m *Mount) servePost(w http.ResponseWriter, r *http.Request, c Caller) {
 			}
 		}
 	}
-
-	if !m.identify(w, r, k, out) {
-		return
+	raw := body
+	if msg.IsRequest() {
+		var ok bool
+		if raw, ok = k.check(w, r, cn, out, body); !ok {
+			return
+		}
 	}
+
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	var timedOut atomic.Bool
@@ -379,6 +384,9 @@ func writeError(w http.ResponseWriter, status int, id wire.ID, rerr *wire.Error)
 func (m *Mount) identify(w http.ResponseWriter, r *http.Request, k *call, out http.Header) bool {
 	if m.b.Identity == "" {
 		return true
+	}
+	if m.b.Identity == IdentityExchange {
+		return m.exchangeIdentity(w, r, k, out)
 	}
 	a, err := m.g.assert(r.Context(), k.c.Subject(), k.c.ClientID(), m.b.URL, k.c.Scopes())
 	if err != nil {
