@@ -43,8 +43,13 @@ func (m *Memory) Sweep(ctx context.Context, now time.Time, limit int) (int, erro
 	if limit > 0 {
 		n = m.revs.sweep(now, limit)
 	}
-	for _, t := range m.records {
+	for kind, t := range m.records {
 		n += t.deleteExpired(millis(now), limit-n, nil)
+		if t.len() == 0 {
+			// A kind per owner (bounded.Kind) is left empty when the
+			// owner's records expire.
+			delete(m.records, kind)
+		}
 	}
 	return n, nil
 }

@@ -41,7 +41,7 @@ type memKey struct {
 // memEntry is a record: its value at arena[off:off+n], its expiry in Unix
 // milliseconds (0: never).
 type memEntry struct {
-	off, n uint32
+	off, n int
 	exp    int64
 }
 
@@ -73,7 +73,7 @@ func (t *memTable) get(key string) (memEntry, bool) {
 
 // value returns a copy of e's value.
 func (t *memTable) value(e memEntry) []byte {
-	return slices.Clone(t.arena[e.off : e.off+e.n : e.off+e.n])
+	return slices.Clone(t.arena[e.off : e.off+e.n])
 }
 
 // record returns the record key, e with a copy of its value.
@@ -84,7 +84,7 @@ func (t *memTable) record(key string, e memEntry) Record {
 func (t *memTable) put(key string, value []byte, exp int64) {
 	t.remove(key)
 	t.compact()
-	e := memEntry{off: uint32(len(t.arena)), n: uint32(len(value)), exp: exp}
+	e := memEntry{off: len(t.arena), n: len(value), exp: exp}
 	t.arena = append(t.arena, value...)
 	if exp != 0 && (t.first == 0 || exp < t.first) {
 		t.first = exp
@@ -99,13 +99,13 @@ func (t *memTable) put(key string, value []byte, exp int64) {
 func (t *memTable) remove(key string) {
 	if k, ok := fixedKey(key); ok {
 		if e, ok := t.fixed[k]; ok {
-			t.dead += int(e.n)
+			t.dead += e.n
 			delete(t.fixed, k)
 		}
 		return
 	}
 	if e, ok := t.long[key]; ok {
-		t.dead += int(e.n)
+		t.dead += e.n
 		delete(t.long, key)
 	}
 }
@@ -119,7 +119,7 @@ func (t *memTable) compact() {
 	}
 	arena := make([]byte, 0, 2*(len(t.arena)-t.dead))
 	move := func(e memEntry) memEntry {
-		off := uint32(len(arena))
+		off := len(arena)
 		arena = append(arena, t.arena[e.off:e.off+e.n]...)
 		e.off = off
 		return e
@@ -179,7 +179,7 @@ func (t *memTable) deleteExpired(before int64, limit int, deleted func(key strin
 	visit := func(e memEntry) bool {
 		if e.expiredBefore(before) {
 			n++
-			t.dead += int(e.n)
+			t.dead += e.n
 			return true
 		}
 		if e.exp != 0 && (first == 0 || e.exp < first) {

@@ -94,4 +94,8 @@ func TestMemoryTable(t *testing.T) {
 	if n, _ := m.Sweep(ctx, t0, 1000); n != 0 {
 		t.Errorf("Sweep before any expiry deleted %d", n)
 	}
+	// A sweep that empties a kind drops its table.
+	if n, _ := m.Sweep(ctx, t0.Add(time.Hour), 1_000_000); n != len(want) || m.records["k"] != nil {
+		t.Errorf("Sweep of everything deleted %d of %d and kept the table: %v", n, len(want), m.records["k"] != nil)
+	}
 }
