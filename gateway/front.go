@@ -99,9 +99,19 @@ func (m *Mount) servePost(w http.ResponseWriter, r *http.Request, c Caller) {
 			k.refuse(w, http.StatusServiceUnavailable, wire.Errorf(wire.CodeInternalError, "internal error: %v", err), "too many sessions")
 			return
 		}
+	case m.b.Command != "" && k.stateless && m.b.UpstreamEnv == "":
+		// MCP 2026-07-28 to a stdio backend: the backend's shared
+		// process, with this request as a caller of its own.
+		sc := m.sharedProcess().conn(c, true)
+		defer sc.end(context.Background())
+		cn = sc
+	case m.b.Command != "" && k.stateless:
+		k.refuse(w, http.StatusBadRequest, wire.Errorf(wire.CodeInvalidRequest,
+			"invalid request: backend %s runs one process per session with the session's upstream token: send initialize (MCP-Protocol-Version 2025-11-25 or older), then its Mcp-Session-Id", m.b.Name), "no session")
+		return
 	case m.b.Command != "":
 		k.refuse(w, http.StatusBadRequest, wire.Errorf(wire.CodeInvalidRequest,
-			"invalid request: backend %s runs one process per session: send initialize (MCP-Protocol-Version 2025-11-25 or older), then its Mcp-Session-Id", m.b.Name), "no session")
+			"invalid request: backend %s (stdio) needs a session: send initialize first, then its Mcp-Session-Id (or MCP-Protocol-Version %s, which needs none)", m.b.Name, statelessVersion), "no session")
 		return
 	default:
 		cn = m.statelessConn()
@@ -169,8 +179,13 @@ func (m *Mount) servePost(w http.ResponseWriter, r *http.Request, c Caller) {
 // event stream of its frames (each scrubbed, the answer to tools/list
 // filtered), ending with an error naming the backend if it fails.
 func (k *call) relay(w http.ResponseWriter, rep *reply, timer *time.Timer, timedOut *atomic.Bool) {
+	if rep.longLived {
+		timer.Stop()
+	}
 	next := func() (frame, error) {
-		timer.Reset(k.m.timeout)
+		if !rep.longLived {
+			timer.Reset(k.m.timeout)
+		}
 		return rep.next()
 	}
 	first, err := next()
@@ -185,7 +200,11 @@ func (k *call) relay(w http.ResponseWriter, rep *reply, timer *time.Timer, timed
 		data := k.process(first.data)
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
-		w.WriteHeader(rep.status)
+		status := rep.status
+		if rep.statusOf != nil {
+			status = rep.statusOf(data)
+		}
+		w.WriteHeader(status)
 		w.Write(data)
 		return
 	}

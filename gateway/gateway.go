@@ -178,6 +178,12 @@ func (g *Gateway) Close() {
 		for _, s := range all {
 			wg.Go(func() { s.conn.end(context.Background()) })
 		}
+		m.mu.Lock()
+		sb := m.shared
+		m.mu.Unlock()
+		if sb != nil {
+			wg.Go(sb.close)
+		}
 	}
 	wg.Wait()
 }
@@ -194,6 +200,9 @@ type Mount struct {
 
 	mu       sync.Mutex
 	sessions map[string]*session
+	// shared is a stdio backend's one process for every caller (process
+	// "shared", and MCP 2026-07-28 requests), made on first use.
+	shared *sharedBackend
 	// stateless is the HTTP backend connection of requests without a
 	// session (MCP 2026-07-28, or a backend that keeps none).
 	stateless conn
@@ -232,7 +241,7 @@ func (m *Mount) newSession(c Caller, cn conn) (*session, error) {
 	rand.Read(b)
 	s := &session{id: base64.RawURLEncoding.EncodeToString(b), owner: ownerOf(c), conn: cn, last: time.Now()}
 	limit := MaxSessions
-	if m.b.Command != "" {
+	if m.b.Command != "" && m.b.Process != ProcessShared {
 		limit = MaxProcesses
 	}
 	m.mu.Lock()
@@ -289,6 +298,9 @@ func (m *Mount) dropSession(s *session) {
 
 // dial makes a backend connection for a new session of caller c.
 func (m *Mount) dial(c Caller) conn {
+	if m.b.Command != "" && m.b.Process == ProcessShared {
+		return m.sharedProcess().conn(c, false)
+	}
 	if m.b.Command != "" {
 		return newStdioConn(m, c)
 	}
