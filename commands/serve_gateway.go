@@ -14,6 +14,7 @@ import (
 	"github.com/agentauth/agentauth/gateway"
 	"github.com/agentauth/agentauth/host"
 	"github.com/agentauth/agentauth/issuer"
+	"github.com/agentauth/agentauth/mcpserver"
 	"github.com/agentauth/agentauth/ops"
 	"github.com/agentauth/agentauth/resource"
 	"github.com/agentauth/agentauth/wire"
@@ -63,7 +64,8 @@ func newGateway(cfg *host.Config, brk *broker.Broker, iss *issuer.Issuer, logger
 			backends[i].Path = strings.TrimSuffix(u.Path, "/") + "/" + backends[i].Name
 		}
 	}
-	opts := gateway.Options{Backends: backends, Policy: cfg.GatewayPolicy(), Log: logger, Telemetry: tel}
+	opts := gateway.Options{Backends: backends, Policy: cfg.GatewayPolicy(), Log: logger, Telemetry: tel,
+		CheckRequest: mcpserver.CheckRequest}
 	if brk != nil {
 		opts.Broker = brk
 	}

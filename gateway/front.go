@@ -86,6 +86,13 @@ func (m *Mount) servePost(w http.ResponseWriter, r *http.Request, c Caller) {
 	var s *session
 	var cn conn
 	sid := r.Header.Get("Mcp-Session-Id")
+	if sid == "" && m.b.Command != "" && m.g.check != nil {
+		// serve answers or bridges it itself: no backend checks it.
+		if status, rerr := m.g.check(r, msg); rerr != nil {
+			k.refuse(w, status, rerr, "invalid request")
+			return
+		}
+	}
 	switch {
 	case sid != "":
 		if s = m.session(sid, c); s == nil {
@@ -93,12 +100,6 @@ func (m *Mount) servePost(w http.ResponseWriter, r *http.Request, c Caller) {
 			return
 		}
 		cn = s.conn
-	case msg.Method == wire.MethodInitialize:
-		cn = m.dial(c)
-		if s, err = m.newSession(c, cn); err != nil {
-			k.refuse(w, http.StatusServiceUnavailable, wire.Errorf(wire.CodeInternalError, "internal error: %v", err), "too many sessions")
-			return
-		}
 	case m.b.Command != "" && k.stateless && m.b.UpstreamEnv == "":
 		// MCP 2026-07-28 to a stdio backend: the backend's shared
 		// process, with this request as a caller of its own.
@@ -109,6 +110,12 @@ func (m *Mount) servePost(w http.ResponseWriter, r *http.Request, c Caller) {
 		k.refuse(w, http.StatusBadRequest, wire.Errorf(wire.CodeInvalidRequest,
 			"invalid request: backend %s runs one process per session with the session's upstream token: send initialize (MCP-Protocol-Version 2025-11-25 or older), then its Mcp-Session-Id", m.b.Name), "no session")
 		return
+	case msg.Method == wire.MethodInitialize:
+		cn = m.dial(c)
+		if s, err = m.newSession(c, cn); err != nil {
+			k.refuse(w, http.StatusServiceUnavailable, wire.Errorf(wire.CodeInternalError, "internal error: %v", err), "too many sessions")
+			return
+		}
 	case m.b.Command != "":
 		k.refuse(w, http.StatusBadRequest, wire.Errorf(wire.CodeInvalidRequest,
 			"invalid request: backend %s (stdio) needs a session: send initialize first, then its Mcp-Session-Id (or MCP-Protocol-Version %s, which needs none)", m.b.Name, statelessVersion), "no session")

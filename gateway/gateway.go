@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentauth/agentauth/broker"
 	"github.com/agentauth/agentauth/ops"
+	"github.com/agentauth/agentauth/wire"
 )
 
 // Caller is what serve established about the request's token: the
@@ -59,6 +60,12 @@ type Options struct {
 	// Telemetry, when set, counts the refused calls and receives a
 	// policy_denied audit event for each (nil: none).
 	Telemetry *ops.Recorder
+	// CheckRequest, when set, checks a sessionless message to a stdio
+	// backend (which serve answers or bridges itself) as serve's own MCP
+	// face does: MCP-Protocol-Version and, for MCP 2026-07-28, the standard
+	// headers and _meta (mcpserver.CheckRequest); the HTTP status and
+	// error of a refusal, or nil.
+	CheckRequest func(r *http.Request, m *wire.Message) (int, *wire.Error)
 }
 
 // Gateway holds the mounted backends.
@@ -71,6 +78,7 @@ type Gateway struct {
 	log       *slog.Logger
 	transport http.RoundTripper
 	tel       *ops.Recorder
+	check     func(r *http.Request, m *wire.Message) (int, *wire.Error)
 	assert    func(ctx context.Context, subject, clientID, audience string, scopes []string) (string, error)
 	scrubber  *scrubber
 }
@@ -78,7 +86,7 @@ type Gateway struct {
 // New checks the options and prepares one Mount per backend. Nothing is
 // started until a caller's first request.
 func New(opts Options) (*Gateway, error) {
-	g := &Gateway{done: make(chan struct{}), assert: opts.Assert, policy: opts.Policy, broker: opts.Broker, log: cmp.Or(opts.Log, slog.New(slog.DiscardHandler)), transport: opts.Transport, tel: opts.Telemetry}
+	g := &Gateway{done: make(chan struct{}), assert: opts.Assert, policy: opts.Policy, broker: opts.Broker, log: cmp.Or(opts.Log, slog.New(slog.DiscardHandler)), transport: opts.Transport, tel: opts.Telemetry, check: opts.CheckRequest}
 	if g.transport == nil {
 		// MaxIdleConnsPerHost: net/http's default of 2 would close and
 		// reopen a connection for nearly every call of concurrent callers.

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -232,7 +233,6 @@ func (c *sharedConn) post(ctx context.Context, msg *wire.Message, raw []byte, _ 
 		if r, ok := c.resume(msg); ok {
 			return r, nil
 		}
-		raw = withoutParams(raw, "inputResponses", "requestState")
 	}
 	switch msg.Method {
 	case "resources/subscribe":
@@ -321,14 +321,17 @@ func isResponse(data []byte) bool {
 // resume goes on with a parked call when the request is its caller's
 // retry (params.requestState names it): the caller's input goes to the
 // process as the answer to its request, and the process's frames follow.
-// A requestState serve does not know (expired, or serve restarted) is a
-// new call: the process asks again.
+// A requestState of serve's that names no parked call of the caller
+// (tampered with, expired, another caller's, or from before a restart) is
+// refused with -32602 (MCP 2026-07-28: state that fails verification is
+// rejected); any other requestState is the process's own (its SDK's
+// multi round-trip), forwarded.
 func (c *sharedConn) resume(msg *wire.Message) (*reply, bool) {
 	var params struct {
 		InputResponses map[string]json.RawMessage `json:"inputResponses"`
 		RequestState   string                     `json:"requestState"`
 	}
-	if json.Unmarshal(msg.Params, &params) != nil || params.RequestState == "" {
+	if json.Unmarshal(msg.Params, &params) != nil || !strings.HasPrefix(params.RequestState, statePrefix) {
 		return nil, false
 	}
 	sb := c.sb
@@ -341,7 +344,9 @@ func (c *sharedConn) resume(msg *wire.Message) (*reply, bool) {
 	}
 	sb.cmu.Unlock()
 	if pc == nil {
-		return nil, false
+		r := answered(wire.NewErrorResponse(msg.ID, wire.Errorf(wire.CodeInvalidParams, "invalid params: requestState is not a call waiting for this caller's input (it expired after %s, or serve restarted); call again without it", sb.m.timeout)))
+		r.statusOf = statelessStatus
+		return r, true
 	}
 	pc.timer.Stop()
 	p, s := pc.p, pc.s
@@ -416,35 +421,13 @@ func (sb *sharedBackend) expire(token string) {
 	}
 }
 
-// withoutParams drops members of a request's params.
-func withoutParams(raw []byte, names ...string) []byte {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(raw, &m) != nil {
-		return raw
-	}
-	var params map[string]json.RawMessage
-	if json.Unmarshal(m["params"], &params) != nil || params == nil {
-		return raw
-	}
-	n := len(params)
-	for _, k := range names {
-		delete(params, k)
-	}
-	if len(params) == n {
-		return raw
-	}
-	m["params"] = mustJSON(params)
-	b, err := json.Marshal(m)
-	if err != nil {
-		return raw
-	}
-	return b
-}
+// statePrefix marks the requestState serve mints for a parked call.
+const statePrefix = "agentauth-gateway."
 
 func newToken() string {
 	b := make([]byte, 18)
 	rand.Read(b)
-	return base64.RawURLEncoding.EncodeToString(b)
+	return statePrefix + base64.RawURLEncoding.EncodeToString(b)
 }
 
 // initialize answers a caller's initialize from the process's: the
@@ -993,7 +976,8 @@ func setMember(data []byte, v json.RawMessage, path ...string) []byte {
 }
 
 // completeResult gives an answer of an older revision the resultType MCP
-// 2026-07-28 results carry.
+// 2026-07-28 results carry: input_required when it holds inputRequests
+// (an SDK's multi round-trip answering an older client), else complete.
 func completeResult(data []byte) []byte {
 	var head struct {
 		Method string                     `json:"method"`
@@ -1001,6 +985,9 @@ func completeResult(data []byte) []byte {
 	}
 	if json.Unmarshal(data, &head) != nil || head.Method != "" || head.Result == nil || head.Result["resultType"] != nil {
 		return data
+	}
+	if head.Result["inputRequests"] != nil {
+		return setMember(data, json.RawMessage(`"input_required"`), "result", "resultType")
 	}
 	return setMember(data, json.RawMessage(`"complete"`), "result", "resultType")
 }

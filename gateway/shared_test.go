@@ -234,6 +234,13 @@ func TestStatelessStdio(t *testing.T) {
 			if status != 200 || m["id"] != 13.0 || r["resultType"] != "complete" || !strings.Contains(fmt.Sprint(r["content"]), "model said hi; user said Ada") {
 				t.Errorf("ask, last round: %d %v", status, m)
 			}
+			// The same requestState again (its call is over), and a forged one.
+			for _, state := range []string{extra, `,"requestState":"agentauth-gateway.forged"`} {
+				status, m = statelessPost(t, srv.URL, `{"jsonrpc":"2.0","id":14,"method":"tools/call","params":{"name":"ask","arguments":{},`+meta+state+`}}`)
+				if e, _ := m["error"].(map[string]any); status != 400 || e["code"] != -32602.0 || !strings.Contains(fmt.Sprint(e["message"]), "requestState is not a call waiting for this caller's input") {
+					t.Errorf("a spent or forged requestState: %d %v; want 400 -32602", status, m)
+				}
+			}
 		})
 	}
 }

@@ -104,6 +104,12 @@ func (req *Request) log(level, logger string, data any) {
 // not speak, -32020 when a header is missing or differs from the body,
 // -32602 when _meta lacks the protocol version or the capabilities.
 func requestOf(r *http.Request, m *wire.Message) (Request, *resource.Refusal) {
+	return checkRequest(r, m, true)
+}
+
+// checkRequest is requestOf; ownTools: tools/call names one of this
+// face's tools, whose Mcp-Param-* headers it checks.
+func checkRequest(r *http.Request, m *wire.Message, ownTools bool) (Request, *resource.Refusal) {
 	values := r.Header.Values(headerMCPProtocolVersion)
 	if len(values) == 0 && len(m.Params) == 0 {
 		return Request{}, nil // MCP 2025-03-26 (see below), without _meta to check
@@ -144,7 +150,7 @@ func requestOf(r *http.Request, m *wire.Message) (Request, *resource.Refusal) {
 			return Request{}, ref
 		}
 	}
-	if m.Method == methodToolsCall {
+	if m.Method == methodToolsCall && ownTools {
 		if ref := checkParamHeaders(r, m); ref != nil {
 			return Request{}, ref
 		}
@@ -167,6 +173,18 @@ func requestOf(r *http.Request, m *wire.Message) (Request, *resource.Refusal) {
 			Err: wire.Errorf(wire.CodeInvalidParams, "invalid params: _meta %s is not one of %s", metaLogLevel, strings.Join(mcpLogLevels, ", "))}
 	}
 	return Request{Stateless: true, Capabilities: caps, logLevel: level}, nil
+}
+
+// CheckRequest checks an MCP message's MCP-Protocol-Version and, for MCP
+// 2026-07-28, its standard headers and _meta, as this face does (see
+// requestOf) but for Mcp-Param-* headers, which depend on the tool: the
+// HTTP status and error of a refusal, or nil. serve's gateway applies it
+// to what it bridges to a stdio backend itself.
+func CheckRequest(r *http.Request, m *wire.Message) (int, *wire.Error) {
+	if _, ref := checkRequest(r, m, false); ref != nil {
+		return ref.Status, ref.Err
+	}
+	return 0, nil
 }
 
 func headerMismatch(format string, args ...any) *resource.Refusal {
