@@ -392,7 +392,7 @@ func (sb *sharedBackend) park(p *process, c *sharedConn, s *pstream, token strin
 	select {
 	case s.ch <- frame{data: mustEncode(m)}:
 	case <-s.gone:
-		sb.expire(token)
+		go sb.expire(token)
 	}
 }
 
@@ -792,12 +792,15 @@ func (sb *sharedBackend) dispatch(p *process, f frame, id json.RawMessage, metho
 
 // serverRequest routes a request of the process (sampling, elicitation,
 // roots) to the one caller with requests in flight, or answers it with an
-// error saying why it cannot be routed. serve answers ping itself.
+// error saying why it cannot be routed. serve answers ping itself. It runs
+// on the process's reader: what it writes to the process goes from
+// another goroutine, so that a process blocked on a full stdout cannot
+// block its own reader.
 func (sb *sharedBackend) serverRequest(p *process, f frame, id json.RawMessage, method string) {
 	rid := wire.ID{}
 	_ = json.Unmarshal(id, &rid)
 	if method == wire.MethodPing {
-		p.write(mustEncode(wire.Respond(rid, map[string]any{}, nil)))
+		go p.write(mustEncode(wire.Respond(rid, map[string]any{}, nil)))
 		return
 	}
 	var rerr *wire.Error
@@ -831,7 +834,7 @@ func (sb *sharedBackend) serverRequest(p *process, f frame, id json.RawMessage, 
 	p.mu.Unlock()
 	if rerr != nil {
 		sb.m.g.log.Info("shared stdio backend's request answered by serve", "backend", sb.m.b.Name, "method", method, "reason", rerr.Message)
-		p.write(mustEncode(wire.NewErrorResponse(rid, rerr)))
+		go p.write(mustEncode(wire.NewErrorResponse(rid, rerr)))
 		return
 	}
 	if parkOn != nil {
