@@ -88,7 +88,7 @@ func (m *Mount) servePost(w http.ResponseWriter, r *http.Request, c Caller) {
 	sid := r.Header.Get("Mcp-Session-Id")
 	if sid == "" && m.b.Command != "" && m.g.check != nil {
 		// serve answers or bridges it itself: no backend checks it.
-		if status, rerr := m.g.check(r, msg); rerr != nil {
+		if status, rerr := m.g.check(r, msg, nil); rerr != nil {
 			k.refuse(w, status, rerr, "invalid request")
 			return
 		}
@@ -130,6 +130,13 @@ func (m *Mount) servePost(w http.ResponseWriter, r *http.Request, c Caller) {
 		var ok bool
 		if raw, ok = k.check(w, r, cn, out, body); !ok {
 			return
+		}
+		if hp := m.tools.headerParams(k.tool); k.tool != "" && len(hp) > 0 && sid == "" && m.b.Command != "" && m.g.check != nil {
+			// The Mcp-Param-* headers of the tool's schema, now known.
+			if status, rerr := m.g.check(r, msg, hp); rerr != nil {
+				k.refuse(w, status, rerr, "header mismatch")
+				return
+			}
 		}
 	}
 	if m.b.Upstream != "" {

@@ -63,9 +63,10 @@ type Options struct {
 	// CheckRequest, when set, checks a sessionless message to a stdio
 	// backend (which serve answers or bridges itself) as serve's own MCP
 	// face does: MCP-Protocol-Version and, for MCP 2026-07-28, the standard
-	// headers and _meta (mcpserver.CheckRequest); the HTTP status and
+	// headers, _meta and the Mcp-Param-* headers of the tool's arguments
+	// named by headerParams (mcpserver.CheckRequest); the HTTP status and
 	// error of a refusal, or nil.
-	CheckRequest func(r *http.Request, m *wire.Message) (int, *wire.Error)
+	CheckRequest func(r *http.Request, m *wire.Message, headerParams map[string]string) (int, *wire.Error)
 }
 
 // Gateway holds the mounted backends.
@@ -78,7 +79,7 @@ type Gateway struct {
 	log       *slog.Logger
 	transport http.RoundTripper
 	tel       *ops.Recorder
-	check     func(r *http.Request, m *wire.Message) (int, *wire.Error)
+	check     func(r *http.Request, m *wire.Message, headerParams map[string]string) (int, *wire.Error)
 	assert    func(ctx context.Context, subject, clientID, audience string, scopes []string) (string, error)
 	scrubber  *scrubber
 }

@@ -94,6 +94,13 @@ func testServer(calls *callLog) *mcp.Server {
 		}
 		return text("late"), nil, nil
 	})
+	s.AddTool(&mcp.Tool{Name: "greet", Description: "Greets; MCP 2026-07-28 clients repeat the name in Mcp-Param-Name.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string","x-mcp-header":"Name"}},"required":["name"]}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var a struct{ Name string }
+			json.Unmarshal(req.Params.Arguments, &a)
+			return text("hello " + a.Name), nil
+		})
 	mcp.AddTool(s, &mcp.Tool{Name: "crash", Description: "Exits the process."}, func(ctx context.Context, req *mcp.CallToolRequest, a struct{}) (*mcp.CallToolResult, any, error) {
 		os.Exit(3)
 		return nil, nil, nil

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentauth/agentauth/mcpserver"
 )
 
 func sharedBackendOf(t *testing.T) Backend {
@@ -253,6 +255,49 @@ func TestSharedInitialize(t *testing.T) {
 	_, h, body := post(t, srv.URL, "tok-writer-0123456789", "", `{"jsonrpc":"2.0","id":"i","method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
 	if h.Get("Mcp-Session-Id") == "" || !strings.Contains(body, `"protocolVersion":"2025-03-26"`) || !strings.Contains(body, `"id":"i"`) || !strings.Contains(body, "test-backend") {
 		t.Errorf("initialize: %s", body)
+	}
+}
+
+// TestStatelessStdioHeaders: serve checks an MCP 2026-07-28 request to a
+// stdio backend as its own face checks its own (mcpserver.CheckRequest),
+// the Mcp-Param-* headers by the backend tool's x-mcp-header.
+func TestStatelessStdioHeaders(t *testing.T) {
+	g, err := New(Options{Backends: []Backend{sharedBackendOf(t)}, CheckRequest: mcpserver.CheckRequest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.Close)
+	srv := serveMount(t, g.Mounts()[0])
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"greet","arguments":{"name":"Ada"},` + statelessMeta + `}}`
+	for _, c := range []struct {
+		headers map[string]string
+		status  int
+		want    string
+	}{
+		{map[string]string{"Mcp-Method": "tools/call", "Mcp-Name": "greet", "Mcp-Param-Name": "Ada"}, 200, "hello Ada"},
+		{map[string]string{"Mcp-Method": "tools/call", "Mcp-Name": "greet", "Mcp-Param-Name": "=?base64?QWRh?="}, 200, "hello Ada"},
+		{map[string]string{"Mcp-Method": "tools/call", "Mcp-Name": "greet"}, 400, "the Mcp-Param-Name header is missing"},
+		{map[string]string{"Mcp-Method": "tools/call", "Mcp-Name": "greet", "Mcp-Param-Name": "Bob"}, 400, "Mcp-Param-Name is 'Bob' but the body says 'Ada'"},
+		{map[string]string{"Mcp-Method": "tools/list", "Mcp-Name": "greet", "Mcp-Param-Name": "Ada"}, 400, "Mcp-Method is 'tools/list' but the body says 'tools/call'"},
+		{map[string]string{"Mcp-Name": "greet", "Mcp-Param-Name": "Ada"}, 400, "the Mcp-Method header is missing"},
+	} {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer tok-writer-0123456789")
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", statelessVersion)
+		for k, v := range c.headers {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != c.status || !strings.Contains(string(b), c.want) {
+			t.Errorf("%v: %d %s; want %d with %q", c.headers, resp.StatusCode, b, c.status, c.want)
+		}
 	}
 }
 
