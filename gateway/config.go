@@ -65,11 +65,15 @@ type Backend struct {
 	Upstream       string `json:"upstream,omitempty"`
 	UpstreamHeader string `json:"upstreamHeader,omitempty"`
 	UpstreamEnv    string `json:"upstreamEnv,omitempty"`
-	// Identity is "" (the backend gets no credential of the caller) or
+	// Identity is "" (the backend gets no credential of the caller),
 	// IdentityAssertion (HTTP only: Authorization: Bearer with a
 	// short-lived RFC 9068 token of serve's embedded issuer for the
-	// backend's URL as audience, naming the caller).
-	Identity string `json:"identity,omitempty"`
+	// backend's URL as audience, naming the caller) or IdentityExchange
+	// (HTTP only: Authorization: Bearer with the token TokenExchange's
+	// authorization server issues for the backend in exchange for the
+	// caller's, RFC 8693).
+	Identity      string         `json:"identity,omitempty"`
+	TokenExchange *TokenExchange `json:"tokenExchange,omitempty"`
 	// Timeout is how long the backend may stay silent on a request
 	// (default DefaultTimeout).
 	Timeout Duration `json:"timeout,omitempty"`
@@ -160,14 +164,23 @@ func (b *Backend) Check(p string) error {
 		return fmt.Errorf("%s.upstream: name the broker upstream whose token to send", p)
 	case b.Path != "" && !strings.HasPrefix(b.Path, "/"):
 		return fmt.Errorf("%s.path: want an absolute path such as /mcp/%s", p, b.Name)
-	case b.Identity != "" && b.Identity != IdentityAssertion:
-		return fmt.Errorf("%s.identity: want %q or nothing", p, IdentityAssertion)
+	case b.Identity != "" && b.Identity != IdentityAssertion && b.Identity != IdentityExchange:
+		return fmt.Errorf("%s.identity: want %q, %q or nothing", p, IdentityAssertion, IdentityExchange)
 	case b.Identity != "" && b.URL == "":
 		return fmt.Errorf("%s.identity: an assertion goes in an HTTP header; a stdio command gets none", p)
+	case b.Identity == IdentityExchange && b.TokenExchange == nil:
+		return fmt.Errorf("%s.tokenExchange: identity %q needs it: the authorization server (issuer), serve's client there (clientId) and its secret", p, IdentityExchange)
+	case b.Identity != IdentityExchange && b.TokenExchange != nil:
+		return fmt.Errorf("%s.tokenExchange: set identity %q to use it", p, IdentityExchange)
 	case b.Identity != "" && strings.EqualFold(b.UpstreamHeader, "authorization"):
 		return fmt.Errorf("%s.upstreamHeader: Authorization carries the identity assertion", p)
 	case b.MaxMessage < 0:
 		return fmt.Errorf("%s.maxMessage: want a positive byte count", p)
+	}
+	if b.TokenExchange != nil {
+		if err := b.TokenExchange.check(p); err != nil {
+			return err
+		}
 	}
 	if b.UpstreamHeader != "" {
 		switch strings.ToLower(b.UpstreamHeader) {

@@ -7,8 +7,12 @@
 //     Passthrough): the caller's Authorization, DPoP and Cookie headers
 //     never reach a backend; a backend gets nothing, or the broker
 //     session's upstream token in a header (HTTP) or an environment
-//     variable (stdio) its config names, and/or an identity assertion
-//     minted for its own audience (Options.Assert);
+//     variable (stdio) its config names, and/or a token for its own
+//     audience: an identity assertion serve's embedded issuer mints
+//     (Options.Assert), or an access token the configured authorization
+//     server issues in exchange for the caller's (RFC 8693, exchange.go;
+//     the caller's token goes to that server, which issued it, and to
+//     no backend);
 //   - tool policy: toolScopes hides a tool from tools/list and refuses
 //     tools/call with HTTP 403 insufficient_scope (RFC 6750 §3.1) when
 //     the caller's grant lacks a scope; toolUpstreams asks for an
@@ -62,5 +66,6 @@
 //
 // The gateway does not authenticate: its caller (serve's HTTP face) checks
 // the token first and passes what it established as a Caller. It imports
-// wire, broker and ops (its audit and metrics hook) only.
+// wire, broker, ops (its audit and metrics hook) and flows (the RFC 8693
+// client of the token exchange) only.
 package gateway

@@ -125,6 +125,25 @@ func (m *Mount) servePost(w http.ResponseWriter, r *http.Request, c Caller) {
 	}
 
 	out := forwardHeaders(r.Header)
+	// The backend's credential is set before the checks, whose own
+	// tools/list (schema.go) must carry it too.
+	if !m.identify(w, r, k, out) {
+		if s != nil && msg.Method == wire.MethodInitialize {
+			m.dropSession(s)
+		}
+		return
+	}
+	if m.b.Upstream != "" {
+		if tok := m.upstreamToken(r.Context(), c); tok != "" {
+			k.secrets = append(k.secrets, tok)
+			if m.b.UpstreamHeader != "" {
+				out.Set(m.b.UpstreamHeader, tok)
+			}
+			if sc, ok := cn.(*stdioConn); ok {
+				sc.setToken(tok)
+			}
+		}
+	}
 	raw := body
 	if msg.IsRequest() {
 		var ok bool
@@ -139,21 +158,7 @@ func (m *Mount) servePost(w http.ResponseWriter, r *http.Request, c Caller) {
 			}
 		}
 	}
-	if m.b.Upstream != "" {
-		if tok := m.upstreamToken(r.Context(), c); tok != "" {
-			k.secrets = append(k.secrets, tok)
-			if m.b.UpstreamHeader != "" {
-				out.Set(m.b.UpstreamHeader, tok)
-			}
-			if sc, ok := cn.(*stdioConn); ok {
-				sc.setToken(tok)
-			}
-		}
-	}
 
-	if !m.identify(w, r, k, out) {
-		return
-	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	var timedOut atomic.Bool
@@ -412,6 +417,9 @@ func writeError(w http.ResponseWriter, status int, id wire.ID, rerr *wire.Error)
 func (m *Mount) identify(w http.ResponseWriter, r *http.Request, k *call, out http.Header) bool {
 	if m.b.Identity == "" {
 		return true
+	}
+	if m.b.Identity == IdentityExchange {
+		return m.exchangeIdentity(w, r, k, out)
 	}
 	a, err := m.g.assert(r.Context(), k.c.Subject(), k.c.ClientID(), m.b.URL, k.c.Scopes())
 	if err != nil {

@@ -116,14 +116,20 @@ func New(opts Options) (*Gateway, error) {
 			return nil, fmt.Errorf("%s.path: %s is taken by another backend", p, b.Path)
 		}
 		paths[b.Path] = true
-		if b.Identity != "" && g.assert == nil {
+		if b.Identity == IdentityAssertion && g.assert == nil {
 			return nil, fmt.Errorf("%s.identity: assertions are minted by serve's embedded issuer, and no scheme uses it", p)
+		}
+		var x *exchanger
+		if b.Identity == IdentityExchange {
+			if x, err = newExchanger(b, p); err != nil {
+				return nil, err
+			}
 		}
 		if b.Upstream != "" && g.broker == nil {
 			return nil, fmt.Errorf("%s.upstream: serve has no upstreams configured", p)
 		}
 		g.mounts = append(g.mounts, &Mount{g: g, b: b, timeout: time.Duration(cmp.Or(b.Timeout, Duration(DefaultTimeout))),
-			maxMsg: cmp.Or(b.MaxMessage, DefaultMaxMessage), sessions: map[string]*session{}, tools: newToolCache()})
+			maxMsg: cmp.Or(b.MaxMessage, DefaultMaxMessage), sessions: map[string]*session{}, tools: newToolCache(), x: x})
 	}
 	for _, key := range []map[string][]string{opts.Policy.ToolScopes, opts.Policy.ToolUpstreams} {
 		for tool := range key {
@@ -206,6 +212,8 @@ type Mount struct {
 	tools   *toolCache
 	// metadataURL is the RFC 9728 document that challenges name.
 	metadataURL string
+	// x exchanges callers' tokens for the backend's (identity "exchange").
+	x *exchanger
 
 	mu       sync.Mutex
 	sessions map[string]*session

@@ -120,6 +120,7 @@ type callLog struct {
 	mu      sync.Mutex
 	tools   []string
 	headers []http.Header
+	methods []string // methods[i] is the HTTP method of headers[i]
 }
 
 func (l *callLog) add(tool string) {
@@ -145,6 +146,7 @@ func httpBackend(t *testing.T) (*httptest.Server, *callLog) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		log.mu.Lock()
 		log.headers = append(log.headers, r.Header.Clone())
+		log.methods = append(log.methods, r.Method)
 		log.mu.Unlock()
 		h.ServeHTTP(w, r)
 	}))
