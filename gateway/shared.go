@@ -230,7 +230,7 @@ func (c *sharedConn) post(ctx context.Context, msg *wire.Message, raw []byte, _ 
 			c.caps = params.Meta.Caps
 			c.mu.Unlock()
 		}
-		if r, ok := c.resume(msg); ok {
+		if r, ok := c.resume(ctx, msg); ok {
 			return r, nil
 		}
 	}
@@ -326,7 +326,7 @@ func isResponse(data []byte) bool {
 // refused with -32602 (MCP 2026-07-28: state that fails verification is
 // rejected); any other requestState is the process's own (its SDK's
 // multi round-trip), forwarded.
-func (c *sharedConn) resume(msg *wire.Message) (*reply, bool) {
+func (c *sharedConn) resume(ctx context.Context, msg *wire.Message) (*reply, bool) {
 	var params struct {
 		InputResponses map[string]json.RawMessage `json:"inputResponses"`
 		RequestState   string                     `json:"requestState"`
@@ -363,7 +363,7 @@ func (c *sharedConn) resume(msg *wire.Message) (*reply, bool) {
 			p.write(mustEncode(wire.NewErrorResponse(qid, wire.Errorf(wire.CodeInvalidRequest, "invalid request: the client's retry has no input response"))))
 		}
 	}
-	return c.replyFor(context.Background(), p, s, msg.ID), true
+	return c.replyFor(ctx, p, s, msg.ID), true
 }
 
 // park answers an MCP 2026-07-28 caller's request s with input_required
