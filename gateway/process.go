@@ -209,16 +209,20 @@ func (p *process) route(f frame, id json.RawMessage, method string, token json.R
 			s = p.order[0]
 		}
 	}
+	var origID, origToken json.RawMessage
+	if s != nil {
+		origID, origToken = s.origID, s.origToken
+	}
 	p.mu.Unlock()
 	if s == nil {
 		p.m.g.log.Debug("backend message with no stream to take it; dropped", "backend", p.m.b.Name, "method", method)
 		return
 	}
 	switch {
-	case response && s.origID != nil:
-		f.data = setMember(f.data, s.origID, "id")
-	case !response && s.origToken != nil:
-		f.data = setMember(f.data, s.origToken, "params", "progressToken")
+	case response && origID != nil:
+		f.data = setMember(f.data, origID, "id")
+	case !response && origToken != nil:
+		f.data = setMember(f.data, origToken, "params", "progressToken")
 	}
 	select {
 	case s.ch <- f:
