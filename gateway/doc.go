@@ -61,8 +61,9 @@
 // during such a call becomes its answer, input_required with a
 // requestState of serve's; the caller's retry with inputResponses answers
 // the process and goes on with the same call (MCP 2026-07-28 "Multi
-// Round-Trip"). A requestState of serve's naming no waiting call is
-// refused (-32602); the process's own is passed to it.
+// Round-Trip"); further requests the process sent meanwhile are asked in
+// the following rounds, one each. A requestState of serve's naming no
+// waiting call is refused (-32602); the process's own is passed to it.
 //
 // The gateway does not authenticate: its caller (serve's HTTP face) checks
 // the token first and passes what it established as a Caller. It imports

@@ -78,6 +78,25 @@ func testServer(calls *callLog) *mcp.Server {
 		}
 		return text(fmt.Sprintf("model said %s; user said %v", m.Content.(*mcp.TextContent).Text, e.Content["name"])), nil, nil
 	})
+	mcp.AddTool(s, &mcp.Tool{Name: "ask_both", Description: "Asks the client's model and the user at once."}, func(ctx context.Context, req *mcp.CallToolRequest, a struct{}) (*mcp.CallToolResult, any, error) {
+		var m *mcp.CreateMessageResult
+		var e *mcp.ElicitResult
+		var merr, eerr error
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			m, merr = req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 10,
+				Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "hello?"}}}})
+		})
+		wg.Go(func() {
+			e, eerr = req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "name?", RequestedSchema: map[string]any{
+				"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}})
+		})
+		wg.Wait()
+		if merr != nil || eerr != nil {
+			return nil, nil, errors.Join(merr, eerr)
+		}
+		return text(fmt.Sprintf("model said %s; user said %v", m.Content.(*mcp.TextContent).Text, e.Content["name"])), nil, nil
+	})
 	mcp.AddTool(s, &mcp.Tool{Name: "rally_token", Description: "Says which Rally token it got (header or environment)."}, func(ctx context.Context, req *mcp.CallToolRequest, a struct{}) (*mcp.CallToolResult, any, error) {
 		tok := os.Getenv("RALLY_TOKEN")
 		if req.Extra != nil && req.Extra.Header != nil {

@@ -74,7 +74,14 @@ type parkedCall struct {
 	q     json.RawMessage // the process's request id
 	owner string
 	timer *time.Timer
+	// queue are the process's further requests that came while the call
+	// waited (an SDK asking for several inputs at once): each is asked in
+	// a round of its own after the caller's retry.
+	queue []frame
 }
+
+// maxQueued bounds a parked call's queue.
+const maxQueued = 16
 
 // inputKey names the one input request of an input_required result serve
 // makes for a parked call.
@@ -351,9 +358,25 @@ func (c *sharedConn) resume(ctx context.Context, msg *wire.Message) (*reply, boo
 	pc.timer.Stop()
 	p, s := pc.p, pc.s
 	p.mu.Lock()
-	s.parked, s.owner, s.origID = "", c, json.RawMessage(msg.ID.String())
 	done := s.answered
+	var next *parkedCall
+	token := ""
+	if !done && len(pc.queue) > 0 {
+		// Another request of the process is waiting: the next round.
+		token = newToken()
+		next = &parkedCall{p: p, s: s, q: frameID(pc.queue[0]), owner: c.owner, queue: pc.queue[1:]}
+		s.parked = token
+	} else {
+		s.parked = ""
+	}
+	s.owner, s.origID = c, json.RawMessage(msg.ID.String())
 	p.mu.Unlock()
+	if next != nil {
+		sb.cmu.Lock()
+		sb.parked[token] = next
+		next.timer = time.AfterFunc(sb.m.timeout, func() { sb.expire(token) })
+		sb.cmu.Unlock()
+	}
 	if !done {
 		var qid wire.ID
 		_ = json.Unmarshal(pc.q, &qid)
@@ -363,18 +386,65 @@ func (c *sharedConn) resume(ctx context.Context, msg *wire.Message) (*reply, boo
 			p.write(mustEncode(wire.NewErrorResponse(qid, wire.Errorf(wire.CodeInvalidRequest, "invalid request: the client's retry has no input response"))))
 		}
 	}
+	if next != nil {
+		r := answered(inputRequired(msg.ID, pc.queue[0], token))
+		r.statusOf = statelessStatus
+		return r, true
+	}
 	return c.replyFor(ctx, p, s, msg.ID), true
+}
+
+// frameID is the id of a message.
+func frameID(f frame) json.RawMessage {
+	var head struct {
+		ID json.RawMessage `json:"id"`
+	}
+	_ = json.Unmarshal(f.data, &head)
+	return head.ID
+}
+
+// inputRequired is the input_required answer to the caller's request id
+// holding the process's request f (MCP 2026-07-28 "Multi Round-Trip").
+func inputRequired(id wire.ID, f frame, token string) *wire.Message {
+	var req struct {
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+	}
+	_ = json.Unmarshal(f.data, &req)
+	ask := map[string]any{"method": req.Method}
+	if len(req.Params) > 0 {
+		ask["params"] = req.Params
+	}
+	m, _ := wire.NewResult(id, map[string]any{"resultType": "input_required", "inputRequests": map[string]any{inputKey: ask}, "requestState": token})
+	return m
+}
+
+// queueOnParked queues a request of the process on its one parked call
+// (its caller has no request in flight but that call's); false when p
+// has none, or several, or the queue is full. p.mu is held.
+func (sb *sharedBackend) queueOnParked(p *process, f frame) bool {
+	sb.cmu.Lock()
+	defer sb.cmu.Unlock()
+	var one *parkedCall
+	for _, pc := range sb.parked {
+		if pc.p == p {
+			if one != nil {
+				return false
+			}
+			one = pc
+		}
+	}
+	if one == nil || len(one.queue) >= maxQueued {
+		return false
+	}
+	one.queue = append(one.queue, f)
+	return true
 }
 
 // park answers an MCP 2026-07-28 caller's request s with input_required
 // holding the process's request f, and keeps s for the caller's retry
 // (for the backend's timeout at most).
 func (sb *sharedBackend) park(p *process, c *sharedConn, s *pstream, token string, f frame, id json.RawMessage) {
-	var req struct {
-		Method string          `json:"method"`
-		Params json.RawMessage `json:"params"`
-	}
-	_ = json.Unmarshal(f.data, &req)
 	pc := &parkedCall{p: p, s: s, q: id, owner: c.owner}
 	sb.cmu.Lock()
 	sb.parked[token] = pc
@@ -384,13 +454,8 @@ func (sb *sharedBackend) park(p *process, c *sharedConn, s *pstream, token strin
 	p.mu.Lock()
 	_ = json.Unmarshal(s.origID, &origID)
 	p.mu.Unlock()
-	ask := map[string]any{"method": req.Method}
-	if len(req.Params) > 0 {
-		ask["params"] = req.Params
-	}
-	m, _ := wire.NewResult(origID, map[string]any{"resultType": "input_required", "inputRequests": map[string]any{inputKey: ask}, "requestState": token})
 	select {
-	case s.ch <- frame{data: mustEncode(m)}:
+	case s.ch <- frame{data: mustEncode(inputRequired(origID, f, token))}:
 	case <-s.gone:
 		go sb.expire(token)
 	}
@@ -414,11 +479,21 @@ func (sb *sharedBackend) expire(token string) {
 	p.unregister(pc.s)
 	sb.release(pc.owner)
 	if !p.exited() {
-		var qid wire.ID
-		_ = json.Unmarshal(pc.q, &qid)
-		p.write(mustEncode(wire.NewErrorResponse(qid, wire.Errorf(wire.CodeInternalError, "internal error: the caller did not answer"))))
+		for _, q := range append([]json.RawMessage{pc.q}, queuedIDs(pc.queue)...) {
+			var qid wire.ID
+			_ = json.Unmarshal(q, &qid)
+			p.write(mustEncode(wire.NewErrorResponse(qid, wire.Errorf(wire.CodeInternalError, "internal error: the caller did not answer"))))
+		}
 		p.write(mustEncode(mustNotification("notifications/cancelled", map[string]any{"requestId": json.RawMessage(pc.s.key), "reason": "the client did not answer"})))
 	}
+}
+
+func queuedIDs(queue []frame) []json.RawMessage {
+	ids := make([]json.RawMessage, 0, len(queue))
+	for _, f := range queue {
+		ids = append(ids, frameID(f))
+	}
+	return ids
 }
 
 // statePrefix marks the requestState serve mints for a parked call.
@@ -808,7 +883,10 @@ func (sb *sharedBackend) serverRequest(p *process, f frame, id json.RawMessage, 
 	token := ""
 	p.mu.Lock()
 	c, n := p.soleCaller()
+	queued := false
 	switch {
+	case n == 0 && sb.queueOnParked(p, f):
+		queued = true
 	case n != 1:
 		rerr = wire.Errorf(wire.CodeInternalError, "internal error: %s cannot be routed: this stdio process is shared, and %d callers have requests in flight (it goes to the caller when exactly one has)", method, n)
 	case !c.declared(method):
@@ -835,6 +913,9 @@ func (sb *sharedBackend) serverRequest(p *process, f frame, id json.RawMessage, 
 	if rerr != nil {
 		sb.m.g.log.Info("shared stdio backend's request answered by serve", "backend", sb.m.b.Name, "method", method, "reason", rerr.Message)
 		go p.write(mustEncode(wire.NewErrorResponse(rid, rerr)))
+		return
+	}
+	if queued {
 		return
 	}
 	if parkOn != nil {

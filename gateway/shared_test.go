@@ -247,6 +247,37 @@ func TestStatelessStdio(t *testing.T) {
 	}
 }
 
+// TestStatelessStdioTwoAsks: a process asking sampling and elicitation at
+// once during an MCP 2026-07-28 call: the caller gets one in each round
+// (the Go SDK client's multi round-trip answers both), in either mode.
+func TestStatelessStdioTwoAsks(t *testing.T) {
+	for _, mode := range []string{ProcessPerSession, ProcessShared} {
+		t.Run(mode, func(t *testing.T) {
+			b := stdioBackend(t)
+			b.Process = mode
+			srv, _ := front(t, b, Policy{})
+			var asked sync.Map
+			cs := connect(t, srv.URL, "tok-writer-0123456789", &mcp.ClientOptions{
+				CreateMessageHandler: func(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+					asked.Store("sampling", true)
+					return &mcp.CreateMessageResult{Model: "m", Role: "assistant", Content: &mcp.TextContent{Text: "hi"}}, nil
+				},
+				ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+					asked.Store("elicitation", true)
+					return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}, nil
+				},
+			})
+			if v := cs.InitializeResult().ProtocolVersion; v != "" && v != statelessVersion {
+				t.Fatalf("the client speaks %s; want %s", v, statelessVersion)
+			}
+			r, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "ask_both"})
+			if err != nil || resultText(t, r) != "model said hi; user said Ada" {
+				t.Fatalf("ask_both: %v %v", r, err)
+			}
+		})
+	}
+}
+
 // TestSharedInitialize: a caller's initialize is answered from the
 // process's with the caller's revision when it is older; the process's
 // own initialize was serve's.
