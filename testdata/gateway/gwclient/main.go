@@ -130,9 +130,12 @@ func main() {
 			wg.Go(func() {
 				want := fmt.Sprintf("%s %d", *tag, i)
 				r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": want}})
-				if err != nil || !strings.HasSuffix(text(r), ": "+want) {
+				if err != nil {
 					wrong.Add(1)
-					seen.Store(want, fmt.Sprint(err, text(r)))
+					seen.Store(want, err.Error())
+				} else if got := text(r); !strings.HasSuffix(got, ": "+want) {
+					wrong.Add(1)
+					seen.Store(want, got)
 				}
 			})
 		}
