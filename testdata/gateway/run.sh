@@ -18,7 +18,7 @@
 #      the stdio process) and, once more, 2025-11-25 (a session);
 #   3. the same through a stdio backend with "process": "shared" (one
 #      process for every caller), then two callers at once (Go SDK
-#      clients, one over 2026-07-28 and one in a session, 20 echo calls
+#      clients, one over 2026-07-28 and one in a session, 12 echo calls
 #      each at once), each getting only its own answers; and the
 #      conformance suite through serve in front of the Go SDK's
 #      everything-server run as a shared stdio process: every scenario
@@ -161,9 +161,9 @@ shared_config "$work/shared.json" node "$everything_js" stdio
 serve_backend shared "config:$work/shared.json"
 sdk_clients everything "$work/shared.token" "shared stdio backend (@modelcontextprotocol/server-everything)" 2025-11-25
 echo "== two callers at once through the shared stdio process"
-"$cache/bin/gwclient" -token-file "$work/shared.token" -echo-burst 20 -tag alpha "http://$serve/mcp" >"$work/burst.a" 2>&1 &
+"$cache/bin/gwclient" -token-file "$work/shared.token" -echo-burst 12 -tag alpha "http://$serve/mcp" >"$work/burst.a" 2>&1 &
 burst_a=$!
-"$cache/bin/gwclient" -token-file "$work/shared.token" -echo-burst 20 -tag beta -protocol-version 2025-11-25 "http://$serve/mcp" >"$work/burst.b" 2>&1 &
+"$cache/bin/gwclient" -token-file "$work/shared.token" -echo-burst 12 -tag beta -protocol-version 2025-11-25 "http://$serve/mcp" >"$work/burst.b" 2>&1 &
 burst_b=$!
 for p in $burst_a $burst_b; do
 	if wait $p; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
