@@ -16,6 +16,7 @@ import (
 	"github.com/agentauth/agentauth/gateway"
 	"github.com/agentauth/agentauth/host"
 	"github.com/agentauth/agentauth/issuer"
+	"github.com/agentauth/agentauth/mcpserver"
 	"github.com/agentauth/agentauth/ops"
 	"github.com/agentauth/agentauth/resource"
 	"github.com/agentauth/agentauth/wire"
@@ -78,7 +79,8 @@ func newGateway(cfg *host.Config, brk *broker.Broker, iss *issuer.Issuer, logger
 			backends[i].TokenExchange = &xc
 		}
 	}
-	opts := gateway.Options{Backends: backends, Policy: cfg.GatewayPolicy(), Log: logger, Telemetry: tel}
+	opts := gateway.Options{Backends: backends, Policy: cfg.GatewayPolicy(), Log: logger, Telemetry: tel,
+		CheckRequest: mcpserver.CheckRequest}
 	if brk != nil {
 		opts.Broker = brk
 	}

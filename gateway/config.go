@@ -10,12 +10,15 @@ import (
 	"time"
 )
 
-// ProcessPerSession is the process mode of a stdio backend: one process
-// per MCP session. Each MCP session belongs to one broker session, so an
-// upstream token in the environment (upstreamEnv) is that session's only.
-// It is the only mode: a process shared by sessions could not tell whose
-// a server-to-client request (sampling, elicitation) is.
-const ProcessPerSession = "session"
+// Process modes of a stdio backend. ProcessPerSession (the default): one
+// process per MCP session; each MCP session belongs to one broker session,
+// so an upstream token in the environment (upstreamEnv) is that session's
+// only. ProcessShared: one process serving every caller (see shared.go);
+// it cannot hold a per-session upstream token.
+const (
+	ProcessPerSession = "session"
+	ProcessShared     = "shared"
+)
 
 // IdentityAssertion is the identity mode of a backend that gets an
 // assertion minted for its own audience.
@@ -54,7 +57,7 @@ type Backend struct {
 	// Path is where serve mounts it (default /mcp for the first backend,
 	// /mcp/NAME for the others).
 	Path string `json:"path,omitempty"`
-	// Process is ProcessPerSession (the default and only mode).
+	// Process is ProcessPerSession (the default) or ProcessShared.
 	Process string `json:"process,omitempty"`
 	// Upstream names a broker upstream whose token, for the caller's
 	// broker session, the backend gets in UpstreamHeader (HTTP) or
@@ -149,8 +152,12 @@ func (b *Backend) Check(p string) error {
 		return fmt.Errorf("%s: args, env, cwd and upstreamEnv are for a stdio command, not a url", p)
 	case b.Command != "" && b.UpstreamHeader != "":
 		return fmt.Errorf("%s.upstreamHeader: a stdio command gets the upstream token in upstreamEnv", p)
-	case b.Process != "" && b.Process != ProcessPerSession:
-		return fmt.Errorf("%s.process: want %q (one process per MCP session)", p, ProcessPerSession)
+	case b.Process != "" && b.Process != ProcessPerSession && b.Process != ProcessShared:
+		return fmt.Errorf("%s.process: want %q (one process per MCP session) or %q (one process for every caller)", p, ProcessPerSession, ProcessShared)
+	case b.Process == ProcessShared && b.Command == "":
+		return fmt.Errorf("%s.process: %q is for a stdio command, not a url", p, ProcessShared)
+	case b.Process == ProcessShared && b.UpstreamEnv != "":
+		return fmt.Errorf("%s.upstreamEnv: a shared process serves every caller, so it cannot hold one session's upstream token; use process %q", p, ProcessPerSession)
 	case b.Upstream != "" && b.UpstreamHeader == "" && b.UpstreamEnv == "":
 		return fmt.Errorf("%s.upstream: say where the backend gets the token: upstreamHeader or upstreamEnv", p)
 	case b.Upstream == "" && (b.UpstreamHeader != "" || b.UpstreamEnv != ""):

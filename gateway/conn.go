@@ -44,6 +44,13 @@ type reply struct {
 	// flexible: a stdio process's answer, sent as JSON when its first
 	// message is the response and as an event stream otherwise.
 	flexible bool
+	// statusOf, when set, is the HTTP status of a one-message answer (a
+	// stdio backend's answer to MCP 2026-07-28, whose errors map to
+	// statuses); otherwise status.
+	statusOf func(data []byte) int
+	// longLived: a stream that may stay silent (subscriptions/listen),
+	// not cut off by the backend's timeout.
+	longLived bool
 	// sessionID is the backend's Mcp-Session-Id, if it set one.
 	sessionID string
 	next      func() (frame, error) // io.EOF after the last frame
