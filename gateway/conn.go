@@ -181,6 +181,10 @@ func (c *httpConn) reply(resp *http.Response) (*reply, error) {
 				return frame{}, backendErr(name, "sent a message over %d bytes", c.m.maxMsg)
 			case errors.Is(err, io.EOF):
 				return frame{}, io.EOF
+			case errors.Is(err, context.Canceled):
+				// serve ended the request: its caller went away or the
+				// call timed out (front.go tells which), not the backend.
+				return frame{}, err
 			}
 			return frame{}, backendErr(name, "broke off its event stream: %v", err)
 		}
@@ -193,6 +197,8 @@ func (c *httpConn) reply(resp *http.Response) (*reply, error) {
 			done = true
 			b, err := io.ReadAll(io.LimitReader(resp.Body, c.m.maxMsg+1))
 			switch {
+			case errors.Is(err, context.Canceled):
+				return frame{}, err // as for an event stream
 			case err != nil:
 				return frame{}, backendErr(name, "broke off its answer: %v", err)
 			case int64(len(b)) > c.m.maxMsg:
