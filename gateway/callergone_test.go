@@ -67,3 +67,26 @@ func TestCallerGoneMidStream(t *testing.T) {
 		t.Errorf("log:\n%s\nwant the call ended as \"caller went away\", no backend failure", out)
 	}
 }
+
+// A backend without a stream at GET answers 405 (MCP 2025-11-25
+// "Transports"), and so does serve: clients take 405 as "no stream here"
+// and anything else as a failure (the TypeScript SDK reported the 502
+// serve used to answer as an error on every stateless session).
+func TestBackendWithoutGETStream(t *testing.T) {
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+	}))
+	defer backend.Close()
+	srv, _ := front(t, Backend{Name: "rally", URL: backend.URL}, Policy{})
+	req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
+	req.Header.Set("Authorization", "Bearer tok-writer-0123456789")
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "POST, DELETE" {
+		t.Errorf("GET: %d, Allow %q; want 405 with Allow: POST, DELETE", resp.StatusCode, resp.Header.Get("Allow"))
+	}
+}

@@ -166,6 +166,11 @@ func (c *httpConn) reply(resp *http.Response) (*reply, error) {
 	case resp.StatusCode == http.StatusNotFound && resp.Request.Header.Get("Mcp-Session-Id") != "":
 		resp.Body.Close()
 		return nil, errSessionGone
+	case resp.StatusCode == http.StatusMethodNotAllowed && resp.Request.Method == http.MethodGet:
+		// No stream at GET (MCP 2025-11-25 "Transports": the server
+		// answers 405): passed on as such, not as a failure.
+		resp.Body.Close()
+		r.next = func() (frame, error) { return frame{}, io.EOF }
 	case resp.StatusCode >= 500 && ct != "application/json":
 		resp.Body.Close()
 		return nil, backendErr(name, "failed (HTTP %d)", resp.StatusCode)
