@@ -282,14 +282,17 @@ func (c *sharedConn) post(ctx context.Context, msg *wire.Message, raw []byte, _ 
 
 // replyFor is the reply to the caller's request id whose process request
 // is s: its frames until the answer. A caller that goes away first has
-// the process told (MCP "Cancellation"), unless the request is parked.
+// the process told (MCP "Cancellation"), unless the request is parked or
+// a retry of the caller has taken it on: the HTTP answer is flushed before
+// close runs, so an MCP 2026-07-28 client can be resuming the call with
+// its input (resume makes the retry s's owner) while this reply closes.
 func (c *sharedConn) replyFor(ctx context.Context, p *process, s *pstream, id wire.ID) *reply {
 	sb := c.sb
 	rep := &reply{status: http.StatusOK, stream: true, flexible: true, next: s.reader(ctx, p, sb.m.b.Name, true), close: func() {
 		p.mu.Lock()
-		done, parked := s.answered, s.parked != ""
+		done, parked, resumed := s.answered, s.parked != "", s.owner != c
 		p.mu.Unlock()
-		if parked {
+		if parked || resumed {
 			return
 		}
 		p.unregister(s)
