@@ -3,6 +3,7 @@ package gateway
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -62,7 +63,10 @@ func TestBackendTransportReuse(t *testing.T) {
 			w.Write([]byte(" and more"))
 		}, true, 1},
 		{"empty", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusAccepted) }, false, 1},
-		{"close", func(w http.ResponseWriter, r *http.Request) { w.Header().Set("Connection", "close"); io.Copy(w, r.Body) }, true, 5},
+		{"close", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Connection", "close")
+			io.Copy(w, r.Body)
+		}, true, 5},
 		{"unread", func(w http.ResponseWriter, r *http.Request) { io.Copy(w, r.Body) }, false, 5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -179,5 +183,21 @@ func TestBackendTransportCancel(t *testing.T) {
 	req, _ = http.NewRequestWithContext(ctx, http.MethodPost, s.URL+"/ok", strings.NewReader("x"))
 	if _, err := tr.RoundTrip(req); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled request: %v, want context.Canceled", err)
+	}
+}
+
+// TestPlainJSON: what plainJSON calls plain, encoding/json writes
+// unchanged; the characters of tokens (base64url, JWT dots, '~', '+', '/',
+// '=') are plain.
+func TestPlainJSON(t *testing.T) {
+	for c := range 256 {
+		s := "tok" + string([]byte{byte(c)}) + "en"
+		b, _ := json.Marshal(s)
+		if plainJSON(s) && string(b[1:len(b)-1]) != s {
+			t.Errorf("plainJSON(%q) is true, but encoding/json writes %s", s, b)
+		}
+	}
+	if tok := "eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJhbGljZSJ9.c2ln-_~+/="; !plainJSON(tok) {
+		t.Errorf("plainJSON(%q) is false", tok)
 	}
 }
