@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -71,10 +70,21 @@ var testprogs = []struct {
 
 func init() {
 	for _, p := range testprogs {
-		maps.Copy(scriptPrograms, p.programs())
+		register(scriptPrograms, p.programs())
 		if p.cmds != nil {
-			maps.Copy(scriptCmds, p.cmds())
+			register(scriptCmds, p.cmds())
 		}
+	}
+}
+
+// register adds each of what to into, refusing a name that is there
+// already: one program or command would silently replace the other.
+func register[F any](into, what map[string]F) {
+	for name, f := range what {
+		if _, dup := into[name]; dup {
+			panic("testscript: " + name + " is registered twice")
+		}
+		into[name] = f
 	}
 }
 

@@ -1,7 +1,6 @@
 package commands
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/agentauth/agentauth/client"
 	"github.com/agentauth/agentauth/host"
+	"github.com/agentauth/agentauth/internal/syncbuf"
 	"github.com/agentauth/agentauth/store"
 	"github.com/agentauth/agentauth/wire"
 )
@@ -170,32 +170,14 @@ func (fx *authFixture) stored() *store.Credential {
 	return c
 }
 
-// syncBuffer is a bytes.Buffer safe to read while a command writes to it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // testRun is one command run with test streams.
 type testRun struct {
 	f        *Factory
-	out, err *syncBuffer
+	out, err *syncbuf.Buffer
 }
 
 func (fx *authFixture) factory(stdin string) *testRun {
-	out, errOut := &syncBuffer{}, &syncBuffer{}
+	out, errOut := &syncbuf.Buffer{}, &syncbuf.Buffer{}
 	f := &Factory{
 		IO:         &IOStreams{In: strings.NewReader(stdin), Out: out, ErrOut: errOut},
 		HTTPClient: &http.Client{Timeout: 10 * time.Second},
@@ -407,7 +389,7 @@ func TestAuthenticateJSON(t *testing.T) {
 }
 
 // waitFor polls s until it contains n occurrences of sub.
-func waitFor(t *testing.T, s *syncBuffer, sub string, n int) {
+func waitFor(t *testing.T, s *syncbuf.Buffer, sub string, n int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for strings.Count(s.String(), sub) < n {

@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/zalando/go-keyring"
 
+	"github.com/agentauth/agentauth/internal/syncbuf"
 	"github.com/agentauth/agentauth/issuer"
 	"github.com/agentauth/agentauth/state"
 )
@@ -197,7 +198,7 @@ func TestServe(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out, errOut := &syncBuffer{}, &syncBuffer{}
+			out, errOut := &syncbuf.Buffer{}, &syncbuf.Buffer{}
 			f := &Factory{IO: &IOStreams{In: strings.NewReader(tt.stdin), Out: out, ErrOut: errOut}, HTTPClient: &http.Client{}, Now: time.Now}
 			if code := Run(f, append([]string{"agentauth"}, tt.args...)); code != tt.code {
 				t.Errorf("exit code %d, want %d; stderr:\n%s", code, tt.code, errOut)

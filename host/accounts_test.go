@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentauth/agentauth/internal/tokenfake"
 )
 
 const (
@@ -97,14 +99,14 @@ func TestAccountsSwitchAndSharedTable(t *testing.T) {
 // TestAccountsRenewAfterExpiry: a credential that expired is still the
 // account's: it is renewed with binding {kind: "account"}, same id.
 func TestAccountsRenewAfterExpiry(t *testing.T) {
-	clock := newFakeClock()
-	h := newTestHost(t, ahpTwoUsersConfig, Options{Now: clock.now})
+	clock := tokenfake.NewClock()
+	h := newTestHost(t, ahpTwoUsersConfig, Options{Now: clock.Now})
 	f := frames{t, pipeConn(t, h, 0)}
 	f.exchange(init110, `{"id":1}`)
 	f.exchange(fmt.Sprintf(begin, 2), `{"id":2,"result":{"attemptId":"attempt-1"}}`)
 	f.exchange(`{"jsonrpc":"2.0","id":3,"method":"authenticate","params":{"channel":"ahp-root://","resource":"https://api.github.com","token":"gho_octocat","expiresIn":60,"binding":{"kind":"attempt","attemptId":"attempt-1"}}}`,
 		`{"id":3,"result":{"accountId":"account-1"}}`)
-	clock.advance(2 * time.Minute)
+	clock.Advance(2 * time.Minute)
 	f.exchange(`{"jsonrpc":"2.0","id":4,"method":"listSessions","params":{"channel":"ahp-root://"}}`, "")
 	m := f.read()
 	for m["id"] == nil { // auth/required, then the -32007

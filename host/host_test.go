@@ -7,13 +7,14 @@ import (
 	"io"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentauth/agentauth/internal/syncbuf"
+	"github.com/agentauth/agentauth/internal/tokenfake"
 	"github.com/agentauth/agentauth/wire"
 	"github.com/coder/websocket"
 )
@@ -491,21 +492,21 @@ func TestMalformedMessagesKeepTheConnection(t *testing.T) {
 }
 
 func TestNotifyRevoked(t *testing.T) {
-	ti := newTestIssuer(t)
-	k := newSigningKey(t, "k", jose.ES256)
-	ti.publish(k)
-	config := `{"resource": "` + testResource + `", "schemes": [{"id": "as", "authorizationServers": ["` + ti.srv.URL + `"], "validation": {"type": "jwt"}}]}`
+	ti := tokenfake.NewIssuer(t)
+	k := tokenfake.NewKey(t, "k", jose.ES256)
+	ti.Publish(k)
+	config := `{"resource": "` + testResource + `", "schemes": [{"id": "as", "authorizationServers": ["` + ti.URL + `"], "validation": {"type": "jwt"}}]}`
 	c, err := ParseConfig([]byte(config))
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := New(Options{Config: c, HTTPClient: ti.srv.Client()})
+	h, err := New(Options{Config: c, HTTPClient: ti.Client()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(h.Close)
 	ctx := context.Background()
-	tok := k.sign(t, claims(ti.srv.URL, testResource, time.Now()), "at+jwt")
+	tok := k.Sign(t, tokenfake.Claims(ti.URL, testResource, time.Now()), "at+jwt")
 	a := initialized(t, h, wire.DialectDesign)
 	b := initialized(t, h, wire.DialectPublished)
 	for _, cl := range []*wire.Client{a, b} {
@@ -530,16 +531,16 @@ func TestNotifyRevoked(t *testing.T) {
 }
 
 func TestIntrospectedTokenTurningInactiveIsPushed(t *testing.T) {
-	ti := newTestIntrospector(t)
-	ti.set("live", map[string]any{"active": true, "sub": "alice"})
-	config := `{"schemes": [{"id": "corp", "authorizationServers": ["` + ti.srv.URL + `"], "validation": {"type": "introspection",
+	ti := tokenfake.NewIntrospector(t)
+	ti.Set("live", map[string]any{"active": true, "sub": "alice"})
+	config := `{"schemes": [{"id": "corp", "authorizationServers": ["` + ti.URL + `"], "validation": {"type": "introspection",
 	  "clientId": "rs:1", "clientSecret": "s cret", "cacheTTL": "50ms"}}]}`
-	h := newTestHost(t, config, Options{HTTPClient: ti.srv.Client()})
+	h := newTestHost(t, config, Options{HTTPClient: ti.Client()})
 	c := initialized(t, h, wire.DialectDesign)
 	if err := authenticate(t, c, "corp", "live"); err != nil {
 		t.Fatal(err)
 	}
-	ti.set("live", map[string]any{"active": false})
+	ti.Set("live", map[string]any{"active": false})
 	got := designPush(t, nextPush(t, c))
 	if got.State != wire.StateRevoked || !strings.Contains(got.Challenge.ErrorDescription, "not active") {
 		t.Errorf("push = %+v", got)
@@ -618,28 +619,10 @@ func TestWebSocketConnectionToken(t *testing.T) {
 	}
 }
 
-// syncBuffer collects logs written by connection goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // Close is serve's graceful shutdown: when it returns, every connection is
 // closed and its close is logged, and no new connection is served.
 func TestCloseEndsEveryConnection(t *testing.T) {
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	h := newTestHost(t, baseConfig, Options{Logger: newTextLogger(&logs)})
 	ctx, cancel := context.WithTimeout(context.Background(), pushWait)
 	defer cancel()
@@ -660,26 +643,26 @@ func TestCloseEndsEveryConnection(t *testing.T) {
 // A JTI revoked before the host ever saw its token stays refused until the
 // time NotifyRevoked was given, even past the 24-hour default.
 func TestRevokedUnseenTokenStaysRefusedUntilItExpires(t *testing.T) {
-	ti := newTestIssuer(t)
-	k := newSigningKey(t, "k", jose.ES256)
-	ti.publish(k)
-	clock := newFakeClock()
-	config := `{"resource": "` + testResource + `", "schemes": [{"id": "as", "authorizationServers": ["` + ti.srv.URL + `"], "validation": {"type": "jwt"}}]}`
+	ti := tokenfake.NewIssuer(t)
+	k := tokenfake.NewKey(t, "k", jose.ES256)
+	ti.Publish(k)
+	clock := tokenfake.NewClock()
+	config := `{"resource": "` + testResource + `", "schemes": [{"id": "as", "authorizationServers": ["` + ti.URL + `"], "validation": {"type": "jwt"}}]}`
 	c, err := ParseConfig([]byte(config))
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := New(Options{Config: c, HTTPClient: ti.srv.Client(), Now: clock.now})
+	h, err := New(Options{Config: c, HTTPClient: ti.Client(), Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(h.Close)
-	cl := claims(ti.srv.URL, testResource, clock.now())
-	cl["exp"] = clock.now().Add(72 * time.Hour).Unix()
-	tok := k.sign(t, cl, "at+jwt")
+	cl := tokenfake.Claims(ti.URL, testResource, clock.Now())
+	cl["exp"] = clock.Now().Add(72 * time.Hour).Unix()
+	tok := k.Sign(t, cl, "at+jwt")
 
-	h.NotifyRevoked(clock.now().Add(72*time.Hour), "jti-1")
-	clock.advance(48 * time.Hour)
+	h.NotifyRevoked(clock.Now().Add(72*time.Hour), "jti-1")
+	clock.Advance(48 * time.Hour)
 	h.NotifyRevoked(time.Time{}, "another-jti") // prunes what has run out
 	if _, ch, err := h.ValidateBearer(context.Background(), tok); err != nil || ch == nil || ch.ErrorDescription != "The access token was revoked" {
 		t.Errorf("a revoked token 48h later: challenge %+v, err %v; want it refused as revoked", ch, err)
@@ -722,7 +705,7 @@ func TestBinaryFrameKeepsTheConnection(t *testing.T) {
 // other connection, and once the silent one's send queue is full it is
 // closed with the reason logged, while the other's calls keep answering.
 func TestSlowReaderIsClosedNotWaitedFor(t *testing.T) {
-	var log syncBuffer
+	var log syncbuf.Buffer
 	h := newTestHost(t, baseConfig, Options{AuthScope: AuthScopeHost, Logger: newTextLogger(&log)})
 	ctx := context.Background()
 

@@ -13,6 +13,7 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentauth/agentauth/internal/tokenfake"
 	"github.com/agentauth/agentauth/mcpserver"
 	"github.com/agentauth/agentauth/resource"
 	"github.com/agentauth/agentauth/wire"
@@ -163,14 +164,14 @@ func TestHTTPChallengeHeaders(t *testing.T) {
 // header: error_description keeps to RFC 6750 §3's characters and every
 // value is a quoted-string that parses back.
 func TestHTTPChallengeEscaping(t *testing.T) {
-	ti := newTestIssuer(t)
-	k := newSigningKey(t, "k", jose.ES256)
-	ti.publish(k)
-	config := `{"resource": "` + testResource + `", "schemes": [{"id": "as", "authorizationServers": ["` + ti.srv.URL + `"],
+	ti := tokenfake.NewIssuer(t)
+	k := tokenfake.NewKey(t, "k", jose.ES256)
+	ti.Publish(k)
+	config := `{"resource": "` + testResource + `", "schemes": [{"id": "as", "authorizationServers": ["` + ti.URL + `"],
 	  "scopesSupported": ["agent:use", "agent:admin"], "validation": {"type": "jwt"}}]}`
-	h := newTestHost(t, config, Options{HTTPClient: ti.srv.Client()}).HTTPHandler()
-	c := claims(`ev"il\`+"\n"+`é`, testResource, time.Now())
-	a := post(t, h, "/mcp", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, bearer(k.sign(t, c, "at+jwt")))
+	h := newTestHost(t, config, Options{HTTPClient: ti.Client()}).HTTPHandler()
+	c := tokenfake.Claims(`ev"il\`+"\n"+`é`, testResource, time.Now())
+	a := post(t, h, "/mcp", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, bearer(k.Sign(t, c, "at+jwt")))
 	want := `Bearer error="invalid_token", error_description="The access token's issuer 'ev/'il///n?' is not trusted", resource_metadata="` +
 		testMetadataURL + `", scope="agent:use agent:admin"`
 	if got := a.header.Get("WWW-Authenticate"); a.status != 401 || got != want {
@@ -331,7 +332,7 @@ func TestHTTPToolCallNeedsTheMethodScopes(t *testing.T) {
 // one validation, and a revocation is refused at once.
 func TestHTTPCacheAndRevocation(t *testing.T) {
 	h := newTestHost(t, baseConfig, Options{})
-	inner := &countingValidator{grant: &Grant{Subject: "carol", JTI: "j-carol", Expiry: time.Now().Add(time.Hour)}}
+	inner := &tokenfake.CountingValidator[Grant]{Grant: &Grant{Subject: "carol", JTI: "j-carol", Expiry: time.Now().Add(time.Hour)}}
 	h.r().schemes[0].checker = resource.NewChecker("dev", inner, 0, h.now, nil)
 	face := h.HTTPHandler()
 	for range 5 {
@@ -339,7 +340,7 @@ func TestHTTPCacheAndRevocation(t *testing.T) {
 			t.Fatalf("%d %s", a.status, a.body)
 		}
 	}
-	if n := inner.calls.Load(); n != 1 {
+	if n := inner.Calls.Load(); n != 1 {
 		t.Errorf("validated %d times for 5 requests, want 1", n)
 	}
 	h.NotifyRevoked(time.Time{}, "j-carol")

@@ -5,12 +5,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentauth/agentauth/internal/syncbuf"
 )
 
 // An accepted request of the HTTP face logs nothing at the default level
 // (Info); a refused one logs one line; the per-minute summary counts both.
 func TestHTTPAcceptedRequestLogsNothingAtInfo(t *testing.T) {
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	h := newTestHost(t, baseConfig, Options{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))})
 	face := h.HTTPHandler()
 	body := `{"jsonrpc":"2.0","id":1,"method":"whoami"}`

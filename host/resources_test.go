@@ -11,6 +11,7 @@ import (
 
 	jose "github.com/go-jose/go-jose/v4"
 
+	"github.com/agentauth/agentauth/internal/tokenfake"
 	"github.com/agentauth/agentauth/wire"
 )
 
@@ -19,17 +20,17 @@ import (
 // testResource/b). It returns the host and a token for each resource.
 func twoSchemesHost(t *testing.T) (h *Host, tokA, tokB string) {
 	t.Helper()
-	ti := newTestIssuer(t)
-	k := newSigningKey(t, "k", jose.ES256)
-	ti.publish(k)
+	ti := tokenfake.NewIssuer(t)
+	k := tokenfake.NewKey(t, "k", jose.ES256)
+	ti.Publish(k)
 	config := `{"resource": "` + testResource + `", "schemes": [
-	  {"id": "a", "authorizationServers": ["` + ti.srv.URL + `"], "validation": {"type": "jwt"}},
-	  {"id": "b", "authorizationServers": ["` + ti.srv.URL + `"], "validation": {"type": "jwt"}}]}`
-	h = newTestHost(t, config, Options{HTTPClient: ti.srv.Client()})
+	  {"id": "a", "authorizationServers": ["` + ti.URL + `"], "validation": {"type": "jwt"}},
+	  {"id": "b", "authorizationServers": ["` + ti.URL + `"], "validation": {"type": "jwt"}}]}`
+	h = newTestHost(t, config, Options{HTTPClient: ti.Client()})
 	now := time.Now()
-	ca, cb := claims(ti.srv.URL, testResource, now), claims(ti.srv.URL, testResource+"/b", now)
+	ca, cb := tokenfake.Claims(ti.URL, testResource, now), tokenfake.Claims(ti.URL, testResource+"/b", now)
 	ca["jti"], cb["jti"] = "jti-a", "jti-b"
-	return h, k.sign(t, ca, "at+jwt"), k.sign(t, cb, "at+jwt")
+	return h, k.Sign(t, ca, "at+jwt"), k.Sign(t, cb, "at+jwt")
 }
 
 // rawFrames sends JSON-RPC frames and reads the answers as generic JSON,

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentauth/agentauth/internal/tokenfake"
 	jose "github.com/go-jose/go-jose/v4"
-	"github.com/go-jose/go-jose/v4/jwt"
 )
 
 // fuzzIssuer is the trusted issuer of the fuzz targets.
@@ -48,7 +48,7 @@ func FuzzJWTValidate(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	ed := newSigningKey(f, "", jose.EdDSA).key
+	ed := tokenfake.NewKey(f, "", jose.EdDSA).Signer
 	keys := []fuzzKey{
 		{jose.ES256, mustEC(elliptic.P256()), true},
 		{jose.EdDSA, ed, true},
@@ -62,30 +62,18 @@ func FuzzJWTValidate(f *testing.F) {
 			published = append(published, jose.JSONWebKey{Key: s.Public(), KeyID: string(rune('a' + i)), Algorithm: string(k.alg), Use: "sig"})
 		}
 	}
-	clock := newFakeClock()
+	clock := tokenfake.NewClock()
 	v := newJWTValidator(Scheme{AuthorizationServers: []string{fuzzIssuer}, Validation: Validation{Type: ValidationJWT, JWKSURI: fuzzIssuer + "/jwks"}},
-		testResource, nil, clock.now)
+		testResource, nil, clock.Now)
 	// The keys are known and just fetched: validation never needs the
 	// network (a nil client would panic if it tried).
-	v.sets[""] = &keySet{uri: fuzzIssuer + "/jwks", keys: published, attempted: clock.now()}
-	now := clock.now()
+	v.sets[""] = &keySet{uri: fuzzIssuer + "/jwks", keys: published, attempted: clock.Now()}
+	now := clock.Now()
 
 	sign := func(t testing.TB, k fuzzKey, kid, typ string, claims map[string]any) string {
-		opts := &jose.SignerOptions{}
-		if typ != "" {
-			opts = opts.WithType(jose.ContentType(typ))
-		}
-		s, err := jose.NewSigner(jose.SigningKey{Algorithm: k.alg, Key: jose.JSONWebKey{Key: k.key, KeyID: kid}}, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tok, err := jwt.Signed(s).Claims(claims).Serialize()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tok
+		return tokenfake.SignWith(t, k.alg, k.key, kid, claims, typ)
 	}
-	good := sign(f, keys[0], "a", "at+jwt", claims(fuzzIssuer, testResource, now))
+	good := sign(f, keys[0], "a", "at+jwt", tokenfake.Claims(fuzzIssuer, testResource, now))
 
 	// raw, typ, key, issOK, iss, audOK, aud, exp, nbf, iat (offsets in
 	// seconds from now), present (bits: exp, nbf, iat), respell.
@@ -229,8 +217,8 @@ func respellSegment(tok string, how uint8) (string, bool) {
 //
 //	go test -run '^$' -fuzz '^FuzzJWKSDecode$' -fuzztime 30s ./host
 func FuzzJWKSDecode(f *testing.F) {
-	ec := newSigningKey(f, "ec", jose.ES256)
-	ed := newSigningKey(f, "ed", jose.EdDSA)
+	ec := tokenfake.NewKey(f, "ec", jose.ES256)
+	ed := tokenfake.NewKey(f, "ed", jose.EdDSA)
 	rs, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		f.Fatal(err)
@@ -242,8 +230,8 @@ func FuzzJWKSDecode(f *testing.F) {
 		}
 		return b
 	}
-	f.Add(set(ec.jwk(), ed.jwk(), jose.JSONWebKey{Key: rs.Public(), KeyID: "rs", Algorithm: "RS256", Use: "sig"}))
-	f.Add(set(jose.JSONWebKey{Key: ec.key, KeyID: "private"}))               // a private key: only its public half is kept
+	f.Add(set(ec.JWK(), ed.JWK(), jose.JSONWebKey{Key: rs.Public(), KeyID: "rs", Algorithm: "RS256", Use: "sig"}))
+	f.Add(set(jose.JSONWebKey{Key: ec.Signer, KeyID: "private"}))            // a private key: only its public half is kept
 	f.Add(set(jose.JSONWebKey{Key: []byte("secret"), KeyID: "oct"}))         // a symmetric key: skipped
 	f.Add([]byte(`{"keys":[{"kty":"EC","crv":"P-256","x":"AA","y":"AA"}]}`)) // not on the curve
 	f.Add([]byte(`{"keys":[{"kty":"RSA","n":"AQAB","e":"AQAB"}, 7, null, "x"]}`))
@@ -251,7 +239,7 @@ func FuzzJWKSDecode(f *testing.F) {
 	f.Add([]byte(`[]`))
 	var many []jose.JSONWebKey
 	for range maxKeys + 2 {
-		many = append(many, ed.jwk())
+		many = append(many, ed.JWK())
 	}
 	f.Add(set(many...))
 

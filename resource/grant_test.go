@@ -7,6 +7,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/agentauth/agentauth/internal/tokenfake"
 )
 
 // blockingValidator counts validations, each of which waits for release.
@@ -79,7 +81,7 @@ func TestValidationWaiterCanGiveUp(t *testing.T) {
 // A cache hit, the HTTP face's hot path, allocates nothing (the token is
 // hashed in place, the single flight is not entered).
 func TestGrantCacheHitAllocatesNothing(t *testing.T) {
-	inner := &countingValidator{grant: &Grant{Subject: "alice", Expiry: time.Now().Add(time.Hour)}}
+	inner := &tokenfake.CountingValidator[Grant]{Grant: &Grant{Subject: "alice", Expiry: time.Now().Add(time.Hour)}}
 	c := &Checker{scheme: "dev", v: inner, cache: newGrantCache(time.Now, 0)}
 	ctx := context.Background()
 	token := strings.Repeat("t", 600)

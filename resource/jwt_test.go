@@ -16,15 +16,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentauth/agentauth/internal/tokenfake"
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/google/go-cmp/cmp"
 )
 
 const testResource = "http://127.0.0.1:7777/mcp"
 
-func newTestJWTValidator(ti *testIssuer, clock *fakeClock, algs ...string) *jwtValidator {
-	s := Scheme{ID: "dev", AuthorizationServers: []string{ti.srv.URL}, Validation: Validation{Type: ValidationJWT, Algorithms: algs}}
-	return newJWTValidator(s, testResource, ti.srv.Client(), clock.now)
+func newTestJWTValidator(ti *tokenfake.Issuer, clock *tokenfake.Clock, algs ...string) *jwtValidator {
+	s := Scheme{ID: "dev", AuthorizationServers: []string{ti.URL}, Validation: Validation{Type: ValidationJWT, Algorithms: algs}}
+	return newJWTValidator(s, testResource, ti.Client(), clock.Now)
 }
 
 // b64 encodes a JWS segment.
@@ -34,17 +35,17 @@ func b64(v any) string {
 }
 
 func TestJWTValidation(t *testing.T) {
-	ti := newTestIssuer(t)
-	clock := newFakeClock()
-	now := clock.now()
-	es := newSigningKey(t, "es", jose.ES256)
-	rs := newSigningKey(t, "rs", jose.RS256)
-	ed := newSigningKey(t, "ed", jose.EdDSA)
-	ti.publish(es, rs, ed)
-	stranger := newSigningKey(t, "es", jose.ES256) // same kid, unpublished key
+	ti := tokenfake.NewIssuer(t)
+	clock := tokenfake.NewClock()
+	now := clock.Now()
+	es := tokenfake.NewKey(t, "es", jose.ES256)
+	rs := tokenfake.NewKey(t, "rs", jose.RS256)
+	ed := tokenfake.NewKey(t, "ed", jose.EdDSA)
+	ti.Publish(es, rs, ed)
+	stranger := tokenfake.NewKey(t, "es", jose.ES256) // same kid, unpublished key
 
 	with := func(changes map[string]any) map[string]any {
-		c := claims(ti.srv.URL, testResource, now)
+		c := tokenfake.Claims(ti.URL, testResource, now)
 		for k, v := range changes {
 			if v == nil {
 				delete(c, k)
@@ -57,7 +58,7 @@ func TestJWTValidation(t *testing.T) {
 	// alg "none": a header and payload with an empty signature.
 	none := b64(map[string]string{"alg": "none", "typ": "at+jwt", "kid": "es"}) + "." + b64(with(nil)) + "."
 	// HS256 keyed with the RSA public key: the classic key-confusion attack.
-	pubDER, _ := x509.MarshalPKIXPublicKey(rs.key.Public().(*rsa.PublicKey))
+	pubDER, _ := x509.MarshalPKIXPublicKey(rs.Signer.Public().(*rsa.PublicKey))
 	pubPEM := pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER})
 	hsInput := b64(map[string]string{"alg": "HS256", "typ": "at+jwt", "kid": "rs"}) + "." + b64(with(nil))
 	mac := hmac.New(sha256.New, pubPEM)
@@ -70,30 +71,30 @@ func TestJWTValidation(t *testing.T) {
 		kind  TokenErrorKind
 		want  string // description substring; "" means the token is accepted
 	}{
-		{"ES256", es.sign(t, with(nil), "at+jwt"), 0, ""},
-		{"RS256", rs.sign(t, with(nil), "at+jwt"), 0, ""},
-		{"EdDSA", ed.sign(t, with(nil), "at+jwt"), 0, ""},
-		{"typ application/at+jwt", es.sign(t, with(nil), "application/at+jwt"), 0, ""},
-		{"typ in upper case", es.sign(t, with(nil), "AT+JWT"), 0, ""},
-		{"typ JWT: an ID token", es.sign(t, with(nil), "JWT"), TokenInvalid, `not an access token (typ "JWT", want at+jwt per RFC 9068 section 4): ID tokens are not accepted`},
-		{"no typ", es.sign(t, with(nil), ""), TokenInvalid, `not an access token (no typ, want at+jwt`},
-		{"padded segment", pad(es.sign(t, with(nil), "at+jwt")), TokenInvalid, "not canonical base64url"},
-		{"non-zero trailing bits", trailingBits(t, es.sign(t, with(nil), "at+jwt")), TokenInvalid, "not canonical base64url"},
-		{"line break in a segment", strings.Replace(es.sign(t, with(nil), "at+jwt"), ".", "\n.", 1), TokenInvalid, "not canonical base64url"},
-		{"audience array", es.sign(t, with(map[string]any{"aud": []string{"https://other.example", testResource}}), "at+jwt"), 0, ""},
-		{"nbf within leeway", es.sign(t, with(map[string]any{"nbf": now.Add(10 * time.Second).Unix()}), "at+jwt"), 0, ""},
-		{"expired", es.sign(t, with(map[string]any{"exp": now.Add(-time.Second).Unix()}), "at+jwt"), TokenExpired, "The access token expired"},
-		{"expires now", es.sign(t, with(map[string]any{"exp": now.Unix()}), "at+jwt"), TokenExpired, "expired"},
-		{"wrong aud", es.sign(t, with(map[string]any{"aud": "http://127.0.0.1:7777/other"}), "at+jwt"), TokenInvalid, "audience does not include " + testResource},
-		{"no aud", es.sign(t, with(map[string]any{"aud": nil}), "at+jwt"), TokenInvalid, "audience"},
-		{"wrong iss", es.sign(t, with(map[string]any{"iss": "https://evil.example"}), "at+jwt"), TokenInvalid, `issuer "https://evil.example" is not trusted`},
+		{"ES256", es.Sign(t, with(nil), "at+jwt"), 0, ""},
+		{"RS256", rs.Sign(t, with(nil), "at+jwt"), 0, ""},
+		{"EdDSA", ed.Sign(t, with(nil), "at+jwt"), 0, ""},
+		{"typ application/at+jwt", es.Sign(t, with(nil), "application/at+jwt"), 0, ""},
+		{"typ in upper case", es.Sign(t, with(nil), "AT+JWT"), 0, ""},
+		{"typ JWT: an ID token", es.Sign(t, with(nil), "JWT"), TokenInvalid, `not an access token (typ "JWT", want at+jwt per RFC 9068 section 4): ID tokens are not accepted`},
+		{"no typ", es.Sign(t, with(nil), ""), TokenInvalid, `not an access token (no typ, want at+jwt`},
+		{"padded segment", pad(es.Sign(t, with(nil), "at+jwt")), TokenInvalid, "not canonical base64url"},
+		{"non-zero trailing bits", trailingBits(t, es.Sign(t, with(nil), "at+jwt")), TokenInvalid, "not canonical base64url"},
+		{"line break in a segment", strings.Replace(es.Sign(t, with(nil), "at+jwt"), ".", "\n.", 1), TokenInvalid, "not canonical base64url"},
+		{"audience array", es.Sign(t, with(map[string]any{"aud": []string{"https://other.example", testResource}}), "at+jwt"), 0, ""},
+		{"nbf within leeway", es.Sign(t, with(map[string]any{"nbf": now.Add(10 * time.Second).Unix()}), "at+jwt"), 0, ""},
+		{"expired", es.Sign(t, with(map[string]any{"exp": now.Add(-time.Second).Unix()}), "at+jwt"), TokenExpired, "The access token expired"},
+		{"expires now", es.Sign(t, with(map[string]any{"exp": now.Unix()}), "at+jwt"), TokenExpired, "expired"},
+		{"wrong aud", es.Sign(t, with(map[string]any{"aud": "http://127.0.0.1:7777/other"}), "at+jwt"), TokenInvalid, "audience does not include " + testResource},
+		{"no aud", es.Sign(t, with(map[string]any{"aud": nil}), "at+jwt"), TokenInvalid, "audience"},
+		{"wrong iss", es.Sign(t, with(map[string]any{"iss": "https://evil.example"}), "at+jwt"), TokenInvalid, `issuer "https://evil.example" is not trusted`},
 		{"alg none", none, TokenInvalid, `algorithm "none" is not allowed`},
 		{"HS256 with the public key as secret", hs256, TokenInvalid, `algorithm "HS256" is not allowed`},
-		{"signed by another key with a known kid", stranger.sign(t, with(nil), "at+jwt"), TokenInvalid, "signature is invalid"},
-		{"not yet valid", es.sign(t, with(map[string]any{"nbf": now.Add(time.Hour).Unix()}), "at+jwt"), TokenInvalid, "not valid yet"},
-		{"issued in the future", es.sign(t, with(map[string]any{"iat": now.Add(time.Hour).Unix()}), "at+jwt"), TokenInvalid, "issued in the future"},
-		{"no exp", es.sign(t, with(map[string]any{"exp": nil}), "at+jwt"), TokenInvalid, "no expiry"},
-		{"wrong typ", es.sign(t, with(nil), "dpop+jwt"), TokenInvalid, `not an access token (typ "dpop+jwt"`},
+		{"signed by another key with a known kid", stranger.Sign(t, with(nil), "at+jwt"), TokenInvalid, "signature is invalid"},
+		{"not yet valid", es.Sign(t, with(map[string]any{"nbf": now.Add(time.Hour).Unix()}), "at+jwt"), TokenInvalid, "not valid yet"},
+		{"issued in the future", es.Sign(t, with(map[string]any{"iat": now.Add(time.Hour).Unix()}), "at+jwt"), TokenInvalid, "issued in the future"},
+		{"no exp", es.Sign(t, with(map[string]any{"exp": nil}), "at+jwt"), TokenInvalid, "no expiry"},
+		{"wrong typ", es.Sign(t, with(nil), "dpop+jwt"), TokenInvalid, `not an access token (typ "dpop+jwt"`},
 		{"not a JWT", "opaque-token", TokenInvalid, "not a signed JWT"},
 		{"garbage header", "e30x.e30.sig", TokenInvalid, "malformed header"},
 	}
@@ -105,7 +106,7 @@ func TestJWTValidation(t *testing.T) {
 				if err != nil {
 					t.Fatalf("rejected a good token: %v", err)
 				}
-				if g.Subject != "alice" || g.ClientID != "cli-1" || g.JTI != "jti-1" || g.Issuer != ti.srv.URL ||
+				if g.Subject != "alice" || g.ClientID != "cli-1" || g.JTI != "jti-1" || g.Issuer != ti.URL ||
 					!cmp.Equal(g.Scopes, []string{"agent:use", "agent:admin"}) || g.Expiry.Unix() != now.Add(time.Hour).Unix() {
 					t.Errorf("grant = %+v", g)
 				}
@@ -145,12 +146,12 @@ func trailingBits(t *testing.T, tok string) string {
 }
 
 func TestJWTAlgorithmsConfigured(t *testing.T) {
-	ti := newTestIssuer(t)
-	clock := newFakeClock()
-	rs := newSigningKey(t, "rs", jose.RS256)
-	ti.publish(rs)
+	ti := tokenfake.NewIssuer(t)
+	clock := tokenfake.NewClock()
+	rs := tokenfake.NewKey(t, "rs", jose.RS256)
+	ti.Publish(rs)
 	v := newTestJWTValidator(ti, clock, "ES256")
-	_, err := v.Validate(context.Background(), rs.sign(t, claims(ti.srv.URL, testResource, clock.now()), "at+jwt"))
+	_, err := v.Validate(context.Background(), rs.Sign(t, tokenfake.Claims(ti.URL, testResource, clock.Now()), "at+jwt"))
 	var te *TokenError
 	if !errors.As(err, &te) || !strings.Contains(te.Description, `"RS256" is not allowed`) {
 		t.Errorf("err = %v, want RS256 refused", err)
@@ -158,14 +159,14 @@ func TestJWTAlgorithmsConfigured(t *testing.T) {
 }
 
 func TestJWTUnknownKidRefetchesWithARateBound(t *testing.T) {
-	ti := newTestIssuer(t)
-	clock := newFakeClock()
-	k1 := newSigningKey(t, "k1", jose.ES256)
-	k2 := newSigningKey(t, "k2", jose.ES256)
-	ti.publish(k1)
+	ti := tokenfake.NewIssuer(t)
+	clock := tokenfake.NewClock()
+	k1 := tokenfake.NewKey(t, "k1", jose.ES256)
+	k2 := tokenfake.NewKey(t, "k2", jose.ES256)
+	ti.Publish(k1)
 	v := newTestJWTValidator(ti, clock)
 	ctx := context.Background()
-	tok1 := k1.sign(t, claims(ti.srv.URL, testResource, clock.now()), "at+jwt")
+	tok1 := k1.Sign(t, tokenfake.Claims(ti.URL, testResource, clock.Now()), "at+jwt")
 	validate := func(tok string) error {
 		_, err := v.Validate(ctx, tok)
 		return err
@@ -173,14 +174,14 @@ func TestJWTUnknownKidRefetchesWithARateBound(t *testing.T) {
 	if err := validate(tok1); err != nil {
 		t.Fatal(err)
 	}
-	if n := ti.jwksFetches.Load(); n != 1 {
+	if n := ti.JWKSFetches.Load(); n != 1 {
 		t.Fatalf("JWKS fetched %d times on first use, want 1", n)
 	}
-	if err := validate(tok1); err != nil || ti.jwksFetches.Load() != 1 {
-		t.Fatalf("known kid: err %v, fetches %d; want cached keys", err, ti.jwksFetches.Load())
+	if err := validate(tok1); err != nil || ti.JWKSFetches.Load() != 1 {
+		t.Fatalf("known kid: err %v, fetches %d; want cached keys", err, ti.JWKSFetches.Load())
 	}
 
-	unknown := k2.sign(t, claims(ti.srv.URL, testResource, clock.now()), "at+jwt")
+	unknown := k2.Sign(t, tokenfake.Claims(ti.URL, testResource, clock.Now()), "at+jwt")
 	wantUnknown := func(step string, fetches int32) {
 		t.Helper()
 		err := validate(unknown)
@@ -188,38 +189,38 @@ func TestJWTUnknownKidRefetchesWithARateBound(t *testing.T) {
 		if !errors.As(err, &te) || te.Kind != TokenInvalid || !strings.Contains(te.Description, "unknown key") {
 			t.Errorf("%s: err = %v, want an unknown key", step, err)
 		}
-		if n := ti.jwksFetches.Load(); n != fetches {
+		if n := ti.JWKSFetches.Load(); n != fetches {
 			t.Errorf("%s: JWKS fetched %d times, want %d", step, n, fetches)
 		}
 	}
 	// Just fetched: the rate bound holds the refetch back.
 	wantUnknown("within the rate bound", 1)
 	// Later: one refetch, the kid is still unknown.
-	clock.advance(minKeyRefetch)
+	clock.Advance(minKeyRefetch)
 	wantUnknown("after the bound", 2)
 	wantUnknown("again at once", 2)
 
 	// The issuer rotates k2 in: found at the next allowed refetch.
-	ti.publish(k2)
-	clock.advance(minKeyRefetch)
+	ti.Publish(k2)
+	clock.Advance(minKeyRefetch)
 	if err := validate(unknown); err != nil {
 		t.Errorf("rotated key: %v", err)
 	}
-	if n := ti.jwksFetches.Load(); n != 3 {
+	if n := ti.JWKSFetches.Load(); n != 3 {
 		t.Errorf("JWKS fetched %d times, want 3", n)
 	}
 }
 
 func TestJWTKeyDiscovery(t *testing.T) {
-	clock := newFakeClock()
+	clock := tokenfake.NewClock()
 	ctx := context.Background()
 
 	t.Run("OpenID configuration fallback", func(t *testing.T) {
-		ti := newTestIssuer(t)
-		ti.metadataPath = "/.well-known/openid-configuration"
-		k := newSigningKey(t, "k", jose.ES256)
-		ti.publish(k)
-		if _, err := newTestJWTValidator(ti, clock).Validate(ctx, k.sign(t, claims(ti.srv.URL, testResource, clock.now()), "at+jwt")); err != nil {
+		ti := tokenfake.NewIssuer(t)
+		ti.MetadataPath = "/.well-known/openid-configuration"
+		k := tokenfake.NewKey(t, "k", jose.ES256)
+		ti.Publish(k)
+		if _, err := newTestJWTValidator(ti, clock).Validate(ctx, k.Sign(t, tokenfake.Claims(ti.URL, testResource, clock.Now()), "at+jwt")); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -229,9 +230,9 @@ func TestJWTKeyDiscovery(t *testing.T) {
 			json.NewEncoder(w).Encode(map[string]string{"issuer": "https://evil.example", "jwks_uri": "http://127.0.0.1:1/jwks"})
 		}))
 		defer srv.Close()
-		k := newSigningKey(t, "k", jose.ES256)
-		v := newJWTValidator(Scheme{AuthorizationServers: []string{srv.URL}}, testResource, srv.Client(), clock.now)
-		_, err := v.Validate(ctx, k.sign(t, claims(srv.URL, testResource, clock.now()), "at+jwt"))
+		k := tokenfake.NewKey(t, "k", jose.ES256)
+		v := newJWTValidator(Scheme{AuthorizationServers: []string{srv.URL}}, testResource, srv.Client(), clock.Now)
+		_, err := v.Validate(ctx, k.Sign(t, tokenfake.Claims(srv.URL, testResource, clock.Now()), "at+jwt"))
 		var te *TokenError
 		if err == nil || errors.As(err, &te) || !strings.Contains(err.Error(), "RFC 8414 §3.3") {
 			t.Errorf("err = %v, want a discovery failure (not a token rejection)", err)
@@ -243,23 +244,23 @@ func TestJWTKeyDiscovery(t *testing.T) {
 			w.Write([]byte(`{"keys": ["` + strings.Repeat("x", maxDocumentSize) + `"]}`))
 		}))
 		defer srv.Close()
-		k := newSigningKey(t, "k", jose.ES256)
+		k := tokenfake.NewKey(t, "k", jose.ES256)
 		s := Scheme{AuthorizationServers: []string{"https://as.example"}, Validation: Validation{JWKSURI: srv.URL}}
-		v := newJWTValidator(s, testResource, srv.Client(), clock.now)
-		_, err := v.Validate(ctx, k.sign(t, claims("https://as.example", testResource, clock.now()), "at+jwt"))
+		v := newJWTValidator(s, testResource, srv.Client(), clock.Now)
+		_, err := v.Validate(ctx, k.Sign(t, tokenfake.Claims("https://as.example", testResource, clock.Now()), "at+jwt"))
 		if err == nil || !strings.Contains(err.Error(), "exceeds") {
 			t.Errorf("err = %v, want the size limit", err)
 		}
 	})
 
 	t.Run("JWKS key count is bounded", func(t *testing.T) {
-		ti := newTestIssuer(t)
-		var last *signingKey
+		ti := tokenfake.NewIssuer(t)
+		var last *tokenfake.Key
 		for i := range maxKeys + 1 {
-			last = newSigningKey(t, "k"+string(rune('A'+i%26))+string(rune('a'+i/26)), jose.EdDSA)
-			ti.publish(last)
+			last = tokenfake.NewKey(t, "k"+string(rune('A'+i%26))+string(rune('a'+i/26)), jose.EdDSA)
+			ti.Publish(last)
 		}
-		_, err := newTestJWTValidator(ti, clock).Validate(ctx, last.sign(t, claims(ti.srv.URL, testResource, clock.now()), "at+jwt"))
+		_, err := newTestJWTValidator(ti, clock).Validate(ctx, last.Sign(t, tokenfake.Claims(ti.URL, testResource, clock.Now()), "at+jwt"))
 		if err == nil || !strings.Contains(err.Error(), "unknown key") {
 			t.Errorf("err = %v, want the key past the bound to be ignored", err)
 		}

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -214,19 +213,7 @@ func TestKilledWriterLeavesNoTempFile(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "config")
 	var left []string
 	for range attempts {
-		cmd := childCmd(t, "put-forever", dir)
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		line, err := bufio.NewReader(stdout).ReadString('\n')
-		if line != "ready\n" {
-			cmd.Process.Kill()
-			t.Fatalf("child said %q, %v", line, err)
-		}
+		cmd := startWriter(t, dir)
 		// Kill it as soon as a write is seen in progress.
 		for deadline := time.Now().Add(10 * time.Second); len(tempFiles(t, dir)) == 0 && time.Now().Before(deadline); {
 		}

@@ -95,6 +95,25 @@ func childCmd(t *testing.T, mode, dir string, env ...string) *exec.Cmd {
 	return cmd
 }
 
+// startWriter starts a child that rewrites the store in dir until it is
+// killed, and returns once the child has written once.
+func startWriter(t *testing.T, dir string) *exec.Cmd {
+	t.Helper()
+	cmd := childCmd(t, "put-forever", dir)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); line != "ready\n" {
+		cmd.Process.Kill()
+		t.Fatalf("child said %q, %v", line, err)
+	}
+	return cmd
+}
+
 // runChildren runs n children of mode at once and fails on any error.
 func runChildren(t *testing.T, n int, mode, dir string, env func(i int) []string) {
 	t.Helper()
@@ -179,18 +198,7 @@ func TestLockReleasedWhenHolderDies(t *testing.T) {
 // (whose lock the dead process held) succeeds.
 func TestCrashDuringWrites(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "config")
-	cmd := childCmd(t, "put-forever", dir)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if line, err := bufio.NewReader(stdout).ReadString('\n'); line != "ready\n" {
-		cmd.Process.Kill()
-		t.Fatalf("child said %q, %v", line, err)
-	}
+	cmd := startWriter(t, dir)
 	// Let it write a few more times, by waiting for our own writes to pass.
 	s := newFile(dir)
 	for i := range 3 {

@@ -11,12 +11,12 @@ import (
 	"os"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentauth/agentauth/internal/syncbuf"
 	"github.com/agentauth/agentauth/wire"
 )
 
@@ -81,24 +81,6 @@ func TestDialHelperProcess(t *testing.T) {
 	os.Exit(0)
 }
 
-// syncBuffer is a goroutine-safe strings.Builder.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func dialHelper(t *testing.T, mode string, stderr io.Writer) wire.Conn {
 	t.Helper()
 	t.Setenv("DIAL_HELPER", mode)
@@ -111,7 +93,7 @@ func dialHelper(t *testing.T, mode string, stderr io.Writer) wire.Conn {
 }
 
 func TestDialTargetStdio(t *testing.T) {
-	var stderr syncBuffer
+	var stderr syncbuf.Buffer
 	conn := dialHelper(t, "echo", &stderr)
 	c := wire.NewClient(conn)
 	var got struct {

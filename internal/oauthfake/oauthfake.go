@@ -1,6 +1,7 @@
 // Package oauthfake is a fake MCP-style protected resource and its OAuth
 // authorization server for tests. It is a normal package so that the tests of
-// several packages (client, commands) can share it, but only _test.go files
+// several packages (client, commands) and the testscripts' programs
+// (internal/testprog/mcp) can share it; only tests and those programs
 // import it: nothing the agentauth binary runs depends on it.
 //
 // The fake is written from agentauth's own wire types; it backs up, and never

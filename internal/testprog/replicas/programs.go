@@ -1,4 +1,4 @@
-// Package replicas holds test programs for the testscripts: replicas and state: a login burst, a load-balancing proxy, and script commands on state files and PostgreSQL (filemode, nosecretsin, waitlines, pgstart, grantsvalid, schemaversion, samekid, jwkskids).
+// Package replicas holds test programs for the testscripts: replicas and state: a login burst, a load-balancing proxy, and script commands on state files and PostgreSQL (filemode, nosecretsin, waitlines, pgstart, pgstop, pgrestart, grantsvalid, schemaversion, samekid, jwkskids).
 // It is test support (see internal/testprog); only main_test.go imports it.
 package replicas
 

@@ -35,8 +35,8 @@ func init() {
 	cmds["nosecretsin"] = noSecretsIn
 	cmds["waitlines"] = waitLines
 	cmds["pgstart"] = pgStart
-	cmds["pghalt"] = pgHalt
-	cmds["pgresume"] = pgResume
+	cmds["pgstop"] = pgStop
+	cmds["pgrestart"] = pgRestart
 	cmds["grantsvalid"] = grantsValid
 	cmds["schemaversion"] = schemaVersion
 	cmds["samekid"] = sameKid
@@ -120,23 +120,29 @@ func waitLines(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Fatalf("timed out waiting for %d lines in %s", n, args[0])
 }
 
+// The PostgreSQL commands, for every script that needs a real database
+// (state, replicas, ops): pgstart starts a server, pgstop and pgrestart
+// take it down and bring it back (a database outage).
+
 // pgStart starts a PostgreSQL server for the script and sets VAR to its
-// URL; it stops when the script ends. A script guards it with
-// [!exec:initdb] skip; the state package's tests fail when PostgreSQL is
-// missing and statetest.EnvRequirePostgres is 1. Usage: pgstart VAR
+// URL; it stops, and its data is removed, when the script ends. A script
+// guards it with [!exec:initdb] skip; the state package's tests fail when
+// PostgreSQL is missing and statetest.EnvRequirePostgres is 1.
+// Usage: pgstart VAR
 func pgStart(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 1 {
 		ts.Fatalf("usage: pgstart VAR")
 	}
 	srv, err := statetest.StartServer()
 	ts.Check(err)
-	ts.Defer(srv.Stop)
 	pgServers.Store(srv.URL, srv)
+	ts.Defer(func() { pgServers.Delete(srv.URL); srv.Stop() })
 	ts.Setenv(args[0], srv.URL)
 }
 
-// pgServers are the servers pgstart started, by URL.
-var pgServers sync.Map
+// pgServers are the servers pgstart started and the scripts still run, by
+// URL.
+var pgServers sync.Map // string → *statetest.Server
 
 func pgServer(ts *testscript.TestScript, usage string, neg bool, args []string) *statetest.Server {
 	if neg || len(args) != 1 {
@@ -149,15 +155,16 @@ func pgServer(ts *testscript.TestScript, usage string, neg bool, args []string) 
 	return srv.(*statetest.Server)
 }
 
-// pgHalt stops the PostgreSQL server pgstart started (immediate
-// shutdown), keeping its data. Usage: pghalt VAR
-func pgHalt(ts *testscript.TestScript, neg bool, args []string) {
-	ts.Check(pgServer(ts, "pghalt", neg, args).Halt())
+// pgStop stops the server pgstart started at once (immediate shutdown),
+// keeping its data: a database outage. Usage: pgstop VAR
+func pgStop(ts *testscript.TestScript, neg bool, args []string) {
+	ts.Check(pgServer(ts, "pgstop", neg, args).Halt())
 }
 
-// pgResume starts again the server pghalt stopped. Usage: pgresume VAR
-func pgResume(ts *testscript.TestScript, neg bool, args []string) {
-	ts.Check(pgServer(ts, "pgresume", neg, args).Start())
+// pgRestart starts the server pgstop stopped again, on the same URL and
+// data, and waits until it accepts connections. Usage: pgrestart VAR
+func pgRestart(ts *testscript.TestScript, neg bool, args []string) {
+	ts.Check(pgServer(ts, "pgrestart", neg, args).Start())
 }
 
 // burstPKCE is the one verifier every burst login uses (the challenge is

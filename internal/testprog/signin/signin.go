@@ -6,8 +6,10 @@
 //     follows redirects and submits the pages' forms as a user would;
 //   - the condition [oidc]: testdata/oidc's npm packages are installed
 //     (with AGENTAUTH_REQUIRE_OIDC=1, an error when they are not), and
-//     needoidc, which sets $OIDC to that folder;
-//   - portenv VAR FILE: the port of an address file.
+//     needoidc, which sets $OIDC to that folder.
+//
+// The scripts also use portenv VAR FILE (the port of an address file),
+// which internal/testprog/cli registers.
 package signin
 
 import (
@@ -15,7 +17,6 @@ import (
 	"fmt"
 	"html"
 	"io"
-	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -35,18 +36,7 @@ func Programs() map[string]func() {
 
 // Cmds are the script commands of this package, by name.
 func Cmds() map[string]func(ts *testscript.TestScript, neg bool, args []string) {
-	return map[string]func(ts *testscript.TestScript, neg bool, args []string){"needoidc": needOIDC, "portenv": portEnv}
-}
-
-// portEnv sets VAR to the port of the HOST:PORT in FILE (an address
-// file), to name a server by another host name. Usage: portenv VAR FILE
-func portEnv(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 2 {
-		ts.Fatalf("usage: portenv VAR FILE")
-	}
-	_, port, err := net.SplitHostPort(strings.TrimSpace(ts.ReadFile(args[1])))
-	ts.Check(err)
-	ts.Setenv(args[0], port)
+	return map[string]func(ts *testscript.TestScript, neg bool, args []string){"needoidc": needOIDC}
 }
 
 // oidcDir is testdata/oidc, where run.sh installs oidc-provider.

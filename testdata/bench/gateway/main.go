@@ -20,7 +20,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,6 +27,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentauth/agentauth/internal/benchstat"
 	"github.com/agentauth/agentauth/internal/devlogin"
 )
 
@@ -168,14 +168,13 @@ func run(bin string, conns int, d time.Duration, rounds int, logLevel string) er
 			if errs > 0 {
 				return fmt.Errorf("%s: %d failed calls", t.name, errs)
 			}
-			slices.Sort(lat)
 			tput[t.name] = append(tput[t.name], float64(n)/d.Seconds())
-			p50[t.name] = append(p50[t.name], ms(lat[len(lat)/2]))
-			p99[t.name] = append(p99[t.name], ms(lat[len(lat)*99/100]))
+			p50[t.name] = append(p50[t.name], benchstat.Millis(benchstat.Percentile(lat, 50)))
+			p99[t.name] = append(p99[t.name], benchstat.Millis(benchstat.Percentile(lat, 99)))
 		}
 	}
 	report := func(what, unit string, m map[string][]float64) {
-		s, r := median(m["serve"]), median(m["direct"])
+		s, r := benchstat.Median(m["serve"]), benchstat.Median(m["direct"])
 		fmt.Printf("%-12s serve %10.2f %-6s direct %10.2f %-6s ratio %.2f\n", what, s, unit, r, unit, s/r)
 	}
 	report("throughput", "req/s", tput)
@@ -251,12 +250,4 @@ func load(url, token string, conns int, d time.Duration) (int, []time.Duration, 
 	}
 	wg.Wait()
 	return len(all), all, errs
-}
-
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	return s[len(s)/2]
 }

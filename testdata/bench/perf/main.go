@@ -50,6 +50,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/agentauth/agentauth/internal/benchstat"
 	"github.com/agentauth/agentauth/internal/devlogin"
 )
 
@@ -223,19 +224,7 @@ func rounds(what string, got, ref []float64, unit string) {
 		pairs[i] = got[i] / ref[i]
 	}
 	fmt.Printf("%-34s agentauth %10.1f %-6s reference %10.1f %-6s ratio %.2f (round by round %.2f, %.2f–%.2f)\n",
-		what, median(got), unit, median(ref), unit, median(got)/median(ref), median(pairs), slices.Min(pairs), slices.Max(pairs))
-}
-
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s) == 0 {
-		return 0
-	}
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+		what, benchstat.Median(got), unit, benchstat.Median(ref), unit, benchstat.Median(got)/benchstat.Median(ref), benchstat.Median(pairs), slices.Min(pairs), slices.Max(pairs))
 }
 
 // http compares POST /mcp.
@@ -260,8 +249,8 @@ func (b *bench) http() error {
 			cpu := p.cpu() - cpu0
 			r := res[p]
 			r.rps = append(r.rps, float64(n)/b.duration.Seconds())
-			r.p50 = append(r.p50, ms(lat[len(lat)/2]))
-			r.p99 = append(r.p99, ms(lat[len(lat)*99/100]))
+			r.p50 = append(r.p50, benchstat.Millis(benchstat.Percentile(lat, 50)))
+			r.p99 = append(r.p99, benchstat.Millis(benchstat.Percentile(lat, 99)))
 			r.cpu = append(r.cpu, float64(cpu.Microseconds())/float64(n))
 		}
 	}
@@ -272,8 +261,6 @@ func (b *bench) http() error {
 	rounds("server CPU per request (median)", a.cpu, r.cpu, "µs")
 	return nil
 }
-
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // load posts body from b.conns connections for d and returns the count
 // of 200 answers and the sorted latencies.

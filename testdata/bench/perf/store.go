@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentauth/agentauth/internal/benchstat"
 	"github.com/agentauth/agentauth/internal/devlogin"
 	"github.com/agentauth/agentauth/issuer"
 	"github.com/agentauth/agentauth/state/statetest"
@@ -260,8 +261,8 @@ func (b *bench) exchange() error {
 				res[s] = r
 			}
 			r.rate = append(r.rate, float64(n)/b.duration.Seconds())
-			r.p50 = append(r.p50, ms(lat[len(lat)/2]))
-			r.p99 = append(r.p99, ms(lat[len(lat)*99/100]))
+			r.p50 = append(r.p50, benchstat.Millis(benchstat.Percentile(lat, 50)))
+			r.p99 = append(r.p99, benchstat.Millis(benchstat.Percentile(lat, 99)))
 		}
 	}
 	base := res[servers[0]]
@@ -272,7 +273,7 @@ func (b *bench) exchange() error {
 			pairs[k] = r.rate[k] / base.rate[k]
 		}
 		fmt.Printf("%-9s %7.0f exchanges/s (median)   vs %s %.2f (round by round %.2f–%.2f)   POST /token p50 %.1f ms  p99 %.1f ms\n",
-			s.name, median(r.rate), servers[0].name, median(r.rate)/median(base.rate), slices.Min(pairs), slices.Max(pairs), median(r.p50), median(r.p99))
+			s.name, benchstat.Median(r.rate), servers[0].name, benchstat.Median(r.rate)/benchstat.Median(base.rate), slices.Min(pairs), slices.Max(pairs), benchstat.Median(r.p50), benchstat.Median(r.p99))
 	}
 	return nil
 }

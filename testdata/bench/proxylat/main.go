@@ -22,9 +22,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
+
+	"github.com/agentauth/agentauth/internal/benchstat"
 )
 
 func main() {
@@ -135,9 +136,7 @@ func measure(n int, f func(int) error) ([]time.Duration, error) {
 }
 
 func pct(d []time.Duration, p int) time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[(len(s)-1)*p/100].Round(time.Microsecond)
+	return benchstat.Percentile(d, p).Round(time.Microsecond)
 }
 
 func median(d []time.Duration) time.Duration { return pct(d, 50) }
