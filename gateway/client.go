@@ -107,7 +107,7 @@ func (t *backendTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		}
 	}
 	keep := !resp.Close && !req.Close && (resp.ContentLength >= 0 || len(resp.TransferEncoding) > 0)
-	resp.Body = &backendBody{rc: resp.Body, t: t, addr: addr, bc: bc, stop: stop, keep: keep, empty: resp.ContentLength == 0}
+	resp.Body = &backendBody{rc: resp.Body, ctx: ctx, t: t, addr: addr, bc: bc, stop: stop, keep: keep, empty: resp.ContentLength == 0}
 	return resp, nil
 }
 
@@ -186,6 +186,7 @@ func (t *backendTransport) closeIdle(olderThan time.Duration) {
 // come from another goroutine than Read, as with net/http's bodies.
 type backendBody struct {
 	rc    io.ReadCloser
+	ctx   context.Context
 	t     *backendTransport
 	addr  string
 	bc    *backendConn
@@ -200,8 +201,11 @@ func (b *backendBody) Read(p []byte) (int, error) {
 		return 0, io.EOF
 	}
 	n, err := b.rc.Read(p)
-	if err == io.EOF {
+	switch {
+	case err == io.EOF:
 		b.finish(true)
+	case err != nil && b.ctx.Err() != nil:
+		err = b.ctx.Err() // not the deadline that ended the read
 	}
 	return n, err
 }
