@@ -25,7 +25,7 @@ func BenchmarkForward(b *testing.B) {
 	})
 	be := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true}))
 	defer be.Close()
-	benchEcho(b, be.URL, nil)
+	benchEcho(b, be.URL)
 }
 
 // BenchmarkForwardOwnCost is BenchmarkForward against a backend that
@@ -35,23 +35,13 @@ func BenchmarkForward(b *testing.B) {
 func BenchmarkForwardOwnCost(b *testing.B) {
 	be := constBackend()
 	defer be.Close()
-	benchEcho(b, be.URL, nil)
-}
-
-// BenchmarkForwardOwnCostNetHTTP is BenchmarkForwardOwnCost with
-// net/http's Transport (as configured before backendTransport) in place of
-// backendTransport: what the latter saves.
-func BenchmarkForwardOwnCostNetHTTP(b *testing.B) {
-	be := constBackend()
-	defer be.Close()
-	benchEcho(b, be.URL, &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 256, IdleConnTimeout: 90 * time.Second})
+	benchEcho(b, be.URL)
 }
 
 // benchEcho measures tools/call of the echo tool through a gateway in
-// front of the HTTP backend at url, one call per iteration, over
-// transport (nil: the default, backendTransport).
-func benchEcho(b *testing.B, url string, transport http.RoundTripper) {
-	g, err := New(Options{Backends: []Backend{{Name: "b", URL: url}}, Transport: transport})
+// front of the HTTP backend at url, one call per iteration.
+func benchEcho(b *testing.B, url string) {
+	g, err := New(Options{Backends: []Backend{{Name: "b", URL: url}}})
 	if err != nil {
 		b.Fatal(err)
 	}
