@@ -8,6 +8,7 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"sync"
 	"time"
 
 	"github.com/agentauth/agentauth/internal/webpage"
@@ -97,7 +98,7 @@ func (b *Broker) confirmFirst(w http.ResponseWriter, r *http.Request, id string)
 	data := confirmPage{User: who, Client: client, Session: p.Session, Upstream: u.Label, Host: u.Host(), Scopes: u.Scopes,
 		Expires: p.Expires.UTC().Format(time.RFC1123), ID: id, Token: b.confirmToken(id, who)}
 	data.Note = "agentauth: " + b.opts.Origin + " signs you in to upstream services for your agent; the tokens stay on the server."
-	if err := webpage.Render(w, http.StatusOK, confirmTemplate, "broker-confirm", data); err != nil {
+	if err := webpage.Render(w, http.StatusOK, confirmTemplate(), "broker-confirm", data); err != nil {
 		b.log.Error("broker: cannot render page", "err", err)
 	}
 	return true, ""
@@ -142,8 +143,10 @@ type confirmPage struct {
 }
 
 // confirmTemplate is the confirmation page, in the look of every page
-// of serve (package webpage).
-var confirmTemplate = template.Must(template.Must(webpage.Parse(nil)).New("broker-confirm").Parse(`{{template "page-start" (print "Connect " .Upstream)}}
+// of serve (package webpage); parsed on first use, not at every command's
+// start-up.
+var confirmTemplate = sync.OnceValue(func() *template.Template {
+	return template.Must(template.Must(webpage.Parse(nil)).New("broker-confirm").Parse(`{{template "page-start" (print "Connect " .Upstream)}}
 <p>You are signed in as <strong>{{.User}}</strong>. Your agent asks to sign your session in to <strong>{{.Upstream}}</strong> so that it can call it as you.</p>
 <dl>
 <dt>Client</dt>
@@ -164,3 +167,4 @@ var confirmTemplate = template.Must(template.Must(webpage.Parse(nil)).New("broke
 </form>
 <p class="next">If you did not ask your agent for this, close this page: nothing happens.</p>
 {{template "page-end" .Note}}`))
+})

@@ -85,7 +85,7 @@ func (b *Broker) Ask(ctx context.Context, who Principal, upstream string) (*Ask,
 				return err
 			}
 		}
-		started, err := tx.Count(kindState)
+		started, err := tx.Count(kindState, MaxPending)
 		if err != nil {
 			return err
 		}

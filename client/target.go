@@ -4,13 +4,16 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/agentauth/agentauth/wire"
 )
 
 // bareHostPort is a TARGET written without a scheme: "127.0.0.1:7777",
 // "localhost:7777", "[::1]:7777".
-var bareHostPort = regexp.MustCompile(`^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):[0-9]+$`)
+var bareHostPort = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):[0-9]+$`)
+})
 
 // CheckTarget refuses a TARGET of no supported kind, each refusal a
 // *UsageError naming the fix: an agent host (ws://, wss://, stdio:COMMAND
@@ -24,7 +27,7 @@ func CheckTarget(target string) error {
 			return Usagef("stdio: needs the command line of the agent to run, for example stdio:agentauth serve --stdio")
 		}
 		return nil
-	case bareHostPort.MatchString(target):
+	case bareHostPort().MatchString(target):
 		return Usagef("target %q has no scheme: did you mean ws://%s (an agent host) or http://%s/mcp (an MCP server)?", target, target, target)
 	}
 	for _, scheme := range []string{"ws://", "wss://", "http://", "https://"} {

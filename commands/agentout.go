@@ -10,7 +10,9 @@ import (
 // ansiEscape matches terminal escape sequences: CSI (ESC [ … final), OSC
 // (ESC ] … BEL or ST) and two-byte escapes. Agents such as gemini-cli
 // switch to the alternate screen before printing a sign-in URL.
-var ansiEscape = regexp.MustCompile("\x1b(?:\\[[0-?]*[ -/]*[@-~]|\\][^\x07\x1b]*(?:\x07|\x1b\\\\)|[@-Z\\\\-_])")
+var ansiEscape = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile("\x1b(?:\\[[0-?]*[ -/]*[@-~]|\\][^\x07\x1b]*(?:\x07|\x1b\\\\)|[@-Z\\\\-_])")
+})
 
 // maxAgentLine bounds one line of agent output kept before it is printed.
 const maxAgentLine = 4096
@@ -56,7 +58,7 @@ func (a *agentWriter) Flush() {
 }
 
 func (a *agentWriter) flush() {
-	line := safeText(ansiEscape.ReplaceAllString(string(a.buf), ""))
+	line := safeText(ansiEscape().ReplaceAllString(string(a.buf), ""))
 	a.buf = a.buf[:0]
 	if len(bytes.TrimSpace([]byte(line))) > 0 {
 		io.WriteString(a.w, line+"\n")

@@ -16,7 +16,10 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -41,16 +44,87 @@ func init() { wire.ClientVersion = Version }
 // Main runs agentauth with the process's arguments and returns the exit
 // code. The first SIGINT or SIGTERM cancels the command's context (the
 // command ends cleanly, exit 130 when it had not finished); a second one
-// kills the process the default way.
+// kills the process the default way (interruptContext).
 func Main() int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	go func() {
-		<-ctx.Done()
-		stop()
-	}()
-	defer stop()
+	ctx := &interruptContext{}
+	defer ctx.stop()
 	return RunContext(ctx, NewFactory(), os.Args)
 }
+
+// interruptContext is Main's context: cancelled by the first SIGINT or
+// SIGTERM, after which the signals get their default action again. It
+// starts listening for them (signal.NotifyContext) the first time Done is
+// called: by listenForInterrupts as a command starts, or by whatever
+// waits on the context (context.WithCancel, a network call, a file lock).
+// An offline command (offlineCommands; status without TARGET; --version
+// and help) finishes in milliseconds without waiting for anything and
+// keeps the default action, so that an interrupt ends it with the shell's
+// 130 as before and its start-up saves the goroutine and the locked OS
+// thread signal handling costs (README "Benchmarks").
+type interruptContext struct {
+	once     sync.Once
+	ctx      atomic.Pointer[context.Context] // nil until the first Done
+	stopFunc context.CancelFunc
+}
+
+// listen returns the signal context, made on the first call.
+func (c *interruptContext) listen() context.Context {
+	c.once.Do(func() {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		go func() {
+			<-ctx.Done()
+			stop()
+		}()
+		c.stopFunc = stop
+		c.ctx.Store(&ctx)
+	})
+	return *c.ctx.Load()
+}
+
+// started is the signal context, or nil when nothing waited yet.
+func (c *interruptContext) started() context.Context {
+	if p := c.ctx.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+func (c *interruptContext) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (c *interruptContext) Done() <-chan struct{}       { return c.listen().Done() }
+
+func (c *interruptContext) Err() error {
+	if ctx := c.started(); ctx != nil {
+		return ctx.Err()
+	}
+	return nil
+}
+
+// Value asks the signal context once it exists, so that a child context
+// finds its cancelCtx (no goroutine per context.WithCancel).
+func (c *interruptContext) Value(key any) any {
+	if ctx := c.started(); ctx != nil {
+		return ctx.Value(key)
+	}
+	return nil
+}
+
+// stop stops listening, when Done ever started it.
+func (c *interruptContext) stop() {
+	if c.started() != nil {
+		c.stopFunc()
+	}
+}
+
+// listenForInterrupts makes ctx, Main's interruptContext or a context
+// made from it, listen for SIGINT and SIGTERM now, before the command
+// waits on anything (a server's first request must not find the default
+// action). Done does it; on any other context it does nothing.
+func listenForInterrupts(ctx context.Context) { ctx.Done() }
+
+// offlineCommands finish without the network or waiting for anything, so
+// they do not listen for interrupts (interruptContext); status does only
+// with a TARGET.
+var offlineCommands = map[string]bool{"status": true, "completion": true, "complete": true}
 
 // Run runs the CLI with args (args[0] is the program name).
 func Run(f *Factory, args []string) int { return RunContext(context.Background(), f, args) }
@@ -164,9 +238,16 @@ func NewApp(f *Factory) *cli.App {
 		return cli.ShowAppHelp(c)
 	}
 	for _, cmd := range app.Commands {
+		if action := cmd.Action; action != nil && !offlineCommands[cmd.Name] {
+			cmd.Action = func(c *cli.Context) error {
+				listenForInterrupts(c.Context)
+				return action(c)
+			}
+		}
 		cmd.OnUsageError = app.OnUsageError
 		if cmd.CustomHelpTemplate == "" {
-			cmd.CustomHelpTemplate = cli.CommandHelpTemplate + commandHelpExtra(cmd.Name)
+			// printHelp adds the command's EXAMPLES and EXIT CODES.
+			cmd.CustomHelpTemplate = cli.CommandHelpTemplate
 		}
 	}
 	return app

@@ -8,12 +8,15 @@ import (
 	"net/url"
 	"path"
 	"reflect"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/agentauth/agentauth/broker"
 	"github.com/agentauth/agentauth/gateway"
 	"github.com/agentauth/agentauth/host"
 	"github.com/agentauth/agentauth/issuer"
+	"github.com/agentauth/agentauth/mcpserver"
 	"github.com/agentauth/agentauth/ops"
 	"github.com/agentauth/agentauth/resource"
 	"github.com/agentauth/agentauth/wire"
@@ -62,8 +65,22 @@ func newGateway(cfg *host.Config, brk *broker.Broker, iss *issuer.Issuer, logger
 		default:
 			backends[i].Path = strings.TrimSuffix(u.Path, "/") + "/" + backends[i].Name
 		}
+		if x := backends[i].TokenExchange; x != nil && x.Issuer == "" {
+			res := cfg.Resource
+			if backends[i].Path != u.Path {
+				res = u.Scheme + "://" + u.Host + backends[i].Path
+			}
+			issuer, err := exchangeIssuer(cfg, res, iss)
+			if err != nil {
+				return nil, fmt.Errorf("backends[%d].tokenExchange.issuer: %w", i, err)
+			}
+			xc := *x
+			xc.Issuer = issuer
+			backends[i].TokenExchange = &xc
+		}
 	}
-	opts := gateway.Options{Backends: backends, Policy: cfg.GatewayPolicy(), Log: logger, Telemetry: tel}
+	opts := gateway.Options{Backends: backends, Policy: cfg.GatewayPolicy(), Log: logger, Telemetry: tel,
+		CheckRequest: mcpserver.CheckRequest}
 	if brk != nil {
 		opts.Broker = brk
 	}
@@ -71,6 +88,31 @@ func newGateway(cfg *host.Config, brk *broker.Broker, iss *issuer.Issuer, logger
 		opts.Assert = iss.Assertion
 	}
 	return gateway.New(opts)
+}
+
+// exchangeIssuer is the default authorization server of a backend's
+// token exchange: the one authorization server of the schemes whose
+// resource is the backend's (its callers' tokens come from it), unless
+// that is serve's embedded issuer, which has no token exchange grant.
+func exchangeIssuer(cfg *host.Config, res string, iss *issuer.Issuer) (string, error) {
+	var found []string
+	for _, s := range cfg.Schemes {
+		if s.Resource != res {
+			continue
+		}
+		for _, as := range s.AuthorizationServers {
+			if !slices.Contains(found, as) {
+				found = append(found, as)
+			}
+		}
+	}
+	switch {
+	case len(found) != 1:
+		return "", fmt.Errorf("the schemes of %s name %d authorization servers; name the one that exchanges the callers' tokens", res, len(found))
+	case iss != nil && strings.TrimSuffix(found[0], "/") == strings.TrimSuffix(iss.Origin(), "/"):
+		return "", fmt.Errorf("the callers of %s log in at serve's embedded issuer, which does not exchange tokens; give the backend \"identity\": %q instead", res, gateway.IdentityAssertion)
+	}
+	return found[0], nil
 }
 
 // mountGateway serves each backend at its path behind the host's token
@@ -125,3 +167,7 @@ func (c grantCaller) Subject() string  { return c.g.Subject }
 func (c grantCaller) ClientID() string { return c.g.ClientID }
 func (c grantCaller) Scopes() []string { return c.g.Scopes }
 func (c grantCaller) Issuer() string   { return c.g.Issuer }
+
+// Expiry bounds how long the gateway keeps a token exchanged for this
+// caller's (gateway identity "exchange").
+func (c grantCaller) Expiry() time.Time { return c.g.Expiry }

@@ -87,6 +87,7 @@ status and git status); errors and the login hint go to stderr.`,
 			if opts.Target == "" {
 				return run(c.Context, opts)
 			}
+			listenForInterrupts(c.Context) // an offline command only without TARGET
 			return withTarget(opts.Target, run(c.Context, opts))
 		},
 	}

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -204,13 +205,16 @@ func (c *callback) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-var pageTemplate = template.Must(template.New("page").Parse(`<!doctype html>
+// pageTemplate is parsed on first use, not at every command's start-up.
+var pageTemplate = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("page").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>agentauth: {{.Title}}</title></head>
 <body style="font-family: system-ui, sans-serif; max-width: 40em; margin: 4em auto">
 <h1>{{.Title}}</h1>
 <p>{{.Message}}</p>
 </body></html>
 `))
+})
 
 // page answers the browser with a small HTML page; html/template escapes
 // the text, which may quote the authorization server.
@@ -219,5 +223,5 @@ func page(w http.ResponseWriter, status int, title, message string) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Referrer-Policy", "no-referrer")
 	w.WriteHeader(status)
-	_ = pageTemplate.Execute(w, struct{ Title, Message string }{title, message})
+	_ = pageTemplate().Execute(w, struct{ Title, Message string }{title, message})
 }

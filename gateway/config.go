@@ -10,12 +10,15 @@ import (
 	"time"
 )
 
-// ProcessPerSession is the process mode of a stdio backend: one process
-// per MCP session. Each MCP session belongs to one broker session, so an
-// upstream token in the environment (upstreamEnv) is that session's only.
-// It is the only mode: a process shared by sessions could not tell whose
-// a server-to-client request (sampling, elicitation) is.
-const ProcessPerSession = "session"
+// Process modes of a stdio backend. ProcessPerSession (the default): one
+// process per MCP session; each MCP session belongs to one broker session,
+// so an upstream token in the environment (upstreamEnv) is that session's
+// only. ProcessShared: one process serving every caller (see shared.go);
+// it cannot hold a per-session upstream token.
+const (
+	ProcessPerSession = "session"
+	ProcessShared     = "shared"
+)
 
 // IdentityAssertion is the identity mode of a backend that gets an
 // assertion minted for its own audience.
@@ -54,7 +57,7 @@ type Backend struct {
 	// Path is where serve mounts it (default /mcp for the first backend,
 	// /mcp/NAME for the others).
 	Path string `json:"path,omitempty"`
-	// Process is ProcessPerSession (the default and only mode).
+	// Process is ProcessPerSession (the default) or ProcessShared.
 	Process string `json:"process,omitempty"`
 	// Upstream names a broker upstream whose token, for the caller's
 	// broker session, the backend gets in UpstreamHeader (HTTP) or
@@ -62,11 +65,15 @@ type Backend struct {
 	Upstream       string `json:"upstream,omitempty"`
 	UpstreamHeader string `json:"upstreamHeader,omitempty"`
 	UpstreamEnv    string `json:"upstreamEnv,omitempty"`
-	// Identity is "" (the backend gets no credential of the caller) or
+	// Identity is "" (the backend gets no credential of the caller),
 	// IdentityAssertion (HTTP only: Authorization: Bearer with a
 	// short-lived RFC 9068 token of serve's embedded issuer for the
-	// backend's URL as audience, naming the caller).
-	Identity string `json:"identity,omitempty"`
+	// backend's URL as audience, naming the caller) or IdentityExchange
+	// (HTTP only: Authorization: Bearer with the token TokenExchange's
+	// authorization server issues for the backend in exchange for the
+	// caller's, RFC 8693).
+	Identity      string         `json:"identity,omitempty"`
+	TokenExchange *TokenExchange `json:"tokenExchange,omitempty"`
 	// Timeout is how long the backend may stay silent on a request
 	// (default DefaultTimeout).
 	Timeout Duration `json:"timeout,omitempty"`
@@ -145,22 +152,35 @@ func (b *Backend) Check(p string) error {
 		return fmt.Errorf("%s: args, env, cwd and upstreamEnv are for a stdio command, not a url", p)
 	case b.Command != "" && b.UpstreamHeader != "":
 		return fmt.Errorf("%s.upstreamHeader: a stdio command gets the upstream token in upstreamEnv", p)
-	case b.Process != "" && b.Process != ProcessPerSession:
-		return fmt.Errorf("%s.process: want %q (one process per MCP session)", p, ProcessPerSession)
+	case b.Process != "" && b.Process != ProcessPerSession && b.Process != ProcessShared:
+		return fmt.Errorf("%s.process: want %q (one process per MCP session) or %q (one process for every caller)", p, ProcessPerSession, ProcessShared)
+	case b.Process == ProcessShared && b.Command == "":
+		return fmt.Errorf("%s.process: %q is for a stdio command, not a url", p, ProcessShared)
+	case b.Process == ProcessShared && b.UpstreamEnv != "":
+		return fmt.Errorf("%s.upstreamEnv: a shared process serves every caller, so it cannot hold one session's upstream token; use process %q", p, ProcessPerSession)
 	case b.Upstream != "" && b.UpstreamHeader == "" && b.UpstreamEnv == "":
 		return fmt.Errorf("%s.upstream: say where the backend gets the token: upstreamHeader or upstreamEnv", p)
 	case b.Upstream == "" && (b.UpstreamHeader != "" || b.UpstreamEnv != ""):
 		return fmt.Errorf("%s.upstream: name the broker upstream whose token to send", p)
 	case b.Path != "" && !strings.HasPrefix(b.Path, "/"):
 		return fmt.Errorf("%s.path: want an absolute path such as /mcp/%s", p, b.Name)
-	case b.Identity != "" && b.Identity != IdentityAssertion:
-		return fmt.Errorf("%s.identity: want %q or nothing", p, IdentityAssertion)
+	case b.Identity != "" && b.Identity != IdentityAssertion && b.Identity != IdentityExchange:
+		return fmt.Errorf("%s.identity: want %q, %q or nothing", p, IdentityAssertion, IdentityExchange)
 	case b.Identity != "" && b.URL == "":
 		return fmt.Errorf("%s.identity: an assertion goes in an HTTP header; a stdio command gets none", p)
+	case b.Identity == IdentityExchange && b.TokenExchange == nil:
+		return fmt.Errorf("%s.tokenExchange: identity %q needs it: the authorization server (issuer), serve's client there (clientId) and its secret", p, IdentityExchange)
+	case b.Identity != IdentityExchange && b.TokenExchange != nil:
+		return fmt.Errorf("%s.tokenExchange: set identity %q to use it", p, IdentityExchange)
 	case b.Identity != "" && strings.EqualFold(b.UpstreamHeader, "authorization"):
 		return fmt.Errorf("%s.upstreamHeader: Authorization carries the identity assertion", p)
 	case b.MaxMessage < 0:
 		return fmt.Errorf("%s.maxMessage: want a positive byte count", p)
+	}
+	if b.TokenExchange != nil {
+		if err := b.TokenExchange.check(p); err != nil {
+			return err
+		}
 	}
 	if b.UpstreamHeader != "" {
 		switch strings.ToLower(b.UpstreamHeader) {

@@ -44,6 +44,13 @@ type reply struct {
 	// flexible: a stdio process's answer, sent as JSON when its first
 	// message is the response and as an event stream otherwise.
 	flexible bool
+	// statusOf, when set, is the HTTP status of a one-message answer (a
+	// stdio backend's answer to MCP 2026-07-28, whose errors map to
+	// statuses); otherwise status.
+	statusOf func(data []byte) int
+	// longLived: a stream that may stay silent (subscriptions/listen),
+	// not cut off by the backend's timeout.
+	longLived bool
 	// sessionID is the backend's Mcp-Session-Id, if it set one.
 	sessionID string
 	next      func() (frame, error) // io.EOF after the last frame
@@ -89,6 +96,11 @@ type httpConn struct {
 	stateless bool
 	mu        sync.Mutex
 	sid       string // the backend's Mcp-Session-Id
+	// auth and upstream are the credential headers (Authorization and
+	// the config's upstreamHeader) of the session's last request, which
+	// its DELETE carries too: a backend that wants a token for every
+	// request would refuse a DELETE without one.
+	auth, upstream string
 }
 
 func (c *httpConn) do(ctx context.Context, method string, body []byte, out http.Header) (*http.Response, error) {
@@ -104,6 +116,12 @@ func (c *httpConn) do(ctx context.Context, method string, body []byte, out http.
 	c.mu.Lock()
 	if c.sid != "" {
 		req.Header.Set("Mcp-Session-Id", c.sid)
+	}
+	if method != http.MethodDelete {
+		c.auth = out.Get("Authorization")
+		if h := c.m.b.UpstreamHeader; h != "" {
+			c.upstream = out.Get(h)
+		}
 	}
 	c.mu.Unlock()
 	resp, err := c.m.g.transport.RoundTrip(req)
@@ -140,14 +158,21 @@ func (c *httpConn) listen(ctx context.Context, out http.Header) (*reply, error) 
 
 func (c *httpConn) end(ctx context.Context) {
 	c.mu.Lock()
-	sid := c.sid
+	sid, auth, upstream := c.sid, c.auth, c.upstream
 	c.mu.Unlock()
 	if sid == "" {
 		return
 	}
+	out := http.Header{}
+	if auth != "" {
+		out.Set("Authorization", auth)
+	}
+	if upstream != "" {
+		out.Set(c.m.b.UpstreamHeader, upstream)
+	}
 	ctx, cancel := context.WithTimeout(ctx, c.m.timeout)
 	defer cancel()
-	if resp, err := c.do(ctx, http.MethodDelete, nil, http.Header{}); err == nil {
+	if resp, err := c.do(ctx, http.MethodDelete, nil, out); err == nil {
 		resp.Body.Close()
 	}
 }

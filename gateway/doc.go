@@ -7,8 +7,12 @@
 //     Passthrough): the caller's Authorization, DPoP and Cookie headers
 //     never reach a backend; a backend gets nothing, or the broker
 //     session's upstream token in a header (HTTP) or an environment
-//     variable (stdio) its config names, and/or an identity assertion
-//     minted for its own audience (Options.Assert);
+//     variable (stdio) its config names, and/or a token for its own
+//     audience: an identity assertion serve's embedded issuer mints
+//     (Options.Assert), or an access token the configured authorization
+//     server issues in exchange for the caller's (RFC 8693, exchange.go;
+//     the caller's token goes to that server, which issued it, and to
+//     no backend);
 //   - tool policy: toolScopes hides a tool from tools/list and refuses
 //     tools/call with HTTP 403 insufficient_scope (RFC 6750 §3.1) when
 //     the caller's grant lacks a scope; toolUpstreams asks for an
@@ -24,7 +28,45 @@
 // (MCP 2025-11-25 "Transports", Session Management), bound to the caller
 // (subject and client id), and keeps the backend's session id to itself.
 //
+// Stdio backends (stdio.go, process.go, shared.go) run in one of two
+// process modes, the config key process:
+//
+//   - "session" (the default): one process per MCP session, initialized
+//     by the client itself; the only mode that can hold a session's
+//     upstream token in its environment (upstreamEnv).
+//   - "shared": one process for every caller. serve initializes it (MCP
+//     2025-11-25, capabilities sampling and elicitation, not roots, which
+//     are each client's own) at start and after each restart, and answers
+//     each caller's initialize from that result with the caller's
+//     revision when it is older. Requests get ids and progress tokens of
+//     serve's, unique on the process, and the caller's come back with the
+//     answer and the progress; notifications/cancelled is rewritten
+//     likewise. A request of the process (sampling, elicitation, roots)
+//     goes to the caller whose request is in flight when exactly one
+//     caller has any and declared the capability; otherwise serve answers
+//     it with a JSON-RPC error saying why (-32603, or -32601 for an
+//     undeclared capability); serve answers ping itself. list_changed
+//     notifications fan out to every session's GET stream, and
+//     resources/updated to the sessions that subscribed to the URI;
+//     other notifications follow the routing of requests or are dropped.
+//     upstreamEnv with a shared process is refused by Backend.Check.
+//
+// MCP 2026-07-28 requests (no session) to a stdio backend are bridged to
+// its shared process (in session mode, one shared by the 2026-07-28
+// callers; refused with upstreamEnv): Options.CheckRequest checks them as
+// serve's MCP face does, server/discover is answered from the process's
+// initialize result, the removed methods get 404 -32601,
+// subscriptions/listen is served from the fan-out above, results get
+// resultType and errors their HTTP status. A request of the process
+// during such a call becomes its answer, input_required with a
+// requestState of serve's; the caller's retry with inputResponses answers
+// the process and goes on with the same call (MCP 2026-07-28 "Multi
+// Round-Trip"); further requests the process sent meanwhile are asked in
+// the following rounds, one each. A requestState of serve's naming no
+// waiting call is refused (-32602); the process's own is passed to it.
+//
 // The gateway does not authenticate: its caller (serve's HTTP face) checks
 // the token first and passes what it established as a Caller. It imports
-// wire, broker and ops (its audit and metrics hook) only.
+// wire, broker, ops (its audit and metrics hook) and flows (the RFC 8693
+// client of the token exchange) only.
 package gateway

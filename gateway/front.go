@@ -86,6 +86,13 @@ func (m *Mount) servePost(w http.ResponseWriter, r *http.Request, c Caller) {
 	var s *session
 	var cn conn
 	sid := r.Header.Get("Mcp-Session-Id")
+	if sid == "" && m.b.Command != "" && m.g.check != nil {
+		// serve answers or bridges it itself: no backend checks it.
+		if status, rerr := m.g.check(r, msg, nil); rerr != nil {
+			k.refuse(w, status, rerr, "invalid request")
+			return
+		}
+	}
 	switch {
 	case sid != "":
 		if s = m.session(sid, c); s == nil {
@@ -93,6 +100,16 @@ func (m *Mount) servePost(w http.ResponseWriter, r *http.Request, c Caller) {
 			return
 		}
 		cn = s.conn
+	case m.b.Command != "" && k.stateless && m.b.UpstreamEnv == "":
+		// MCP 2026-07-28 to a stdio backend: the backend's shared
+		// process, with this request as a caller of its own.
+		sc := m.sharedProcess().conn(c, true)
+		defer sc.end(context.Background())
+		cn = sc
+	case m.b.Command != "" && k.stateless:
+		k.refuse(w, http.StatusBadRequest, wire.Errorf(wire.CodeInvalidRequest,
+			"invalid request: backend %s runs one process per session with the session's upstream token: send initialize (MCP-Protocol-Version 2025-11-25 or older), then its Mcp-Session-Id", m.b.Name), "no session")
+		return
 	case msg.Method == wire.MethodInitialize:
 		cn = m.dial(c)
 		if s, err = m.newSession(c, cn); err != nil {
@@ -101,19 +118,20 @@ func (m *Mount) servePost(w http.ResponseWriter, r *http.Request, c Caller) {
 		}
 	case m.b.Command != "":
 		k.refuse(w, http.StatusBadRequest, wire.Errorf(wire.CodeInvalidRequest,
-			"invalid request: backend %s runs one process per session: send initialize (MCP-Protocol-Version 2025-11-25 or older), then its Mcp-Session-Id", m.b.Name), "no session")
+			"invalid request: backend %s (stdio) needs a session: send initialize first, then its Mcp-Session-Id (or MCP-Protocol-Version %s, which needs none)", m.b.Name, statelessVersion), "no session")
 		return
 	default:
 		cn = m.statelessConn()
 	}
 
 	out := forwardHeaders(r.Header)
-	raw := body
-	if msg.IsRequest() {
-		var ok bool
-		if raw, ok = k.check(w, r, cn, out, body); !ok {
-			return
+	// The backend's credential is set before the checks, whose own
+	// tools/list (schema.go) must carry it too.
+	if !m.identify(w, r, k, out) {
+		if s != nil && msg.Method == wire.MethodInitialize {
+			m.dropSession(s)
 		}
+		return
 	}
 	if m.b.Upstream != "" {
 		if tok := m.upstreamToken(r.Context(), c); tok != "" {
@@ -126,10 +144,21 @@ func (m *Mount) servePost(w http.ResponseWriter, r *http.Request, c Caller) {
 			}
 		}
 	}
-
-	if !m.identify(w, r, k, out) {
-		return
+	raw := body
+	if msg.IsRequest() {
+		var ok bool
+		if raw, ok = k.check(w, r, cn, out, body); !ok {
+			return
+		}
+		if hp := m.tools.headerParams(k.tool); k.tool != "" && len(hp) > 0 && sid == "" && m.b.Command != "" && m.g.check != nil {
+			// The Mcp-Param-* headers of the tool's schema, now known.
+			if status, rerr := m.g.check(r, msg, hp); rerr != nil {
+				k.refuse(w, status, rerr, "header mismatch")
+				return
+			}
+		}
 	}
+
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	var timedOut atomic.Bool
@@ -169,8 +198,13 @@ func (m *Mount) servePost(w http.ResponseWriter, r *http.Request, c Caller) {
 // event stream of its frames (each scrubbed, the answer to tools/list
 // filtered), ending with an error naming the backend if it fails.
 func (k *call) relay(w http.ResponseWriter, rep *reply, timer *time.Timer, timedOut *atomic.Bool) {
+	if rep.longLived {
+		timer.Stop()
+	}
 	next := func() (frame, error) {
-		timer.Reset(k.m.timeout)
+		if !rep.longLived {
+			timer.Reset(k.m.timeout)
+		}
 		return rep.next()
 	}
 	first, err := next()
@@ -185,7 +219,11 @@ func (k *call) relay(w http.ResponseWriter, rep *reply, timer *time.Timer, timed
 		data := k.process(first.data)
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
-		w.WriteHeader(rep.status)
+		status := rep.status
+		if rep.statusOf != nil {
+			status = rep.statusOf(data)
+		}
+		w.WriteHeader(status)
 		w.Write(data)
 		return
 	}
@@ -382,6 +420,9 @@ func writeError(w http.ResponseWriter, status int, id wire.ID, rerr *wire.Error)
 func (m *Mount) identify(w http.ResponseWriter, r *http.Request, k *call, out http.Header) bool {
 	if m.b.Identity == "" {
 		return true
+	}
+	if m.b.Identity == IdentityExchange {
+		return m.exchangeIdentity(w, r, k, out)
 	}
 	a, err := m.g.assert(r.Context(), k.c.Subject(), k.c.ClientID(), m.b.URL, k.c.Scopes())
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentauth/agentauth/broker"
 	"github.com/agentauth/agentauth/ops"
+	"github.com/agentauth/agentauth/wire"
 )
 
 // Caller is what serve established about the request's token: the
@@ -59,6 +60,13 @@ type Options struct {
 	// Telemetry, when set, counts the refused calls and receives a
 	// policy_denied audit event for each (nil: none).
 	Telemetry *ops.Recorder
+	// CheckRequest, when set, checks a sessionless message to a stdio
+	// backend (which serve answers or bridges itself) as serve's own MCP
+	// face does: MCP-Protocol-Version and, for MCP 2026-07-28, the standard
+	// headers, _meta and the Mcp-Param-* headers of the tool's arguments
+	// named by headerParams (mcpserver.CheckRequest); the HTTP status and
+	// error of a refusal, or nil.
+	CheckRequest func(r *http.Request, m *wire.Message, headerParams map[string]string) (int, *wire.Error)
 }
 
 // Gateway holds the mounted backends.
@@ -71,6 +79,7 @@ type Gateway struct {
 	log       *slog.Logger
 	transport http.RoundTripper
 	tel       *ops.Recorder
+	check     func(r *http.Request, m *wire.Message, headerParams map[string]string) (int, *wire.Error)
 	assert    func(ctx context.Context, subject, clientID, audience string, scopes []string) (string, error)
 	scrubber  *scrubber
 }
@@ -78,7 +87,7 @@ type Gateway struct {
 // New checks the options and prepares one Mount per backend. Nothing is
 // started until a caller's first request.
 func New(opts Options) (*Gateway, error) {
-	g := &Gateway{done: make(chan struct{}), assert: opts.Assert, policy: opts.Policy, broker: opts.Broker, log: cmp.Or(opts.Log, slog.New(slog.DiscardHandler)), transport: opts.Transport, tel: opts.Telemetry}
+	g := &Gateway{done: make(chan struct{}), assert: opts.Assert, policy: opts.Policy, broker: opts.Broker, log: cmp.Or(opts.Log, slog.New(slog.DiscardHandler)), transport: opts.Transport, tel: opts.Telemetry, check: opts.CheckRequest}
 	if g.transport == nil {
 		// MaxIdleConnsPerHost: net/http's default of 2 would close and
 		// reopen a connection for nearly every call of concurrent callers.
@@ -107,14 +116,20 @@ func New(opts Options) (*Gateway, error) {
 			return nil, fmt.Errorf("%s.path: %s is taken by another backend", p, b.Path)
 		}
 		paths[b.Path] = true
-		if b.Identity != "" && g.assert == nil {
+		if b.Identity == IdentityAssertion && g.assert == nil {
 			return nil, fmt.Errorf("%s.identity: assertions are minted by serve's embedded issuer, and no scheme uses it", p)
+		}
+		var x *exchanger
+		if b.Identity == IdentityExchange {
+			if x, err = newExchanger(b, p); err != nil {
+				return nil, err
+			}
 		}
 		if b.Upstream != "" && g.broker == nil {
 			return nil, fmt.Errorf("%s.upstream: serve has no upstreams configured", p)
 		}
 		g.mounts = append(g.mounts, &Mount{g: g, b: b, timeout: time.Duration(cmp.Or(b.Timeout, Duration(DefaultTimeout))),
-			maxMsg: cmp.Or(b.MaxMessage, DefaultMaxMessage), sessions: map[string]*session{}, tools: newToolCache()})
+			maxMsg: cmp.Or(b.MaxMessage, DefaultMaxMessage), sessions: map[string]*session{}, tools: newToolCache(), x: x})
 	}
 	for _, key := range []map[string][]string{opts.Policy.ToolScopes, opts.Policy.ToolUpstreams} {
 		for tool := range key {
@@ -178,6 +193,12 @@ func (g *Gateway) Close() {
 		for _, s := range all {
 			wg.Go(func() { s.conn.end(context.Background()) })
 		}
+		m.mu.Lock()
+		sb := m.shared
+		m.mu.Unlock()
+		if sb != nil {
+			wg.Go(sb.close)
+		}
 	}
 	wg.Wait()
 }
@@ -191,9 +212,14 @@ type Mount struct {
 	tools   *toolCache
 	// metadataURL is the RFC 9728 document that challenges name.
 	metadataURL string
+	// x exchanges callers' tokens for the backend's (identity "exchange").
+	x *exchanger
 
 	mu       sync.Mutex
 	sessions map[string]*session
+	// shared is a stdio backend's one process for every caller (process
+	// "shared", and MCP 2026-07-28 requests), made on first use.
+	shared *sharedBackend
 	// stateless is the HTTP backend connection of requests without a
 	// session (MCP 2026-07-28, or a backend that keeps none).
 	stateless conn
@@ -232,7 +258,7 @@ func (m *Mount) newSession(c Caller, cn conn) (*session, error) {
 	rand.Read(b)
 	s := &session{id: base64.RawURLEncoding.EncodeToString(b), owner: ownerOf(c), conn: cn, last: time.Now()}
 	limit := MaxSessions
-	if m.b.Command != "" {
+	if m.b.Command != "" && m.b.Process != ProcessShared {
 		limit = MaxProcesses
 	}
 	m.mu.Lock()
@@ -289,6 +315,9 @@ func (m *Mount) dropSession(s *session) {
 
 // dial makes a backend connection for a new session of caller c.
 func (m *Mount) dial(c Caller) conn {
+	if m.b.Command != "" && m.b.Process == ProcessShared {
+		return m.sharedProcess().conn(c, false)
+	}
 	if m.b.Command != "" {
 		return newStdioConn(m, c)
 	}

@@ -78,6 +78,25 @@ func testServer(calls *callLog) *mcp.Server {
 		}
 		return text(fmt.Sprintf("model said %s; user said %v", m.Content.(*mcp.TextContent).Text, e.Content["name"])), nil, nil
 	})
+	mcp.AddTool(s, &mcp.Tool{Name: "ask_both", Description: "Asks the client's model and the user at once."}, func(ctx context.Context, req *mcp.CallToolRequest, a struct{}) (*mcp.CallToolResult, any, error) {
+		var m *mcp.CreateMessageResult
+		var e *mcp.ElicitResult
+		var merr, eerr error
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			m, merr = req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 10,
+				Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "hello?"}}}})
+		})
+		wg.Go(func() {
+			e, eerr = req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "name?", RequestedSchema: map[string]any{
+				"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}})
+		})
+		wg.Wait()
+		if merr != nil || eerr != nil {
+			return nil, nil, errors.Join(merr, eerr)
+		}
+		return text(fmt.Sprintf("model said %s; user said %v", m.Content.(*mcp.TextContent).Text, e.Content["name"])), nil, nil
+	})
 	mcp.AddTool(s, &mcp.Tool{Name: "rally_token", Description: "Says which Rally token it got (header or environment)."}, func(ctx context.Context, req *mcp.CallToolRequest, a struct{}) (*mcp.CallToolResult, any, error) {
 		tok := os.Getenv("RALLY_TOKEN")
 		if req.Extra != nil && req.Extra.Header != nil {
@@ -94,6 +113,13 @@ func testServer(calls *callLog) *mcp.Server {
 		}
 		return text("late"), nil, nil
 	})
+	s.AddTool(&mcp.Tool{Name: "greet", Description: "Greets; MCP 2026-07-28 clients repeat the name in Mcp-Param-Name.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string","x-mcp-header":"Name"}},"required":["name"]}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var a struct{ Name string }
+			json.Unmarshal(req.Params.Arguments, &a)
+			return text("hello " + a.Name), nil
+		})
 	mcp.AddTool(s, &mcp.Tool{Name: "crash", Description: "Exits the process."}, func(ctx context.Context, req *mcp.CallToolRequest, a struct{}) (*mcp.CallToolResult, any, error) {
 		os.Exit(3)
 		return nil, nil, nil
@@ -113,6 +139,7 @@ type callLog struct {
 	mu      sync.Mutex
 	tools   []string
 	headers []http.Header
+	methods []string // methods[i] is the HTTP method of headers[i]
 }
 
 func (l *callLog) add(tool string) {
@@ -138,6 +165,7 @@ func httpBackend(t *testing.T) (*httptest.Server, *callLog) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		log.mu.Lock()
 		log.headers = append(log.headers, r.Header.Clone())
+		log.methods = append(log.methods, r.Method)
 		log.mu.Unlock()
 		h.ServeHTTP(w, r)
 	}))
@@ -221,9 +249,20 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 // connect is an MCP Go SDK client session through the gateway.
 func connect(t *testing.T, url, token string, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
+	return connectVersion(t, url, token, opts, "")
+}
+
+// connectVersion is connect asking for an MCP revision ("" for the SDK's
+// latest: 2026-07-28 where the server has it, else initialize).
+func connectVersion(t *testing.T, url, token string, opts *mcp.ClientOptions, version string) *mcp.ClientSession {
+	t.Helper()
 	c := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, opts)
+	var so *mcp.ClientSessionOptions
+	if version != "" {
+		so = &mcp.ClientSessionOptions{ProtocolVersion: version}
+	}
 	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url,
-		HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}, MaxRetries: -1}, nil)
+		HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}, MaxRetries: -1}, so)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -374,16 +413,21 @@ func TestSessionsAreTheCallers(t *testing.T) {
 }
 
 // TestServerRequests: sampling, elicitation and progress go through, on
-// an HTTP and on a stdio backend.
+// an HTTP and on a stdio backend (in a session, and over MCP 2026-07-28,
+// where serve turns a stdio process's requests into input_required).
 func TestServerRequests(t *testing.T) {
 	be, _ := httpBackend(t)
-	for name, b := range map[string]Backend{"http": {Name: "web", URL: be.URL}, "stdio": stdioBackend(t)} {
+	for name, b := range map[string]Backend{"http": {Name: "web", URL: be.URL}, "stdio": stdioBackend(t), "stdio-2025-11-25": stdioBackend(t)} {
 		t.Run(name, func(t *testing.T) {
 			srv, _ := front(t, b, Policy{})
+			version := ""
+			if strings.HasSuffix(name, "2025-11-25") {
+				version = "2025-11-25"
+			}
 			var progress sync.WaitGroup
 			progress.Add(1)
 			var once sync.Once
-			cs := connect(t, srv.URL, "tok-writer-0123456789", &mcp.ClientOptions{
+			cs := connectVersion(t, srv.URL, "tok-writer-0123456789", &mcp.ClientOptions{
 				CreateMessageHandler: func(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 					return &mcp.CreateMessageResult{Model: "m", Role: "assistant", Content: &mcp.TextContent{Text: "hi"}}, nil
 				},
@@ -393,7 +437,7 @@ func TestServerRequests(t *testing.T) {
 				ProgressNotificationHandler: func(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
 					once.Do(progress.Done)
 				},
-			})
+			}, version)
 			params := &mcp.CallToolParams{Name: "ask"}
 			params.SetProgressToken("p1")
 			r, err := cs.CallTool(context.Background(), params)
@@ -421,7 +465,8 @@ func TestFaults(t *testing.T) {
 	b := stdioBackend(t)
 	b.Timeout = Duration(2 * time.Second)
 	srv, _ := front(t, b, Policy{})
-	cs := connect(t, srv.URL, "tok-writer-0123456789", nil)
+	// A session, for its own process (MCP 2026-07-28 has none).
+	cs := connectVersion(t, srv.URL, "tok-writer-0123456789", nil, "2025-11-25")
 
 	start := time.Now()
 	_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "slow"})
@@ -429,7 +474,7 @@ func TestFaults(t *testing.T) {
 		t.Errorf("slow: %v after %s; want the timeout naming the backend", err, time.Since(start))
 	}
 	// While one session's call hangs, another session is answered.
-	other := connect(t, srv.URL, "tok-bob-000123456789", nil)
+	other := connectVersion(t, srv.URL, "tok-bob-000123456789", nil, "2025-11-25")
 	hung := make(chan error, 1)
 	go func() {
 		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "slow"})

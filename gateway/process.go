@@ -27,13 +27,18 @@ type process struct {
 	started time.Time
 	done    chan struct{}
 	killed  atomic.Bool // ended by serve, not crashed
+	// shared is the backend whose one process serves every caller
+	// (process "shared"), nil for a session's own process.
+	shared *sharedBackend
 
 	mu       sync.Mutex
 	pending  map[string]*pstream
 	progress map[string]*pstream
 	order    []*pstream // requests in flight, oldest first
 	listener *pstream
-	err      error // why it exited
+	// serverReqs are a shared process's requests to a caller, by id.
+	serverReqs map[string]*sharedConn
+	err        error // why it exited
 }
 
 // pstream is one client stream fed by the process's reader.
@@ -44,9 +49,17 @@ type pstream struct {
 	gone     chan struct{} // closed when the client stops reading
 	goneOnce sync.Once
 	answered bool
+	// A shared process's request: the caller it is for, and the id and
+	// progress token the caller chose, put back in what the process sends.
+	owner     *sharedConn
+	origID    json.RawMessage
+	origToken json.RawMessage
+	// parked is the requestState of a shared process's request parked
+	// for an MCP 2026-07-28 caller's input (see sharedBackend.park).
+	parked string
 }
 
-func startProcess(m *Mount, token string) (*process, error) {
+func startProcess(m *Mount, token string, shared *sharedBackend) (*process, error) {
 	b := m.b
 	cmd := exec.Command(b.Command, b.Args...)
 	cmd.Dir = b.Cwd
@@ -84,8 +97,8 @@ func startProcess(m *Mount, token string) (*process, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, backendErr(b.Name, "cannot be started: %v", err)
 	}
-	p := &process{m: m, cmd: cmd, stdin: stdin, started: time.Now(), done: make(chan struct{}),
-		pending: map[string]*pstream{}, progress: map[string]*pstream{}}
+	p := &process{m: m, cmd: cmd, stdin: stdin, started: time.Now(), done: make(chan struct{}), shared: shared,
+		pending: map[string]*pstream{}, progress: map[string]*pstream{}, serverReqs: map[string]*sharedConn{}}
 	m.g.log.Info("backend started", "backend", b.Name, "pid", cmd.Process.Pid)
 	go p.drainStderr(stderr)
 	go p.read(stdout)
@@ -145,7 +158,7 @@ func (p *process) read(stdout io.Reader) {
 	if p.listener != nil {
 		streams = append(streams, p.listener)
 	}
-	p.pending, p.progress, p.order, p.listener = map[string]*pstream{}, map[string]*pstream{}, nil, nil
+	p.pending, p.progress, p.order, p.listener, p.serverReqs = map[string]*pstream{}, map[string]*pstream{}, nil, nil, map[string]*sharedConn{}
 	p.mu.Unlock()
 	for _, s := range streams {
 		close(s.ch)
@@ -180,16 +193,36 @@ func (p *process) route(f frame, id json.RawMessage, method string, token json.R
 	case method == "notifications/progress" && len(token) > 0:
 		s = p.progress[idKey(token)]
 	}
+	if s != nil && s.parked != "" && !response {
+		// Waiting for its caller's retry: nobody reads it meanwhile.
+		p.mu.Unlock()
+		return
+	}
+	if s == nil && !response && p.shared != nil {
+		p.mu.Unlock()
+		p.shared.dispatch(p, f, id, method)
+		return
+	}
 	if s == nil && !response {
 		s = p.listener
 		if s == nil && len(p.order) > 0 {
 			s = p.order[0]
 		}
 	}
+	var origID, origToken json.RawMessage
+	if s != nil {
+		origID, origToken = s.origID, s.origToken
+	}
 	p.mu.Unlock()
 	if s == nil {
 		p.m.g.log.Debug("backend message with no stream to take it; dropped", "backend", p.m.b.Name, "method", method)
 		return
+	}
+	switch {
+	case response && origID != nil:
+		f.data = setMember(f.data, origID, "id")
+	case !response && origToken != nil:
+		f.data = setMember(f.data, origToken, "params", "progressToken")
 	}
 	select {
 	case s.ch <- f:
@@ -210,6 +243,12 @@ func removeStream(list []*pstream, s *pstream) []*pstream {
 }
 
 func (p *process) register(key, progress string) (*pstream, error) {
+	return p.registerFor(key, progress, nil, nil, nil)
+}
+
+// registerFor registers a request of a shared process's caller owner,
+// whose own id and progress token were origID and origToken.
+func (p *process) registerFor(key, progress string, owner *sharedConn, origID, origToken json.RawMessage) (*pstream, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	switch {
@@ -220,7 +259,8 @@ func (p *process) register(key, progress string) (*pstream, error) {
 	case p.pending[key] != nil:
 		return nil, errDuplicateID
 	}
-	s := &pstream{key: key, progress: progress, ch: make(chan frame, streamQueue), gone: make(chan struct{})}
+	s := &pstream{key: key, progress: progress, ch: make(chan frame, streamQueue), gone: make(chan struct{}),
+		owner: owner, origID: origID, origToken: origToken}
 	p.pending[key] = s
 	p.order = append(p.order, s)
 	if progress != "" {

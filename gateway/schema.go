@@ -26,9 +26,21 @@ const (
 type toolCache struct {
 	mu    sync.RWMutex
 	tools map[string]*jsonschema.Resolved // nil: the schema could not be resolved
+	// headers are, by tool, the arguments MCP 2026-07-28 clients repeat
+	// in Mcp-Param-NAME (x-mcp-header of a property: argument to NAME).
+	headers map[string]map[string]string
 }
 
-func newToolCache() *toolCache { return &toolCache{tools: map[string]*jsonschema.Resolved{}} }
+func newToolCache() *toolCache {
+	return &toolCache{tools: map[string]*jsonschema.Resolved{}, headers: map[string]map[string]string{}}
+}
+
+// headerParams are a tool's x-mcp-header arguments (nil: none, or unknown).
+func (tc *toolCache) headerParams(name string) map[string]string {
+	tc.mu.RLock()
+	defer tc.mu.RUnlock()
+	return tc.headers[name]
+}
 
 // learn reads the schemas of a tools/list result and returns its nextCursor.
 func (tc *toolCache) learn(result json.RawMessage) string {
@@ -54,6 +66,22 @@ func (tc *toolCache) learn(result json.RawMessage) string {
 			res, _ = s.Resolve(nil) // remote $refs are not fetched: such a schema is not checked
 		}
 		tc.tools[t.Name] = res
+		var props struct {
+			Properties map[string]struct {
+				Header string `json:"x-mcp-header"`
+			} `json:"properties"`
+		}
+		delete(tc.headers, t.Name)
+		if json.Unmarshal(t.InputSchema, &props) == nil {
+			for arg, p := range props.Properties {
+				if p.Header != "" {
+					if tc.headers[t.Name] == nil {
+						tc.headers[t.Name] = map[string]string{}
+					}
+					tc.headers[t.Name][arg] = p.Header
+				}
+			}
+		}
 	}
 	return r.NextCursor
 }

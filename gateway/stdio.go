@@ -47,8 +47,7 @@ type stdioConn struct {
 	proc        *process
 	init        []byte // the client's initialize request
 	initialized []byte // its notifications/initialized
-	crashes     int
-	notBefore   time.Time
+	back        backoff
 	envToken    string
 	ended       bool
 	everStarted bool // a process ran before: a new one gets the session's initialize again
@@ -64,6 +63,35 @@ func restartDelay(crashes int) time.Duration {
 	return min(d, maxRestartDelay)
 }
 
+// backoff is the restart schedule of a stdio backend's process, shared by
+// the two process modes.
+type backoff struct {
+	crashes   int
+	notBefore time.Time
+}
+
+// await waits until a process may be started after prev (nil: none ran
+// yet): at once after a process serve ended, else after restartDelay.
+func (b *backoff) await(ctx context.Context, name string, prev *process) error {
+	if prev != nil && !prev.killed.Load() {
+		if time.Since(prev.started) > stableRun {
+			b.crashes = 0
+		}
+		b.crashes++
+		b.notBefore = time.Now().Add(restartDelay(b.crashes))
+	}
+	if wait := time.Until(b.notBefore); wait > 0 {
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return backendErr(name, "exited and is being restarted (next attempt in %s)", wait.Round(time.Millisecond))
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
 // running returns the live process, starting one (after the backoff, and
 // replaying the session's initialize) when there is none.
 func (c *stdioConn) running(ctx context.Context) (*process, error) {
@@ -75,30 +103,17 @@ func (c *stdioConn) running(ctx context.Context) (*process, error) {
 	if c.proc != nil && !c.proc.exited() {
 		return c.proc, nil
 	}
-	if c.proc != nil && !c.proc.killed.Load() {
-		if time.Since(c.proc.started) > stableRun {
-			c.crashes = 0
-		}
-		c.crashes++
-		c.notBefore = time.Now().Add(restartDelay(c.crashes))
-	}
-	if wait := time.Until(c.notBefore); wait > 0 {
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, backendErr(c.m.b.Name, "exited and is being restarted (next attempt in %s)", wait.Round(time.Millisecond))
-		case <-t.C:
-		}
+	if err := c.back.await(ctx, c.m.b.Name, c.proc); err != nil {
+		return nil, err
 	}
 	restart := c.everStarted
-	p, err := startProcess(c.m, c.envToken)
+	p, err := startProcess(c.m, c.envToken, nil)
 	if err != nil {
 		return nil, err
 	}
 	c.proc, c.everStarted = p, true
 	if restart && c.init != nil {
-		if err := c.replay(ctx, p); err != nil {
+		if _, err := p.handshake(ctx, c.init, c.initialized, "after a restart"); err != nil {
 			p.kill()
 			return nil, err
 		}
@@ -106,41 +121,43 @@ func (c *stdioConn) running(ctx context.Context) (*process, error) {
 	return p, nil
 }
 
-// replay sends the session's initialize to a restarted process and waits
-// for its answer, then sends notifications/initialized.
-func (c *stdioConn) replay(ctx context.Context, p *process) error {
+// handshake sends initialize to a new process and waits for its answer,
+// then sends notifications/initialized (when given); it returns the
+// initialize result.
+func (p *process) handshake(ctx context.Context, init, initialized []byte, when string) (json.RawMessage, error) {
+	name := p.m.b.Name
 	var m struct {
 		ID json.RawMessage `json:"id"`
 	}
-	_ = json.Unmarshal(c.init, &m)
+	_ = json.Unmarshal(init, &m)
 	s, err := p.register(idKey(m.ID), "")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer p.unregister(s)
-	if err := p.write(c.init); err != nil {
-		return err
+	if err := p.write(init); err != nil {
+		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.m.timeout)
+	ctx, cancel := context.WithTimeout(ctx, p.m.timeout)
 	defer cancel()
 	for {
 		select {
 		case f, ok := <-s.ch:
 			if !ok {
-				return backendErr(c.m.b.Name, "exited again while being restarted")
+				return nil, backendErr(name, "exited while being initialized %s", when)
 			}
 			var r wire.Message
 			if json.Unmarshal(f.data, &r) == nil && r.IsResponse() {
 				if r.Error != nil {
-					return backendErr(c.m.b.Name, "refused the session's initialize after a restart: %s", r.Error.Message)
+					return nil, backendErr(name, "refused initialize %s: %s", when, r.Error.Message)
 				}
-				if c.initialized != nil {
-					return p.write(c.initialized)
+				if initialized != nil {
+					return r.Result, p.write(initialized)
 				}
-				return nil
+				return r.Result, nil
 			}
 		case <-ctx.Done():
-			return backendErr(c.m.b.Name, "did not answer initialize within %s after a restart", c.m.timeout)
+			return nil, backendErr(name, "did not answer initialize within %s %s", p.m.timeout, when)
 		}
 	}
 }

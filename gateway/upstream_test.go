@@ -3,6 +3,8 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -110,5 +112,80 @@ func TestUpstreamToken(t *testing.T) {
 	b, _ := json.Marshal(seen)
 	if !strings.Contains(string(b), "alice") || !strings.Contains(string(b), "bob") {
 		t.Errorf("tokens the HTTP backend got: %s", b)
+	}
+}
+
+// TestDeleteCarriesCredential: the DELETE that ends a backend session
+// (a client closing its session) carries the credential the session's
+// requests carried — the caller's upstream token and identity assertion —
+// so a backend that wants one on every request does not refuse it.
+func TestDeleteCarriesCredential(t *testing.T) {
+	be, log := httpBackend(t)
+	fb := &fakeBroker{tokens: map[string]string{"alice/cli": "upstream-token-of-alice-0001"}}
+	assert := func(ctx context.Context, subject, clientID, audience string, scopes []string) (string, error) {
+		return "assertion-for-" + subject, nil
+	}
+	g, err := New(Options{Backends: []Backend{{Name: "rally", URL: be.URL, Upstream: "rally", UpstreamHeader: "X-Rally-Token", Identity: IdentityAssertion}},
+		Broker: fb, Assert: assert})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	srv := serveMount(t, g.Mounts()[0])
+	alice := connect(t, srv.URL, "tok-writer-0123456789", nil)
+	if _, err := alice.CallTool(context.Background(), &mcp.CallToolParams{Name: "rally_token"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := alice.Close(); err != nil {
+		t.Fatal(err)
+	}
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	deletes := 0
+	for i, m := range log.methods {
+		if m != "DELETE" {
+			continue
+		}
+		deletes++
+		h := log.headers[i]
+		if h.Get("X-Rally-Token") != "upstream-token-of-alice-0001" || h.Get("Authorization") != "Bearer assertion-for-alice" {
+			t.Errorf("the backend's DELETE carried X-Rally-Token %q, Authorization %q; want alice's upstream token and assertion", h.Get("X-Rally-Token"), h.Get("Authorization"))
+		}
+	}
+	if deletes != 1 {
+		t.Errorf("the backend got %d DELETE requests; want 1 (the session closed)", deletes)
+	}
+}
+
+// TestChecksCarryUpstreamToken: the tools/list the gateway sends to learn
+// a tool's inputSchema carries the session's upstream token too, so a
+// backend that refuses requests without it still gets its arguments
+// checked (-32602 from serve, the tool never run).
+func TestChecksCarryUpstreamToken(t *testing.T) {
+	log := &callLog{}
+	s := testServer(log)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+	be := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Rally-Token") == "" {
+			http.Error(w, "no Rally token", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	defer be.Close()
+	fb := &fakeBroker{tokens: map[string]string{"alice/cli": "upstream-token-of-alice-0001"}}
+	g, err := New(Options{Backends: []Backend{{Name: "rally", URL: be.URL, Upstream: "rally", UpstreamHeader: "X-Rally-Token"}}, Broker: fb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	srv := serveMount(t, g.Mounts()[0])
+	sid := sessionOf(t, srv.URL, "tok-writer-0123456789")
+	code, _, body := post(t, srv.URL, "tok-writer-0123456789", sid, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"create_story","arguments":{"title":5}}}`)
+	if !strings.Contains(body, "-32602") || !strings.Contains(body, "do not match its inputSchema") {
+		t.Fatalf("bad arguments: HTTP %d %s; want serve's -32602", code, body)
+	}
+	if log.ran("create_story") {
+		t.Error("the backend ran create_story with bad arguments")
 	}
 }

@@ -200,7 +200,7 @@ func addConsentTx(tx state.Tx, nonce string, c *consentRecord) error {
 // evictFirst makes room for one more record of kind, which may hold max:
 // when it is full, the record that expires first is dropped.
 func evictFirst(tx state.Tx, kind state.Kind, max int) error {
-	n, err := tx.Count(kind)
+	n, err := tx.Count(kind, max)
 	if err != nil || n < max {
 		return err
 	}

@@ -177,12 +177,12 @@ func (i *Issuer) deviceAuthorization(w http.ResponseWriter, r *http.Request) (*d
 	now := i.clock(r.Context())
 	full, userCode := false, ""
 	err := i.store.Update(r.Context(), func(tx state.Tx) error {
-		n, err := tx.Count(kindDevice)
+		n, err := tx.Count(kindDevice, maxDeviceAuthorizations)
 		if err == nil && n >= maxDeviceAuthorizations {
 			// Expired ones are kept for late polls; drop them now.
 			_, err = tx.DeleteExpired(kindDevice, now.Add(i.opts.DeviceCodeTTL), maxDeviceAuthorizations)
 			if err == nil {
-				n, err = tx.Count(kindDevice)
+				n, err = tx.Count(kindDevice, maxDeviceAuthorizations)
 			}
 		}
 		if err != nil {

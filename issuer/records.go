@@ -98,6 +98,21 @@ type clientRecord struct {
 // getRecord decodes the record kind/key into a new T, or returns nil.
 func getRecord[T any](tx state.Tx, kind state.Kind, key string) (*T, error) {
 	b, err := tx.Get(kind, key)
+	return decodeRecord[T](kind, b, err)
+}
+
+// peekRecord is getRecord for a record written once and never changed
+// (a refresh token's): read without a lock (state.Tx.Peek), which on
+// PostgreSQL would write to the row's page, one among all the refresh
+// tokens' pages that the next checkpoint then writes again.
+func peekRecord[T any](tx state.Tx, kind state.Kind, key string) (*T, error) {
+	b, err := tx.Peek(kind, key)
+	return decodeRecord[T](kind, b, err)
+}
+
+// decodeRecord decodes a read of kind into a new T, or returns nil when
+// there is no record.
+func decodeRecord[T any](kind state.Kind, b []byte, err error) (*T, error) {
 	if errors.Is(err, state.ErrNotFound) {
 		return nil, nil
 	}

@@ -106,11 +106,11 @@ func (i *Issuer) register(w http.ResponseWriter, r *http.Request) (*registration
 	err = i.store.Update(r.Context(), func(tx state.Tx) error {
 		full, limited = false, nil
 		limit := i.opts.Limits.Clients
-		n, err := tx.Count(kindClient)
+		n, err := tx.Count(kindClient, limit)
 		if err == nil && n >= limit {
 			_, err = tx.DeleteExpired(kindClient, now, limit)
 			if err == nil {
-				n, err = tx.Count(kindClient)
+				n, err = tx.Count(kindClient, limit)
 			}
 		}
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -232,7 +233,7 @@ func TestSweep(t *testing.T) {
 	}
 	count := func(kind state.Kind) int {
 		var n int
-		st.View(context.Background(), func(tx state.Tx) error { n, _ = tx.Count(kind); return nil })
+		st.View(context.Background(), func(tx state.Tx) error { n, _ = tx.Count(kind, math.MaxInt); return nil })
 		return n
 	}
 	codes := bounded.Kind("code", issuer.CLIClientID) // codes are kept per client

@@ -253,7 +253,10 @@ func (i *Issuer) redeemRefreshTx(is *issuing, c *client, form url.Values) (*toke
 		return nil, nil, badRequest("invalid_request", "refresh_token is required"), nil
 	}
 	tx, now, key := is.tx, is.now, hash(token)
-	rt, err := getRecord[refreshRecord](tx, kindRefresh, key)
+	// A refresh token's record never changes once written: it is read
+	// without a lock. The family's, read with Get, is what concurrent
+	// uses of its tokens serialize on.
+	rt, err := peekRecord[refreshRecord](tx, kindRefresh, key)
 	if err != nil {
 		return nil, nil, nil, err
 	}

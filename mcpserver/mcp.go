@@ -104,6 +104,20 @@ func (req *Request) log(level, logger string, data any) {
 // not speak, -32020 when a header is missing or differs from the body,
 // -32602 when _meta lacks the protocol version or the capabilities.
 func requestOf(r *http.Request, m *wire.Message) (Request, *resource.Refusal) {
+	return checkRequest(r, m, ownHeaderParams)
+}
+
+// ownHeaderParams are the header arguments of this face's tool.
+func ownHeaderParams(tool string) map[string]string {
+	if i := slices.IndexFunc(mcpTools, func(t Tool) bool { return t.Name == tool }); i >= 0 {
+		return mcpTools[i].headerParams
+	}
+	return nil
+}
+
+// checkRequest is requestOf with the header arguments of a tool (argument
+// name to the name after "Mcp-Param-") from headerParams.
+func checkRequest(r *http.Request, m *wire.Message, headerParams func(tool string) map[string]string) (Request, *resource.Refusal) {
 	values := r.Header.Values(headerMCPProtocolVersion)
 	if len(values) == 0 && len(m.Params) == 0 {
 		return Request{}, nil // MCP 2025-03-26 (see below), without _meta to check
@@ -145,7 +159,7 @@ func requestOf(r *http.Request, m *wire.Message) (Request, *resource.Refusal) {
 		}
 	}
 	if m.Method == methodToolsCall {
-		if ref := checkParamHeaders(r, m); ref != nil {
+		if ref := checkParamHeaders(r, m, headerParams); ref != nil {
 			return Request{}, ref
 		}
 	}
@@ -167,6 +181,19 @@ func requestOf(r *http.Request, m *wire.Message) (Request, *resource.Refusal) {
 			Err: wire.Errorf(wire.CodeInvalidParams, "invalid params: _meta %s is not one of %s", metaLogLevel, strings.Join(mcpLogLevels, ", "))}
 	}
 	return Request{Stateless: true, Capabilities: caps, logLevel: level}, nil
+}
+
+// CheckRequest checks an MCP message's MCP-Protocol-Version and, for MCP
+// 2026-07-28, its standard headers and _meta, as this face does (see
+// requestOf), the Mcp-Param-* headers of a tools/call by headerParams
+// (argument name to the name after "Mcp-Param-", from the tool's schema):
+// the HTTP status and error of a refusal, or nil. serve's gateway applies
+// it to what it bridges to a stdio backend itself.
+func CheckRequest(r *http.Request, m *wire.Message, headerParams map[string]string) (int, *wire.Error) {
+	if _, ref := checkRequest(r, m, func(string) map[string]string { return headerParams }); ref != nil {
+		return ref.Status, ref.Err
+	}
+	return 0, nil
 }
 
 func headerMismatch(format string, args ...any) *resource.Refusal {
@@ -213,7 +240,7 @@ func decodeHeaderValue(v string) (string, error) {
 // argument whose schema property names a header (x-mcp-header) and that
 // the body carries must be repeated in Mcp-Param-NAME (MCP 2026-07-28
 // "Transports", Custom Headers from Tool Parameters).
-func checkParamHeaders(r *http.Request, m *wire.Message) *resource.Refusal {
+func checkParamHeaders(r *http.Request, m *wire.Message, headerParams func(tool string) map[string]string) *resource.Refusal {
 	var p struct {
 		Name      string                     `json:"name"`
 		Arguments map[string]json.RawMessage `json:"arguments"`
@@ -221,11 +248,7 @@ func checkParamHeaders(r *http.Request, m *wire.Message) *resource.Refusal {
 	if json.Unmarshal(m.Params, &p) != nil {
 		return nil // tools/call refuses the params itself
 	}
-	i := slices.IndexFunc(mcpTools, func(t Tool) bool { return t.Name == p.Name })
-	if i < 0 {
-		return nil
-	}
-	for param, header := range mcpTools[i].headerParams {
+	for param, header := range headerParams(p.Name) {
 		if v, ok := wire.JSONString(p.Arguments[param]); ok {
 			if ref := checkHeader(r, "Mcp-Param-"+header, v); ref != nil {
 				return ref

@@ -3,6 +3,7 @@ package ops
 import (
 	"html/template"
 	"net/http"
+	"sync"
 )
 
 // Landing describes the server on its landing page.
@@ -18,7 +19,10 @@ type Landing struct {
 // Link is one link of the landing page.
 type Link struct{ Title, URL string }
 
-var landingPage = template.Must(template.New("landing").Parse(`<!doctype html>
+// landingPage is parsed on first use (only serve shows it; a CLI command
+// would pay for the parse at start-up).
+var landingPage = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("landing").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>agentauth</title>
 <meta name="viewport" content="width=device-width, initial-scale=1"></head>
 <body>
@@ -33,6 +37,7 @@ agents and command-line clients, not browsers. To sign in from a terminal, run:<
 </ul>
 </body></html>
 `))
+})
 
 // LandingHandler serves the landing page; other handlers keep their
 // routes (the caller sends WebSocket upgrades elsewhere).
@@ -41,6 +46,6 @@ func LandingHandler(l Landing) http.Handler {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Content-Security-Policy", "default-src 'none'")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
-		landingPage.Execute(w, l)
+		landingPage().Execute(w, l)
 	})
 }

@@ -2,8 +2,6 @@ package state
 
 import (
 	"context"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 )
@@ -12,13 +10,13 @@ import (
 // `serve --ephemeral` uses. Transactions run one at a time.
 type Memory struct {
 	mu      sync.Mutex
-	records map[Kind]map[string]Record
+	records map[Kind]*memTable
 	revs    memRevocations
 }
 
 // NewMemory returns an empty in-memory store.
 func NewMemory() *Memory {
-	return &Memory{records: map[Kind]map[string]Record{}, revs: memRevocations{byID: map[string]Revocation{}}}
+	return &Memory{records: map[Kind]*memTable{}, revs: memRevocations{byID: map[string]Revocation{}}}
 }
 
 // Update runs fn alone; when it fails, its writes are undone.
@@ -45,15 +43,12 @@ func (m *Memory) Sweep(ctx context.Context, now time.Time, limit int) (int, erro
 	if limit > 0 {
 		n = m.revs.sweep(now, limit)
 	}
-	for _, recs := range m.records {
-		for k, r := range recs {
-			if n >= limit {
-				return n, nil
-			}
-			if !r.Expires.IsZero() && r.Expires.Before(now) {
-				delete(recs, k)
-				n++
-			}
+	for kind, t := range m.records {
+		n += t.deleteExpired(millis(now), limit-n, nil)
+		if t.len() == 0 {
+			// A kind per owner (bounded.Kind) is left empty when the
+			// owner's records expire.
+			delete(m.records, kind)
 		}
 	}
 	return n, nil
@@ -82,10 +77,10 @@ type memTx struct {
 	revUndo memRevocationsUndo
 }
 
-func (t *memTx) kind(k Kind) map[string]Record {
+func (t *memTx) kind(k Kind) *memTable {
 	recs := t.m.records[k]
 	if recs == nil {
-		recs = map[string]Record{}
+		recs = newMemTable()
 		t.m.records[k] = recs
 	}
 	return recs
@@ -93,98 +88,129 @@ func (t *memTx) kind(k Kind) map[string]Record {
 
 // save remembers a record's value before its first write.
 func (t *memTx) save(kind Kind, key string) {
+	if u := t.undo[kind]; u != nil {
+		if _, ok := u[key]; ok {
+			return
+		}
+	}
+	var r *Record
+	if tab := t.m.records[kind]; tab != nil {
+		if e, ok := tab.get(key); ok {
+			rec := tab.record(key, e)
+			r = &rec
+		}
+	}
+	t.saveRecord(kind, key, r)
+}
+
+// saveRecord remembers r (nil: none) as the value of kind/key before the
+// transaction's first write to it.
+func (t *memTx) saveRecord(kind Kind, key string, r *Record) {
 	u := t.undo[kind]
 	if u == nil {
 		u = map[string]*Record{}
 		t.undo[kind] = u
 	}
-	if _, ok := u[key]; ok {
-		return
-	}
-	if r, ok := t.m.records[kind][key]; ok {
-		u[key] = &r
-	} else {
-		u[key] = nil
+	if _, ok := u[key]; !ok {
+		u[key] = r
 	}
 }
 
 func (t *memTx) rollback() {
 	for kind, u := range t.undo {
-		recs := t.kind(kind)
+		tab := t.kind(kind)
 		for key, r := range u {
 			if r == nil {
-				delete(recs, key)
+				tab.remove(key)
 			} else {
-				recs[key] = *r
+				tab.put(key, r.Value, millis(r.Expires))
 			}
 		}
 	}
 }
 
 func (t *memTx) Get(kind Kind, key string) ([]byte, error) {
-	r, ok := t.m.records[kind][key]
+	tab := t.m.records[kind]
+	if tab == nil {
+		return nil, ErrNotFound
+	}
+	e, ok := tab.get(key)
 	if !ok {
 		return nil, ErrNotFound
 	}
-	return slices.Clone(r.Value), nil
+	return tab.value(e), nil
 }
+
+// Peek is Get: transactions run one at a time.
+func (t *memTx) Peek(kind Kind, key string) ([]byte, error) { return t.Get(kind, key) }
 
 func (t *memTx) Put(kind Kind, key string, value []byte, expires time.Time) error {
 	t.save(kind, key)
-	t.kind(kind)[key] = Record{Key: key, Value: slices.Clone(value), Expires: fromMillis(millis(expires))}
+	t.kind(kind).put(key, value, millis(expires))
 	return nil
 }
 
 func (t *memTx) Create(kind Kind, key string, value []byte, expires time.Time) (bool, error) {
-	if _, ok := t.m.records[kind][key]; ok {
-		return false, nil
+	if tab := t.m.records[kind]; tab != nil {
+		if _, ok := tab.get(key); ok {
+			return false, nil
+		}
 	}
 	return true, t.Put(kind, key, value, expires)
 }
 
 func (t *memTx) Delete(kind Kind, key string) error {
+	tab := t.m.records[kind]
+	if tab == nil {
+		return nil
+	}
 	t.save(kind, key)
-	delete(t.kind(kind), key)
+	tab.remove(key)
 	return nil
 }
 
-func (t *memTx) Count(kind Kind) (int, error) { return len(t.m.records[kind]), nil }
+func (t *memTx) Count(kind Kind, limit int) (int, error) {
+	if tab := t.m.records[kind]; tab != nil {
+		return min(tab.len(), max(limit, 0)), nil
+	}
+	return 0, nil
+}
 
 func (t *memTx) DeleteExpired(kind Kind, before time.Time, limit int) (int, error) {
-	n := 0
-	for key, r := range t.m.records[kind] {
-		if n >= limit {
-			break
-		}
-		if !r.Expires.IsZero() && r.Expires.Before(before) {
-			t.Delete(kind, key)
-			n++
-		}
+	tab := t.m.records[kind]
+	if tab == nil {
+		return 0, nil
 	}
-	return n, nil
+	return tab.deleteExpired(millis(before), limit, func(key string, e memEntry) {
+		r := tab.record(key, e)
+		t.saveRecord(kind, key, &r)
+	}), nil
 }
 
 func (t *memTx) DeleteFirstExpiring(kind Kind) error {
-	var first *Record
-	for _, r := range t.m.records[kind] {
-		if !r.Expires.IsZero() && (first == nil || r.Expires.Before(first.Expires)) {
-			first = &r
-		}
+	tab := t.m.records[kind]
+	if tab == nil {
+		return nil
 	}
-	if first != nil {
-		t.Delete(kind, first.Key)
+	first, found := "", false
+	var exp int64
+	tab.each(func(key string, e memEntry) bool {
+		if e.exp != 0 && (!found || e.exp < exp) {
+			first, exp, found = key, e.exp, true
+		}
+		return true
+	})
+	if found {
+		t.Delete(kind, first)
 	}
 	return nil
 }
 
 func (t *memTx) List(kind Kind) ([]Record, error) {
-	out := make([]Record, 0, len(t.m.records[kind]))
-	for _, r := range t.m.records[kind] {
-		r.Value = slices.Clone(r.Value)
-		out = append(out, r)
+	if tab := t.m.records[kind]; tab != nil {
+		return tab.list(), nil
 	}
-	slices.SortFunc(out, func(a, b Record) int { return strings.Compare(a.Key, b.Key) })
-	return out, nil
+	return []Record{}, nil
 }
 
 func (t *memTx) Revoke(id string, expires time.Time) error {

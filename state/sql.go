@@ -162,7 +162,7 @@ func newSQLStore(ctx context.Context, db *sql.DB, d dialect, one bool) (*sqlStor
 	for _, q := range append(queries, []query{
 		{&s.get, get},
 		{&s.getLocked, get + d.forUpdate},
-		{&s.count, `SELECT count(*) FROM ` + table + ` WHERE kind = ?`},
+		{&s.count, `SELECT count(*) FROM (SELECT key FROM ` + table + ` WHERE kind = ? ORDER BY key LIMIT ?) AS live`},
 		{&s.delExpired, `DELETE FROM ` + table + ` WHERE kind = ? AND key IN
 			(SELECT key FROM ` + table + ` WHERE kind = ? AND expires > 0 AND expires < ? LIMIT ?)`},
 		{&s.delFirst, `DELETE FROM ` + table + ` WHERE kind = ? AND key IN
@@ -531,15 +531,24 @@ func (t *sqlTx) stmt(s *sql.Stmt) *sql.Stmt {
 }
 
 func (t *sqlTx) Get(kind Kind, key string) ([]byte, error) {
+	q := t.s.getLocked
+	if t.readOnly {
+		q = t.s.get
+	}
+	return t.read(q, kind, key)
+}
+
+// Peek reads without a row lock (see Tx.Peek).
+func (t *sqlTx) Peek(kind Kind, key string) ([]byte, error) { return t.read(t.s.get, kind, key) }
+
+// read returns the record kind/key: as this transaction wrote it, else
+// by q.
+func (t *sqlTx) read(q *sql.Stmt, kind Kind, key string) ([]byte, error) {
 	if n, ok := t.pending[recordID{kind, key}]; ok {
 		if t.writes[n].deleted {
 			return nil, ErrNotFound
 		}
 		return t.writes[n].value, nil
-	}
-	q := t.s.getLocked
-	if t.readOnly {
-		q = t.s.get
 	}
 	var v []byte
 	err := t.stmt(q).QueryRowContext(t.ctx, string(kind), key).Scan(&v)
@@ -574,12 +583,12 @@ func (t *sqlTx) Delete(kind Kind, key string) error {
 	return nil
 }
 
-func (t *sqlTx) Count(kind Kind) (int, error) {
+func (t *sqlTx) Count(kind Kind, limit int) (int, error) {
 	if err := t.flush(); err != nil {
 		return 0, err
 	}
 	var n int
-	if err := t.stmt(t.s.count).QueryRowContext(t.ctx, string(kind)).Scan(&n); err != nil {
+	if err := t.stmt(t.s.count).QueryRowContext(t.ctx, string(kind), max(limit, 0)).Scan(&n); err != nil {
 		return 0, fmt.Errorf("cannot count %s: %w", kind, err)
 	}
 	return n, nil

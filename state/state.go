@@ -78,6 +78,14 @@ type Store interface {
 type Tx interface {
 	// Get returns the value of a record, or ErrNotFound.
 	Get(kind Kind, key string) ([]byte, error)
+	// Peek is Get without holding the record: the value last committed
+	// when it reads (or written by this transaction), which another
+	// transaction may change before this one commits. Get in an Update
+	// locks the record's row (PostgreSQL) until the transaction ends, so
+	// every transaction that reads one hot record waits for the others;
+	// Peek lets a caller that only needs a bound read it, and Get it only
+	// to change it.
+	Peek(kind Kind, key string) ([]byte, error)
 	// Put creates or replaces a record.
 	Put(kind Kind, key string, value []byte, expires time.Time) error
 	// Create creates a record unless one with its key exists (expired or
@@ -88,8 +96,13 @@ type Tx interface {
 	Create(kind Kind, key string, value []byte, expires time.Time) (bool, error)
 	// Delete removes a record; a missing one is not an error.
 	Delete(kind Kind, key string) error
-	// Count returns how many records of kind are stored.
-	Count(kind Kind) (int, error)
+	// Count returns how many records of kind are stored, counting no
+	// further than limit: a caller comparing with a bound reads no more
+	// records than the bound. (On PostgreSQL this also reads the kind's
+	// key index in order, which marks the entries of deleted rows dead
+	// as it meets them: an unbounded count read them all again on every
+	// call until a vacuum, and grew slower with every record deleted.)
+	Count(kind Kind, limit int) (int, error)
 	// DeleteExpired deletes at most limit records of kind whose expiry
 	// is before before, and says how many.
 	DeleteExpired(kind Kind, before time.Time, limit int) (int, error)

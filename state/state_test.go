@@ -62,8 +62,11 @@ func TestStore(t *testing.T) {
 				if _, err := tx.Get("code", "new"); !errors.Is(err, ErrNotFound) {
 					t.Errorf("after a rollback, new exists: %v", err)
 				}
-				if n, _ := tx.Count("code"); n != 4 {
+				if n, _ := tx.Count("code", 100); n != 4 {
 					t.Errorf("Count = %d, want 4", n)
+				}
+				if n, _ := tx.Count("code", 3); n != 3 {
+					t.Errorf("Count up to 3 = %d, want 3", n)
 				}
 				return nil
 			})
@@ -193,7 +196,7 @@ func TestTxReadsItsWrites(t *testing.T) {
 				if _, err := tx.Get("grant", "1"); !errors.Is(err, ErrNotFound) {
 					t.Errorf("Get of a record deleted in the transaction: %v, want ErrNotFound", err)
 				}
-				n, err := tx.Count("grant")
+				n, err := tx.Count("grant", 100)
 				if err == nil && n != 1 {
 					t.Errorf("Count in the transaction: %d, want 1", n)
 				}
@@ -251,7 +254,7 @@ func TestCancelledTransaction(t *testing.T) {
 				if _, err := tx.Get("grant", "cancelled"); !errors.Is(err, ErrNotFound) {
 					t.Errorf("the cancelled transaction's write is stored: %v", err)
 				}
-				if n, err := tx.Count("grant"); n != 20 || err != nil {
+				if n, err := tx.Count("grant", 100); n != 20 || err != nil {
 					t.Errorf("Count = %d, %v; want the 20 concurrent writes", n, err)
 				}
 				return nil

@@ -163,3 +163,58 @@ func TestConcurrentReplicasRememberOnce(t *testing.T) {
 		}
 	}
 }
+
+// An owner's row keeps its last expiry rounded up to 10 seconds: records
+// expiring within that leave it alone (concurrent records of one owner do
+// not wait on its row), a later one moves it on, an earlier one never
+// moves it back.
+func TestOwnerExpiryStep(t *testing.T) {
+	l := bounded.Limits{PerOwner: 10, Owners: 2, Retry: time.Minute}
+	now := time.Unix(1_000_000, 0)
+	st := state.NewMemory()
+	ownerExpiry := func(exp time.Time) time.Time {
+		t.Helper()
+		var got time.Time
+		err := st.Update(context.Background(), func(tx state.Tx) error {
+			if err := bounded.PutTx(tx, "test", l, "a", exp.String(), []byte("{}"), exp, now); err != nil {
+				return err
+			}
+			recs, err := tx.List("test#owners")
+			if err != nil || len(recs) != 1 {
+				return fmt.Errorf("owners: %v, %v; want one", recs, err)
+			}
+			got = recs[0].Expires
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	for _, c := range []struct{ record, owner time.Duration }{
+		{61 * time.Second, 70 * time.Second},
+		{69 * time.Second, 70 * time.Second},
+		{75 * time.Second, 80 * time.Second},
+		{30 * time.Second, 80 * time.Second},
+	} {
+		if got := ownerExpiry(now.Add(c.record)); !got.Equal(now.Add(c.owner)) {
+			t.Errorf("after a record expiring at +%v, the owner expires at +%v, want +%v", c.record, got.Sub(now), c.owner)
+		}
+	}
+	// At its bound the owner may still replace one of its records, and
+	// nothing else.
+	put := func(key string) error {
+		var res error
+		st.Update(context.Background(), func(tx state.Tx) error {
+			res = bounded.PutTx(tx, "test", bounded.Limits{PerOwner: 4, Owners: 2}, "a", key, []byte("again"), now.Add(time.Minute), now)
+			return nil
+		})
+		return res
+	}
+	if err := put(now.Add(61 * time.Second).String()); err != nil {
+		t.Errorf("replacing a record at the bound: %v", err)
+	}
+	if full, ok := errors.AsType[*bounded.FullError](put("new")); !ok || !full.Owner {
+		t.Errorf("a new record at the bound: %v, want a per-owner refusal", full)
+	}
+}

@@ -24,19 +24,24 @@ func ownersKind(kind state.Kind) state.Kind { return kind + "#owners" }
 // owner already holds l.PerOwner live records or l.Owners other owners
 // hold some. Replacing a record of the owner is always allowed. Expired
 // records are deleted to make room; a live one never is.
+//
+// Whether key is a replacement is asked only of a full owner: a new key
+// (a random code) costs no read of it.
 func PutTx(tx state.Tx, kind state.Kind, l Limits, owner, key string, value []byte, expires, now time.Time) error {
 	k := Kind(kind, owner)
-	switch _, err := tx.Get(k, key); {
-	case err == nil:
-		return tx.Put(k, key, value, expires)
-	case !errors.Is(err, state.ErrNotFound):
-		return err
-	}
 	if err := roomTx(tx, k, l.PerOwner, now); err != nil {
-		if full, ok := errors.AsType[*FullError](err); ok {
-			full.Owner, full.RetryAfter = true, firstExpiryTx(tx, k, now, l.Retry)
+		full, ok := errors.AsType[*FullError](err)
+		if !ok {
+			return err
 		}
-		return err
+		switch _, err := tx.Get(k, key); {
+		case err == nil:
+			return tx.Put(k, key, value, expires)
+		case !errors.Is(err, state.ErrNotFound):
+			return err
+		}
+		full.Owner, full.RetryAfter = true, firstExpiryTx(tx, k, now, l.Retry)
+		return full
 	}
 	if err := ownerTx(tx, kind, l, owner, expires, now); err != nil {
 		return err
@@ -46,13 +51,31 @@ func PutTx(tx state.Tx, kind state.Kind, l Limits, owner, key string, value []by
 
 // ownerTx records that owner has a record of family kind until expires,
 // or returns a *FullError when l.Owners other owners have live records.
+// The owner's row keeps its last expiry rounded up to ownerExpiryStep and
+// is read without a lock first: a record expiring within that step
+// leaves it alone, so that an owner's concurrent records (one client's
+// codes from many users) do not queue behind each other on its row
+// (PostgreSQL holds a row read with Get until the transaction ends). Only
+// to move the expiry on is the row read with Get and rewritten, to the
+// later of the two, so it never moves back.
 func ownerTx(tx state.Tx, kind state.Kind, l Limits, owner string, expires, now time.Time) error {
 	ok, oh := ownersKind(kind), ownerHash(owner)
+	switch b, err := tx.Peek(ok, oh); {
+	case err == nil:
+		if last, valid := parseMillis(b); valid && !last.Before(expires) {
+			return nil
+		}
+	case !errors.Is(err, state.ErrNotFound):
+		return err
+	}
 	last := expires
+	if r := last.Truncate(ownerExpiryStep); !r.Equal(last) {
+		last = r.Add(ownerExpiryStep)
+	}
 	switch b, err := tx.Get(ok, oh); {
 	case err == nil:
-		if ms, err := strconv.ParseInt(string(b), 10, 64); err == nil && time.UnixMilli(ms).After(last) {
-			last = time.UnixMilli(ms)
+		if stored, valid := parseMillis(b); valid && stored.After(last) {
+			last = stored
 		}
 	case errors.Is(err, state.ErrNotFound):
 		if err := roomTx(tx, ok, l.Owners, now); err != nil {
@@ -65,6 +88,16 @@ func ownerTx(tx state.Tx, kind state.Kind, l Limits, owner string, expires, now 
 		return err
 	}
 	return tx.Put(ok, oh, []byte(strconv.FormatInt(last.UnixMilli(), 10)), last)
+}
+
+// ownerExpiryStep is the granularity of an owner's last expiry: an owner
+// keeps its slot up to this much longer than its last record.
+const ownerExpiryStep = 10 * time.Second
+
+// parseMillis reads an owner's last expiry.
+func parseMillis(b []byte) (time.Time, bool) {
+	ms, err := strconv.ParseInt(string(b), 10, 64)
+	return time.UnixMilli(ms), err == nil
 }
 
 // RememberTx records the id of owner in the family kind until expires,
@@ -100,7 +133,7 @@ func RememberTx(tx state.Tx, kind state.Kind, l Limits, owner, id string, expire
 // roomTx returns a *FullError when kind holds max records that have not
 // expired at now, deleting the expired ones first.
 func roomTx(tx state.Tx, kind state.Kind, max int, now time.Time) error {
-	n, err := tx.Count(kind)
+	n, err := tx.Count(kind, max)
 	if err != nil || n < max {
 		return err
 	}
@@ -109,7 +142,7 @@ func roomTx(tx state.Tx, kind state.Kind, max int, now time.Time) error {
 	if _, err := tx.DeleteExpired(kind, now.Add(time.Millisecond), n); err != nil {
 		return err
 	}
-	if n, err = tx.Count(kind); err != nil || n < max {
+	if n, err = tx.Count(kind, max); err != nil || n < max {
 		return err
 	}
 	return &FullError{Limit: max}

@@ -15,6 +15,7 @@ import (
 	"html/template"
 	"io/fs"
 	"net/http"
+	"sync"
 )
 
 //go:embed layout.html
@@ -30,7 +31,10 @@ func Parse(fsys fs.FS, patterns ...string) (*template.Template, error) {
 	return t.ParseFS(fsys, patterns...)
 }
 
-var base = template.Must(Parse(nil))
+// base is the layout and the message page, parsed on first use: only
+// serve shows pages, and every other command would pay for the parse at
+// start-up.
+var base = sync.OnceValue(func() *template.Template { return template.Must(Parse(nil)) })
 
 // Detail is one labelled value of a message page; Code shows it as code.
 type Detail struct {
@@ -76,5 +80,5 @@ func Render(w http.ResponseWriter, status int, t *template.Template, name string
 
 // WriteMessage writes a message page.
 func WriteMessage(w http.ResponseWriter, status int, m Message) error {
-	return Render(w, status, base, "webpage-message", m)
+	return Render(w, status, base(), "webpage-message", m)
 }

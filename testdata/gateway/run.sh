@@ -14,6 +14,15 @@
 #      prompts, sampling, elicitation (and, Go, progress) of
 #      @modelcontextprotocol/server-everything (npm, pinned here) as a stdio
 #      backend, and of the Go SDK's everything-server as an HTTP backend.
+#      The Go client speaks MCP 2026-07-28 where it can (serve bridges it to
+#      the stdio process) and, once more, 2025-11-25 (a session);
+#   3. the same through a stdio backend with "process": "shared" (one
+#      process for every caller), then two callers at once (Go SDK
+#      clients, one over 2026-07-28 and one in a session, 12 echo calls
+#      each at once), each getting only its own answers; and the
+#      conformance suite through serve in front of the Go SDK's
+#      everything-server run as a shared stdio process: every scenario
+#      passing against it directly over HTTP (sessions) must pass.
 # Exits 1 when any check fails.
 #
 #   bash testdata/gateway/run.sh
@@ -55,18 +64,20 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# serve_backend NAME BACKEND [SERVE ARGS…]: serve in front of BACKEND behind
-# a bearer proxy; sets $proxy (HOST:PORT) and $serve, writes $work/NAME.token.
+# serve_backend NAME BACKEND [SERVE ARGS…]: serve in front of BACKEND (a
+# --backend value, or config:FILE) behind a bearer proxy; sets $proxy
+# (HOST:PORT) and $serve, writes $work/NAME.token.
 serve_backend() {
-	local name="$1" backend="$2"
+	local name="$1" backend=(--backend "$2")
 	shift 2
+	case "${backend[1]}" in config:*) backend=(--config "${backend[1]#config:}") ;; esac
 	"$cache/bin/bearerproxy" -addr-file "$work/$name.proxy" -target-file "$work/$name.addr" -token-file "$work/$name.token" \
 		2>"$results/$name.bearerproxy.log" &
 	pids+=($!)
 	waitfile "$work/$name.proxy"
 	proxy="$(cat "$work/$name.proxy")"
 	AGENTAUTH_GATEWAY_CHECK_SECRET=serve-only "$agentauth" serve --listen 127.0.0.1:0 --addr-file "$work/$name.addr" --auto-approve --ephemeral \
-		--public-origin "http://localhost:${proxy#*:}" --public-origin "http://$proxy" --backend "$backend" "$@" 2>"$results/$name.serve.log" &
+		--public-origin "http://localhost:${proxy#*:}" --public-origin "http://$proxy" "${backend[@]}" "$@" 2>"$results/$name.serve.log" &
 	pids+=($!)
 	waitfile "$work/$name.addr"
 	serve="$(cat "$work/$name.addr")"
@@ -99,15 +110,19 @@ compare() { # MODE: each scenario passing directly must pass through serve
 	done <"$results/$mode.direct.list"
 }
 
-# sdk_clients BACKEND TOKENFILE WHAT: the Go and TypeScript SDK clients
-# through serve ($serve) in front of BACKEND; one check each.
+# sdk_clients BACKEND TOKENFILE WHAT [VERSION…]: the Go and TypeScript SDK
+# clients through serve ($serve) in front of BACKEND; one check each, and
+# one more of the Go client per VERSION it is told to ask for.
 sdk_clients() {
-	echo "== the MCP Go SDK client through serve, $3"
-	if "$cache/bin/gwclient" -token-file "$2" -backend "$1" "http://$serve/mcp"; then
-		passed=$((passed + 1))
-	else
-		failed=$((failed + 1))
-	fi
+	local v
+	for v in "" "${@:4}"; do
+		echo "== the MCP Go SDK client through serve, $3${v:+, MCP $v}"
+		if "$cache/bin/gwclient" -token-file "$2" -backend "$1" ${v:+-protocol-version "$v"} "http://$serve/mcp"; then
+			passed=$((passed + 1))
+		else
+			failed=$((failed + 1))
+		fi
+	done
 	echo "== the MCP TypeScript SDK client through serve, $3"
 	if (cd "$cache/tssdk" && MCP_TOKEN="$(cat "$2")" node tsclient.mjs "$1" "http://$serve/mcp"); then
 		passed=$((passed + 1))
@@ -132,7 +147,43 @@ for mode in stateless sessions; do
 done
 
 serve_backend stdio "stdio:node $everything_js stdio"
-sdk_clients everything "$work/stdio.token" "stdio backend (@modelcontextprotocol/server-everything)"
+sdk_clients everything "$work/stdio.token" "stdio backend (@modelcontextprotocol/server-everything)" 2025-11-25
+
+# shared_config FILE COMMAND ARGS…: a config with one stdio backend, shared.
+shared_config() {
+	local file="$1" cmd="$2" args
+	shift 2
+	args="$(printf '"%s",' "$@")"
+	printf '{"schemes": [{"id": "dev", "label": "serve", "authorizationServers": ["embedded"], "scopesSupported": ["agent:use"], "validation": {"type": "jwt"}}],\n "backends": [{"name": "backend", "command": "%s", "args": [%s], "process": "shared"}]}\n' \
+		"$cmd" "${args%,}" >"$file"
+}
+shared_config "$work/shared.json" node "$everything_js" stdio
+serve_backend shared "config:$work/shared.json"
+sdk_clients everything "$work/shared.token" "shared stdio backend (@modelcontextprotocol/server-everything)" 2025-11-25
+echo "== two callers at once through the shared stdio process"
+"$cache/bin/gwclient" -token-file "$work/shared.token" -echo-burst 12 -tag alpha "http://$serve/mcp" >"$work/burst.a" 2>&1 &
+burst_a=$!
+"$cache/bin/gwclient" -token-file "$work/shared.token" -echo-burst 12 -tag beta -protocol-version 2025-11-25 "http://$serve/mcp" >"$work/burst.b" 2>&1 &
+burst_b=$!
+for p in $burst_a $burst_b; do
+	if wait $p; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+done
+cat "$work/burst.a" "$work/burst.b"
+started="$(grep -c 'msg="backend started"' "$results/shared.serve.log" || true)"
+if [ "$started" = 1 ]; then
+	echo "ok   one process served every caller"
+	passed=$((passed + 1))
+else
+	echo "FAIL one process served every caller: $started started (see $results/shared.serve.log)"
+	failed=$((failed + 1))
+fi
+
+echo "== the conformance suite through a shared stdio backend (the Go SDK's everything-server on stdio)"
+shared_config "$work/conformance-shared.json" "$cache/bin/everything-server"
+serve_backend stdio-shared "config:$work/conformance-shared.json"
+scenarios "$results/stdio-shared.serve" "http://localhost:${proxy#*:}/mcp"
+cp "$results/sessions.direct.list" "$results/stdio-shared.direct.list"
+compare stdio-shared
 
 echo "run.sh: results in $results" >&2
 echo "$passed passed, $failed failed"

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -29,6 +31,56 @@ type storeServer struct {
 	// refreshes there.
 	tokenURL, clientID string
 	stop               func()
+	// dbCPU, for PostgreSQL, is the CPU time its server's processes used
+	// so far.
+	dbCPU func() time.Duration
+}
+
+// cpu is the CPU time of serve and of its database server so far.
+func (s *storeServer) cpu() time.Duration {
+	t := s.p.cpu()
+	if s.dbCPU != nil {
+		t += s.dbCPU()
+	}
+	return t
+}
+
+// postgresCPU returns the CPU time used so far by the PostgreSQL server
+// whose socket directory is dir: the postmaster (the processes it reaped
+// included) and its live children, the backends.
+func postgresCPU(dir string) func() time.Duration {
+	return func() time.Duration {
+		procs, _ := filepath.Glob("/proc/[0-9]*/stat")
+		var master string
+		stats := map[string][]string{}
+		for _, path := range procs {
+			data, err := os.ReadFile(path)
+			if err != nil || !bytes.Contains(data, []byte("(postgres)")) {
+				continue
+			}
+			pid := filepath.Base(filepath.Dir(path))
+			stats[pid] = strings.Fields(string(data[bytes.LastIndexByte(data, ')')+2:]))
+			if cmd, _ := os.ReadFile(filepath.Join(filepath.Dir(path), "cmdline")); bytes.Contains(cmd, []byte("-k\x00"+dir+"\x00")) || bytes.Contains(cmd, []byte("-k "+dir+" ")) {
+				master = pid
+			}
+		}
+		var ticks int64
+		add := func(f []string, fields ...int) {
+			for _, k := range fields {
+				n, _ := strconv.ParseInt(f[k], 10, 64)
+				ticks += n
+			}
+		}
+		for pid, f := range stats {
+			switch {
+			case pid == master:
+				add(f, 11, 12, 13, 14) // utime stime cutime cstime
+			case master != "" && f[1] == master:
+				add(f, 11, 12)
+			}
+		}
+		return time.Duration(ticks) * 10 * time.Millisecond // USER_HZ = 100
+	}
 }
 
 // startStores starts one serve per state store of b.stores: memory
@@ -38,6 +90,7 @@ func (b *bench) startStores() ([]*storeServer, error) {
 	var out []*storeServer
 	for _, name := range b.stores {
 		var args []string
+		var dbCPU func() time.Duration
 		stop := func() {}
 		switch name {
 		case "memory":
@@ -50,6 +103,9 @@ func (b *bench) startStores() ([]*storeServer, error) {
 				continue
 			}
 			args, stop = []string{"--database", srv.URL}, srv.Stop
+			if u, err := url.Parse(srv.URL); err == nil {
+				dbCPU = postgresCPU(u.Query().Get("host"))
+			}
 		default:
 			return out, fmt.Errorf("unknown store %q: memory, sqlite or postgres", name)
 		}
@@ -59,7 +115,7 @@ func (b *bench) startStores() ([]*storeServer, error) {
 			return out, err
 		}
 		out = append(out, &storeServer{name: name, p: p, tokenURL: "http://" + p.addr + "/token", clientID: issuer.CLIClientID,
-			stop: func() { p.stop(); stop() }})
+			stop: func() { p.stop(); stop() }, dbCPU: dbCPU})
 	}
 	return out, nil
 }
@@ -247,10 +303,11 @@ func (b *bench) exchange() error {
 		return err
 	}
 	fmt.Printf("code exchange: %d clients in parallel, %d interleaved rounds of %s per store\n", b.conns, b.rounds, b.duration)
-	type result struct{ rate, p50, p99 []float64 }
+	type result struct{ rate, p50, p99, cpu []float64 }
 	res := map[*storeServer]*result{}
 	for round := 0; round < b.rounds; round++ {
 		for _, s := range servers {
+			cpu0 := s.cpu()
 			n, lat, err := exchangeRound(s, b.conns, b.duration)
 			if err != nil {
 				return fmt.Errorf("%s, round %d: %v", s.name, round+1, err)
@@ -263,6 +320,7 @@ func (b *bench) exchange() error {
 			r.rate = append(r.rate, float64(n)/b.duration.Seconds())
 			r.p50 = append(r.p50, benchstat.Millis(benchstat.Percentile(lat, 50)))
 			r.p99 = append(r.p99, benchstat.Millis(benchstat.Percentile(lat, 99)))
+			r.cpu = append(r.cpu, float64((s.cpu()-cpu0).Microseconds())/float64(max(n, 1)))
 		}
 	}
 	base := res[servers[0]]
@@ -272,8 +330,10 @@ func (b *bench) exchange() error {
 		for k := range pairs {
 			pairs[k] = r.rate[k] / base.rate[k]
 		}
-		fmt.Printf("%-9s %7.0f exchanges/s (median)   vs %s %.2f (round by round %.2f–%.2f)   POST /token p50 %.1f ms  p99 %.1f ms\n",
-			s.name, benchstat.Median(r.rate), servers[0].name, benchstat.Median(r.rate)/benchstat.Median(base.rate), slices.Min(pairs), slices.Max(pairs), benchstat.Median(r.p50), benchstat.Median(r.p99))
+		fmt.Printf("%-9s %7.0f exchanges/s (median)   vs %s %.2f (round by round %.2f–%.2f)   POST /token p50 %.1f ms  p99 %.1f ms (by round %s)\n",
+			s.name, benchstat.Median(r.rate), servers[0].name, benchstat.Median(r.rate)/benchstat.Median(base.rate), slices.Min(pairs), slices.Max(pairs), benchstat.Median(r.p50), benchstat.Median(r.p99), join(r.p99, "%.0f"))
+		fmt.Printf("%-9s CPU µs per exchange (serve%s), by round: %s   median %.0f   vs %s %.2f\n",
+			"", map[bool]string{true: " + PostgreSQL"}[s.dbCPU != nil], join(r.cpu, "%.0f"), benchstat.Median(r.cpu), servers[0].name, benchstat.Median(r.cpu)/benchstat.Median(base.cpu))
 	}
 	return nil
 }
@@ -313,4 +373,13 @@ func exchangeRound(s *storeServer, conns int, d time.Duration) (int, []time.Dura
 		return 0, []time.Duration{0}, first
 	}
 	return len(all), all, first
+}
+
+// join formats xs with format, separated by spaces.
+func join(xs []float64, format string) string {
+	out := make([]string, len(xs))
+	for k, x := range xs {
+		out[k] = fmt.Sprintf(format, x)
+	}
+	return strings.Join(out, " ")
 }

@@ -2,12 +2,18 @@
 // tools, resources, prompts, sampling, elicitation and progress through
 // agentauth serve's gateway (run by testdata/gateway/run.sh).
 //
-//	gwclient -token-file FILE -backend everything|conformance URL
+//	gwclient -token-file FILE -backend everything|conformance [-protocol-version V] URL
+//	gwclient -token-file FILE -echo-burst N -tag TAG [-protocol-version V] URL
 //
 // everything is @modelcontextprotocol/server-everything (stdio behind
 // serve), conformance the Go SDK's conformance everything-server
 // (Streamable HTTP behind serve). Prints "ok   CHECK" per check; on a
-// failure "FAIL CHECK: what it saw" and exits 1.
+// failure "FAIL CHECK: what it saw" and exits 1. -protocol-version asks
+// for that MCP revision (default: the SDK's newest, 2026-07-28, which it
+// falls back from when the server lacks it). -echo-burst calls
+// server-everything's echo N times at once with "TAG i" and checks that
+// each call got its own text back (two of these at once through a shared
+// stdio process show that callers get only their own answers).
 package main
 
 import (
@@ -18,6 +24,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -56,6 +63,9 @@ func text(r *mcp.CallToolResult) string {
 func main() {
 	tokenFile := flag.String("token-file", "", "the access token for serve")
 	backend := flag.String("backend", "everything", "everything or conformance")
+	version := flag.String("protocol-version", "", "the MCP revision to ask for")
+	burst := flag.Int("echo-burst", 0, "only call echo this many times at once")
+	tag := flag.String("tag", "gwclient", "the text -echo-burst sends")
 	flag.Parse()
 	tok, err := os.ReadFile(*tokenFile)
 	if err != nil || flag.NArg() != 1 {
@@ -101,12 +111,43 @@ func main() {
 		},
 		ProgressNotificationHandler: func(ctx context.Context, req *mcp.ProgressNotificationClientRequest) { progress.Add(1) },
 	})
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: flag.Arg(0), HTTPClient: &http.Client{Transport: bearer{strings.TrimSpace(string(tok))}}}, nil)
+	var so *mcp.ClientSessionOptions
+	if *version != "" {
+		so = &mcp.ClientSessionOptions{ProtocolVersion: *version}
+	}
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: flag.Arg(0), HTTPClient: &http.Client{Transport: bearer{strings.TrimSpace(string(tok))}}}, so)
 	check("the Go SDK client initializes through serve", err == nil, err)
 	if err != nil {
 		os.Exit(1)
 	}
 	defer cs.Close()
+	fmt.Println("     (MCP " + cs.InitializeResult().ProtocolVersion + ")")
+	if *burst > 0 {
+		var wg sync.WaitGroup
+		var wrong atomic.Int32
+		var seen sync.Map
+		for i := range *burst {
+			wg.Go(func() {
+				want := fmt.Sprintf("%s %d", *tag, i)
+				r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": want}})
+				if err != nil {
+					wrong.Add(1)
+					seen.Store(want, err.Error())
+				} else if got := text(r); !strings.HasSuffix(got, ": "+want) {
+					wrong.Add(1)
+					seen.Store(want, got)
+				}
+			})
+		}
+		wg.Wait()
+		var bad []string
+		seen.Range(func(k, v any) bool { bad = append(bad, fmt.Sprintf("%v -> %v", k, v)); return len(bad) < 5 })
+		check(fmt.Sprintf("%d echo calls at once, each answered with its own text (%s)", *burst, *tag), wrong.Load() == 0, bad)
+		if failed {
+			os.Exit(1)
+		}
+		return
+	}
 	tools, err := cs.ListTools(ctx, nil)
 	var names []string
 	if err == nil {

@@ -1,0 +1,361 @@
+package gateway
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+
+	"github.com/agentauth/agentauth/flows"
+	"github.com/agentauth/agentauth/wire"
+)
+
+// IdentityExchange is the identity mode of a backend that gets an access
+// token the configured authorization server issued for it in exchange
+// for the caller's own (RFC 8693 token exchange).
+const IdentityExchange = "exchange"
+
+// Bounds of the token exchange.
+const (
+	// MaxExchangedTokens bounds the exchanged tokens one backend keeps;
+	// at the bound a new one is used for its call and not kept.
+	MaxExchangedTokens = 4096
+	// exchangeEarly is how long before its expiry an exchanged token is
+	// no longer reused (at most half its lifetime).
+	exchangeEarly = 30 * time.Second
+	// exchangeTimeout bounds one exchange (or the discovery of the token
+	// endpoint), whoever waits for it.
+	exchangeTimeout = 10 * time.Second
+)
+
+// TokenExchange configures how a backend with identity "exchange" gets
+// its token (the config key backends[].tokenExchange): serve, as a
+// confidential client of Issuer, exchanges each caller's access token
+// (RFC 8693 §2.1, subject_token_type access_token) at Issuer's token
+// endpoint for an access token for the backend: RFC 8707 resource the
+// backend's URL (or Resource), audience Audience when set, scope Scopes
+// or the caller's.
+type TokenExchange struct {
+	// Issuer is the authorization server: the issuer of the callers'
+	// tokens (a caller's token of another issuer is never sent to it).
+	// Its token endpoint comes from its RFC 8414 / OpenID Connect
+	// Discovery metadata unless TokenEndpoint names it. serve's config
+	// may leave it out: serve then takes the one authorization server of
+	// the schemes of the backend's resource (commands/serve_gateway.go).
+	Issuer        string `json:"issuer"`
+	TokenEndpoint string `json:"tokenEndpoint,omitempty"`
+	// ClientID is serve's client at Issuer, which authenticates with
+	// AuthMethod: client_secret_basic (the default), client_secret_post
+	// (with one of ClientSecret, ClientSecretFile, ClientSecretEnv) or
+	// private_key_jwt (RFC 7523 §2.2, PrivateKeyFile a PEM key).
+	ClientID         string `json:"clientId"`
+	ClientSecret     string `json:"clientSecret,omitempty"`
+	ClientSecretFile string `json:"clientSecretFile,omitempty"`
+	ClientSecretEnv  string `json:"clientSecretEnv,omitempty"`
+	AuthMethod       string `json:"authMethod,omitempty"`
+	PrivateKeyFile   string `json:"privateKeyFile,omitempty"`
+	// Resource is the RFC 8707 resource asked for (default: the
+	// backend's URL); Audience, when set, the RFC 8693 audience.
+	Resource string `json:"resource,omitempty"`
+	Audience string `json:"audience,omitempty"`
+	// Scopes are the scopes asked for (default: the caller's).
+	Scopes []string `json:"scopes,omitempty"`
+}
+
+// check checks the tokenExchange config of a backend; p is its key path.
+func (x *TokenExchange) check(p string) error {
+	p += ".tokenExchange"
+	secrets := 0
+	for _, s := range []string{x.ClientSecret, x.ClientSecretFile, x.ClientSecretEnv} {
+		if s != "" {
+			secrets++
+		}
+	}
+	switch {
+	case x.Issuer != "" && flows.CheckURL(x.Issuer) != nil:
+		return fmt.Errorf("%s.issuer: want an https URL (http on loopback only)", p)
+	case x.TokenEndpoint != "" && flows.CheckURL(x.TokenEndpoint) != nil:
+		return fmt.Errorf("%s.tokenEndpoint: want an https URL (http on loopback only)", p)
+	case x.Resource != "" && flows.CheckURL(x.Resource) != nil:
+		return fmt.Errorf("%s.resource: want an absolute http(s) URL", p)
+	case x.ClientID == "":
+		return fmt.Errorf("%s.clientId: name serve's client at the authorization server", p)
+	case secrets > 1:
+		return fmt.Errorf("%s.clientSecret: give one of clientSecret, clientSecretFile and clientSecretEnv", p)
+	}
+	for i, s := range x.Scopes {
+		if s == "" || strings.ContainsAny(s, " \t\"\\") {
+			return fmt.Errorf("%s.scopes[%d]: %q is not a scope token (RFC 6749 §3.3)", p, i, s)
+		}
+	}
+	switch x.AuthMethod {
+	case "", flows.AuthMethodClientSecretBasic, flows.AuthMethodClientSecretPost:
+		if secrets == 0 {
+			return fmt.Errorf("%s.clientSecret: serve authenticates as a confidential client: set clientSecret, clientSecretFile or clientSecretEnv (or authMethod %s with privateKeyFile)", p, flows.AuthMethodPrivateKeyJWT)
+		}
+		if x.PrivateKeyFile != "" {
+			return fmt.Errorf("%s.privateKeyFile: for authMethod %s", p, flows.AuthMethodPrivateKeyJWT)
+		}
+	case flows.AuthMethodPrivateKeyJWT:
+		if x.PrivateKeyFile == "" || secrets > 0 {
+			return fmt.Errorf("%s.privateKeyFile: authMethod %s signs with a private key (PEM) and sends no secret", p, flows.AuthMethodPrivateKeyJWT)
+		}
+	default:
+		return fmt.Errorf("%s.authMethod: want %s, %s or %s", p, flows.AuthMethodClientSecretBasic, flows.AuthMethodClientSecretPost, flows.AuthMethodPrivateKeyJWT)
+	}
+	return nil
+}
+
+// client reads the client's secret or key (a file or the environment).
+func (x *TokenExchange) client(p string) (flows.Client, error) {
+	c := flows.Client{ID: x.ClientID, Secret: x.ClientSecret, AuthMethod: x.AuthMethod}
+	switch {
+	case x.ClientSecretFile != "":
+		b, err := os.ReadFile(x.ClientSecretFile)
+		if err != nil {
+			return c, fmt.Errorf("%s.tokenExchange.clientSecretFile: %w", p, err)
+		}
+		c.Secret = strings.TrimSpace(string(b))
+	case x.ClientSecretEnv != "":
+		c.Secret = os.Getenv(x.ClientSecretEnv)
+	case x.PrivateKeyFile != "":
+		b, err := os.ReadFile(x.PrivateKeyFile)
+		if err != nil {
+			return c, fmt.Errorf("%s.tokenExchange.privateKeyFile: %w", p, err)
+		}
+		c.PrivateKey, c.Audience = string(b), x.Issuer
+	}
+	if x.AuthMethod != flows.AuthMethodPrivateKeyJWT && c.Secret == "" {
+		return c, fmt.Errorf("%s.tokenExchange: the client secret is empty (is %s set?)", p, x.ClientSecretEnv)
+	}
+	return c, nil
+}
+
+// exchanger gets one backend's tokens by token exchange and keeps them
+// until shortly before they expire: by caller token (its SHA-256), so an
+// entry belongs to one grant and is only ever reached through a request
+// whose token serve has just accepted (a revoked or expired caller token
+// is refused before it gets here), and never beyond the caller token's
+// own expiry.
+type exchanger struct {
+	name     string
+	cfg      TokenExchange
+	resource string
+	client   flows.Client
+	hc       *http.Client
+	now      func() time.Time
+	flights  singleflight.Group
+
+	mu       sync.Mutex
+	endpoint string // discovered once
+	entries  map[[32]byte]exchanged
+}
+
+type exchanged struct {
+	token string
+	until time.Time
+}
+
+func newExchanger(b Backend, p string) (*exchanger, error) {
+	if b.TokenExchange == nil {
+		return nil, fmt.Errorf("%s.tokenExchange: identity %q needs it: the authorization server, serve's client there and its secret", p, IdentityExchange)
+	}
+	if b.TokenExchange.Issuer == "" {
+		return nil, fmt.Errorf("%s.tokenExchange.issuer: name the authorization server that issued the callers' tokens", p)
+	}
+	c, err := b.TokenExchange.client(p)
+	if err != nil {
+		return nil, err
+	}
+	x := &exchanger{name: b.Name, cfg: *b.TokenExchange, client: c, now: time.Now,
+		resource: b.URL, endpoint: b.TokenExchange.TokenEndpoint, entries: map[[32]byte]exchanged{},
+		hc: &http.Client{Timeout: exchangeTimeout}}
+	if x.cfg.Resource != "" {
+		x.resource = x.cfg.Resource
+	}
+	return x, nil
+}
+
+// exchangeError is a failed exchange: refused by the authorization
+// server (code is its RFC 6749 §5.2 error code) or not done.
+type exchangeError struct {
+	backend, issuer string
+	code            string // the server's error code; "" when it did not answer
+	denied          bool   // refused (by the server, or by serve before asking)
+	reason          string // for the audit record
+	err             error
+}
+
+func (e *exchangeError) Error() string {
+	if e.code != "" {
+		return fmt.Sprintf("backend %s: the authorization server %s refused the token exchange for it: %s", e.backend, e.issuer, e.code)
+	}
+	return fmt.Sprintf("backend %s: cannot get a token for it from the authorization server %s: %v", e.backend, e.issuer, e.err)
+}
+
+// expirer is a Caller that knows when its token expires (zero: never).
+type expirer interface{ Expiry() time.Time }
+
+// token is the backend's token for the caller whose access token is
+// subject: kept, or exchanged now (once for concurrent callers with the
+// same token).
+func (x *exchanger) token(ctx context.Context, c Caller, subject string) (string, error) {
+	if iss := c.Issuer(); iss == "" || !flows.SameIssuer(iss, x.cfg.Issuer) {
+		// RFC 8693 §2.1: the subject token goes to the server that can
+		// validate it, and a token goes only to the server it was
+		// issued for.
+		from := "a scheme without an issuer"
+		if iss != "" {
+			from = wire.Clip(iss)
+		}
+		return "", &exchangeError{backend: x.name, issuer: x.cfg.Issuer, denied: true, reason: "token exchange not tried: caller's token is of another issuer",
+			err: fmt.Errorf("the caller's token was issued by %s, and only tokens of %s are exchanged for this backend", from, x.cfg.Issuer)}
+	}
+	key := sha256.Sum256([]byte(subject))
+	now := x.now()
+	x.mu.Lock()
+	e, ok := x.entries[key]
+	if ok && !now.Before(e.until) {
+		delete(x.entries, key)
+		ok = false
+	}
+	x.mu.Unlock()
+	if ok {
+		return e.token, nil
+	}
+	scopes := x.cfg.Scopes
+	if len(scopes) == 0 {
+		scopes = c.Scopes()
+	}
+	// The exchange runs without the first caller's cancellation: others
+	// may wait for it (exchangeTimeout bounds it). It keeps the token
+	// before the flight lands, so a caller coming later finds it.
+	v, err, _ := x.flights.Do(string(key[:]), func() (any, error) {
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), exchangeTimeout)
+		defer cancel()
+		t, err := x.exchange(fctx, subject, scopes)
+		if err != nil {
+			return nil, err
+		}
+		x.keep(key, t, c)
+		return t.AccessToken, nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return v.(string), nil
+}
+
+// keep remembers an exchanged token until exchangeEarly (at most half its
+// lifetime) before it expires, and not past the caller token's expiry. A
+// token without an expiry is not kept. At MaxExchangedTokens expired
+// entries are dropped; if none is, the token is not kept.
+func (x *exchanger) keep(key [32]byte, t *flows.Token, c Caller) {
+	if t.Expiry.IsZero() {
+		return
+	}
+	now := x.now()
+	until := t.Expiry.Add(-min(exchangeEarly, t.Expiry.Sub(now)/2))
+	if ce, ok := c.(expirer); ok && !ce.Expiry().IsZero() && ce.Expiry().Before(until) {
+		until = ce.Expiry()
+	}
+	if !now.Before(until) {
+		return
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if len(x.entries) >= MaxExchangedTokens {
+		for k, e := range x.entries {
+			if !now.Before(e.until) {
+				delete(x.entries, k)
+			}
+		}
+		if len(x.entries) >= MaxExchangedTokens {
+			return
+		}
+	}
+	x.entries[key] = exchanged{token: t.AccessToken, until: until}
+}
+
+// exchange discovers the token endpoint (once) and runs the exchange.
+func (x *exchanger) exchange(ctx context.Context, subject string, scopes []string) (*flows.Token, error) {
+	endpoint, err := x.tokenEndpoint(ctx)
+	if err != nil {
+		return nil, &exchangeError{backend: x.name, issuer: x.cfg.Issuer, reason: "token exchange failed: no token endpoint", err: err}
+	}
+	t, err := flows.ExchangeToken(ctx, x.hc, flows.TokenExchangeRequest{
+		TokenEndpoint: endpoint, Client: x.client, Party: "the authorization server",
+		SubjectToken: subject, SubjectTokenType: flows.TokenTypeAccessToken, RequestedTokenType: flows.TokenTypeAccessToken,
+		Resource: x.resource, Audience: x.cfg.Audience, Scopes: scopes,
+	})
+	if err != nil {
+		// The server's words (a description, the start of a body) are
+		// logged; should they quote the subject token, not that.
+		msg := errors.New(strings.ReplaceAll(err.Error(), subject, "[redacted]"))
+		if oe, ok := errors.AsType[*wire.OAuthError](err); ok {
+			return nil, &exchangeError{backend: x.name, issuer: x.cfg.Issuer, code: wire.Truncate(oe.Code), denied: true, reason: "token exchange refused: " + wire.Truncate(oe.Code), err: msg}
+		}
+		return nil, &exchangeError{backend: x.name, issuer: x.cfg.Issuer, reason: "token exchange failed", err: msg}
+	}
+	return t, nil
+}
+
+// tokenEndpoint is the configured token endpoint, or the one of the
+// issuer's metadata (RFC 8414 §3, OpenID Connect Discovery), fetched at
+// the first exchange and kept; a failed fetch is tried again next time.
+func (x *exchanger) tokenEndpoint(ctx context.Context) (string, error) {
+	x.mu.Lock()
+	ep := x.endpoint
+	x.mu.Unlock()
+	if ep != "" {
+		return ep, nil
+	}
+	md, err := flows.FetchAuthServerMetadata(ctx, x.hc, x.cfg.Issuer)
+	if err != nil {
+		return "", err
+	}
+	if md.TokenEndpoint == "" {
+		return "", fmt.Errorf("the metadata of %s names no token_endpoint", x.cfg.Issuer)
+	}
+	x.mu.Lock()
+	x.endpoint = md.TokenEndpoint
+	x.mu.Unlock()
+	return md.TokenEndpoint, nil
+}
+
+// exchangeIdentity puts the backend's exchanged token in out, or answers
+// the failure: HTTP 502 with a JSON-RPC error naming the backend, the
+// authorization server and its error code (never a token), audited.
+func (m *Mount) exchangeIdentity(w http.ResponseWriter, r *http.Request, k *call, out http.Header) bool {
+	tok, err := m.x.token(r.Context(), k.c, bearerToken(r))
+	if err != nil {
+		var xe *exchangeError
+		if !errors.As(err, &xe) {
+			xe = &exchangeError{backend: m.b.Name, issuer: m.x.cfg.Issuer, reason: "token exchange failed", err: err}
+		}
+		// The log has the server's description too (error_description,
+		// RFC 6749 §5.2); the caller gets the code.
+		m.g.log.Warn("token exchange failed", "backend", m.b.Name, "issuer", m.x.cfg.Issuer, "err", xe.err)
+		k.decision, k.reason = "error", xe.reason
+		if xe.denied {
+			k.decision = "denied"
+		}
+		rerr := wire.Errorf(wire.CodeInternalError, "internal error: %v", xe)
+		k.errCode = rerr.Code
+		writeError(w, http.StatusBadGateway, k.msg.ID, rerr)
+		if k.msg.IsRequest() {
+			k.audit()
+		}
+		return false
+	}
+	out.Set("Authorization", "Bearer "+tok)
+	k.secrets = append(k.secrets, tok)
+	return true
+}
