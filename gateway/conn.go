@@ -191,6 +191,11 @@ func (c *httpConn) reply(resp *http.Response) (*reply, error) {
 	case resp.StatusCode == http.StatusNotFound && resp.Request.Header.Get("Mcp-Session-Id") != "":
 		resp.Body.Close()
 		return nil, errSessionGone
+	case resp.StatusCode == http.StatusMethodNotAllowed && resp.Request.Method == http.MethodGet:
+		// No stream at GET (MCP 2025-11-25 "Transports": the server
+		// answers 405): passed on as such, not as a failure.
+		resp.Body.Close()
+		r.next = func() (frame, error) { return frame{}, io.EOF }
 	case resp.StatusCode >= 500 && ct != "application/json":
 		resp.Body.Close()
 		return nil, backendErr(name, "failed (HTTP %d)", resp.StatusCode)
@@ -206,6 +211,10 @@ func (c *httpConn) reply(resp *http.Response) (*reply, error) {
 				return frame{}, backendErr(name, "sent a message over %d bytes", c.m.maxMsg)
 			case errors.Is(err, io.EOF):
 				return frame{}, io.EOF
+			case errors.Is(err, context.Canceled):
+				// serve ended the request: its caller went away or the
+				// call timed out (front.go tells which), not the backend.
+				return frame{}, err
 			}
 			return frame{}, backendErr(name, "broke off its event stream: %v", err)
 		}
@@ -218,6 +227,8 @@ func (c *httpConn) reply(resp *http.Response) (*reply, error) {
 			done = true
 			b, err := io.ReadAll(io.LimitReader(resp.Body, c.m.maxMsg+1))
 			switch {
+			case errors.Is(err, context.Canceled):
+				return frame{}, err // as for an event stream
 			case err != nil:
 				return frame{}, backendErr(name, "broke off its answer: %v", err)
 			case int64(len(b)) > c.m.maxMsg:

@@ -492,6 +492,9 @@ func (m *Mount) serveGet(w http.ResponseWriter, r *http.Request, c Caller) {
 	}
 	defer rep.close()
 	if !rep.stream {
+		if rep.status == http.StatusMethodNotAllowed {
+			w.Header().Set("Allow", "POST, DELETE")
+		}
 		w.WriteHeader(rep.status)
 		return
 	}

@@ -49,6 +49,7 @@ everything_js="$cache/backends/node_modules/@modelcontextprotocol/server-everyth
 (cd "$root" && go build -o "$cache/bin/agentauth" . &&
 	go build -o "$cache/bin/everything-server" github.com/modelcontextprotocol/go-sdk/conformance/everything-server &&
 	go build -o "$cache/bin/bearerproxy" ./testdata/conformance/bearerproxy &&
+	go test -count=1 ./testdata/conformance/bearerproxy &&
 	go build -o "$cache/bin/gwclient" ./testdata/gateway/gwclient)
 agentauth="$cache/bin/agentauth"
 

@@ -309,7 +309,14 @@ func lbProxy() {
 		r.SetURL(&url.URL{Scheme: "http", Host: strings.TrimSpace(string(b))})
 		r.Out.Host = r.In.Host
 	}}
-	progutil.ServeUntilInterrupt("lbproxy", progutil.ListenLoopback("lbproxy"), *addrFile, rp)
+	// Full duplex: net/http closes a request body once the handler starts
+	// its answer, and the proxy's client, still sending that body, would
+	// then drop the connection mid-answer (golang/go#40747).
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.NewResponseController(w).EnableFullDuplex()
+		rp.ServeHTTP(w, r)
+	})
+	progutil.ServeUntilInterrupt("lbproxy", progutil.ListenLoopback("lbproxy"), *addrFile, h)
 }
 
 // schemaVersion sets the schema version recorded in the SQLite state

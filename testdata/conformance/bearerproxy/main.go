@@ -38,18 +38,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bearerproxy:", err)
 		os.Exit(1)
 	}
-	proxy := &httputil.ReverseProxy{
-		Rewrite: func(r *httputil.ProxyRequest) {
-			target, _ := os.ReadFile(*targetFile)
-			r.SetURL(&url.URL{Scheme: "http", Host: strings.TrimSpace(string(target))})
-			r.Out.Host = r.In.Host
-			if r.Out.Header.Get("Authorization") == "" {
-				token, _ := os.ReadFile(*tokenFile)
-				r.Out.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(token)))
-			}
-		},
-		FlushInterval: -1, // pass event streams through as they come
-	}
+	proxy := newProxy(*targetFile, *tokenFile)
 	if err := os.WriteFile(*addrFile, []byte(ln.Addr().String()+"\n"), 0o600); err != nil {
 		fmt.Fprintln(os.Stderr, "bearerproxy:", err)
 		os.Exit(1)
@@ -57,4 +46,33 @@ func main() {
 	srv := &http.Server{Handler: proxy, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintln(os.Stderr, "bearerproxy:", srv.Serve(ln))
 	os.Exit(1)
+}
+
+// newProxy forwards to the HOST:PORT in targetFile, adding the token in
+// tokenFile.
+//
+// Each request is served full duplex: net/http's HTTP/1 server otherwise
+// drains and closes a request body once the handler starts its answer, and
+// the Transport, still sending that body upstream (it reads it once more
+// after Content-Length bytes to check that it ends), then fails with
+// "invalid Read on closed Body" and drops the upstream connection in the
+// middle of an answer serve has already sent (golang/go#40747): the client
+// lost its answer and the suite timed out after 30 s.
+func newProxy(targetFile, tokenFile string) http.Handler {
+	proxy := &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			target, _ := os.ReadFile(targetFile)
+			r.SetURL(&url.URL{Scheme: "http", Host: strings.TrimSpace(string(target))})
+			r.Out.Host = r.In.Host
+			if r.Out.Header.Get("Authorization") == "" {
+				token, _ := os.ReadFile(tokenFile)
+				r.Out.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(token)))
+			}
+		},
+		FlushInterval: -1, // pass event streams through as they come
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.NewResponseController(w).EnableFullDuplex()
+		proxy.ServeHTTP(w, r)
+	})
 }

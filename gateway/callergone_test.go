@@ -1,0 +1,92 @@
+package gateway
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// A caller that goes away while the backend's event stream is open ends
+// the call as "caller went away", not as a backend failure: under load a
+// client (or a proxy in front of serve) dropping its connection was
+// logged as "backend call failed … broke off its event stream: context
+// canceled", blaming the backend for the caller's cancel.
+func TestCallerGoneMidStream(t *testing.T) {
+	backendDone := make(chan struct{})
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer close(backendDone)
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"level\":\"info\",\"data\":\"started\"}}\n\n")
+		http.NewResponseController(w).Flush()
+		<-r.Context().Done() // the gateway ends the backend's request
+	}))
+	defer backend.Close()
+	logs := &syncBuffer{}
+	g, err := New(Options{Backends: []Backend{{Name: "rally", URL: backend.URL}}, Log: slog.New(slog.NewJSONHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	served := make(chan struct{})
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer close(served)
+		g.Mounts()[0].Serve(w, r, callers["tok-writer-0123456789"])
+	}))
+	defer front.Close()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, front.URL, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := bufio.NewReader(resp.Body)
+	for {
+		line, err := events.ReadString('\n')
+		if err != nil {
+			t.Fatalf("no notification before the stream ended: %v", err)
+		}
+		if strings.Contains(line, "notifications/message") {
+			break
+		}
+	}
+	cancel() // the caller goes away with the stream open
+	resp.Body.Close()
+	<-served
+	<-backendDone
+	out := logs.String()
+	if !strings.Contains(out, `"reason":"caller went away"`) || strings.Contains(out, "backend call failed") {
+		t.Errorf("log:\n%s\nwant the call ended as \"caller went away\", no backend failure", out)
+	}
+}
+
+// A backend without a stream at GET answers 405 (MCP 2025-11-25
+// "Transports"), and so does serve: clients take 405 as "no stream here"
+// and anything else as a failure (the TypeScript SDK reported the 502
+// serve used to answer as an error on every stateless session).
+func TestBackendWithoutGETStream(t *testing.T) {
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+	}))
+	defer backend.Close()
+	srv, _ := front(t, Backend{Name: "rally", URL: backend.URL}, Policy{})
+	req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
+	req.Header.Set("Authorization", "Bearer tok-writer-0123456789")
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "POST, DELETE" {
+		t.Errorf("GET: %d, Allow %q; want 405 with Allow: POST, DELETE", resp.StatusCode, resp.Header.Get("Allow"))
+	}
+}
