@@ -305,10 +305,10 @@ func (k *call) process(data []byte) []byte {
 	if len(data) == 0 {
 		return data
 	}
+	// The result is not copied out (it can be large) but for tools/list.
 	var head struct {
 		ID     json.RawMessage `json:"id"`
 		Method string          `json:"method"`
-		Result json.RawMessage `json:"result"`
 		Error  *wire.Error     `json:"error"`
 	}
 	if json.Unmarshal(data, &head) != nil {
@@ -319,9 +319,12 @@ func (k *call) process(data []byte) []byte {
 		if head.Error != nil {
 			k.errCode = head.Error.Code
 		}
-		if k.msg.Method == methodToolsList && head.Result != nil {
-			k.m.tools.learn(head.Result)
-			if filtered, ok := k.m.filterTools(head.Result, k.c); ok {
+		var list struct {
+			Result json.RawMessage `json:"result"`
+		}
+		if k.msg.Method == methodToolsList && json.Unmarshal(data, &list) == nil && list.Result != nil {
+			k.m.tools.learn(list.Result)
+			if filtered, ok := k.m.filterTools(list.Result, k.c); ok {
 				data = replaceResult(data, filtered)
 			}
 		}

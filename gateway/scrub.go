@@ -103,16 +103,23 @@ func (s *scrubber) mayMatch(data []byte, held []string) bool {
 }
 
 // plainJSON reports whether json.Marshal writes t unchanged between its
-// quotes: printable ASCII without the characters it escapes.
+// quotes: printable ASCII without the characters it escapes. It runs on
+// every held token of every message, hence the table.
 func plainJSON(t string) bool {
 	for i := 0; i < len(t); i++ {
-		switch c := t[i]; {
-		case c < 0x20, c >= 0x7f, c == '"', c == '\\', c == '<', c == '>', c == '&':
+		if !plainByte[t[i]] {
 			return false
 		}
 	}
 	return true
 }
+
+var plainByte = func() (p [256]bool) {
+	for c := 0x20; c < 0x7f; c++ {
+		p[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return p
+}()
 
 func (s *scrubber) walk(v any, held []string, n *int) any {
 	switch x := v.(type) {

@@ -3,8 +3,11 @@
 # bearer token checked, arguments validated, answer scrubbed) against the
 # same MCP Go SDK backend called directly, from CONNS keep-alive
 # connections in ROUNDS interleaved rounds of DURATION each; prints the
-# medians of throughput, p50 and p99 and serve's ratio to direct
-# (testdata/bench/gateway). Loopback only; never asserts a time.
+# medians of throughput, p50 and p99 and serve's ratio to direct, the CPU
+# per call of serve, the backend and the load generator for each target,
+# and the count of serve's audit records (serve runs at its default log
+# level, info, writing one per call to a log file) (testdata/bench/gateway).
+# Loopback only; never asserts a time.
 #
 # Usage: testdata/bench/gateway.sh [DURATION [ROUNDS [CONNS]]]   (5s 5 64)
 set -eu

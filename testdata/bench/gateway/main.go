@@ -37,12 +37,13 @@ func main() {
 	duration := flag.Duration("duration", 5*time.Second, "length of one round")
 	rounds := flag.Int("rounds", 3, "rounds per target, interleaved")
 	backend := flag.String("backend", "", "internal: run the backend, writing its address to this file")
+	logLevel := flag.String("log-level", "info", "serve's --log-level (info, its default, writes the audit record of every call to a log file)")
 	flag.Parse()
 	if *backend != "" {
 		runBackend(*backend)
 		return
 	}
-	if err := run(*bin, *conns, *duration, *rounds); err != nil {
+	if err := run(*bin, *conns, *duration, *rounds, *logLevel); err != nil {
 		fmt.Fprintln(os.Stderr, "bench gateway:", err)
 		os.Exit(1)
 	}
@@ -112,7 +113,7 @@ func (p *proc) stop() {
 	p.cmd.Wait()
 }
 
-func run(bin string, conns int, d time.Duration, rounds int) error {
+func run(bin string, conns int, d time.Duration, rounds int, logLevel string) error {
 	dir, err := os.MkdirTemp("", "gateway-bench")
 	if err != nil {
 		return err
@@ -125,7 +126,7 @@ func run(bin string, conns int, d time.Duration, rounds int) error {
 	}
 	defer be.stop()
 	srv, err := start(dir, "serve", bin, "serve", "--listen", "127.0.0.1:0", "--ephemeral", "--auto-approve",
-		"--log-level", "warn", "--backend", "http://"+be.addr+"/mcp")
+		"--log-level", logLevel, "--log-file", filepath.Join(dir, "serve.log"), "--backend", "http://"+be.addr+"/mcp")
 	if err != nil {
 		return err
 	}
@@ -143,19 +144,26 @@ func run(bin string, conns int, d time.Duration, rounds int) error {
 			return fmt.Errorf("%s: %w", t.name, err)
 		}
 	}
-	fmt.Printf("tools/call (echo) over %d connections, %d rounds of %s each, interleaved\n", conns, rounds, d)
-	var served, serveCPU, backendCPU float64
+	fmt.Printf("tools/call (echo) over %d connections, %d rounds of %s each, interleaved; serve at --log-level %s\n", conns, rounds, d, logLevel)
+	var served float64
+	// CPU time by process and target: "serve", "backend" and "load" (this
+	// program, the load generator), and the calls of each target.
+	cpu := map[string]map[string]float64{"direct": {}, "serve": {}}
+	calls := map[string]float64{}
+	gen := &proc{cmd: &exec.Cmd{Process: &os.Process{Pid: os.Getpid()}}}
 	tput := map[string][]float64{}
 	p50 := map[string][]float64{}
 	p99 := map[string][]float64{}
 	for range rounds {
 		for _, t := range targets {
-			c0, b0 := srv.cpu(), be.cpu()
+			c0, b0, l0 := srv.cpu(), be.cpu(), gen.cpu()
 			n, lat, errs := load(t.url, t.token, conns, d)
+			calls[t.name] += float64(n)
+			cpu[t.name]["serve"] += float64(srv.cpu() - c0)
+			cpu[t.name]["backend"] += float64(be.cpu() - b0)
+			cpu[t.name]["load"] += float64(gen.cpu() - l0)
 			if t.name == "serve" {
 				served += float64(n)
-				serveCPU += float64(srv.cpu() - c0)
-				backendCPU += float64(be.cpu() - b0)
 			}
 			if errs > 0 {
 				return fmt.Errorf("%s: %d failed calls", t.name, errs)
@@ -172,8 +180,19 @@ func run(bin string, conns int, d time.Duration, rounds int) error {
 	report("throughput", "req/s", tput)
 	report("p50", "ms", p50)
 	report("p99", "ms", p99)
-	if served > 0 {
-		fmt.Printf("CPU per call through serve: serve %.1f µs, backend %.1f µs\n", serveCPU/served/1e3, backendCPU/served/1e3)
+	// On a saturated machine the throughput ratio follows these sums: the
+	// CPU each call costs all three processes.
+	for _, t := range []string{"serve", "direct"} {
+		c, n := cpu[t], calls[t]*1e3
+		fmt.Printf("CPU per call, %-6s serve %6.1f µs  backend %6.1f µs  load generator %6.1f µs  sum %6.1f µs\n",
+			t, c["serve"]/n, c["backend"]/n, c["load"]/n, (c["serve"]+c["backend"]+c["load"])/n)
+	}
+	if logLevel == "info" || logLevel == "debug" {
+		// The audit records must all be there: one per call.
+		srv.stop()
+		log, _ := os.ReadFile(filepath.Join(dir, "serve.log"))
+		n := bytes.Count(log, []byte("gateway call"))
+		fmt.Printf("audit records: %d for %d calls through serve\n", n, int(served)+1)
 	}
 	return nil
 }
