@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentauth/agentauth/internal/benchstat"
 )
 
 // BenchmarkForward is one tools/call through a mount to a stateless MCP Go
@@ -50,7 +52,7 @@ func benchEcho(b *testing.B, url string) {
 	c := callers["tok-writer-0123456789"]
 	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello through the gateway"}}}`
 	b.ReportAllocs()
-	cpu := processCPU()
+	cpu := benchstat.SelfCPU()
 	for b.Loop() {
 		r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(body))
 		r.Header.Set("Authorization", "Bearer tok-writer-0123456789")
@@ -70,7 +72,7 @@ func benchEcho(b *testing.B, url string) {
 // system, both ends of the loopback connection), which a machine busy
 // with other work disturbs much less than the wall time of ns/op.
 func reportCPU(b *testing.B, cpu time.Duration) {
-	if d := processCPU() - cpu; d > 0 && b.N > 0 {
+	if d := benchstat.SelfCPU() - cpu; d > 0 && b.N > 0 {
 		b.ReportMetric(float64(d.Nanoseconds())/float64(b.N), "cpu-ns/op")
 	}
 }
@@ -108,7 +110,7 @@ func BenchmarkReverseProxyReference(b *testing.B) {
 		Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
 	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello through the gateway"}}}`
 	b.ReportAllocs()
-	cpu := processCPU()
+	cpu := benchstat.SelfCPU()
 	for b.Loop() {
 		r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(body))
 		r.Header.Set("Authorization", "Bearer tok-writer-0123456789")

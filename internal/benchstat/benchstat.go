@@ -1,6 +1,7 @@
-// Package benchstat is the summary arithmetic the benchmark programs under
-// testdata/bench share: latency percentiles and the median of per-round
-// figures. Only those programs import it; nothing the agentauth binary runs
+// Package benchstat is what the benchmark programs under testdata/bench
+// and the packages' benchmarks share: latency percentiles, the median of
+// per-round figures, and CPU time (of this process, or of a server it
+// started). Only they import it; nothing the agentauth binary runs
 // depends on it.
 package benchstat
 

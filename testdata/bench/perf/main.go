@@ -162,14 +162,7 @@ func (p *proc) stop() {
 
 // cpu is the process's user+system CPU time so far (/proc/PID/stat).
 func (p *proc) cpu() time.Duration {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+2:]))
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(ut+st) * 10 * time.Millisecond // USER_HZ = 100
+	return benchstat.ProcessCPU(p.cmd.Process.Pid)
 }
 
 // rss is the process's VmRSS in bytes.
