@@ -186,6 +186,11 @@ func (s *SQLite) OnConfigChanged(func()) {}
 
 // Close closes the database.
 func (s *SQLite) Close() error {
+	// No commit kicks the checkpointer once it stops (afterCommit is
+	// called under oneMu).
+	s.oneMu.Lock()
+	s.afterCommit = nil
+	s.oneMu.Unlock()
 	s.ckpt.stop()
 	return s.close()
 }
