@@ -241,3 +241,50 @@ func TestBackgroundCheckpoint(t *testing.T) {
 		t.Errorf("the write-ahead log is %d bytes", wal.Size())
 	}
 }
+
+// BenchmarkSQLiteGrowth is a refresh's work on the store (read a random
+// existing record, write a new one, commit) with the table already
+// holding 0, 100,000 and 400,000 records: on a store whose cost does not
+// grow with its history the three take about as long (see sqliteCacheKiB
+// for what they took).
+func BenchmarkSQLiteGrowth(b *testing.B) {
+	for _, n := range []int{0, 100_000, 400_000} {
+		b.Run(fmt.Sprint("records=", n), func(b *testing.B) {
+			s, err := OpenSQLite(context.Background(), b.TempDir())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			value := make([]byte, 150)
+			key := func(i int) string { return fmt.Sprintf("%064x", uint64(i)*0x9e3779b97f4a7c15) }
+			ctx := context.Background()
+			for i := 0; i < n; i += 1000 {
+				if err := s.Update(ctx, func(tx Tx) error {
+					for j := i; j < min(i+1000, n); j++ {
+						if err := tx.Put("refresh", key(j), value, time.Now().Add(time.Hour)); err != nil {
+							return err
+						}
+					}
+					return nil
+				}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			next := n
+			b.ResetTimer()
+			for i := range b.N {
+				if err := s.Update(ctx, func(tx Tx) error {
+					if next > 0 {
+						if _, err := tx.Peek("refresh", key((i*7919)%next)); err != nil {
+							return err
+						}
+					}
+					return tx.Put("refresh", key(next), value, time.Now().Add(time.Hour))
+				}); err != nil {
+					b.Fatal(err)
+				}
+				next++
+			}
+		})
+	}
+}

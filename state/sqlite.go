@@ -20,9 +20,17 @@ const SQLiteFile = "state.db"
 // lock before failing.
 const sqliteBusyTimeoutMillis = 5000
 
-// sqliteCacheKiB bounds SQLite's page cache (PRAGMA cache_size), in KiB:
-// memory serve spends only as the database grows.
-const sqliteCacheKiB = 64 << 10
+// sqliteCacheKiB bounds SQLite's page cache (PRAGMA cache_size), in KiB.
+// SQLite scans the whole cache's hash table at the end of many commits
+// (pcache1TruncateUnsafe, whose table grows with the pages cached), so a
+// big cache makes every commit slower as it fills: with 64 MiB it took a
+// sixth of serve's CPU late in a sustained refresh run, and
+// BenchmarkSQLiteGrowth's transaction (a random read, a write) cost 2.2×
+// as much with 400,000 records as with none; with 8 MiB, 1.5× (records
+// the cache misses are read from the kernel's page cache: a read(2) of a
+// page). SQLite's default, 2 MiB, misses so often that refreshes slowed as
+// the file grew.
+const sqliteCacheKiB = 8 << 10
 
 // SQLite is a Store in one SQLite file. Several processes on one machine
 // may share the file (SQLite locks it), but they do not tell each other of
@@ -57,10 +65,6 @@ func openSQLite(ctx context.Context, dir string, ms [][]string) (*SQLite, error)
 	if err := secureFile(path); err != nil {
 		return nil, err
 	}
-	// The page cache holds up to sqliteCacheKiB: with SQLite's default
-	// 2 MiB, once the issuer's records (a rotated refresh token is kept
-	// until it expires) outgrew it, every lookup read pages from the file
-	// again and refreshes slowed as the file grew.
 	dsn := fmt.Sprintf("%s?_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=cache_size(-%d)&_pragma=wal_autocheckpoint(%d)&_txlock=immediate",
 		path, sqliteBusyTimeoutMillis, sqliteCacheKiB, walBackstopPages)
 	db, err := sql.Open("sqlite", dsn)
