@@ -423,9 +423,13 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 			return fmt.Errorf("cannot open the log file: %w", err)
 		}
 		defer f.Close()
-		logger = newServeLogger(f, opts.LogFormat, opts.LogLevel)
+		lw := ops.NewLogWriter(f)
+		defer lw.Close() // before f.Close: the records held are written
+		logger = newServeLogger(lw, opts.LogFormat, opts.LogLevel)
 	} else if logger == nil {
-		logger = newServeLogger(opts.IO.ErrOut, opts.LogFormat, opts.LogLevel)
+		lw := ops.NewLogWriter(opts.IO.ErrOut)
+		defer lw.Close()
+		logger = newServeLogger(lw, opts.LogFormat, opts.LogLevel)
 	}
 	tel := ops.New(logger)
 

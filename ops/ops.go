@@ -1,5 +1,7 @@
 // Package ops is serve's operations surface: the Prometheus metrics
-// registry (served on its own listener, --metrics-listen), the audit log,
+// registry (served on its own listener, --metrics-listen), the audit log
+// and serve's buffered log output (LogWriter, which says what a crash may
+// lose),
 // the health endpoints (/healthz, /readyz), the landing page, forwarded
 // headers from trusted proxies and the reloadable TLS certificate. It
 // imports no other agentauth package. The server-side packages (issuer, broker, host) take a *Recorder in
