@@ -46,6 +46,11 @@ type Options struct {
 	// Log gets operational messages and the audit records (message
 	// "gateway call"); never a token, an argument or a result.
 	Log *slog.Logger
+	// CallLog, when set, gets the audit records instead of Log: serve
+	// gives it a writer that holds them a few milliseconds and writes
+	// them together (ops.LogWriter.Held), one per call being the busiest
+	// record it writes.
+	CallLog *slog.Logger
 	// Assert mints an identity assertion for a backend with identity
 	// "assertion" (issuer.Issuer.Assertion); nil when serve has no
 	// embedded issuer.
@@ -77,6 +82,7 @@ type Gateway struct {
 	policy    Policy
 	broker    Broker
 	log       *slog.Logger
+	callLog   *slog.Logger
 	transport http.RoundTripper
 	// pool is transport when it is the default, whose idle connections
 	// the sweep and Close end.
@@ -91,6 +97,7 @@ type Gateway struct {
 // started until a caller's first request.
 func New(opts Options) (*Gateway, error) {
 	g := &Gateway{done: make(chan struct{}), assert: opts.Assert, policy: opts.Policy, broker: opts.Broker, log: cmp.Or(opts.Log, slog.New(slog.DiscardHandler)), transport: opts.Transport, tel: opts.Telemetry, check: opts.CheckRequest}
+	g.callLog = cmp.Or(opts.CallLog, g.log)
 	if g.transport == nil {
 		g.pool = newBackendTransport()
 		g.transport = g.pool

@@ -29,28 +29,32 @@ func (b *lockedBuffer) get() (string, int) {
 	return b.b.String(), b.writes
 }
 
-// TestLogWriter: the first record is written at once; a burst after it is
-// held and written in one write within the interval, in order; Close
-// writes what is held and later records go straight through.
+// TestLogWriter: a direct record is written at once; held records are
+// written together in one write within the interval, in order; a direct
+// record writes the held ones before it; Close writes what is held and
+// later records go straight through.
 func TestLogWriter(t *testing.T) {
 	var out lockedBuffer
 	lw := NewLogWriter(&out)
-	lw.Write([]byte("first\n"))
-	if s, n := out.get(); s != "first\n" || n != 1 {
-		t.Fatalf("after the first record: %q in %d writes", s, n)
+	lw.Write([]byte("direct\n"))
+	if s, n := out.get(); s != "direct\n" || n != 1 {
+		t.Fatalf("after a direct record: %q in %d writes", s, n)
 	}
-	var want strings.Builder
-	want.WriteString("first\n")
+	want := "direct\n"
+	held := lw.Held()
 	for i := range 100 {
-		fmt.Fprintf(lw, "record %d\n", i)
-		fmt.Fprintf(&want, "record %d\n", i)
+		fmt.Fprintf(held, "call %d\n", i)
+		want += fmt.Sprintf("call %d\n", i)
+	}
+	if s, _ := out.get(); s != "direct\n" {
+		t.Fatalf("held records written at once: %q", s)
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		s, n := out.get()
-		if s == want.String() {
+		if s == want {
 			if n != 2 {
-				t.Errorf("100 records held: written in %d writes, want 1", n-1)
+				t.Errorf("100 held records written in %d writes, want 1", n-1)
 			}
 			break
 		}
@@ -59,10 +63,15 @@ func TestLogWriter(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	lw.Write([]byte("held\n"))
+	held.Write([]byte("held\n"))
+	lw.Write([]byte("direct 2\n"))
+	if s, _ := out.get(); !strings.HasSuffix(s, "held\ndirect 2\n") {
+		t.Errorf("a direct record after a held one: %q", s)
+	}
+	held.Write([]byte("held 2\n"))
 	lw.Close()
-	lw.Write([]byte("after close\n"))
-	if s, _ := out.get(); !strings.HasSuffix(s, "held\nafter close\n") {
+	held.Write([]byte("after close\n"))
+	if s, _ := out.get(); !strings.HasSuffix(s, "direct 2\nheld 2\nafter close\n") {
 		t.Errorf("after Close: %q", s)
 	}
 }
@@ -73,16 +82,17 @@ func TestLogWriterBound(t *testing.T) {
 	var out lockedBuffer
 	lw := NewLogWriter(&out)
 	defer lw.Close()
+	held := lw.Held()
 	rec := []byte(strings.Repeat("x", 1023) + "\n")
 	for range 3 * LogBufferSize / len(rec) {
-		lw.Write(rec)
+		held.Write(rec)
 	}
 	s, _ := out.get()
-	if held := 3*LogBufferSize - len(s); held > LogBufferSize {
-		t.Errorf("%d bytes held, more than %d", held, LogBufferSize)
+	if waiting := 3*LogBufferSize - len(s); waiting > LogBufferSize {
+		t.Errorf("%d bytes held, more than %d", waiting, LogBufferSize)
 	}
 	big := []byte(strings.Repeat("y", 2*LogBufferSize) + "\n")
-	lw.Write(big)
+	held.Write(big)
 	if s, _ := out.get(); len(s) != 3*LogBufferSize+len(big) || !strings.HasSuffix(s, string(big)) {
 		t.Errorf("after a large record: %d bytes written, want %d ending with it", len(s), 3*LogBufferSize+len(big))
 	}
