@@ -22,7 +22,9 @@
 //     before the backend sees them (-32602), with bounded size and depth;
 //   - response scrubbing: tokens serve holds, and configured patterns, are
 //     replaced in every message a backend sends, counted per tool;
-//   - audit: one structured record per forwarded request.
+//   - audit: one structured record per forwarded request, to
+//     Options.CallLog (serve holds these up to 10 ms and writes them
+//     together; ops.LogWriter says what a crash may lose).
 //
 // Sessions: the gateway mints its own Mcp-Session-Id for each MCP session
 // (MCP 2025-11-25 "Transports", Session Management), bound to the caller
