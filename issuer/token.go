@@ -89,15 +89,22 @@ func (i *Issuer) token(w http.ResponseWriter, r *http.Request) (*tokenResponse, 
 	var revoked []string
 	var logs []func()
 	var ended *grantRecord
+	var access *accessClaims
 	err = i.store.Update(ctx, func(tx state.Tx) error {
 		is := &issuing{tx: tx, now: now, key: key, jkt: dp.jkt, grantType: grantType}
 		var err error
 		resp, revoked, e, err = redeem(is, c, form)
-		logs, ended = is.logs, is.ended
+		logs, ended, access = is.logs, is.ended, is.access
 		return err
 	})
 	if err != nil {
 		return nil, i.storeFailed(err)
+	}
+	if resp != nil && access != nil {
+		if resp.AccessToken, err = jwt.Signed(key.signer).Claims(access).Serialize(); err != nil {
+			i.log.Error("issuer: cannot sign access token", "err", err)
+			return nil, &oauthError{status: http.StatusInternalServerError, body: wire.OAuthError{Code: "server_error", Description: "cannot sign the access token"}}
+		}
 	}
 	for _, log := range logs {
 		log()
@@ -121,6 +128,9 @@ type issuing struct {
 	jkt, nonce string
 	// grantType is the request's grant_type, for the metrics and audit.
 	grantType string
+	// access is the access token's claims, signed with key once the
+	// transaction commits.
+	access *accessClaims
 	// logs are written once the transaction commits: a store may run it
 	// again (state.Store.Update), and a rolled-back run did nothing.
 	logs []func()
@@ -346,7 +356,10 @@ func (i *Issuer) issueTx(is *issuing, c *client, id string, g *grantRecord, scop
 	}
 	jti := randomID()
 	expires := now.Add(i.opts.TokenTTL)
-	at, err := jwt.Signed(is.key.signer).Claims(accessClaims{
+	// The token is signed once the transaction commits (issuing.access):
+	// signing is the costliest step of a grant and would otherwise hold
+	// the store's transaction (SQLite runs one at a time) while it runs.
+	is.access = &accessClaims{
 		Cnf:      cnf,
 		Issuer:   i.opts.Issuer,
 		Subject:  g.Subject,
@@ -357,15 +370,11 @@ func (i *Issuer) issueTx(is *issuing, c *client, id string, g *grantRecord, scop
 		ClientID: c.id,
 		Scope:    scope,
 		Family:   g.Family,
-	}).Serialize()
-	if err != nil {
-		i.log.Error("issuer: cannot sign access token", "err", err)
-		return nil, nil, &oauthError{status: http.StatusInternalServerError, body: wire.OAuthError{Code: "server_error", Description: "cannot sign the access token"}}, nil
 	}
 	// Access tokens issued without a sid (by an earlier agentauth) are
 	// forgotten once they expired.
 	g.Access = slices.DeleteFunc(g.Access, func(a issuedAccess) bool { return !a.Expires.After(now) })
-	resp := &tokenResponse{AccessToken: at, TokenType: tokenType, ExpiresIn: int64(i.opts.TokenTTL / time.Second), Scope: scope}
+	resp := &tokenResponse{TokenType: tokenType, ExpiresIn: int64(i.opts.TokenTTL / time.Second), Scope: scope}
 	if c.allows(wire.GrantRefreshToken) && !is.noRefresh {
 		resp.RefreshToken = randomToken()
 		g.Refresh = hash(resp.RefreshToken)

@@ -108,6 +108,13 @@ type sqlStore struct {
 	one                                *sql.Conn
 	oneMu                              sync.Mutex
 	begin, beginRead, commit, rollback *sql.Stmt
+	// savepoint, rollbackTo and release bracket each Update of a group
+	// committed together; queue holds the Updates waiting (groupcommit.go).
+	savepoint, rollbackTo, release *sql.Stmt
+	queue                          updateQueue
+	// afterCommit, when set, is called after each commit of a read-write
+	// transaction on the one connection, under oneMu.
+	afterCommit func()
 
 	// batches holds the prepared statements that write or delete n
 	// records at once, n from 1 to maxBatchRows.
@@ -156,7 +163,8 @@ func newSQLStore(ctx context.Context, db *sql.DB, d dialect, one bool) (*sqlStor
 		s.one, p = conn, conn
 		// IMMEDIATE takes the write lock at once: a transaction that
 		// reads before it writes cannot fail to upgrade its lock.
-		queries = []query{{&s.begin, `BEGIN IMMEDIATE`}, {&s.beginRead, `BEGIN`}, {&s.commit, `COMMIT`}, {&s.rollback, `ROLLBACK`}}
+		queries = []query{{&s.begin, `BEGIN IMMEDIATE`}, {&s.beginRead, `BEGIN`}, {&s.commit, `COMMIT`}, {&s.rollback, `ROLLBACK`},
+			{&s.savepoint, `SAVEPOINT g`}, {&s.rollbackTo, `ROLLBACK TO g`}, {&s.release, `RELEASE g`}}
 	}
 	get := `SELECT value FROM ` + table + ` WHERE kind = ? AND key = ?`
 	for _, q := range append(queries, []query{
@@ -328,8 +336,13 @@ func (s *sqlStore) View(ctx context.Context, fn func(Tx) error) error {
 }
 
 func (s *sqlStore) run(ctx context.Context, readOnly bool, fn func(Tx) error) error {
+	if s.one != nil && !readOnly {
+		return s.updateOne(ctx, fn)
+	}
 	if s.one != nil {
-		return s.runOne(ctx, readOnly, fn)
+		s.oneMu.Lock()
+		defer s.oneMu.Unlock()
+		return s.runOneLocked(ctx, readOnly, fn)
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -350,10 +363,9 @@ func (s *sqlStore) run(ctx context.Context, readOnly bool, fn func(Tx) error) er
 	return nil
 }
 
-// runOne runs fn in a transaction on the one connection.
-func (s *sqlStore) runOne(ctx context.Context, readOnly bool, fn func(Tx) error) error {
-	s.oneMu.Lock()
-	defer s.oneMu.Unlock()
+// runOneLocked runs fn in a transaction of its own on the one
+// connection; oneMu is held.
+func (s *sqlStore) runOneLocked(ctx context.Context, readOnly bool, fn func(Tx) error) error {
 	begin := s.begin
 	if readOnly {
 		begin = s.beginRead
@@ -376,6 +388,9 @@ func (s *sqlStore) runOne(ctx context.Context, readOnly bool, fn func(Tx) error)
 	if _, err := s.commit.ExecContext(end); err != nil {
 		s.rollback.ExecContext(end)
 		return fmt.Errorf("cannot commit a state transaction: %w", err)
+	}
+	if !readOnly && s.afterCommit != nil {
+		s.afterCommit()
 	}
 	return nil
 }

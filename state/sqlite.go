@@ -30,6 +30,7 @@ const sqliteCacheKiB = 64 << 10
 type SQLite struct {
 	*sqlStore
 	path string
+	ckpt *checkpointer
 }
 
 // OpenSQLite opens (creating them) the directory dir, mode 0700, and its
@@ -60,8 +61,8 @@ func openSQLite(ctx context.Context, dir string, ms [][]string) (*SQLite, error)
 	// 2 MiB, once the issuer's records (a rotated refresh token is kept
 	// until it expires) outgrew it, every lookup read pages from the file
 	// again and refreshes slowed as the file grew.
-	dsn := fmt.Sprintf("%s?_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=cache_size(-%d)&_txlock=immediate",
-		path, sqliteBusyTimeoutMillis, sqliteCacheKiB)
+	dsn := fmt.Sprintf("%s?_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=cache_size(-%d)&_pragma=wal_autocheckpoint(%d)&_txlock=immediate",
+		path, sqliteBusyTimeoutMillis, sqliteCacheKiB, walBackstopPages)
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("cannot open the state database: %w", err)
@@ -78,7 +79,13 @@ func openSQLite(ctx context.Context, dir string, ms [][]string) (*SQLite, error)
 	if err != nil {
 		return nil, err
 	}
-	return &SQLite{sqlStore: s, path: path}, nil
+	ck, err := startCheckpointer(dsn)
+	if err != nil {
+		s.close()
+		return nil, err
+	}
+	s.afterCommit = ck.committed
+	return &SQLite{sqlStore: s, path: path, ckpt: ck}, nil
 }
 
 // applicationID marks an SQLite file as agentauth's state (the header's
@@ -178,4 +185,12 @@ func (s *SQLite) PublishConfigChanged(context.Context) error { return nil }
 func (s *SQLite) OnConfigChanged(func()) {}
 
 // Close closes the database.
-func (s *SQLite) Close() error { return s.close() }
+func (s *SQLite) Close() error {
+	// No commit kicks the checkpointer once it stops (afterCommit is
+	// called under oneMu).
+	s.oneMu.Lock()
+	s.afterCommit = nil
+	s.oneMu.Unlock()
+	s.ckpt.stop()
+	return s.close()
+}
