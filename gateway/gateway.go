@@ -43,13 +43,13 @@ type Options struct {
 	Policy   Policy
 	// Broker is nil when serve has no upstreams.
 	Broker Broker
-	// Log gets operational messages and the audit records (message
-	// "gateway call"); never a token, an argument or a result.
+	// Log gets operational messages and, unless CallLog is set, the
+	// audit records (message "gateway call"); never a token, an argument
+	// or a result.
 	Log *slog.Logger
-	// CallLog, when set, gets the audit records instead of Log: serve
-	// gives it a writer that holds them a few milliseconds and writes
-	// them together (ops.LogWriter.Held), one per call being the busiest
-	// record it writes.
+	// CallLog, when set, gets the audit records: one per call, serve's
+	// busiest record, which serve writes together, up to 10 ms late
+	// (ops.LogWriter.Held).
 	CallLog *slog.Logger
 	// Assert mints an identity assertion for a backend with identity
 	// "assertion" (issuer.Issuer.Assertion); nil when serve has no
