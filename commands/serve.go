@@ -417,15 +417,22 @@ func isLoopbackHost(h string) bool {
 // with --stdio, until stdin closes.
 func runServe(ctx context.Context, opts *ServeOptions) error {
 	logger := opts.Logger
+	callLog := logger // the gateway's record of each call (ops.LogWriter.Held)
 	if opts.LogFile != "" {
 		f, err := os.OpenFile(opts.LogFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 		if err != nil {
 			return fmt.Errorf("cannot open the log file: %w", err)
 		}
 		defer f.Close()
-		logger = newServeLogger(f, opts.LogFormat, opts.LogLevel)
+		lw := ops.NewLogWriter(f)
+		defer lw.Close() // before f.Close: the records held are written
+		logger = newServeLogger(lw, opts.LogFormat, opts.LogLevel)
+		callLog = newServeLogger(lw.Held(), opts.LogFormat, opts.LogLevel)
 	} else if logger == nil {
-		logger = newServeLogger(opts.IO.ErrOut, opts.LogFormat, opts.LogLevel)
+		lw := ops.NewLogWriter(opts.IO.ErrOut)
+		defer lw.Close()
+		logger = newServeLogger(lw, opts.LogFormat, opts.LogLevel)
+		callLog = newServeLogger(lw.Held(), opts.LogFormat, opts.LogLevel)
 	}
 	tel := ops.New(logger)
 
@@ -532,7 +539,7 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 		return err
 	}
 	defer h.Close()
-	gw, err := newGateway(cfg, brk, iss, logger, tel)
+	gw, err := newGateway(cfg, brk, iss, logger, callLog, tel)
 	if err != nil {
 		return err
 	}

@@ -48,7 +48,7 @@ func gatewayChanged(cfg, running *host.Config) bool {
 // newGateway is serve's gateway in front of the config's backends, or nil
 // when it has none. Unless a backend names its path, the first takes the
 // resource's (/mcp) and each other RESOURCE-PATH/NAME (/mcp/NAME).
-func newGateway(cfg *host.Config, brk *broker.Broker, iss *issuer.Issuer, logger *slog.Logger, tel *ops.Recorder) (*gateway.Gateway, error) {
+func newGateway(cfg *host.Config, brk *broker.Broker, iss *issuer.Issuer, logger, callLog *slog.Logger, tel *ops.Recorder) (*gateway.Gateway, error) {
 	if len(cfg.Backends) == 0 {
 		return nil, nil
 	}
@@ -79,7 +79,7 @@ func newGateway(cfg *host.Config, brk *broker.Broker, iss *issuer.Issuer, logger
 			backends[i].TokenExchange = &xc
 		}
 	}
-	opts := gateway.Options{Backends: backends, Policy: cfg.GatewayPolicy(), Log: logger, Telemetry: tel,
+	opts := gateway.Options{Backends: backends, Policy: cfg.GatewayPolicy(), Log: logger, CallLog: callLog, Telemetry: tel,
 		CheckRequest: mcpserver.CheckRequest}
 	if brk != nil {
 		opts.Broker = brk

@@ -27,7 +27,7 @@ func BenchmarkForward(b *testing.B) {
 	})
 	be := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true}))
 	defer be.Close()
-	benchEcho(b, be.URL)
+	benchEcho(b, be.URL, nil)
 }
 
 // BenchmarkForwardOwnCost is BenchmarkForward against a backend that
@@ -37,13 +37,23 @@ func BenchmarkForward(b *testing.B) {
 func BenchmarkForwardOwnCost(b *testing.B) {
 	be := constBackend()
 	defer be.Close()
-	benchEcho(b, be.URL)
+	benchEcho(b, be.URL, nil)
+}
+
+// BenchmarkForwardOwnCostNetHTTP is BenchmarkForwardOwnCost with
+// net/http's Transport in place of backendTransport: what the latter
+// saves.
+func BenchmarkForwardOwnCostNetHTTP(b *testing.B) {
+	be := constBackend()
+	defer be.Close()
+	benchEcho(b, be.URL, &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 256, IdleConnTimeout: 90 * time.Second})
 }
 
 // benchEcho measures tools/call of the echo tool through a gateway in
-// front of the HTTP backend at url, one call per iteration.
-func benchEcho(b *testing.B, url string) {
-	g, err := New(Options{Backends: []Backend{{Name: "b", URL: url}}})
+// front of the HTTP backend at url, one call per iteration, over
+// transport (nil: the default, backendTransport).
+func benchEcho(b *testing.B, url string, transport http.RoundTripper) {
+	g, err := New(Options{Backends: []Backend{{Name: "b", URL: url}}, Transport: transport})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -183,7 +183,10 @@ func (c *httpConn) end(ctx context.Context) {
 func (c *httpConn) reply(resp *http.Response) (*reply, error) {
 	name := c.m.b.Name
 	r := &reply{status: resp.StatusCode, sessionID: resp.Header.Get("Mcp-Session-Id"), close: func() { resp.Body.Close() }}
-	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	ct := resp.Header.Get("Content-Type")
+	if ct != "application/json" && ct != "text/event-stream" { // the common forms need no parsing
+		ct, _, _ = mime.ParseMediaType(ct)
+	}
 	switch {
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
 		resp.Body.Close()

@@ -22,11 +22,18 @@
 //     before the backend sees them (-32602), with bounded size and depth;
 //   - response scrubbing: tokens serve holds, and configured patterns, are
 //     replaced in every message a backend sends, counted per tool;
-//   - audit: one structured record per forwarded request.
+//   - audit: one structured record per forwarded request, to
+//     Options.CallLog (serve holds these up to 10 ms and writes them
+//     together; ops.LogWriter says what a crash may lose).
 //
 // Sessions: the gateway mints its own Mcp-Session-Id for each MCP session
 // (MCP 2025-11-25 "Transports", Session Management), bound to the caller
 // (subject and client id), and keeps the backend's session id to itself.
+//
+// HTTP backends are reached by backendTransport (client.go): requests
+// written and answers read by net/http's own code, on the calling
+// goroutine, over a pool of keep-alive connections, which costs serve less
+// CPU per call than net/http's Transport; https backends use the latter.
 //
 // Stdio backends (stdio.go, process.go, shared.go) run in one of two
 // process modes, the config key process:

@@ -537,7 +537,7 @@ func (k *call) audit() {
 		k.m.g.tel.Audit(ops.EventPolicyDenied, "face", "gateway", "sub", k.c.Subject(), "client_id", k.c.ClientID(),
 			"backend", k.m.b.Name, "method", k.msg.Method, "tool", k.tool, "reason", k.reason)
 	}
-	if !k.m.g.log.Enabled(context.Background(), slog.LevelInfo) {
+	if !k.m.g.callLog.Enabled(context.Background(), slog.LevelInfo) {
 		return
 	}
 	attrs := make([]slog.Attr, 0, 11)
@@ -553,5 +553,5 @@ func (k *call) audit() {
 	if k.errCode != 0 {
 		attrs = append(attrs, slog.Int("error_code", k.errCode))
 	}
-	k.m.g.log.LogAttrs(context.Background(), slog.LevelInfo, "gateway call", attrs...)
+	k.m.g.callLog.LogAttrs(context.Background(), slog.LevelInfo, "gateway call", attrs...)
 }

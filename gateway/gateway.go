@@ -43,14 +43,19 @@ type Options struct {
 	Policy   Policy
 	// Broker is nil when serve has no upstreams.
 	Broker Broker
-	// Log gets operational messages and the audit records (message
-	// "gateway call"); never a token, an argument or a result.
+	// Log gets operational messages and, unless CallLog is set, the
+	// audit records (message "gateway call"); never a token, an argument
+	// or a result.
 	Log *slog.Logger
+	// CallLog, when set, gets the audit records: one per call, serve's
+	// busiest record, which serve writes together, up to 10 ms late
+	// (ops.LogWriter.Held).
+	CallLog *slog.Logger
 	// Assert mints an identity assertion for a backend with identity
 	// "assertion" (issuer.Issuer.Assertion); nil when serve has no
 	// embedded issuer.
 	Assert func(ctx context.Context, subject, clientID, audience string, scopes []string) (string, error)
-	// Transport reaches HTTP backends (default: an http.Transport keeping
+	// Transport reaches HTTP backends (default: backendTransport, keeping
 	// up to 256 idle connections per backend, no overall timeout since
 	// answers stream). Requests go to it directly, not through an
 	// http.Client: a backend's redirect is its answer, never followed with
@@ -77,23 +82,25 @@ type Gateway struct {
 	policy    Policy
 	broker    Broker
 	log       *slog.Logger
+	callLog   *slog.Logger
 	transport http.RoundTripper
-	tel       *ops.Recorder
-	check     func(r *http.Request, m *wire.Message, headerParams map[string]string) (int, *wire.Error)
-	assert    func(ctx context.Context, subject, clientID, audience string, scopes []string) (string, error)
-	scrubber  *scrubber
+	// pool is transport when it is the default, whose idle connections
+	// the sweep and Close end.
+	pool     *backendTransport
+	tel      *ops.Recorder
+	check    func(r *http.Request, m *wire.Message, headerParams map[string]string) (int, *wire.Error)
+	assert   func(ctx context.Context, subject, clientID, audience string, scopes []string) (string, error)
+	scrubber *scrubber
 }
 
 // New checks the options and prepares one Mount per backend. Nothing is
 // started until a caller's first request.
 func New(opts Options) (*Gateway, error) {
 	g := &Gateway{done: make(chan struct{}), assert: opts.Assert, policy: opts.Policy, broker: opts.Broker, log: cmp.Or(opts.Log, slog.New(slog.DiscardHandler)), transport: opts.Transport, tel: opts.Telemetry, check: opts.CheckRequest}
+	g.callLog = cmp.Or(opts.CallLog, g.log)
 	if g.transport == nil {
-		// MaxIdleConnsPerHost: net/http's default of 2 would close and
-		// reopen a connection for nearly every call of concurrent callers.
-		g.transport = &http.Transport{
-			Proxy: nil, MaxIdleConnsPerHost: 256, IdleConnTimeout: 90 * time.Second, ForceAttemptHTTP2: false,
-		}
+		g.pool = newBackendTransport()
+		g.transport = g.pool
 	}
 	sc, err := newScrubber(opts.Policy.Redact)
 	if err != nil {
@@ -153,6 +160,9 @@ func (g *Gateway) sweep() {
 			return
 		case <-t.C:
 		}
+		if g.pool != nil {
+			g.pool.closeIdle(g.pool.idleFor)
+		}
 		for _, m := range g.mounts {
 			var idle []*session
 			m.mu.Lock()
@@ -201,6 +211,9 @@ func (g *Gateway) Close() {
 		}
 	}
 	wg.Wait()
+	if g.pool != nil {
+		g.pool.closeIdle(0)
+	}
 }
 
 // Mount is one backend at its path.

@@ -1,5 +1,7 @@
 // Package ops is serve's operations surface: the Prometheus metrics
-// registry (served on its own listener, --metrics-listen), the audit log,
+// registry (served on its own listener, --metrics-listen), the audit log
+// and serve's buffered log output (LogWriter, which says what a crash may
+// lose),
 // the health endpoints (/healthz, /readyz), the landing page, forwarded
 // headers from trusted proxies and the reloadable TLS certificate. It
 // imports no other agentauth package. The server-side packages (issuer, broker, host) take a *Recorder in
@@ -39,6 +41,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -68,10 +71,14 @@ type Recorder struct {
 	audit *slog.Logger
 	reg   *prometheus.Registry
 
-	tokensIssued  *prometheus.CounterVec
-	validations   *prometheus.CounterVec
-	refusals      *prometheus.CounterVec
-	latency       *prometheus.HistogramVec
+	tokensIssued *prometheus.CounterVec
+	validations  *prometheus.CounterVec
+	refusals     *prometheus.CounterVec
+	latency      *prometheus.HistogramVec
+	// observers caches latency's histogram of each label set: a request
+	// finds it with one map read instead of hashing its labels.
+	observersMu   sync.RWMutex
+	observers     map[latencyKey]prometheus.Observer
 	connections   prometheus.Gauge
 	brokerSignIns *prometheus.CounterVec
 	revocationLag atomic.Pointer[func() time.Duration]
@@ -208,8 +215,42 @@ func (r *Recorder) Instrument(next http.Handler) http.Handler {
 		if route == "" {
 			route = "unmatched"
 		}
-		r.latency.WithLabelValues(route, req.Method, strconv.Itoa(sw.code)).Observe(time.Since(start).Seconds())
+		r.observer(route, req.Method, sw.code).Observe(time.Since(start).Seconds())
 	})
+}
+
+// latencyKey is one label set of the latency histogram.
+type latencyKey struct {
+	route, method string
+	code          int
+}
+
+// observer is the latency histogram of a route, method and status code.
+// A method other than HTTP's own is counted as "other", so that a peer
+// sending made-up methods cannot grow the metrics without bound (routes
+// are the mux's patterns, codes three digits).
+func (r *Recorder) observer(route, method string, code int) prometheus.Observer {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace:
+	default:
+		method = "other"
+	}
+	k := latencyKey{route, method, code}
+	r.observersMu.RLock()
+	o := r.observers[k]
+	r.observersMu.RUnlock()
+	if o != nil {
+		return o
+	}
+	o = r.latency.WithLabelValues(route, method, strconv.Itoa(code))
+	r.observersMu.Lock()
+	if r.observers == nil {
+		r.observers = map[latencyKey]prometheus.Observer{}
+	}
+	r.observers[k] = o
+	r.observersMu.Unlock()
+	return o
 }
 
 // statusWriter remembers the status code written.

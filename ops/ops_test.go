@@ -3,6 +3,7 @@ package ops
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -106,5 +107,39 @@ func TestRevocationLagIsReadAtScrape(t *testing.T) {
 	lag = 500 * time.Millisecond
 	if body := scrape(); !strings.Contains(body, "agentauth_replica_revocation_lag_seconds 0.5\n") {
 		t.Fatalf("lag 0.5s not scraped:\n%s", body)
+	}
+}
+
+// TestInstrumentMethods: requests are timed by route, method and code; a
+// method HTTP does not define is counted as "other", one series however
+// many such methods come.
+func TestInstrumentMethods(t *testing.T) {
+	r := New(nil)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/x", func(w http.ResponseWriter, req *http.Request) { w.WriteHeader(http.StatusTeapot) })
+	h := r.Instrument(mux)
+	for _, m := range []string{"GET", "GET", "POST", "FOO", "BAR", "BAZ"} {
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(m, "/x", nil))
+	}
+	got := map[string]uint64{}
+	mfs, err := r.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "agentauth_http_request_duration_seconds" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			got[labels["route"]+" "+labels["method"]+" "+labels["code"]] = m.GetHistogram().GetSampleCount()
+		}
+	}
+	want := map[string]uint64{"/x GET 418": 2, "/x POST 418": 1, "/x other 418": 3}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("latency series %v, want %v", got, want)
 	}
 }
