@@ -43,6 +43,29 @@ type queuedUpdate struct {
 	wake chan struct{}
 	// skipped: its caller had given up before its turn.
 	skipped bool
+	// panicked is what fn panicked with: the transaction goes on as if fn
+	// had failed, and the panic is raised again in the caller's goroutine.
+	panicked any
+}
+
+// call runs u's function in t, a panic becoming an error of the
+// transaction's (see panicked).
+func (u *queuedUpdate) call(t Tx) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			u.panicked = p
+			err = fmt.Errorf("the state transaction's function panicked: %v", p)
+		}
+	}()
+	return u.fn(t)
+}
+
+// result is u's outcome in its caller's goroutine.
+func (u *queuedUpdate) result() error {
+	if u.panicked != nil {
+		panic(u.panicked)
+	}
+	return u.err
 }
 
 // updateQueue is the Updates waiting for the one connection, oldest
@@ -65,7 +88,7 @@ func (s *sqlStore) updateOne(ctx context.Context, fn func(Tx) error) error {
 	q.mu.Unlock()
 	if !lead {
 		if <-u.wake; u.done {
-			return u.err
+			return u.result()
 		}
 	}
 	q.mu.Lock()
@@ -90,7 +113,7 @@ func (s *sqlStore) updateOne(ctx context.Context, fn func(Tx) error) error {
 	if next != nil {
 		next.wake <- struct{}{}
 	}
-	return u.err
+	return u.result()
 }
 
 // commitGroup runs group's functions in one transaction and commits it;
@@ -98,7 +121,7 @@ func (s *sqlStore) updateOne(ctx context.Context, fn func(Tx) error) error {
 func (s *sqlStore) commitGroup(group []*queuedUpdate) {
 	if len(group) == 1 {
 		u := group[0]
-		u.err, u.done = s.runOneLocked(u.ctx, false, u.fn), true
+		u.err, u.done = s.runOneLocked(u.ctx, false, u.call), true
 		return
 	}
 	var ok []*queuedUpdate // the members whose function succeeded
@@ -125,7 +148,7 @@ func (s *sqlStore) commitGroup(group []*queuedUpdate) {
 			break
 		}
 		t := &sqlTx{s: s, ctx: context.WithoutCancel(u.ctx), pending: map[recordID]int{}}
-		err := u.fn(t)
+		err := u.call(t)
 		if err == nil {
 			err = t.flush()
 		}
@@ -161,7 +184,8 @@ func (s *sqlStore) commitGroup(group []*queuedUpdate) {
 	s.rollback.ExecContext(bg)
 	for _, u := range group {
 		if !u.skipped {
-			u.err, u.done = s.runOneLocked(u.ctx, false, u.fn), true
+			u.panicked = nil
+			u.err, u.done = s.runOneLocked(u.ctx, false, u.call), true
 		}
 	}
 }

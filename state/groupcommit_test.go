@@ -201,6 +201,50 @@ func TestGroupCommitFailureRunsEachAlone(t *testing.T) {
 	}
 }
 
+// A function that panics fails alone: the others in its group commit, the
+// panic reaches its own caller, and the store keeps working.
+func TestGroupCommitPanicFailsOnlyItsCaller(t *testing.T) {
+	s, hold := openGrouped(t)
+	const n = 4
+	errs := make([]error, n)
+	panics := make([]any, n)
+	unhold := hold(n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			defer func() { panics[i] = recover() }()
+			errs[i] = s.Update(context.Background(), func(tx Tx) error {
+				if err := tx.Put("test", fmt.Sprint("k", i), []byte("v"), time.Time{}); err != nil {
+					return err
+				}
+				if i == 2 {
+					panic("member 2 panics")
+				}
+				return nil
+			})
+		})
+	}
+	unhold()
+	wg.Wait()
+	for i := range n {
+		want := "v"
+		if i == 2 {
+			want = "(none)"
+			if panics[i] != "member 2 panics" {
+				t.Errorf("member 2's caller recovered %v, want its panic", panics[i])
+			}
+		} else if errs[i] != nil || panics[i] != nil {
+			t.Errorf("member %d: error %v, panic %v", i, errs[i], panics[i])
+		}
+		if got := read(t, s, fmt.Sprint("k", i)); got != want {
+			t.Errorf("member %d's record: %q, want %q", i, got, want)
+		}
+	}
+	if err := s.Update(context.Background(), func(tx Tx) error { return tx.Put("test", "after", []byte("v"), time.Time{}) }); err != nil || read(t, s, "after") != "v" {
+		t.Fatalf("an Update after the panic: %v", err)
+	}
+}
+
 // Commits are copied from the write-ahead log into the database file in
 // the background, without closing the store, and the log stays bounded.
 func TestBackgroundCheckpoint(t *testing.T) {
@@ -286,5 +330,18 @@ func BenchmarkSQLiteGrowth(b *testing.B) {
 				next++
 			}
 		})
+	}
+}
+
+// A View whose function panics leaves the connection outside any
+// transaction: the next Update works.
+func TestViewPanicEndsItsTransaction(t *testing.T) {
+	s, _ := openGrouped(t)
+	func() {
+		defer func() { recover() }()
+		s.View(context.Background(), func(Tx) error { panic("view panics") })
+	}()
+	if err := s.Update(context.Background(), func(tx Tx) error { return tx.Put("test", "after", []byte("v"), time.Time{}) }); err != nil {
+		t.Fatalf("an Update after the panic: %v", err)
 	}
 }

@@ -373,14 +373,21 @@ func (s *sqlStore) runOneLocked(ctx context.Context, readOnly bool, fn func(Tx) 
 	if _, err := begin.ExecContext(ctx); err != nil {
 		return fmt.Errorf("cannot begin a state transaction: %w", err)
 	}
+	// The end of a transaction is not cancelled with its request: the
+	// connection must be left outside any transaction, also when fn
+	// panics.
+	end := context.WithoutCancel(ctx)
+	defer func() {
+		if p := recover(); p != nil {
+			s.rollback.ExecContext(end)
+			panic(p)
+		}
+	}()
 	t := &sqlTx{s: s, ctx: ctx, readOnly: readOnly, pending: map[recordID]int{}}
 	err := fn(t)
 	if err == nil {
 		err = t.flush()
 	}
-	// The end of a transaction is not cancelled with its request: the
-	// connection must be left outside any transaction.
-	end := context.WithoutCancel(ctx)
 	if err != nil {
 		s.rollback.ExecContext(end)
 		return err
