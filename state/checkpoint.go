@@ -17,18 +17,21 @@ import (
 // with a connection of its own runs a PASSIVE checkpoint, which waits for
 // no reader or writer, after every checkpointEvery commits; the one
 // connection's automatic checkpoint stays as a backstop at
-// walBackstopPages (16 MiB of log), since a log that keeps being
-// appended to while it is copied is never fully copied and so never
-// restarted: then the backstop's checkpoint finds most pages copied
-// already, completes, and the log starts again from its beginning.
+// walBackstopPages, since a log that keeps being appended to while it is
+// copied is never fully copied and so never restarted: then the
+// backstop's checkpoint finds most pages copied already, completes, and
+// the log starts again from its beginning.
 
 // checkpointEvery is how many commits on the one connection start a
-// background checkpoint (a few pages each: about SQLite's default of
-// 1,000 pages).
+// background checkpoint (a few pages each: a few hundred pages).
 const checkpointEvery = 128
 
-// walBackstopPages is the one connection's wal_autocheckpoint.
-const walBackstopPages = 4096
+// walBackstopPages is the one connection's wal_autocheckpoint: SQLite's
+// default, 1,000 pages (4 MiB of log). A longer log made every read of a
+// page it holds costlier as it grew: with 4,096, serve's CPU per refresh
+// rose 21–23 % over six 10 s rounds of refresh.sh on SQLite (last round
+// 0.79–0.81 of the first); with 1,000, 1–1.4 % (0.97–0.99).
+const walBackstopPages = 1000
 
 // checkpointer runs PASSIVE checkpoints on a connection of its own.
 type checkpointer struct {
