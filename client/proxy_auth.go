@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/agentauth/agentauth/store"
 	"github.com/agentauth/agentauth/wire"
@@ -121,16 +120,16 @@ func (a *proxyAuth) do(ctx context.Context, method string, send func(context.Con
 // loginOnce runs login under an inter-process lock on the target, so
 // that of several proxies refused at once only the first logs in: the
 // others, once they hold the lock, find its credential in the store and
-// use it.
+// use it. It runs under a.mu (do), so a.held is the credential refused.
 func (a *proxyAuth) loginOnce(login func(context.Context, *wire.HTTPAuthError, []string) (*store.Credential, error)) func(context.Context, *wire.HTTPAuthError, []string) (*store.Credential, error) {
 	return func(ctx context.Context, refusal *wire.HTTPAuthError, scopes []string) (*store.Credential, error) {
-		refused := time.Now()
+		refused := a.held
 		unlock, err := a.cs.Store.Lock(ctx, store.Key{Resource: "login " + NormalizeTarget(a.target)})
 		if err != nil {
 			return nil, fmt.Errorf("cannot lock the login to %s: %w", wire.RedactTarget(a.target), err)
 		}
 		defer unlock()
-		if c := a.loggedInSince(ctx, refused, scopes); c != nil {
+		if c := a.loggedInElsewhere(ctx, refused, scopes); c != nil {
 			a.cl.UI.Say("Using the login another agentauth process just completed for " + wire.RedactTarget(a.target) + ".")
 			return c, nil
 		}
@@ -138,15 +137,18 @@ func (a *proxyAuth) loginOnce(login func(context.Context, *wire.HTTPAuthError, [
 	}
 }
 
-// loggedInSince is a credential for the target stored after since (by
-// another process's login) holding scopes, made usable; or nil.
-func (a *proxyAuth) loggedInSince(ctx context.Context, since time.Time, scopes []string) *store.Credential {
+// loggedInElsewhere is a credential for the target that another
+// process's login stored, holding scopes, made usable; or nil. Any
+// credential but the one refused counts (refused, nil when the request
+// carried none): a time taken at the refusal would miss a login that
+// ended between this process's reading the store and its 401.
+func (a *proxyAuth) loggedInElsewhere(ctx context.Context, refused *store.Credential, scopes []string) *store.Credential {
 	creds, err := a.cs.ForTarget(ctx, a.target, "")
 	if err != nil {
 		return nil
 	}
 	for _, c := range creds {
-		if c.SchemeID != "" || c.Rejected != "" || !c.UpdatedAt.After(since) ||
+		if c.SchemeID != "" || c.Rejected != "" || (refused != nil && c.AccessToken == refused.AccessToken) ||
 			slices.ContainsFunc(scopes, func(s string) bool { return !slices.Contains(c.Scopes, s) }) {
 			continue
 		}
