@@ -147,12 +147,7 @@ func (s *sqlStore) commitGroup(group []*queuedUpdate) {
 			failed = true
 			break
 		}
-		t := &sqlTx{s: s, ctx: context.WithoutCancel(u.ctx), pending: map[recordID]int{}}
-		err := u.call(t)
-		if err == nil {
-			err = t.flush()
-		}
-		if err != nil {
+		if err := s.apply(context.WithoutCancel(u.ctx), nil, false, u.call); err != nil {
 			u.err, u.done = err, true
 			if _, err := s.rollbackTo.ExecContext(bg); err != nil {
 				failed = true

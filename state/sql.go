@@ -348,12 +348,7 @@ func (s *sqlStore) run(ctx context.Context, readOnly bool, fn func(Tx) error) er
 	if err != nil {
 		return fmt.Errorf("cannot begin a state transaction: %w", err)
 	}
-	t := &sqlTx{s: s, tx: tx, ctx: ctx, readOnly: readOnly, pending: map[recordID]int{}}
-	if err := fn(t); err != nil {
-		tx.Rollback()
-		return err
-	}
-	if err := t.flush(); err != nil {
+	if err := s.apply(ctx, tx, readOnly, fn); err != nil {
 		tx.Rollback()
 		return err
 	}
@@ -361,6 +356,16 @@ func (s *sqlStore) run(ctx context.Context, readOnly bool, fn func(Tx) error) er
 		return fmt.Errorf("cannot commit a state transaction: %w", err)
 	}
 	return nil
+}
+
+// apply runs fn on a new sqlTx in tx (a database/sql transaction, or
+// nil for the one connection's) and sends the writes it buffered.
+func (s *sqlStore) apply(ctx context.Context, tx *sql.Tx, readOnly bool, fn func(Tx) error) error {
+	t := &sqlTx{s: s, tx: tx, ctx: ctx, readOnly: readOnly, pending: map[recordID]int{}}
+	if err := fn(t); err != nil {
+		return err
+	}
+	return t.flush()
 }
 
 // runOneLocked runs fn in a transaction of its own on the one
@@ -383,12 +388,7 @@ func (s *sqlStore) runOneLocked(ctx context.Context, readOnly bool, fn func(Tx) 
 			panic(p)
 		}
 	}()
-	t := &sqlTx{s: s, ctx: ctx, readOnly: readOnly, pending: map[recordID]int{}}
-	err := fn(t)
-	if err == nil {
-		err = t.flush()
-	}
-	if err != nil {
+	if err := s.apply(ctx, nil, readOnly, fn); err != nil {
 		s.rollback.ExecContext(end)
 		return err
 	}
