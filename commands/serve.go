@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -418,19 +419,20 @@ func isLoopbackHost(h string) bool {
 func runServe(ctx context.Context, opts *ServeOptions) error {
 	logger := opts.Logger
 	callLog := logger // the gateway's record of each call (ops.LogWriter.Held)
+	var out io.Writer // serve's own log output, unless opts.Logger is given
 	if opts.LogFile != "" {
 		f, err := os.OpenFile(opts.LogFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 		if err != nil {
 			return fmt.Errorf("cannot open the log file: %w", err)
 		}
 		defer f.Close()
-		lw := ops.NewLogWriter(f)
-		defer lw.Close() // before f.Close: the records held are written
-		logger = newServeLogger(lw, opts.LogFormat, opts.LogLevel)
-		callLog = newServeLogger(lw.Held(), opts.LogFormat, opts.LogLevel)
+		out = f
 	} else if logger == nil {
-		lw := ops.NewLogWriter(opts.IO.ErrOut)
-		defer lw.Close()
+		out = opts.IO.ErrOut
+	}
+	if out != nil {
+		lw := ops.NewLogWriter(out)
+		defer lw.Close() // before f.Close: the records held are written
 		logger = newServeLogger(lw, opts.LogFormat, opts.LogLevel)
 		callLog = newServeLogger(lw.Held(), opts.LogFormat, opts.LogLevel)
 	}
