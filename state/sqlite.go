@@ -65,8 +65,8 @@ func openSQLite(ctx context.Context, dir string, ms [][]string) (*SQLite, error)
 	if err := secureFile(path); err != nil {
 		return nil, err
 	}
-	dsn := fmt.Sprintf("%s?_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=cache_size(-%d)&_pragma=wal_autocheckpoint(%d)&_txlock=immediate",
-		path, sqliteBusyTimeoutMillis, sqliteCacheKiB, walBackstopPages)
+	dsn := fmt.Sprintf("%s?_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=cache_size(-%d)&_pragma=wal_autocheckpoint(0)&_pragma=journal_size_limit(%d)&_txlock=immediate",
+		path, sqliteBusyTimeoutMillis, sqliteCacheKiB, walLimitBytes)
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("cannot open the state database: %w", err)
@@ -83,7 +83,7 @@ func openSQLite(ctx context.Context, dir string, ms [][]string) (*SQLite, error)
 	if err != nil {
 		return nil, err
 	}
-	ck, err := startCheckpointer(dsn)
+	ck, err := startCheckpointer(dsn, path+"-wal")
 	if err != nil {
 		s.close()
 		return nil, err
