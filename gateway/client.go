@@ -3,10 +3,14 @@ package gateway
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -94,29 +98,53 @@ func (l *limitedConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// RoundTrip sends req and reads the answer's head; the connection goes
-// back to the pool once the body has been read to its end, and is closed
-// if the body is closed before that.
+// RoundTrip sends req (its method, URL, header and body) with send; the
+// connection goes back to the pool once the body has been read to its
+// end, and is closed if the body is closed before that. https goes to
+// t.tls.
 func (t *backendTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.URL.Scheme != "http" {
 		return t.tls.RoundTrip(req)
 	}
-	ctx := req.Context()
-	if err := ctx.Err(); err != nil {
-		if req.Body != nil {
-			req.Body.Close()
+	var body []byte
+	if req.Body != nil {
+		b, err := io.ReadAll(req.Body)
+		req.Body.Close()
+		if err != nil {
+			return nil, err
 		}
+		body = b
+	}
+	tg, err := newTarget(req.URL)
+	if err != nil {
 		return nil, err
 	}
-	addr := req.URL.Host
-	if req.URL.Port() == "" {
-		addr = net.JoinHostPort(req.URL.Hostname(), "80")
+	resp, err := t.send(req.Context(), req.Method, tg, req.Header, body)
+	if resp != nil {
+		resp.Request = req
 	}
-	bc, err := t.get(ctx, addr)
+	return resp, err
+}
+
+// send writes one request and reads the answer's head. The request is
+// written by hand, not by net/http's Request.Write: the request line,
+// Host, User-Agent, Content-Length (with a body, and for POST), the
+// fields of h and the body go into the connection's buffer, so that a
+// message of up to 4 KiB leaves in one write(2), and a call builds no
+// Request (a URL parse, a header copy and sort). A field net/http would
+// refuse to send (a name that is not a token, a value with a control
+// character) fails the request, as http.Transport does. The answer is
+// parsed by net/http (ReadResponse). Its body gives the connection back
+// (backendBody).
+func (t *backendTransport) send(ctx context.Context, method string, tg *target, h http.Header, body []byte) (*http.Response, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := checkFields(h); err != nil {
+		return nil, err
+	}
+	bc, err := t.get(ctx, tg.addr)
 	if err != nil {
-		if req.Body != nil {
-			req.Body.Close()
-		}
 		return nil, err
 	}
 	// A cancelled request ends the connection's reads and writes at once.
@@ -129,17 +157,39 @@ func (t *backendTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		}
 		return nil, err
 	}
-	if err := req.Write(bc.bw); err != nil {
-		return fail(err)
+	w := bc.bw
+	w.WriteString(method)
+	w.WriteByte(' ')
+	w.WriteString(tg.uri)
+	w.WriteString(" HTTP/1.1\r\nHost: ")
+	w.WriteString(tg.host)
+	w.WriteString("\r\nUser-Agent: Go-http-client/1.1\r\n")
+	if len(body) > 0 || method == http.MethodPost {
+		w.WriteString("Content-Length: ")
+		w.Write(strconv.AppendInt(w.AvailableBuffer(), int64(len(body)), 10))
+		w.WriteString("\r\n")
 	}
-	if err := bc.bw.Flush(); err != nil {
+	for k, vs := range h {
+		if skipField[k] {
+			continue
+		}
+		for _, v := range vs {
+			w.WriteString(k)
+			w.WriteString(": ")
+			w.WriteString(strings.TrimSpace(v))
+			w.WriteString("\r\n")
+		}
+	}
+	w.WriteString("\r\n")
+	w.Write(body)
+	if err := w.Flush(); err != nil {
 		return fail(err)
 	}
 	var resp *http.Response
 	for {
 		// The head, bounded: what the buffer holds already counts too.
 		bc.lr.left = max(maxResponseHeader-int64(bc.br.Buffered()), 0)
-		resp, err = http.ReadResponse(bc.br, req)
+		resp, err = http.ReadResponse(bc.br, readAs[method])
 		bc.lr.left = -1
 		if err != nil {
 			return fail(err)
@@ -150,9 +200,86 @@ func (t *backendTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 			break
 		}
 	}
-	keep := !resp.Close && !req.Close && (resp.ContentLength >= 0 || len(resp.TransferEncoding) > 0)
-	resp.Body = &backendBody{rc: resp.Body, ctx: ctx, t: t, addr: addr, bc: bc, stop: stop, keep: keep, empty: resp.ContentLength == 0}
+	resp.Request = nil // readAs's requests are shared
+	keep := !resp.Close && (resp.ContentLength >= 0 || len(resp.TransferEncoding) > 0)
+	resp.Body = &backendBody{rc: resp.Body, ctx: ctx, t: t, addr: tg.addr, bc: bc, stop: stop, keep: keep, empty: resp.ContentLength == 0}
 	return resp, nil
+}
+
+// skipField are the fields send writes itself or never sends, as
+// Request.Write skips them.
+var skipField = map[string]bool{"Host": true, "User-Agent": true, "Content-Length": true, "Transfer-Encoding": true, "Trailer": true}
+
+// readAs gives ReadResponse the method of send's request, the one field
+// of a Request it reads (the answer to HEAD has no body); never changed.
+var readAs = func() map[string]*http.Request {
+	m := map[string]*http.Request{}
+	for _, method := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions} {
+		m[method] = &http.Request{Method: method}
+	}
+	return m
+}()
+
+// checkFields refuses a header field net/http would not send: a name
+// that is not a token (RFC 9110 §5.1), a value with a control character
+// other than HTAB (§5.5).
+func checkFields(h http.Header) error {
+	for k, vs := range h {
+		if k == "" {
+			return errors.New("invalid header field name \"\"")
+		}
+		for i := 0; i < len(k); i++ {
+			if !tokenByte[k[i]] {
+				return fmt.Errorf("invalid header field name %q", k)
+			}
+		}
+		for _, v := range vs {
+			for i := 0; i < len(v); i++ {
+				if c := v[i]; c < ' ' && c != '\t' || c == 0x7f {
+					return fmt.Errorf("invalid header field value for %q", k)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+var tokenByte = func() (t [256]bool) {
+	for c := '0'; c <= '9'; c++ {
+		t[c] = true
+	}
+	for c := 'a'; c <= 'z'; c++ {
+		t[c], t[c-'a'+'A'] = true, true
+	}
+	for _, c := range "!#$%&'*+-.^_`|~" {
+		t[c] = true
+	}
+	return t
+}()
+
+// target is a plain-http backend's URL as send needs it, parsed once.
+type target struct {
+	addr string // host:port to dial
+	host string // the Host field
+	uri  string // the request target: path and query
+}
+
+// newTarget is an http URL's target. A host must be written in ASCII
+// (Request.Write would convert an internationalized one).
+func newTarget(u *url.URL) (*target, error) {
+	if u.Scheme != "http" || u.Host == "" {
+		return nil, fmt.Errorf("cannot send to %s: want an http URL with a host", u.Redacted())
+	}
+	for i := 0; i < len(u.Host); i++ {
+		if c := u.Host[i]; c <= ' ' || c >= 0x7f {
+			return nil, fmt.Errorf("cannot send to host %q: write it in ASCII (xn--…) in the URL", u.Host)
+		}
+	}
+	addr := u.Host
+	if u.Port() == "" {
+		addr = net.JoinHostPort(u.Hostname(), "80")
+	}
+	return &target{addr: addr, host: u.Host, uri: u.RequestURI()}, nil
 }
 
 // get takes an idle connection to addr that the backend has not closed,

@@ -258,6 +258,9 @@ func checkToolKey(key, tool string, backends []Backend) error {
 
 // scopesFor and upstreamsFor look a tool up: NAME/tool first.
 func (p *Policy) scopesFor(backend, tool string) []string {
+	if len(p.ToolScopes) == 0 {
+		return nil
+	}
 	if s, ok := p.ToolScopes[backend+"/"+tool]; ok {
 		return s
 	}
@@ -265,6 +268,9 @@ func (p *Policy) scopesFor(backend, tool string) []string {
 }
 
 func (p *Policy) upstreamsFor(backend, tool string) []string {
+	if len(p.ToolUpstreams) == 0 {
+		return nil
+	}
 	if s, ok := p.ToolUpstreams[backend+"/"+tool]; ok {
 		return s
 	}

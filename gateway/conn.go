@@ -103,43 +103,52 @@ type httpConn struct {
 	auth, upstream string
 }
 
-func (c *httpConn) do(ctx context.Context, method string, body []byte, out http.Header) (*http.Response, error) {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, c.m.b.URL, rd)
-	if err != nil {
-		return nil, backendErr(c.m.b.Name, "cannot be reached: bad url")
-	}
-	req.Header = out
-	c.mu.Lock()
-	if c.sid != "" {
-		req.Header.Set("Mcp-Session-Id", c.sid)
-	}
-	if method != http.MethodDelete {
-		c.auth = out.Get("Authorization")
-		if h := c.m.b.UpstreamHeader; h != "" {
-			c.upstream = out.Get(h)
+// do sends one request to the backend; sentSID says whether it carried
+// the backend's session id.
+func (c *httpConn) do(ctx context.Context, method string, body []byte, out http.Header) (resp *http.Response, sentSID bool, err error) {
+	if !c.stateless {
+		c.mu.Lock()
+		if c.sid != "" {
+			out.Set("Mcp-Session-Id", c.sid)
+			sentSID = true
 		}
+		if method != http.MethodDelete {
+			c.auth = out.Get("Authorization")
+			if h := c.m.b.UpstreamHeader; h != "" {
+				c.upstream = out.Get(h)
+			}
+		}
+		c.mu.Unlock()
 	}
-	c.mu.Unlock()
-	resp, err := c.m.g.transport.RoundTrip(req)
+	if t := c.m.g.pool; t != nil && c.m.target != nil {
+		resp, err = t.send(ctx, method, c.m.target, out, body)
+	} else {
+		var rd io.Reader
+		if body != nil {
+			rd = bytes.NewReader(body)
+		}
+		req, rerr := http.NewRequestWithContext(ctx, method, c.m.b.URL, rd)
+		if rerr != nil {
+			return nil, false, backendErr(c.m.b.Name, "cannot be reached: bad url")
+		}
+		req.Header = out
+		resp, err = c.m.g.transport.RoundTrip(req)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return nil, false, ctx.Err()
 		}
-		return nil, backendErr(c.m.b.Name, "cannot be reached: %v", err)
+		return nil, false, backendErr(c.m.b.Name, "cannot be reached: %v", err)
 	}
-	return resp, nil
+	return resp, sentSID, nil
 }
 
 func (c *httpConn) post(ctx context.Context, msg *wire.Message, raw []byte, out http.Header) (*reply, error) {
-	resp, err := c.do(ctx, http.MethodPost, raw, out)
+	resp, sentSID, err := c.do(ctx, http.MethodPost, raw, out)
 	if err != nil {
 		return nil, err
 	}
-	r, err := c.reply(resp)
+	r, err := c.reply(resp, http.MethodPost, sentSID)
 	if err == nil && r.sessionID != "" && msg.Method == wire.MethodInitialize && !c.stateless {
 		c.mu.Lock()
 		c.sid = r.sessionID
@@ -149,11 +158,11 @@ func (c *httpConn) post(ctx context.Context, msg *wire.Message, raw []byte, out 
 }
 
 func (c *httpConn) listen(ctx context.Context, out http.Header) (*reply, error) {
-	resp, err := c.do(ctx, http.MethodGet, nil, out)
+	resp, sentSID, err := c.do(ctx, http.MethodGet, nil, out)
 	if err != nil {
 		return nil, err
 	}
-	return c.reply(resp)
+	return c.reply(resp, http.MethodGet, sentSID)
 }
 
 func (c *httpConn) end(ctx context.Context) {
@@ -172,15 +181,16 @@ func (c *httpConn) end(ctx context.Context) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.m.timeout)
 	defer cancel()
-	if resp, err := c.do(ctx, http.MethodDelete, nil, out); err == nil {
+	if resp, _, err := c.do(ctx, http.MethodDelete, nil, out); err == nil {
 		resp.Body.Close()
 	}
 }
 
 // reply turns a backend's HTTP answer into frames. A 401 or 403 is the
 // backend refusing serve, never passed on as a challenge to the caller
-// (whose token is not the backend's business).
-func (c *httpConn) reply(resp *http.Response) (*reply, error) {
+// (whose token is not the backend's business). method and sentSID are
+// the request's.
+func (c *httpConn) reply(resp *http.Response, method string, sentSID bool) (*reply, error) {
 	name := c.m.b.Name
 	r := &reply{status: resp.StatusCode, sessionID: resp.Header.Get("Mcp-Session-Id"), close: func() { resp.Body.Close() }}
 	ct := resp.Header.Get("Content-Type")
@@ -191,10 +201,10 @@ func (c *httpConn) reply(resp *http.Response) (*reply, error) {
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
 		resp.Body.Close()
 		return nil, backendErr(name, "refused serve's request (HTTP %d): check the credentials its config gives it", resp.StatusCode)
-	case resp.StatusCode == http.StatusNotFound && resp.Request.Header.Get("Mcp-Session-Id") != "":
+	case resp.StatusCode == http.StatusNotFound && sentSID:
 		resp.Body.Close()
 		return nil, errSessionGone
-	case resp.StatusCode == http.StatusMethodNotAllowed && resp.Request.Method == http.MethodGet:
+	case resp.StatusCode == http.StatusMethodNotAllowed && method == http.MethodGet:
 		// No stream at GET (MCP 2025-11-25 "Transports": the server
 		// answers 405): passed on as such, not as a failure.
 		resp.Body.Close()

@@ -287,15 +287,53 @@ func writeEvent(w io.Writer, f frame, data []byte) {
 
 // isAnswer reports whether data is the response to the call's request.
 func (k *call) isAnswer(data []byte) bool {
-	var head struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-	}
-	return json.Unmarshal(data, &head) == nil && head.Method == "" && sameID(head.ID, k.msg.ID)
+	head, ok := readHead(data)
+	return ok && head.Method == "" && sameID(head.ID, k.msg.ID)
 }
 
 func sameID(raw json.RawMessage, id wire.ID) bool {
 	return len(raw) > 0 && string(bytes.TrimSpace(raw)) == id.String()
+}
+
+// head is what the gateway reads of a backend's message.
+type head struct {
+	ID     json.RawMessage
+	Method string
+	Error  *wire.Error
+}
+
+// readHead reads a backend's message as json.Unmarshal into a head would
+// (members matched ignoring case, the last one winning; false for what
+// is not JSON, not an object or null, or has a method or error of the
+// wrong type), but from one check of the whole message (json.Valid) and
+// a walk over its member names: the result, which can be large, is not
+// decoded.
+func readHead(data []byte) (h head, ok bool) {
+	if !json.Valid(data) {
+		return h, false
+	}
+	t := bytes.TrimSpace(data)
+	if t[0] != '{' {
+		return h, string(t) == "null"
+	}
+	ok = true
+	wire.Members(t, func(n, v []byte) {
+		switch {
+		case bytes.EqualFold(n, []byte("id")):
+			h.ID = v
+		case bytes.EqualFold(n, []byte("method")):
+			if string(v) != "null" && json.Unmarshal(v, &h.Method) != nil {
+				ok = false
+			}
+		case bytes.EqualFold(n, []byte("error")):
+			if string(v) == "null" {
+				h.Error = nil
+			} else if h.Error = new(wire.Error); json.Unmarshal(v, h.Error) != nil {
+				ok = false
+			}
+		}
+	})
+	return h, ok
 }
 
 // process applies the gateway's controls to one backend message: the
@@ -306,12 +344,8 @@ func (k *call) process(data []byte) []byte {
 		return data
 	}
 	// The result is not copied out (it can be large) but for tools/list.
-	var head struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-		Error  *wire.Error     `json:"error"`
-	}
-	if json.Unmarshal(data, &head) != nil {
+	head, ok := readHead(data)
+	if !ok {
 		k.errCode = wire.CodeInternalError
 		return mustEncode(wire.NewErrorResponse(k.msg.ID, wire.Errorf(wire.CodeInternalError, "internal error: backend %s sent a message that is not JSON", k.m.b.Name)))
 	}
@@ -537,21 +571,26 @@ func (k *call) audit() {
 		k.m.g.tel.Audit(ops.EventPolicyDenied, "face", "gateway", "sub", k.c.Subject(), "client_id", k.c.ClientID(),
 			"backend", k.m.b.Name, "method", k.msg.Method, "tool", k.tool, "reason", k.reason)
 	}
-	if !k.m.g.callLog.Enabled(context.Background(), slog.LevelInfo) {
+	// The record goes to the handler directly: Logger.LogAttrs would
+	// also look up its caller's program counter (runtime.Callers), which
+	// serve's handlers do not print (no AddSource).
+	h := k.m.g.callLog.Handler()
+	if !h.Enabled(context.Background(), slog.LevelInfo) {
 		return
 	}
-	attrs := make([]slog.Attr, 0, 11)
-	attrs = append(attrs, slog.String("principal", k.c.Subject()), slog.String("client_id", k.c.ClientID()),
+	now := time.Now()
+	r := slog.NewRecord(now, slog.LevelInfo, "gateway call", 0)
+	r.AddAttrs(slog.String("principal", k.c.Subject()), slog.String("client_id", k.c.ClientID()),
 		slog.String("backend", k.m.b.Name), slog.String("method", k.msg.Method), slog.String("decision", k.decision),
-		slog.Int64("redactions", k.redacted.Load()), slog.Float64("latency_ms", float64(time.Since(k.started).Microseconds())/1000))
+		slog.Int64("redactions", k.redacted.Load()), slog.Float64("latency_ms", float64(now.Sub(k.started).Microseconds())/1000))
 	if k.tool != "" {
-		attrs = append(attrs, slog.String("tool", k.tool))
+		r.AddAttrs(slog.String("tool", k.tool))
 	}
 	if k.reason != "" {
-		attrs = append(attrs, slog.String("reason", k.reason))
+		r.AddAttrs(slog.String("reason", k.reason))
 	}
 	if k.errCode != 0 {
-		attrs = append(attrs, slog.Int("error_code", k.errCode))
+		r.AddAttrs(slog.Int("error_code", k.errCode))
 	}
-	k.m.g.callLog.LogAttrs(context.Background(), slog.LevelInfo, "gateway call", attrs...)
+	_ = h.Handle(context.Background(), r)
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os/exec"
 	"sync"
 	"time"
@@ -135,8 +136,12 @@ func New(opts Options) (*Gateway, error) {
 		if b.Upstream != "" && g.broker == nil {
 			return nil, fmt.Errorf("%s.upstream: serve has no upstreams configured", p)
 		}
-		g.mounts = append(g.mounts, &Mount{g: g, b: b, timeout: time.Duration(cmp.Or(b.Timeout, Duration(DefaultTimeout))),
-			maxMsg: cmp.Or(b.MaxMessage, DefaultMaxMessage), sessions: map[string]*session{}, tools: newToolCache(), x: x})
+		m := &Mount{g: g, b: b, timeout: time.Duration(cmp.Or(b.Timeout, Duration(DefaultTimeout))),
+			maxMsg: cmp.Or(b.MaxMessage, DefaultMaxMessage), sessions: map[string]*session{}, tools: newToolCache(), x: x}
+		if u, err := url.Parse(b.URL); b.URL != "" && err == nil && u.Scheme == "http" {
+			m.target, _ = newTarget(u) // nil: RoundTrip says why
+		}
+		g.mounts = append(g.mounts, m)
 	}
 	for _, key := range []map[string][]string{opts.Policy.ToolScopes, opts.Policy.ToolUpstreams} {
 		for tool := range key {
@@ -227,6 +232,8 @@ type Mount struct {
 	metadataURL string
 	// x exchanges callers' tokens for the backend's (identity "exchange").
 	x *exchanger
+	// target is a plain-http backend's URL for backendTransport.send.
+	target *target
 
 	mu       sync.Mutex
 	sessions map[string]*session

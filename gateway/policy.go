@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -37,10 +38,65 @@ func (m *Mount) SetResourceMetadata(u string) { m.metadataURL = u }
 
 // toolsCallParams are the parts of tools/call the gateway reads.
 type toolsCallParams struct {
-	Name           string                     `json:"name"`
-	Arguments      json.RawMessage            `json:"arguments"`
-	InputResponses map[string]json.RawMessage `json:"inputResponses"`
-	Meta           map[string]json.RawMessage `json:"_meta"`
+	Name string
+	// Arguments are the raw arguments, a part of the message.
+	Arguments      json.RawMessage
+	InputResponses map[string]json.RawMessage
+}
+
+// toolsCallMembers are the members of tools/call params the gateway
+// reads (MCP 2025-11-25 "Tools", CallToolRequest; 2026-07-28 adds
+// inputResponses).
+var toolsCallMembers = []string{"name", "arguments", "inputResponses", "_meta"}
+
+// readToolsCall reads tools/call params (valid JSON: wire.Decode checked
+// the message) in one pass over their member names, without decoding the
+// arguments. A member it reads must be spelled exactly and appear once:
+// encoding/json, and so many backends, would take "NAME" or the last of
+// two "name" members where others take the first, and the tool the
+// gateway checks must be the tool the backend runs. It returns why the
+// params are refused, or "".
+func readToolsCall(params []byte) (p toolsCallParams, problem string) {
+	var seen [4]bool
+	wire.Members(params, func(n, v []byte) {
+		if problem != "" {
+			return
+		}
+		for i, want := range toolsCallMembers {
+			switch {
+			case string(n) == want:
+				if seen[i] {
+					problem = fmt.Sprintf("member %q appears twice", want)
+					return
+				}
+				seen[i] = true
+				switch i {
+				case 0:
+					if json.Unmarshal(v, &p.Name) != nil {
+						problem = `"name" is not a string`
+					}
+				case 1:
+					p.Arguments = v
+				case 2:
+					if json.Unmarshal(v, &p.InputResponses) != nil {
+						problem = `"inputResponses" is not an object`
+					}
+				case 3:
+					if v[0] != '{' && string(v) != "null" {
+						problem = `"_meta" is not an object`
+					}
+				}
+				return
+			case bytes.EqualFold(n, []byte(want)):
+				problem = fmt.Sprintf("member %q is not %q: member names are case-sensitive", n, want)
+				return
+			}
+		}
+	})
+	if problem == "" && p.Name == "" {
+		problem = `tools/call needs {"name": "…", "arguments": {…}}`
+	}
+	return p, problem
 }
 
 // check applies the policy to a request before it is forwarded: for
@@ -52,9 +108,9 @@ func (k *call) check(w http.ResponseWriter, r *http.Request, cn conn, out http.H
 		return raw, true
 	}
 	m := k.m
-	var p toolsCallParams
-	if json.Unmarshal(k.msg.Params, &p) != nil || p.Name == "" {
-		k.refuse(w, k.status(http.StatusBadRequest), wire.Errorf(wire.CodeInvalidParams, `invalid params: tools/call needs {"name": "…", "arguments": {…}}`), "malformed tools/call")
+	p, problem := readToolsCall(k.msg.Params)
+	if problem != "" {
+		k.refuse(w, k.status(http.StatusBadRequest), wire.Errorf(wire.CodeInvalidParams, "invalid params: %s", problem), "malformed tools/call")
 		return nil, false
 	}
 	k.tool = p.Name

@@ -1,0 +1,104 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"github.com/agentauth/agentauth/wire"
+)
+
+// TestReadToolsCall: the tool's name and raw arguments are read from
+// tools/call params; a member the gateway reads that is spelled in
+// another case or appears twice is refused (a backend could take
+// another tool than the one checked), as are members of the wrong type.
+func TestReadToolsCall(t *testing.T) {
+	for _, tc := range []struct {
+		params, name, args, problem string
+	}{
+		{`{"name":"echo","arguments":{"text":"hi"}}`, "echo", `{"text":"hi"}`, ""},
+		{`{ "arguments" : [1, {"a":"}"}] , "name" : "e\u0063ho" }`, "echo", `[1, {"a":"}"}]`, ""},
+		{`{"name":"echo","_meta":{"progressToken":1},"other":{"name":"x","NAME":"y"}}`, "echo", "", ""},
+		{`{"n\u0061me":"echo"}`, "echo", "", ""},
+		{`{"name":"echo","NAME":"admin"}`, "", "", `member "NAME" is not "name": member names are case-sensitive`},
+		{`{"Arguments":{},"name":"echo"}`, "", "", `member "Arguments" is not "arguments": member names are case-sensitive`},
+		{`{"name":"admin","name":"echo"}`, "", "", `member "name" appears twice`},
+		{`{"name":"echo","arguments":{},"arguments":{"x":1}}`, "", "", `member "arguments" appears twice`},
+		{`{"name":5}`, "", "", `"name" is not a string`},
+		{`{"name":"echo","inputResponses":[]}`, "", "", `"inputResponses" is not an object`},
+		{`{"name":"echo","_meta":"x"}`, "", "", `"_meta" is not an object`},
+		{`{"arguments":{}}`, "", "", `tools/call needs {"name": "…", "arguments": {…}}`},
+		{`["echo"]`, "", "", `tools/call needs {"name": "…", "arguments": {…}}`},
+		{`null`, "", "", `tools/call needs {"name": "…", "arguments": {…}}`},
+	} {
+		p, problem := readToolsCall([]byte(tc.params))
+		if problem != tc.problem {
+			t.Errorf("%s: problem %q, want %q", tc.params, problem, tc.problem)
+			continue
+		}
+		if problem == "" && (p.Name != tc.name || string(p.Arguments) != tc.args) {
+			t.Errorf("%s: name %q arguments %s, want %q %s", tc.params, p.Name, p.Arguments, tc.name, tc.args)
+		}
+	}
+}
+
+// FuzzReadToolsCall: whatever readToolsCall accepts, encoding/json (which
+// many backends use) reads the same name and arguments from; what
+// encoding/json refuses, readToolsCall refuses.
+func FuzzReadToolsCall(f *testing.F) {
+	for _, s := range []string{`{"name":"echo","arguments":{"text":"hi"}}`, `{"name":"a","NAME":"b"}`,
+		`{"naMe":"x","arguments":null,"inputResponses":{"signin":{"action":"accept"}}}`, `{"name":"\u00e9","_meta":{}}`, `[]`, `{"argumentſ":1,"name":"x"}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, params string) {
+		if !json.Valid([]byte(params)) {
+			return
+		}
+		p, problem := readToolsCall([]byte(params))
+		var want struct {
+			Name           string                     `json:"name"`
+			Arguments      json.RawMessage            `json:"arguments"`
+			InputResponses map[string]json.RawMessage `json:"inputResponses"`
+			Meta           map[string]json.RawMessage `json:"_meta"`
+		}
+		err := json.Unmarshal([]byte(params), &want)
+		switch {
+		case problem != "":
+		case err != nil:
+			t.Fatalf("%s: accepted, but encoding/json: %v", params, err)
+		case p.Name != want.Name || !bytes.Equal(p.Arguments, want.Arguments) && !(p.Arguments == nil && string(want.Arguments) == "null"):
+			t.Fatalf("%s: name %q arguments %s; encoding/json: %q %s", params, p.Name, p.Arguments, want.Name, want.Arguments)
+		case len(p.InputResponses) != len(want.InputResponses):
+			t.Fatalf("%s: %d input responses; encoding/json: %d", params, len(p.InputResponses), len(want.InputResponses))
+		}
+	})
+}
+
+// FuzzReadHead: readHead reads a backend's message as json.Unmarshal
+// into {id, method, error} does.
+func FuzzReadHead(f *testing.F) {
+	for _, s := range []string{`{"jsonrpc":"2.0","id":1,"result":{"content":[]}}`, `{"ID":"a","Method":"x"}`,
+		`{"id":1,"error":{"code":-32602,"message":"bad"}}`, `{"id":1,"error":null,"error":{"code":1}}`, `null`, `[1]`,
+		`{"method":5}`, `{"error":"x"}`, ` {"id" : 2 , "id":[3]} `, `{"\u0069d":7}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, data string) {
+		h, ok := readHead([]byte(data))
+		var want struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Error  *wire.Error     `json:"error"`
+		}
+		err := json.Unmarshal([]byte(data), &want)
+		if ok != (err == nil) {
+			t.Fatalf("%s: ok %v; encoding/json: %v", data, ok, err)
+		}
+		if !ok {
+			return
+		}
+		if !bytes.Equal(h.ID, want.ID) || h.Method != want.Method || (h.Error == nil) != (want.Error == nil) ||
+			h.Error != nil && h.Error.Code != want.Error.Code {
+			t.Fatalf("%s: %s %q %+v; encoding/json: %s %q %+v", data, h.ID, h.Method, h.Error, want.ID, want.Method, want.Error)
+		}
+	})
+}
