@@ -238,14 +238,14 @@ func (c *httpConn) reply(resp *http.Response, method string, sentSID bool) (*rep
 				return frame{}, io.EOF
 			}
 			done = true
-			b, err := io.ReadAll(io.LimitReader(resp.Body, c.m.maxMsg+1))
+			b, err := readMessage(resp.Body, resp.ContentLength, c.m.maxMsg)
 			switch {
 			case errors.Is(err, context.Canceled):
 				return frame{}, err // as for an event stream
+			case errors.Is(err, errFrameTooLarge):
+				return frame{}, backendErr(name, "sent a message over %d bytes", c.m.maxMsg)
 			case err != nil:
 				return frame{}, backendErr(name, "broke off its answer: %v", err)
-			case int64(len(b)) > c.m.maxMsg:
-				return frame{}, backendErr(name, "sent a message over %d bytes", c.m.maxMsg)
 			case len(bytes.TrimSpace(b)) == 0:
 				return frame{}, io.EOF
 			}
@@ -259,6 +259,28 @@ func (c *httpConn) reply(resp *http.Response, method string, sentSID bool) (*rep
 		return nil, backendErr(name, "answered HTTP %d with %s, not JSON or an event stream", resp.StatusCode, cmpOr(ct, "no content type"))
 	}
 	return r, nil
+}
+
+// readMessage reads a one-message body of length n (-1: unknown), of at
+// most max bytes (errFrameTooLarge): a known length is read into a buffer
+// of that size (io.ReadAll grows one from 512 bytes), and refused unread
+// when it is over max.
+func readMessage(r io.Reader, n, max int64) ([]byte, error) {
+	if n < 0 {
+		b, err := io.ReadAll(io.LimitReader(r, max+1))
+		if err == nil && int64(len(b)) > max {
+			err = errFrameTooLarge
+		}
+		return b, err
+	}
+	if n > max {
+		return nil, errFrameTooLarge
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return nil, err
+	}
+	return b, nil
 }
 
 func cmpOr(a, b string) string {

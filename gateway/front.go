@@ -54,7 +54,7 @@ type call struct {
 }
 
 func (m *Mount) servePost(w http.ResponseWriter, r *http.Request, c Caller) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, m.maxMsg))
+	body, err := readBody(w, r, m.maxMsg)
 	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			writeError(w, http.StatusRequestEntityTooLarge, wire.ID{}, wire.Errorf(wire.CodeInvalidRequest, "invalid request: the message exceeds %d bytes", m.maxMsg))
@@ -194,6 +194,22 @@ func (m *Mount) servePost(w http.ResponseWriter, r *http.Request, c Caller) {
 	k.audit()
 }
 
+// readBody reads a request's body of at most max bytes: into a buffer of
+// its Content-Length when it has one (io.ReadAll grows one from 512
+// bytes), else through http.MaxBytesReader. Both end with net/http
+// seeing the body's end, which starts its watch for the caller going
+// away (the request's context).
+func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
+	if n := r.ContentLength; n >= 0 && n <= max {
+		b := make([]byte, n)
+		if _, err := io.ReadFull(r.Body, b); err != nil {
+			return nil, err
+		}
+		return b, nil
+	}
+	return io.ReadAll(http.MaxBytesReader(w, r.Body, max))
+}
+
 // relay writes a backend's answer to a request: one JSON message, or an
 // event stream of its frames (each scrubbed, the answer to tools/list
 // filtered), ending with an error naming the backend if it fails.
@@ -322,8 +338,10 @@ func readHead(data []byte) (h head, ok bool) {
 		case bytes.EqualFold(n, []byte("id")):
 			h.ID = v
 		case bytes.EqualFold(n, []byte("method")):
-			if string(v) != "null" && json.Unmarshal(v, &h.Method) != nil {
-				ok = false
+			if string(v) != "null" {
+				var isString bool
+				h.Method, isString = jsonString(v)
+				ok = ok && isString
 			}
 		case bytes.EqualFold(n, []byte("error")):
 			if string(v) == "null" {

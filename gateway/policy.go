@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/agentauth/agentauth/broker"
 	"github.com/agentauth/agentauth/wire"
@@ -72,7 +73,8 @@ func readToolsCall(params []byte) (p toolsCallParams, problem string) {
 				seen[i] = true
 				switch i {
 				case 0:
-					if json.Unmarshal(v, &p.Name) != nil {
+					var ok bool
+					if p.Name, ok = jsonString(v); !ok {
 						problem = `"name" is not a string`
 					}
 				case 1:
@@ -97,6 +99,17 @@ func readToolsCall(params []byte) (p toolsCallParams, problem string) {
 		problem = `tools/call needs {"name": "…", "arguments": {…}}`
 	}
 	return p, problem
+}
+
+// jsonString decodes a JSON value (valid JSON) that should be a string:
+// a plain one (no escape, valid UTF-8) is cut out of its quotes, others
+// go through encoding/json; null is "", as for encoding/json.
+func jsonString(v []byte) (string, bool) {
+	if len(v) >= 2 && v[0] == '"' && bytes.IndexByte(v, '\\') < 0 && utf8.Valid(v) {
+		return string(v[1 : len(v)-1]), true
+	}
+	var s string
+	return s, json.Unmarshal(v, &s) == nil
 }
 
 // check applies the policy to a request before it is forwarded: for
