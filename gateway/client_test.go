@@ -208,3 +208,124 @@ func TestBackendTransportHeaderBound(t *testing.T) {
 		t.Fatalf("after the large head: %d %q", code, body)
 	}
 }
+
+// TestBackendTransportRequest: the request as a backend reads it (net/http's
+// server): method, target with its query, Host, Content-Length, the
+// header fields given and the body; no body and no Content-Length for a
+// GET or DELETE without one; and a field net/http would refuse to send
+// (a CR or LF in a value, a name that is not a token) fails the request
+// before anything reaches the backend.
+func TestBackendTransportRequest(t *testing.T) {
+	seen := make(chan *http.Request, 1)
+	bodies := make(chan string, 1)
+	var requests atomic.Int32
+	s, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		b, _ := io.ReadAll(r.Body)
+		seen <- r
+		bodies <- string(b)
+		w.Write([]byte("ok"))
+	})
+	tr := newBackendTransport()
+	defer tr.closeIdle(0)
+	for _, tc := range []struct {
+		method, body string
+	}{{http.MethodPost, `{"jsonrpc":"2.0"}`}, {http.MethodPost, ""}, {http.MethodGet, ""}, {http.MethodDelete, ""}} {
+		var rd io.Reader
+		if tc.body != "" {
+			rd = strings.NewReader(tc.body)
+		}
+		req, _ := http.NewRequest(tc.method, s.URL+"/mcp/x?a=1&b=%2F", rd)
+		req.Header.Set("Mcp-Session-Id", "abc")
+		req.Header["Mcp-Param-Region"] = []string{" eu-west-1 "}
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.method, err)
+		}
+		io.ReadAll(resp.Body)
+		resp.Body.Close()
+		r, body := <-seen, <-bodies
+		wantLength := int64(len(tc.body))
+		if tc.method != http.MethodPost && tc.body == "" {
+			wantLength = 0
+		}
+		if r.Method != tc.method || r.RequestURI != "/mcp/x?a=1&b=%2F" || r.Host != strings.TrimPrefix(s.URL, "http://") ||
+			r.ContentLength != wantLength || body != tc.body || r.Header.Get("Mcp-Session-Id") != "abc" ||
+			r.Header.Get("Mcp-Param-Region") != "eu-west-1" || r.Header.Get("User-Agent") != "Go-http-client/1.1" {
+			t.Errorf("%s: the backend read %s %s Host %s, length %d, body %q, header %v", tc.method, r.Method, r.RequestURI, r.Host, r.ContentLength, body, r.Header)
+		}
+		if _, ok := r.Header["Content-Length"]; ok != (tc.method == http.MethodPost) {
+			t.Errorf("%s: Content-Length sent: %v", tc.method, ok)
+		}
+	}
+	n := requests.Load()
+	for _, h := range []http.Header{{"X-Token": {"a\r\nX-Injected: 1"}}, {"X-Token": {"a\nb"}}, {"Bad Name": {"x"}}, {"X-Nul": {"a\x00"}}} {
+		req, _ := http.NewRequest(http.MethodPost, s.URL+"/mcp", strings.NewReader("x"))
+		req.Header = h
+		if resp, err := tr.RoundTrip(req); err == nil || !strings.Contains(err.Error(), "invalid header field") {
+			if resp != nil {
+				resp.Body.Close()
+			}
+			t.Errorf("header %q: %v, want an invalid header field error", h, err)
+		}
+	}
+	if got := requests.Load(); got != n {
+		t.Errorf("the backend got %d requests with invalid header fields", got-n)
+	}
+}
+
+// TestMessageBounds: over HTTP, a backend's answer longer than its
+// maxMessage fails the call with an error naming the backend, whether its
+// Content-Length says so (refused unread) or it comes chunked; one of the
+// bound's size passes; a caller's message over the bound gets 413, with
+// or without a Content-Length.
+func TestMessageBounds(t *testing.T) {
+	const max = 1024
+	answer := func(n int) string {
+		head := `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"`
+		tail := `"}]}}`
+		return head + strings.Repeat("x", n-len(head)-len(tail)) + tail
+	}
+	be := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case strings.Contains(string(b), `"exact"`):
+			io.WriteString(w, answer(max))
+		case strings.Contains(string(b), `"chunked"`):
+			for range 3 {
+				io.WriteString(w, answer(max)[:max/2])
+				w.(http.Flusher).Flush()
+			}
+		default:
+			io.WriteString(w, answer(max+1))
+		}
+	}))
+	defer be.Close()
+	srv, _ := front(t, Backend{Name: "big", URL: be.URL, MaxMessage: max}, Policy{})
+	for _, tool := range []string{"exact", "length", "chunked"} {
+		_, _, body := post(t, srv.URL, "tok-writer-0123456789", "", `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"`+tool+`"}}`)
+		over := strings.Contains(body, "backend big sent a message over 1024 bytes")
+		if over != (tool != "exact") {
+			t.Errorf("%s: %.200s", tool, body)
+		}
+	}
+	big := `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"` + strings.Repeat("x", max) + `"}}`
+	for _, chunked := range []bool{false, true} {
+		var rd io.Reader = strings.NewReader(big)
+		if chunked {
+			rd = io.MultiReader(rd) // no length: sent chunked
+		}
+		req, _ := http.NewRequest(http.MethodPost, srv.URL, rd)
+		req.Header.Set("Authorization", "Bearer tok-writer-0123456789")
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusRequestEntityTooLarge {
+			t.Errorf("a %d-byte message (chunked %v): HTTP %d, want 413", len(big), chunked, resp.StatusCode)
+		}
+	}
+}

@@ -150,11 +150,13 @@ func (m *Mount) servePost(w http.ResponseWriter, r *http.Request, c Caller) {
 		if raw, ok = k.check(w, r, cn, out, body); !ok {
 			return
 		}
-		if hp := m.tools.headerParams(k.tool); k.tool != "" && len(hp) > 0 && sid == "" && m.b.Command != "" && m.g.check != nil {
+		if k.tool != "" && sid == "" && m.b.Command != "" && m.g.check != nil {
 			// The Mcp-Param-* headers of the tool's schema, now known.
-			if status, rerr := m.g.check(r, msg, hp); rerr != nil {
-				k.refuse(w, status, rerr, "header mismatch")
-				return
+			if hp := m.tools.headerParams(k.tool); len(hp) > 0 {
+				if status, rerr := m.g.check(r, msg, hp); rerr != nil {
+					k.refuse(w, status, rerr, "header mismatch")
+					return
+				}
 			}
 		}
 	}
