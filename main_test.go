@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentauth/agentauth/internal/testprog/agents"
 	"github.com/agentauth/agentauth/internal/testprog/ahp"
+	"github.com/agentauth/agentauth/internal/testprog/browser"
 	"github.com/agentauth/agentauth/internal/testprog/cli"
 	"github.com/agentauth/agentauth/internal/testprog/devserve"
 	"github.com/agentauth/agentauth/internal/testprog/gateway"
@@ -46,7 +47,7 @@ var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []str
 }
 
 // testprogs are the packages of test programs (internal/testprog), each
-// with its Programs and, when it has some, its script commands.
+// with its Programs and its script commands, when it has them.
 var testprogs = []struct {
 	programs func() map[string]func()
 	cmds     func() map[string]func(ts *testscript.TestScript, neg bool, args []string)
@@ -64,13 +65,16 @@ var testprogs = []struct {
 	{proxy.Programs, nil},
 	{replicas.Programs, replicas.Cmds},
 	{signin.Programs, signin.Cmds},
+	{nil, browser.Cmds},
 	{upstream.Programs, nil},
 	{newcomer.Programs, newcomer.Cmds},
 }
 
 func init() {
 	for _, p := range testprogs {
-		register(scriptPrograms, p.programs())
+		if p.programs != nil {
+			register(scriptPrograms, p.programs())
+		}
 		if p.cmds != nil {
 			register(scriptCmds, p.cmds())
 		}
@@ -123,8 +127,17 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		Cmds:      scriptCmds,
-		Condition: signin.Condition,
+		Condition: scriptCondition,
 	})
+}
+
+// scriptCondition answers the custom script conditions: [oidc] (package
+// signin) and [chromium] (package browser).
+func scriptCondition(cond string) (bool, error) {
+	if cond == "chromium" {
+		return browser.Condition(cond)
+	}
+	return signin.Condition(cond)
 }
 
 // waitFile waits until a file exists and is non-empty (a server's address

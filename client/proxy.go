@@ -24,7 +24,9 @@ import (
 // Two things it adds: the elicitation.url capability when the client did
 // not declare it (URL elicitations are then opened by agentauth, as call
 // does), and a JSON-RPC error for a request the server could not be
-// reached for.
+// reached for. One exception to passing through: a client of an earlier
+// revision talking to a server of MCP 2026-07-28 only is bridged to it
+// (proxy_bridge.go).
 
 // Bounds of the proxy's queues (refusing new work when reached).
 const (

@@ -170,6 +170,15 @@ func (p *proxy) connect(ctx context.Context, m *wire.Message) (upstream, readFun
 			return nil, nil, err
 		}
 		read, err := u.send(ctx, m)
+		if m.Method == wire.MethodInitialize && refusesInitialize(err) {
+			// Perhaps a server of MCP 2026-07-28 only: bridge the client
+			// to it (proxy_bridge.go); else the refusal stands.
+			if b, read, berr := p.bridge(ctx, m); berr == nil {
+				return b, read, nil
+			} else {
+				p.cl.logger().Debug("the server refused initialize and is no MCP 2026-07-28 server either", "err", berr)
+			}
+		}
 		return u, read, err
 	}
 	trySSE := func() (upstream, readFunc, error) {

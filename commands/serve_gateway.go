@@ -150,8 +150,13 @@ func mountGateway(mux *http.ServeMux, gw *gateway.Gateway, h *host.Host, guard *
 		// The guard vets Origin on the backend's path as on the resource's.
 		guard.OriginPaths = append(guard.OriginPaths, m.Path())
 		mux.Handle(m.Path(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			// A page of an origin the guard let through reads the answer,
+			// the session the gateway minted and a challenge (CORS).
+			if origin, ok := host.GuardedOrigin(r.Context()); ok {
+				resource.AllowOrigin(w, origin, "WWW-Authenticate, Mcp-Session-Id")
+			}
 			if r.Method == http.MethodOptions {
-				resource.Preflight(w, "GET, POST, DELETE")
+				resource.Preflight(w, r, "GET, POST, DELETE")
 				return
 			}
 			serve.ServeHTTP(w, r)

@@ -207,7 +207,7 @@ func (h *Host) WebSocketHandler(connectionToken string) http.Handler {
 				return
 			}
 		}
-		_, guarded := guardedOrigin(r.Context())
+		_, guarded := GuardedOrigin(r.Context())
 		c, err := websocket.Accept(smallBuffers{w}, r, &websocket.AcceptOptions{InsecureSkipVerify: guarded})
 		if err != nil {
 			h.log.Warn("websocket upgrade failed", "remote", r.RemoteAddr, "err", err)

@@ -42,9 +42,9 @@ type GuardOptions struct {
 // guard; its value is that Origin.
 type guardKey struct{}
 
-// guardedOrigin reports whether ctx is that of a request with an Origin
+// GuardedOrigin reports whether ctx is that of a request with an Origin
 // that passed a guard, and that Origin.
-func guardedOrigin(ctx context.Context) (string, bool) {
+func GuardedOrigin(ctx context.Context) (string, bool) {
 	o, ok := ctx.Value(guardKey{}).(string)
 	return o, ok
 }

@@ -86,7 +86,7 @@ func TestGuard(t *testing.T) {
 					t.Fatalf("refused: %d %s", w.Code, w.Body)
 				}
 				want := r.Header.Get("Origin")
-				if o, ok := guardedOrigin(reached.Context()); o != want || ok != (want != "") {
+				if o, ok := GuardedOrigin(reached.Context()); o != want || ok != (want != "") {
 					t.Errorf("context origin = %q, %t; want %q", o, ok, want)
 				}
 				if want == "" && reached != r {

@@ -34,7 +34,7 @@ func (h *Host) HTTPHandler() http.Handler {
 		Version:     h.version,
 		MaxBody:     h.maxMsg,
 		Now:         h.now,
-		Origin:      guardedOrigin,
+		Origin:      GuardedOrigin,
 		DPoPProofs:  h.dpopProofs,
 	})
 }

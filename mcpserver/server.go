@@ -127,14 +127,12 @@ func (f *Server) serveMetadata(w http.ResponseWriter, r *http.Request) {
 
 func (f *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 	if origin := f.origin(r.Context()); origin != "" {
-		w.Header().Set("Access-Control-Allow-Origin", origin)
-		w.Header().Set("Access-Control-Expose-Headers", "WWW-Authenticate")
-		w.Header().Add("Vary", "Origin")
+		resource.AllowOrigin(w, origin, "WWW-Authenticate")
 	}
 	switch r.Method {
 	case http.MethodPost:
 	case http.MethodOptions:
-		resource.Preflight(w, "POST")
+		resource.Preflight(w, r, "POST")
 		return
 	default:
 		// MCP Streamable HTTP: no server-sent event stream to GET.

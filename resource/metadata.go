@@ -47,19 +47,9 @@ func ServeMetadata(w http.ResponseWriter, r *http.Request, doc wire.ProtectedRes
 	case http.MethodGet, http.MethodHead:
 		WriteJSON(w, http.StatusOK, doc)
 	case http.MethodOptions:
-		Preflight(w, "GET")
+		Preflight(w, r, "GET")
 	default:
 		w.Header().Set("Allow", "GET, HEAD")
 		http.Error(w, "method not allowed: GET the protected resource metadata", http.StatusMethodNotAllowed)
 	}
-}
-
-// Preflight answers a CORS preflight request for method, allowing the
-// headers an MCP client sends.
-func Preflight(w http.ResponseWriter, method string) {
-	h := w.Header()
-	h.Set("Access-Control-Allow-Methods", method)
-	h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Mcp-Protocol-Version, Mcp-Session-Id, Mcp-Method, Mcp-Name")
-	h.Set("Access-Control-Max-Age", "600")
-	w.WriteHeader(http.StatusNoContent)
 }

@@ -335,6 +335,27 @@ func (s *HTTPSession) withMeta(params any) (any, error) {
 	return obj, nil
 }
 
+// Envelope returns request m with the MCP 2026-07-28 request _meta added
+// (see withMeta): how agentauth proxy passes on a request of a client of
+// an earlier revision to a 2026-07-28 server.
+func (s *HTTPSession) Envelope(m *Message) (*Message, error) {
+	var params any
+	if len(m.Params) > 0 {
+		params = m.Params
+	}
+	withMeta, err := s.withMeta(params)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := json.Marshal(withMeta)
+	if err != nil {
+		return nil, err
+	}
+	out := *m
+	out.Params = raw
+	return &out, nil
+}
+
 // Call sends a request and waits for its response, reading an event stream
 // until the response with the request's id. A JSON-RPC error comes back as
 // *Error, a 401/403 as *HTTPAuthError, another non-2xx as *HTTPStatusError;

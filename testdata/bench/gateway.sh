@@ -1,10 +1,12 @@
 #!/bin/sh
 # Benchmark: tools/call through serve's gateway (`serve --backend URL`,
 # bearer token checked, arguments validated, answer scrubbed) against the
-# same MCP Go SDK backend called directly, from CONNS keep-alive
-# connections in ROUNDS interleaved rounds of DURATION each; prints the
-# medians of throughput, p50 and p99 and serve's ratio to direct, the CPU
-# per call of serve, the backend and the load generator for each target,
+# same MCP Go SDK backend called directly, and against net/http's
+# httputil.ReverseProxy in front of it (checking nothing: the floor of a Go
+# gateway), from CONNS keep-alive connections in ROUNDS interleaved rounds
+# of DURATION each; prints the medians of throughput, p50 and p99 and
+# serve's and the reverse proxy's ratios to direct, the CPU
+# per call of serve (or the proxy), the backend and the load generator for each target,
 # and the count of serve's audit records (serve runs at its default log
 # level, info, writing one per call to a log file) (testdata/bench/gateway).
 # Loopback only; never asserts a time.

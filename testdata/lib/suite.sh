@@ -43,3 +43,29 @@ waitaddr() {
 freeport() {
 	node -e 'const s = require("net").createServer(); s.listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close() })'
 }
+
+# script_suite PREFIX VAR: runs the testscripts testdata/script/PREFIX*.txtar
+# (go test -run TestScripts/PREFIX, from the repository's root) with VAR=1,
+# which makes a missing dependency of theirs an error instead of a skip;
+# prints a line per script and "N passed, N failed" (a skip counts as a
+# failure), the whole output on a failure, and returns 1 on a failure.
+script_suite() {
+	local prefix="$1" var="$2" out status=0 passed failed skipped
+	out="$(mktemp)"
+	env "$var=1" go test -count=1 -v -run "TestScripts/$prefix" . >"$out" 2>&1 || status=$?
+	passed=$(grep -c -- "--- PASS: TestScripts/$prefix" "$out" || true)
+	failed=$(grep -c -- "--- FAIL: TestScripts/$prefix" "$out" || true)
+	skipped=$(grep -c -- "--- SKIP: TestScripts/$prefix" "$out" || true)
+	grep -E -- "--- (PASS|FAIL|SKIP): TestScripts/$prefix" "$out" |
+		sed -E "s/^ *--- (PASS|FAIL|SKIP): TestScripts\/($prefix[^ ]*).*/\1 \2/; s/^PASS/ok  /" || true
+	if [ "$status" -ne 0 ] || [ "$failed" -ne 0 ] || [ "$skipped" -ne 0 ] || [ "$passed" -eq 0 ]; then
+		cat "$out" >&2
+		rm -f "$out"
+		failed=$((failed + skipped))
+		[ "$failed" -eq 0 ] && failed=1
+		echo "$passed passed, $failed failed"
+		return 1
+	fi
+	rm -f "$out"
+	echo "$passed passed, $failed failed"
+}

@@ -13,6 +13,7 @@ import {
   UnauthorizedError,
 } from '@modelcontextprotocol/sdk/client/auth.js';
 import { ErrorCode, UrlElicitationRequiredError, LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
+import { check, follow } from './browser.mjs';
 
 const [endpoint, rallyHost, rallyClientId] = process.argv.slice(2);
 const token = process.env.MCP_TOKEN;
@@ -24,16 +25,6 @@ const base = new URL(endpoint).origin;
 const auth = { Authorization: `Bearer ${token}` };
 // pollLimit bounds the /auth-status polling (100 ms apart).
 const pollLimit = 100;
-
-function check(name, ok, seen) {
-  if (ok) {
-    console.log(`ok   ${name}`);
-    return;
-  }
-  console.log(`FAIL ${name}`);
-  if (seen !== undefined) console.error(typeof seen === 'string' ? seen : JSON.stringify(seen, null, 2));
-  process.exit(1);
-}
 
 function connect(headers) {
   const client = new Client({ name: 'agentauth-mcp-sdk-check', version: '1.0.0' },
@@ -148,38 +139,7 @@ check("its url is serve's /auth/start", elicitation.url.startsWith(`${base}/auth
 // to the session's user: the browser signs in at the broker's issuer (which
 // approves at once, and so skips the confirmation page; a confirmation
 // page would be submitted, POST /auth/start).
-const jar = new Map();
-let next = elicitation.url;
-let post;
-let page;
-const hops = [];
-for (let i = 0; i < 12 && next; i++) {
-  const u = new URL(next);
-  const cookies = [...jar].filter(([, c]) => c.host === u.host).map(([k, c]) => `${k}=${c.value}`).join('; ');
-  const headers = cookies ? { Cookie: cookies } : {};
-  const init = { redirect: 'manual', headers };
-  if (post) {
-    Object.assign(headers, { 'Content-Type': 'application/x-www-form-urlencoded', Origin: u.origin });
-    Object.assign(init, { method: 'POST', body: post.toString() });
-    post = undefined;
-  }
-  const r = await fetch(u, init);
-  for (const sc of r.headers.getSetCookie()) {
-    const [nv] = sc.split(';');
-    const eq = nv.indexOf('=');
-    jar.set(nv.slice(0, eq).trim(), { value: nv.slice(eq + 1), host: u.host });
-  }
-  hops.push(`${init.method ?? 'GET'} ${u.host} ${u.pathname} -> ${r.status}`);
-  const loc = r.headers.get('location');
-  next = r.status >= 300 && r.status < 400 && loc ? new URL(loc, u).toString() : '';
-  if (!next) {
-    page = await r.text();
-    if (r.status === 200 && page.includes('<form method="post" action="/auth/start">')) {
-      post = new URLSearchParams([...page.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)].map((m) => [m[1], m[2]]));
-      next = new URL('/auth/start', u).toString();
-    }
-  }
-}
+const { hops, page } = await follow(elicitation.url);
 check('the browser went through Rally and back to the callback',
   hops.some((h) => h.startsWith(`GET ${rallyHost} /authorize `)) && /\/callback -> 200$/.test(hops.at(-1)), hops);
 check('the bound link went through the issuer\'s login', hops.some((h) => /^GET .* \/login -> 302$/.test(h)), hops);

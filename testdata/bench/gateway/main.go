@@ -1,11 +1,14 @@
 // Command gateway benchmarks serve's gateway: tools/call round trips
 // through `agentauth serve --backend URL` against the same backend
 // directly, from CONNS keep-alive connections, in interleaved rounds
-// (direct, serve, direct, serve, …), and prints the medians of
+// (direct, serve, reverse proxy, direct, …), and prints the medians of
 // throughput, p50 and p99 with serve's ratio to direct. The backend is an
 // MCP Go SDK server (stateless Streamable HTTP, an echo tool) that this
-// program runs in a child process (-backend ADDRFILE). Loopback only;
-// never asserts a time. See testdata/bench/gateway.sh.
+// program runs in a child process (-backend ADDRFILE). The third target
+// is the floor of any Go gateway: net/http's httputil.ReverseProxy in
+// front of the same backend, checking nothing, in a child process of its
+// own (-proxy ADDRFILE BACKEND). Loopback only; never asserts a time. See
+// testdata/bench/gateway.sh.
 package main
 
 import (
@@ -16,6 +19,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -36,10 +41,15 @@ func main() {
 	duration := flag.Duration("duration", 5*time.Second, "length of one round")
 	rounds := flag.Int("rounds", 3, "rounds per target, interleaved")
 	backend := flag.String("backend", "", "internal: run the backend, writing its address to this file")
+	proxy := flag.String("proxy", "", "internal: run the reverse proxy to the backend URL given as argument, writing its address to this file")
 	logLevel := flag.String("log-level", "info", "serve's --log-level (info, its default, writes the audit record of every call to a log file)")
 	flag.Parse()
 	if *backend != "" {
 		runBackend(*backend)
+		return
+	}
+	if *proxy != "" {
+		runProxy(*proxy, flag.Arg(0))
 		return
 	}
 	if err := run(*bin, *conns, *duration, *rounds, *logLevel); err != nil {
@@ -69,6 +79,26 @@ func runBackend(addrFile string) {
 	<-sig
 }
 
+// runProxy serves net/http's reverse proxy to backend (a URL) and
+// nothing else: no token, no parsing, no log.
+func runProxy(addrFile, backend string) {
+	u, err := url.Parse(backend)
+	if err != nil {
+		os.Exit(1)
+	}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.Transport = &http.Transport{MaxIdleConnsPerHost: 256}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		os.Exit(1)
+	}
+	os.WriteFile(addrFile, []byte(l.Addr().String()+"\n"), 0o600)
+	go http.Serve(l, rp)
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt)
+	<-sig
+}
+
 type proc struct {
 	cmd  *exec.Cmd
 	addr string
@@ -77,8 +107,11 @@ type proc struct {
 func start(dir, name string, args ...string) (*proc, error) {
 	addrFile := filepath.Join(dir, name+".addr")
 	cmd := exec.Command(args[0], append(args[1:], "--addr-file", addrFile)...)
-	if name == "backend" {
+	switch name {
+	case "backend":
 		cmd = exec.Command(args[0], append(args[1:], addrFile)...)
+	case "proxy":
+		cmd = exec.Command(args[0], args[1], addrFile, args[2])
 	}
 	cmd.Stderr = io.Discard
 	if err := cmd.Start(); err != nil {
@@ -123,13 +156,21 @@ func run(bin string, conns int, d time.Duration, rounds int, logLevel string) er
 		return err
 	}
 	defer srv.stop()
+	px, err := start(dir, "proxy", self, "-proxy", "http://"+be.addr)
+	if err != nil {
+		return err
+	}
+	defer px.stop()
 	token, err := devlogin.Token(http.DefaultClient, "http://"+srv.addr, "http://"+srv.addr+"/mcp", nil)
 	if err != nil {
 		return fmt.Errorf("cannot get a token: %w", err)
 	}
+	// mid is the process between the load generator and the backend.
 	targets := []struct {
 		name, url, token string
-	}{{"direct", "http://" + be.addr + "/mcp", ""}, {"serve", "http://" + srv.addr + "/mcp", token}}
+		mid              *proc
+	}{{"direct", "http://" + be.addr + "/mcp", "", nil}, {"serve", "http://" + srv.addr + "/mcp", token, srv},
+		{"proxy", "http://" + px.addr + "/mcp", "", px}}
 	// A first call each, so that a failure shows before the rounds.
 	for _, t := range targets {
 		if _, err := call(http.DefaultClient, t.url, t.token); err != nil {
@@ -138,9 +179,10 @@ func run(bin string, conns int, d time.Duration, rounds int, logLevel string) er
 	}
 	fmt.Printf("tools/call (echo) over %d connections, %d rounds of %s each, interleaved; serve at --log-level %s\n", conns, rounds, d, logLevel)
 	var served float64
-	// CPU time by process and target: "serve", "backend" and "load" (this
-	// program, the load generator), and the calls of each target.
-	cpu := map[string]map[string]float64{"direct": {}, "serve": {}}
+	// CPU time by process and target: "mid" (serve or the reverse proxy),
+	// "backend" and "load" (this program, the load generator), and the
+	// calls of each target.
+	cpu := map[string]map[string]float64{"direct": {}, "serve": {}, "proxy": {}}
 	calls := map[string]float64{}
 	gen := &proc{cmd: &exec.Cmd{Process: &os.Process{Pid: os.Getpid()}}}
 	tput := map[string][]float64{}
@@ -148,10 +190,16 @@ func run(bin string, conns int, d time.Duration, rounds int, logLevel string) er
 	p99 := map[string][]float64{}
 	for range rounds {
 		for _, t := range targets {
-			c0, b0, l0 := srv.cpu(), be.cpu(), gen.cpu()
+			var c0 time.Duration
+			if t.mid != nil {
+				c0 = t.mid.cpu()
+			}
+			b0, l0 := be.cpu(), gen.cpu()
 			n, lat, errs := load(t.url, t.token, conns, d)
 			calls[t.name] += float64(n)
-			cpu[t.name]["serve"] += float64(srv.cpu() - c0)
+			if t.mid != nil {
+				cpu[t.name]["mid"] += float64(t.mid.cpu() - c0)
+			}
 			cpu[t.name]["backend"] += float64(be.cpu() - b0)
 			cpu[t.name]["load"] += float64(gen.cpu() - l0)
 			if t.name == "serve" {
@@ -166,18 +214,18 @@ func run(bin string, conns int, d time.Duration, rounds int, logLevel string) er
 		}
 	}
 	report := func(what, unit string, m map[string][]float64) {
-		s, r := benchstat.Median(m["serve"]), benchstat.Median(m["direct"])
-		fmt.Printf("%-12s serve %10.2f %-6s direct %10.2f %-6s ratio %.2f\n", what, s, unit, r, unit, s/r)
+		s, r, x := benchstat.Median(m["serve"]), benchstat.Median(m["direct"]), benchstat.Median(m["proxy"])
+		fmt.Printf("%-12s serve %10.2f %-6s direct %10.2f %-6s ratio %.2f   reverse proxy %10.2f %-6s ratio %.2f\n", what, s, unit, r, unit, s/r, x, unit, x/r)
 	}
 	report("throughput", "req/s", tput)
 	report("p50", "ms", p50)
 	report("p99", "ms", p99)
 	// On a saturated machine the throughput ratio follows these sums: the
 	// CPU each call costs all three processes.
-	for _, t := range []string{"serve", "direct"} {
+	for _, t := range []string{"serve", "proxy", "direct"} {
 		c, n := cpu[t], calls[t]*1e3
-		fmt.Printf("CPU per call, %-6s serve %6.1f µs  backend %6.1f µs  load generator %6.1f µs  sum %6.1f µs\n",
-			t, c["serve"]/n, c["backend"]/n, c["load"]/n, (c["serve"]+c["backend"]+c["load"])/n)
+		fmt.Printf("CPU per call, %-6s %-13s %6.1f µs  backend %6.1f µs  load generator %6.1f µs  sum %6.1f µs\n",
+			t, map[string]string{"serve": "serve", "proxy": "reverse proxy", "direct": "-"}[t], c["mid"]/n, c["backend"]/n, c["load"]/n, (c["mid"]+c["backend"]+c["load"])/n)
 	}
 	if logLevel == "info" || logLevel == "debug" {
 		// The audit records must all be there: one per call.
