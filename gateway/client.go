@@ -38,7 +38,7 @@ const maxResponseHeader = 64 << 10
 //     connection's reads and writes at once when it is done;
 //   - a connection goes back to the pool only after a complete answer
 //     that keeps it open; a connection the backend closed while idle is
-//     found before use (peerClosed), so that a request is never written
+//     found before use (peeker), so that a request is never written
 //     to it and never retried.
 //
 // The request is written in full before the answer is read: a backend
@@ -71,7 +71,11 @@ type backendConn struct {
 	lr   limitedConn
 	br   *bufio.Reader
 	bw   *bufio.Writer
-	idle time.Time // when it was last put back
+	peer *peeker
+	// abort ends the connection's reads and writes at once (a cancelled
+	// request), made once with the connection.
+	abort func()
+	idle  time.Time // when it was last put back
 }
 
 // limitedConn reads the connection up to left bytes while left >= 0
@@ -148,7 +152,7 @@ func (t *backendTransport) send(ctx context.Context, method string, tg *target, 
 		return nil, err
 	}
 	// A cancelled request ends the connection's reads and writes at once.
-	stop := context.AfterFunc(ctx, func() { bc.nc.SetDeadline(time.Unix(1, 0)) })
+	stop := context.AfterFunc(ctx, bc.abort)
 	fail := func(err error) (*http.Response, error) {
 		stop()
 		bc.nc.Close()
@@ -299,7 +303,7 @@ func (t *backendTransport) get(ctx context.Context, addr string) (*backendConn, 
 		if bc == nil {
 			break
 		}
-		if now.Sub(bc.idle) < t.idleFor && bc.br.Buffered() == 0 && !peerClosed(bc.nc) {
+		if now.Sub(bc.idle) < t.idleFor && bc.br.Buffered() == 0 && !bc.peer.peerClosed() {
 			return bc, nil
 		}
 		bc.nc.Close()
@@ -308,7 +312,8 @@ func (t *backendTransport) get(ctx context.Context, addr string) (*backendConn, 
 	if err != nil {
 		return nil, err
 	}
-	bc := &backendConn{nc: nc, lr: limitedConn{nc: nc, left: -1}, bw: bufio.NewWriterSize(nc, 4<<10)}
+	bc := &backendConn{nc: nc, lr: limitedConn{nc: nc, left: -1}, bw: bufio.NewWriterSize(nc, 4<<10), peer: newPeeker(nc),
+		abort: func() { nc.SetDeadline(time.Unix(1, 0)) }}
 	bc.br = bufio.NewReaderSize(&bc.lr, 4<<10)
 	return bc, nil
 }

@@ -4,6 +4,10 @@ package gateway
 
 import "net"
 
-// peerClosed cannot look without reading outside Unix: an idle connection
+// peeker cannot look without reading outside Unix: an idle connection
 // the backend closed fails its next request there.
-func peerClosed(net.Conn) bool { return false }
+type peeker struct{}
+
+func newPeeker(net.Conn) *peeker { return &peeker{} }
+
+func (*peeker) peerClosed() bool { return false }

@@ -86,6 +86,9 @@ func (s *scrubber) scrub(data []byte, secrets []string) ([]byte, int) {
 // A held token is looked for in its JSON-escaped form too.
 func (s *scrubber) mayMatch(data []byte, held []string) bool {
 	for _, t := range held {
+		if len(t) > len(data) {
+			continue // nor can its escaped form, which is no shorter
+		}
 		if bytes.Contains(data, []byte(t)) {
 			return true
 		}
