@@ -216,21 +216,16 @@ func (b *bridgeUpstream) envelope(m *wire.Message) (*wire.Message, error) {
 	level := b.logLevel
 	b.mu.Unlock()
 	if level != "" {
-		params := map[string]json.RawMessage{}
-		if len(m.Params) > 0 && json.Unmarshal(m.Params, &params) != nil {
-			return nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: %s needs an object", m.Method)
-		}
-		meta := map[string]json.RawMessage{}
-		_ = json.Unmarshal(params["_meta"], &meta) // none: a new one
-		meta[metaLogLevel], _ = json.Marshal(level)
-		params["_meta"], _ = json.Marshal(meta)
-		raw, err := json.Marshal(params)
+		var err error
+		m, err = withParams(m, func(params map[string]json.RawMessage) {
+			meta := map[string]json.RawMessage{}
+			_ = json.Unmarshal(params["_meta"], &meta) // none: a new one
+			meta[metaLogLevel], _ = json.Marshal(level)
+			params["_meta"], _ = json.Marshal(meta)
+		})
 		if err != nil {
 			return nil, err
 		}
-		c := *m
-		c.Params = raw
-		m = &c
 	}
 	return b.sess.Envelope(m)
 }
@@ -362,15 +357,23 @@ func (b *bridgeUpstream) ask(ctx context.Context, method string, reqs map[string
 // retryWith is request m with the client's inputResponses and the
 // server's requestState (MCP 2026-07-28 "Multi Round-Trip Requests").
 func retryWith(m *wire.Message, responses map[string]json.RawMessage, state string) (*wire.Message, error) {
+	return withParams(m, func(params map[string]json.RawMessage) {
+		params["inputResponses"], _ = json.Marshal(responses)
+		delete(params, "requestState")
+		if state != "" {
+			params["requestState"], _ = json.Marshal(state)
+		}
+	})
+}
+
+// withParams is a copy of request m whose params (an object, or none) edit
+// changed.
+func withParams(m *wire.Message, edit func(params map[string]json.RawMessage)) (*wire.Message, error) {
 	params := map[string]json.RawMessage{}
 	if len(m.Params) > 0 && json.Unmarshal(m.Params, &params) != nil {
-		return nil, fmt.Errorf("cannot send %s again: its params are not an object", m.Method)
+		return nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: %s needs an object", m.Method)
 	}
-	params["inputResponses"], _ = json.Marshal(responses)
-	delete(params, "requestState")
-	if state != "" {
-		params["requestState"], _ = json.Marshal(state)
-	}
+	edit(params)
 	raw, err := json.Marshal(params)
 	if err != nil {
 		return nil, err

@@ -13,7 +13,7 @@ import {
   UnauthorizedError,
 } from '@modelcontextprotocol/sdk/client/auth.js';
 import { ErrorCode, UrlElicitationRequiredError, LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
-import { check, follow } from './browser.mjs';
+import { check, follow, oauthProvider } from './checks.mjs';
 
 const [endpoint, rallyHost, rallyClientId] = process.argv.slice(2);
 const token = process.env.MCP_TOKEN;
@@ -61,24 +61,7 @@ check('the SDK reads the authorization server metadata (S256)', asm?.code_challe
 // PKCE; the "browser" stops at the redirect, and finishAuth exchanges the
 // code.
 {
-  const redirectUrl = 'http://127.0.0.1:1/callback';
-  const saved = {};
-  let authorizationUrl;
-  const provider = {
-    get redirectUrl() { return redirectUrl; },
-    get clientMetadata() {
-      return { client_name: 'MCP TypeScript SDK check', redirect_uris: [redirectUrl], token_endpoint_auth_method: 'none',
-        grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'] };
-    },
-    state: () => 'sdk-state',
-    clientInformation: () => saved.client,
-    saveClientInformation: (c) => { saved.client = c; },
-    tokens: () => saved.tokens,
-    saveTokens: (t) => { saved.tokens = t; },
-    redirectToAuthorization: (u) => { authorizationUrl = u; },
-    saveCodeVerifier: (v) => { saved.verifier = v; },
-    codeVerifier: () => saved.verifier,
-  };
+  const { provider, saved, redirectUrl } = oauthProvider('MCP TypeScript SDK check', 'sdk-state');
   const newTransport = () => new StreamableHTTPClientTransport(new URL(endpoint), { authProvider: provider });
   let first = new Client({ name: 'agentauth-mcp-sdk-check', version: '1.0.0' });
   const t1 = newTransport();
@@ -89,12 +72,12 @@ check('the SDK reads the authorization server metadata (S256)', asm?.code_challe
     err = e;
   }
   check('the SDK registers a client and sends the user to the issuer',
-    err instanceof UnauthorizedError && authorizationUrl?.origin === base && saved.client?.client_id, `${err} ${authorizationUrl}`);
+    err instanceof UnauthorizedError && saved.authorizationUrl?.origin === base && saved.client?.client_id, `${err} ${saved.authorizationUrl}`);
   check('with PKCE S256 and the resource indicator',
-    authorizationUrl.searchParams.get('code_challenge_method') === 'S256' && authorizationUrl.searchParams.get('resource') === endpoint,
-    authorizationUrl.toString());
-  const r = await fetch(authorizationUrl, { redirect: 'manual' });
-  const loc = new URL(r.headers.get('location') ?? '', authorizationUrl);
+    saved.authorizationUrl.searchParams.get('code_challenge_method') === 'S256' && saved.authorizationUrl.searchParams.get('resource') === endpoint,
+    saved.authorizationUrl.toString());
+  const r = await fetch(saved.authorizationUrl, { redirect: 'manual' });
+  const loc = new URL(r.headers.get('location') ?? '', saved.authorizationUrl);
   check('the issuer redirects back with the code and state',
     loc.toString().startsWith(redirectUrl) && loc.searchParams.get('code') && loc.searchParams.get('state') === 'sdk-state', loc.toString());
   await t1.finishAuth(loc.searchParams.get('code'));

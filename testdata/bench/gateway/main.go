@@ -67,16 +67,7 @@ func runBackend(addrFile string) {
 	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Returns its text."}, func(ctx context.Context, req *mcp.CallToolRequest, a echoArgs) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: a.Text}}}, nil, nil
 	})
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		os.Exit(1)
-	}
-	os.WriteFile(addrFile, []byte(l.Addr().String()+"\n"), 0o600)
-	go http.Serve(l, h)
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, os.Interrupt)
-	<-sig
+	serveUntilInterrupt(addrFile, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true}))
 }
 
 // runProxy serves net/http's reverse proxy to backend (a URL) and
@@ -88,12 +79,18 @@ func runProxy(addrFile, backend string) {
 	}
 	rp := httputil.NewSingleHostReverseProxy(u)
 	rp.Transport = &http.Transport{MaxIdleConnsPerHost: 256}
+	serveUntilInterrupt(addrFile, rp)
+}
+
+// serveUntilInterrupt serves h on a loopback port written to addrFile
+// until SIGINT.
+func serveUntilInterrupt(addrFile string, h http.Handler) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		os.Exit(1)
 	}
 	os.WriteFile(addrFile, []byte(l.Addr().String()+"\n"), 0o600)
-	go http.Serve(l, rp)
+	go http.Serve(l, h)
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt)
 	<-sig

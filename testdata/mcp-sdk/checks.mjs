@@ -1,7 +1,9 @@
-// The user's browser for the SDK checks: it follows a sign-in link with
-// manual redirects and a cookie jar, submits serve's confirmation page
-// (POST /auth/start) when one shows, and returns each hop
-// ("METHOD HOST PATH -> STATUS") and the last page.
+// What the SDK checks (client.mjs, client2.mjs) share.
+
+// follow is the user's browser: it follows a sign-in link with manual
+// redirects and a cookie jar, submits serve's confirmation page (POST
+// /auth/start) when one shows, and returns each hop ("METHOD HOST PATH ->
+// STATUS") and the last page.
 export async function follow(url) {
   const jar = new Map();
   let next = url;
@@ -47,4 +49,32 @@ export function check(name, ok, seen) {
   console.log(`FAIL ${name}`);
   if (seen !== undefined) console.error(typeof seen === 'string' ? seen : JSON.stringify(seen, null, 2));
   process.exit(1);
+}
+
+// oauthProvider is an OAuthClientProvider (both SDKs' shape) that keeps
+// everything in memory, in saved: the registered client, the tokens, the
+// PKCE verifier, the discovery state and the authorization URL the SDK
+// sends the user to (saved.authorizationUrl); the redirect URI is never
+// reached (the checks read the issuer's redirect).
+export function oauthProvider(clientName, state) {
+  const redirectUrl = 'http://127.0.0.1:1/callback';
+  const saved = {};
+  const provider = {
+    get redirectUrl() { return redirectUrl; },
+    get clientMetadata() {
+      return { client_name: clientName, redirect_uris: [redirectUrl], token_endpoint_auth_method: 'none',
+        grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'] };
+    },
+    state: () => state,
+    clientInformation: () => saved.client,
+    saveClientInformation: (c) => { saved.client = c; },
+    tokens: () => saved.tokens,
+    saveTokens: (t) => { saved.tokens = t; },
+    redirectToAuthorization: (u) => { saved.authorizationUrl = u; },
+    saveCodeVerifier: (v) => { saved.verifier = v; },
+    codeVerifier: () => saved.verifier,
+    saveDiscoveryState: (s) => { saved.discovery = s; },
+    discoveryState: () => saved.discovery,
+  };
+  return { provider, saved, redirectUrl };
 }
