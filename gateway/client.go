@@ -28,9 +28,9 @@ const maxResponseHeader = 64 << 10
 // and hands each request and answer across them (channels, a per-request
 // cancel context, a timer), and under 64 concurrent callers that hand-off
 // costs serve as much CPU as its checks (testdata/bench/gateway.sh,
-// profiled; see README "Performance"). Requests and answers are still
-// written and parsed by net/http (Request.Write, ReadResponse); what is
-// ours is the pool, the bounds and the cancellation:
+// profiled; see README "Performance"). Answers are parsed by net/http
+// (ReadResponse); what is ours is the pool, the bounds, the cancellation
+// and the writing of requests (send says why):
 //
 //   - the answer's head is bounded (maxResponseHeader), its body by the
 //     gateway's reader (Backend.MaxMessage per message);

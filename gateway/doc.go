@@ -31,9 +31,10 @@
 // (subject and client id), and keeps the backend's session id to itself.
 //
 // HTTP backends are reached by backendTransport (client.go): requests
-// written and answers read by net/http's own code, on the calling
-// goroutine, over a pool of keep-alive connections, which costs serve less
-// CPU per call than net/http's Transport; https backends use the latter.
+// written in one write and answers read by net/http's own parser, on the
+// calling goroutine, over a pool of keep-alive connections, which costs
+// serve less CPU per call than net/http's Transport; https backends use
+// the latter.
 //
 // Stdio backends (stdio.go, process.go, shared.go) run in one of two
 // process modes, the config key process:

@@ -305,7 +305,7 @@ func writeEvent(w io.Writer, f frame, data []byte) {
 
 // isAnswer reports whether data is the response to the call's request.
 func (k *call) isAnswer(data []byte) bool {
-	head, ok := readHead(data)
+	head, ok := readHead(data, false)
 	return ok && head.Method == "" && sameID(head.ID, k.msg.ID)
 }
 
@@ -322,11 +322,11 @@ type head struct {
 
 // readHead reads a backend's message as json.Unmarshal into a head would
 // (members matched ignoring case, the last one winning; false for what
-// is not JSON, not an object or null, or has a method or error of the
-// wrong type), but from one check of the whole message (json.Valid) and
-// a walk over its member names: the result, which can be large, is not
-// decoded.
-func readHead(data []byte) (h head, ok bool) {
+// is not JSON, not an object or null, or has a method, or with withError
+// an error, of the wrong type; without withError, the error is not read),
+// but from one check of the whole message (json.Valid) and a walk over
+// its member names: the result, which can be large, is not decoded.
+func readHead(data []byte, withError bool) (h head, ok bool) {
 	if !json.Valid(data) {
 		return h, false
 	}
@@ -345,7 +345,7 @@ func readHead(data []byte) (h head, ok bool) {
 				h.Method, isString = jsonString(v)
 				ok = ok && isString
 			}
-		case bytes.EqualFold(n, []byte("error")):
+		case withError && bytes.EqualFold(n, []byte("error")):
 			if string(v) == "null" {
 				h.Error = nil
 			} else if h.Error = new(wire.Error); json.Unmarshal(v, h.Error) != nil {
@@ -364,7 +364,7 @@ func (k *call) process(data []byte) []byte {
 		return data
 	}
 	// The result is not copied out (it can be large) but for tools/list.
-	head, ok := readHead(data)
+	head, ok := readHead(data, true)
 	if !ok {
 		k.errCode = wire.CodeInternalError
 		return mustEncode(wire.NewErrorResponse(k.msg.ID, wire.Errorf(wire.CodeInternalError, "internal error: backend %s sent a message that is not JSON", k.m.b.Name)))

@@ -53,8 +53,8 @@ var toolsCallMembers = []string{"name", "arguments", "inputResponses", "_meta"}
 // readToolsCall reads tools/call params (valid JSON: wire.Decode checked
 // the message) in one pass over their member names, without decoding the
 // arguments. A member it reads must be spelled exactly and appear once:
-// encoding/json, and so many backends, would take "NAME" or the last of
-// two "name" members where others take the first, and the tool the
+// encoding/json (and so Go backends) takes "NAME" for "name", JSON
+// parsers differ on which of two "name" members counts, and the tool the
 // gateway checks must be the tool the backend runs. It returns why the
 // params are refused, or "".
 func readToolsCall(params []byte) (p toolsCallParams, problem string) {

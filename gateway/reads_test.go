@@ -75,7 +75,8 @@ func FuzzReadToolsCall(f *testing.F) {
 }
 
 // FuzzReadHead: readHead reads a backend's message as json.Unmarshal
-// into {id, method, error} does.
+// into {id, method, error} does, and without withError as into {id,
+// method}.
 func FuzzReadHead(f *testing.F) {
 	for _, s := range []string{`{"jsonrpc":"2.0","id":1,"result":{"content":[]}}`, `{"ID":"a","Method":"x"}`,
 		`{"id":1,"error":{"code":-32602,"message":"bad"}}`, `{"id":1,"error":null,"error":{"code":1}}`, `null`, `[1]`,
@@ -83,13 +84,22 @@ func FuzzReadHead(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, data string) {
-		h, ok := readHead([]byte(data))
+		var idMethod struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		err := json.Unmarshal([]byte(data), &idMethod)
+		h, ok := readHead([]byte(data), false)
+		if ok != (err == nil) || ok && (!bytes.Equal(h.ID, idMethod.ID) || h.Method != idMethod.Method || h.Error != nil) {
+			t.Fatalf("%s without error: %s %q %v; encoding/json: %s %q %v", data, h.ID, h.Method, ok, idMethod.ID, idMethod.Method, err)
+		}
+		h, ok = readHead([]byte(data), true)
 		var want struct {
 			ID     json.RawMessage `json:"id"`
 			Method string          `json:"method"`
 			Error  *wire.Error     `json:"error"`
 		}
-		err := json.Unmarshal([]byte(data), &want)
+		err = json.Unmarshal([]byte(data), &want)
 		if ok != (err == nil) {
 			t.Fatalf("%s: ok %v; encoding/json: %v", data, ok, err)
 		}
