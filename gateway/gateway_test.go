@@ -547,6 +547,13 @@ func TestRefusals(t *testing.T) {
 	if !strings.Contains(body, `"code":-32602`) || !strings.Contains(body, "nest 71 deep, more than 64") {
 		t.Errorf("deep arguments: %s", body)
 	}
+	// A tool name the backend could read otherwise than the gateway.
+	for _, params := range []string{`{"name":"echo","NAME":"create_story","arguments":{"text":"x"}}`, `{"name":"create_story","name":"echo","arguments":{"text":"x"}}`} {
+		_, _, body = post(t, srv.URL, "tok-writer-0123456789", sid, `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":`+params+`}`)
+		if !strings.Contains(body, `"code":-32602`) {
+			t.Errorf("tools/call %s: %s", params, body)
+		}
+	}
 	if log.ran("create_story") || log.ran("echo") {
 		t.Error("the backend ran a refused call")
 	}
