@@ -8,9 +8,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/textproto"
 	"net/url"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -180,7 +180,7 @@ func (t *backendTransport) send(ctx context.Context, method string, tg *target, 
 		for _, v := range vs {
 			w.WriteString(k)
 			w.WriteString(": ")
-			w.WriteString(strings.TrimSpace(v))
+			w.WriteString(textproto.TrimString(v))
 			w.WriteString("\r\n")
 		}
 	}
