@@ -209,22 +209,64 @@ func evictFirst(tx state.Tx, kind state.Kind, max int) error {
 
 // serveConsent takes the Approve/Deny answer of a consent page.
 func (i *Issuer) serveConsent(w http.ResponseWriter, r *http.Request) {
-	form, ok := i.readPageForm(w, r)
+	var req *authRequest
+	d, ok := i.takeDecision(w, r, "consent page", "from your application",
+		func(c *consentRecord) bool { return c.Auth != nil },
+		func(tx state.Tx, c *consentRecord, d decision) error {
+			req = nil
+			cl, err := i.clientTx(tx, c.Auth.ClientID)
+			if err == nil && cl != nil && !d.now.After(c.Expires) {
+				req = c.Auth.request(cl)
+			}
+			return err
+		},
+		func() bool { return req != nil })
 	if !ok {
 		return
+	}
+	if !d.approve {
+		i.log.Info("issuer: authorization denied", "client_id", req.client.id)
+		i.opts.Telemetry.Audit(ops.EventConsent, "client_id", req.client.id, "sub", d.subject, "scope", req.scope, "decision", "denied", "flow", "code")
+		i.redirectBack(w, r, req, url.Values{"error": {"access_denied"}, "error_description": {"the user denied the request"}})
+		return
+	}
+	if i.login == nil {
+		i.setBrowserSession(w, d.subject)
+	}
+	i.approveCode(w, r, req, d.subject)
+}
+
+// decision is the answer of a consent or device page.
+type decision struct {
+	approve bool
+	subject string
+	now     time.Time
+}
+
+// takeDecision reads the Approve/Deny answer of a page (a consent page or
+// a device page, what; startAgain says where its flow starts again) and, in
+// one transaction, takes the page's single-use record (one that matches)
+// and runs apply on it. A page shown to another signed-in user is refused
+// (403) and its record kept; an expired, used or unknown one (or one
+// found answered: answered false after apply) gets 400. ok is false when
+// a page was written.
+func (i *Issuer) takeDecision(w http.ResponseWriter, r *http.Request, what, startAgain string,
+	matches func(*consentRecord) bool, apply func(state.Tx, *consentRecord, decision) error, answered func() bool) (decision, bool) {
+	form, ok := i.readPageForm(w, r)
+	if !ok {
+		return decision{}, false
 	}
 	approve, subject, ok := i.readDecision(w, r, form)
 	if !ok {
-		return
+		return decision{}, false
 	}
+	d := decision{approve: approve, subject: subject, now: i.clock(r.Context())}
 	key := hash(form.Get("nonce"))
-	now := i.clock(r.Context())
-	var req *authRequest
-	otherUser := false
+	found, otherUser := false, false
 	err := i.store.Update(r.Context(), func(tx state.Tx) error {
-		req = nil
+		found, otherUser = false, false
 		c, err := getRecord[consentRecord](tx, kindConsent, key)
-		if err != nil || c == nil || c.Auth == nil {
+		if err != nil || c == nil || !matches(c) {
 			return err
 		}
 		if otherUser = c.Subject != subject && approve && i.login != nil; otherUser {
@@ -233,34 +275,20 @@ func (i *Issuer) serveConsent(w http.ResponseWriter, r *http.Request) {
 		if err := tx.Delete(kindConsent, key); err != nil {
 			return err
 		}
-		cl, err := i.clientTx(tx, c.Auth.ClientID)
-		if err == nil && cl != nil && !now.After(c.Expires) {
-			req = c.Auth.request(cl)
-		}
-		return err
+		found = true
+		return apply(tx, c, d)
 	})
-	if err != nil {
+	switch {
+	case err != nil:
 		i.storePage(w, err)
-		return
+	case otherUser:
+		i.errorPage(w, http.StatusForbidden, "This "+what+" was shown to another signed-in user. Start again "+startAgain+".")
+	case !found || !answered():
+		i.errorPage(w, http.StatusBadRequest, "This "+what+" expired or was already answered. Start again "+startAgain+".")
+	default:
+		return d, true
 	}
-	if otherUser {
-		i.errorPage(w, http.StatusForbidden, "This consent page was shown to another signed-in user. Start again from your application.")
-		return
-	}
-	if req == nil {
-		i.errorPage(w, http.StatusBadRequest, "This consent page expired or was already answered. Start again from your application.")
-		return
-	}
-	if !approve {
-		i.log.Info("issuer: authorization denied", "client_id", req.client.id)
-		i.opts.Telemetry.Audit(ops.EventConsent, "client_id", req.client.id, "sub", subject, "scope", req.scope, "decision", "denied", "flow", "code")
-		i.redirectBack(w, r, req, url.Values{"error": {"access_denied"}, "error_description": {"the user denied the request"}})
-		return
-	}
-	if i.login == nil {
-		i.setBrowserSession(w, subject)
-	}
-	i.approveCode(w, r, req, subject)
+	return decision{}, false
 }
 
 // approveCode issues a single-use code and sends it to the client.

@@ -383,61 +383,37 @@ func (i *Issuer) serveDevicePage(w http.ResponseWriter, r *http.Request) {
 
 // serveDeviceDecision takes the Approve/Deny answer of a device page.
 func (i *Issuer) serveDeviceDecision(w http.ResponseWriter, r *http.Request) {
-	form, ok := i.readPageForm(w, r)
+	var dev *deviceRecord
+	d, ok := i.takeDecision(w, r, "device page", "on your device",
+		func(c *consentRecord) bool { return c.DeviceKey != "" },
+		func(tx state.Tx, c *consentRecord, d decision) error {
+			dev = nil
+			rec, err := getRecord[deviceRecord](tx, kindDevice, c.DeviceKey)
+			if err != nil || rec == nil || d.now.After(c.Expires) || d.now.After(rec.Expires) || rec.State != devicePending {
+				return err
+			}
+			dev = rec
+			if d.approve {
+				dev.State, dev.Subject = deviceApproved, d.subject
+			} else {
+				dev.State = deviceDenied
+			}
+			return i.putDeviceTx(tx, c.DeviceKey, dev, false)
+		},
+		func() bool { return dev != nil })
 	if !ok {
 		return
 	}
-	approve, subject, ok := i.readDecision(w, r, form)
-	if !ok {
-		return
-	}
-	key := hash(form.Get("nonce"))
-	now := i.clock(r.Context())
-	var d *deviceRecord
-	otherUser := false
-	err := i.store.Update(r.Context(), func(tx state.Tx) error {
-		d = nil
-		c, err := getRecord[consentRecord](tx, kindConsent, key)
-		if err != nil || c == nil || c.DeviceKey == "" {
-			return err
-		}
-		if otherUser = c.Subject != subject && approve && i.login != nil; otherUser {
-			return nil
-		}
-		if err := tx.Delete(kindConsent, key); err != nil {
-			return err
-		}
-		rec, err := getRecord[deviceRecord](tx, kindDevice, c.DeviceKey)
-		if err != nil || rec == nil || now.After(c.Expires) || now.After(rec.Expires) || rec.State != devicePending {
-			return err
-		}
-		d = rec
-		if approve {
-			d.State, d.Subject = deviceApproved, subject
-		} else {
-			d.State = deviceDenied
-		}
-		return i.putDeviceTx(tx, c.DeviceKey, d, false)
-	})
-	if err != nil {
-		i.storePage(w, err)
-		return
-	}
-	switch {
-	case otherUser:
-		i.errorPage(w, http.StatusForbidden, "This device page was shown to another signed-in user. Start again on your device.")
-	case d == nil:
-		i.errorPage(w, http.StatusBadRequest, "This device page expired or was already answered. Start again on your device.")
-	case approve:
+	if d.approve {
 		if i.login == nil {
-			i.setBrowserSession(w, subject)
+			i.setBrowserSession(w, d.subject)
 		}
-		i.log.Info("issuer: device approved", "client_id", d.ClientID, "sub", subject)
-		i.auditApproval(d.ClientID, subject, d.Scope, "device")
-		i.render(w, http.StatusOK, "message.html", messagePage{Title: "Device approved", Message: "Signed in as " + subject + ". Return to your device."})
-	default:
-		i.log.Info("issuer: device denied", "client_id", d.ClientID)
-		i.opts.Telemetry.Audit(ops.EventConsent, "client_id", d.ClientID, "sub", subject, "scope", d.Scope, "decision", "denied", "flow", "device")
-		i.render(w, http.StatusOK, "message.html", messagePage{Title: "Device denied", Message: "The device gets no access. You can close this page."})
+		i.log.Info("issuer: device approved", "client_id", dev.ClientID, "sub", d.subject)
+		i.auditApproval(dev.ClientID, d.subject, dev.Scope, "device")
+		i.render(w, http.StatusOK, "message.html", messagePage{Title: "Device approved", Message: "Signed in as " + d.subject + ". Return to your device."})
+		return
 	}
+	i.log.Info("issuer: device denied", "client_id", dev.ClientID)
+	i.opts.Telemetry.Audit(ops.EventConsent, "client_id", dev.ClientID, "sub", d.subject, "scope", dev.Scope, "decision", "denied", "flow", "device")
+	i.render(w, http.StatusOK, "message.html", messagePage{Title: "Device denied", Message: "The device gets no access. You can close this page."})
 }

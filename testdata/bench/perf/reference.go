@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"strings"
 	"sync"
 	"time"
@@ -57,7 +58,19 @@ func runReference(addrFile, issuer string) error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /mcp", s.serveMCP)
 	mux.HandleFunc("GET /ws", s.serveWS)
-	return http.Serve(ln, mux)
+	// SIGINT ends it (proc.stop) also when it was started with SIGINT
+	// ignored, as a shell starts a command in the background: Go keeps
+	// an inherited ignore unless the signal is asked for.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt)
+	errc := make(chan error, 1)
+	go func() { errc <- http.Serve(ln, mux) }()
+	select {
+	case <-sig:
+		return nil
+	case err := <-errc:
+		return err
+	}
 }
 
 func getJSON(u string, v any) error {
