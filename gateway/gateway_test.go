@@ -554,6 +554,15 @@ func TestRefusals(t *testing.T) {
 			t.Errorf("tools/call %s: %s", params, body)
 		}
 	}
+	// Arguments a backend could read otherwise than the schema was
+	// checked: a member named twice, or twice but for its case (a Go
+	// backend's struct takes either), at any depth.
+	for _, args := range []string{`{"text":"x","TEXT":"y"}`, `{"text":"x","text":"y"}`, `{"text":"x","more":[{"a":1,"A":2}]}`, `{"text":"x","more":{"k":1,"\u212a":2}}`} {
+		_, _, body = post(t, srv.URL, "tok-writer-0123456789", sid, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":`+args+`}}`)
+		if !strings.Contains(body, `"code":-32602`) || !strings.Contains(body, "twice") {
+			t.Errorf("tools/call echo with arguments %s: %s", args, body)
+		}
+	}
 	if log.ran("create_story") || log.ran("echo") {
 		t.Error("the backend ran a refused call")
 	}

@@ -112,3 +112,22 @@ func FuzzReadHead(f *testing.F) {
 		}
 	})
 }
+
+func TestAmbiguousMember(t *testing.T) {
+	for raw, want := range map[string]string{
+		`{"path":"/a","PATH":"/b"}`:                 "PATH",
+		`{"a":1,"a":2}`:                             "a",
+		`{"x":[1,{"b":1,"B":2}]}`:                   "B",
+		`{"x":{"k":1,"\u212a":2}}`:                  "\u212a", // the Kelvin sign folds to K, as encoding/json matches it
+		`{"a":1,"b":{"a":2},"c":[{"a":3},{"a":4}]}`: "",
+		`{"a":"{\"a\":1,\"A\":2}"}`:                 "", // inside a string
+		`[{"a":1},{"A":2}]`:                         "",
+		`{}`:                                        "",
+		``:                                          "",
+	} {
+		got, ok := ambiguousMember(json.RawMessage(raw))
+		if got != want || ok != (want != "") {
+			t.Errorf("ambiguousMember(%s) = %q, %v; want %q", raw, got, ok, want)
+		}
+	}
+}

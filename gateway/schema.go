@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,8 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -102,6 +105,9 @@ func (m *Mount) validate(ctx context.Context, cn conn, out http.Header, k *call,
 	if d := depth(p.Arguments); d > MaxArgumentDepth {
 		return wire.Errorf(wire.CodeInvalidParams, "invalid params: the arguments of %s nest %d deep, more than %d", p.Name, d, MaxArgumentDepth)
 	}
+	if name, ok := ambiguousMember(p.Arguments); ok {
+		return wire.Errorf(wire.CodeInvalidParams, "invalid params: the arguments of %s name the member %q twice (names that differ only in case count as one: a backend decoding them case-insensitively could take either)", p.Name, name)
+	}
 	res, ok := m.tools.get(p.Name)
 	if !ok {
 		m.listTools(ctx, cn, out, k)
@@ -172,6 +178,86 @@ func depth(raw json.RawMessage) int {
 		}
 	}
 	return most
+}
+
+// ambiguousMember finds, anywhere in the JSON value raw, an object with
+// two members whose names are the same once case-folded: a backend that
+// decodes arguments into Go structs matches names case-insensitively
+// (encoding/json) and takes either, while the schema checked them as two
+// ("path" valid, "PATH" unchecked without additionalProperties: false);
+// an exact repeat is read first-wins by some decoders, last-wins by
+// others. It returns the second name. raw was checked as JSON already; a
+// malformed one reports nothing.
+func ambiguousMember(raw json.RawMessage) (string, bool) {
+	type level struct {
+		names     map[string]bool // nil: an array
+		expectKey bool
+	}
+	var stack []*level
+	valueDone := func() {
+		if n := len(stack); n > 0 && stack[n-1].names != nil {
+			stack[n-1].expectKey = true
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		if n := len(stack); n > 0 && stack[n-1].expectKey {
+			if name, ok := tok.(string); ok {
+				key := foldName(name)
+				if stack[n-1].names[key] {
+					return name, true
+				}
+				stack[n-1].names[key] = true
+				stack[n-1].expectKey = false
+				continue
+			}
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, &level{names: map[string]bool{}, expectKey: true})
+		case json.Delim('['):
+			stack = append(stack, &level{})
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+			valueDone()
+		default:
+			valueDone()
+		}
+		if len(stack) == 0 {
+			return "", false
+		}
+	}
+}
+
+// foldName is name as encoding/json matches member names to struct
+// fields: ASCII letters in upper case, other runes as the smallest rune
+// of their Unicode simple-folding orbit (so "K" and the Kelvin sign
+// match too). Hand-written: encoding/json keeps its folding unexported.
+func foldName(name string) string {
+	var b strings.Builder
+	for _, r := range name {
+		if r < utf8.RuneSelf {
+			if 'a' <= r && r <= 'z' {
+				r -= 'a' - 'A'
+			}
+			b.WriteRune(r)
+			continue
+		}
+		for {
+			f := unicode.SimpleFold(r)
+			if f <= r {
+				r = f
+				break
+			}
+			r = f
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // listTools asks the backend for its tools (all pages) on the caller's
