@@ -3,6 +3,8 @@ package gateway
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/agentauth/agentauth/wire"
@@ -114,7 +116,14 @@ func FuzzReadHead(f *testing.F) {
 }
 
 func TestAmbiguousMember(t *testing.T) {
+	var many []string
+	for i := range 20 {
+		many = append(many, fmt.Sprintf(`"m%d":%d`, i, i))
+	}
+	wide := "{" + strings.Join(many, ",") + `,"Wide":1,"wIDE":2}`
 	for raw, want := range map[string]string{
+		wide:                                        "wIDE", // past the 16 names compared pairwise
+		"{" + strings.Join(many, ",") + "}":         "",
 		`{"path":"/a","PATH":"/b"}`:                 "PATH",
 		`{"a":1,"a":2}`:                             "a",
 		`{"x":[1,{"b":1,"B":2}]}`:                   "B",
@@ -128,6 +137,74 @@ func TestAmbiguousMember(t *testing.T) {
 		got, ok := ambiguousMember(json.RawMessage(raw))
 		if got != want || ok != (want != "") {
 			t.Errorf("ambiguousMember(%s) = %q, %v; want %q", raw, got, ok, want)
+		}
+	}
+}
+
+// FuzzAmbiguousMember holds ambiguousMember to a plain reading of the
+// same JSON with encoding/json's tokenizer, each object's names compared
+// pairwise with bytes.EqualFold.
+func FuzzAmbiguousMember(f *testing.F) {
+	for _, s := range []string{`{"path":"/a","PATH":"/b"}`, `{"a":[{"b":1,"B":2}]}`, `{"x":{"k":1,"\u212a":2}}`, `[{"a":1},{"A":2}]`, `{"a":"{\"a\":1,\"A\":2}"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !json.Valid(data) || depthOf(data) > MaxArgumentDepth {
+			return
+		}
+		want := referenceAmbiguous(data)
+		if got, ok := ambiguousMember(data); got != want || ok != (want != "") {
+			t.Fatalf("ambiguousMember(%s) = %q, %v; the tokenizer finds %q", data, got, ok, want)
+		}
+	})
+}
+
+func depthOf(data []byte) int { return depth(json.RawMessage(data)) }
+
+// referenceAmbiguous is the first name that repeats another of its
+// object's (case-folded), in document order, or "".
+func referenceAmbiguous(data []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	type level struct {
+		object, expectKey bool
+		names             [][]byte
+	}
+	var stack []*level
+	valueDone := func() {
+		if n := len(stack); n > 0 && stack[n-1].object {
+			stack[n-1].expectKey = true
+		}
+	}
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		if n := len(stack); n > 0 && stack[n-1].expectKey {
+			if name, ok := tok.(string); ok {
+				for _, seen := range stack[n-1].names {
+					if bytes.EqualFold(seen, []byte(name)) {
+						return name
+					}
+				}
+				stack[n-1].names = append(stack[n-1].names, []byte(name))
+				stack[n-1].expectKey = false
+				continue
+			}
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, &level{object: true, expectKey: true})
+		case json.Delim('['):
+			stack = append(stack, &level{})
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+			valueDone()
+		default:
+			valueDone()
+		}
+		if len(stack) == 0 {
+			return ""
 		}
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"unicode"
-	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -183,70 +182,65 @@ func depth(raw json.RawMessage) int {
 // ambiguousMember finds, anywhere in the JSON value raw, an object with
 // two members whose names are the same once case-folded: a backend that
 // decodes arguments into Go structs matches names case-insensitively
-// (encoding/json) and takes either, while the schema checked them as two
-// ("path" valid, "PATH" unchecked without additionalProperties: false);
-// an exact repeat is read first-wins by some decoders, last-wins by
-// others. It returns the second name. raw was checked as JSON already; a
-// malformed one reports nothing.
-func ambiguousMember(raw json.RawMessage) (string, bool) {
-	type level struct {
-		names     map[string]bool // nil: an array
-		expectKey bool
-	}
-	var stack []*level
-	valueDone := func() {
-		if n := len(stack); n > 0 && stack[n-1].names != nil {
-			stack[n-1].expectKey = true
-		}
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			return "", false
-		}
-		if n := len(stack); n > 0 && stack[n-1].expectKey {
-			if name, ok := tok.(string); ok {
-				key := foldName(name)
-				if stack[n-1].names[key] {
-					return name, true
-				}
-				stack[n-1].names[key] = true
-				stack[n-1].expectKey = false
-				continue
+// (encoding/json, whose folding is bytes.EqualFold's) and takes either,
+// while the schema checked them as two ("path" valid, "PATH" unchecked
+// without additionalProperties: false); an exact repeat is read
+// first-wins by some decoders, last-wins by others. It returns the second
+// name. raw is valid JSON (the message was decoded already) and nests at
+// most MaxArgumentDepth deep.
+func ambiguousMember(raw []byte) (string, bool) {
+	found := ""
+	v := bytes.TrimLeft(raw, " \t\r\n")
+	switch {
+	case len(v) > 0 && v[0] == '{':
+		var small [16][]byte // the names so far, compared pairwise
+		names := small[:0]
+		var folded map[string]bool // past 16 names
+		wire.Members(v, func(name, value []byte) {
+			if found != "" {
+				return
 			}
-		}
-		switch tok {
-		case json.Delim('{'):
-			stack = append(stack, &level{names: map[string]bool{}, expectKey: true})
-		case json.Delim('['):
-			stack = append(stack, &level{})
-		case json.Delim('}'), json.Delim(']'):
-			stack = stack[:len(stack)-1]
-			valueDone()
-		default:
-			valueDone()
-		}
-		if len(stack) == 0 {
-			return "", false
-		}
+			switch {
+			case folded == nil && len(names) < len(small):
+				for _, n := range names {
+					if bytes.EqualFold(n, name) {
+						found = string(name)
+						return
+					}
+				}
+				names = append(names, name)
+			default:
+				if folded == nil {
+					folded = map[string]bool{}
+					for _, n := range names {
+						folded[foldName(n)] = true
+					}
+				}
+				if k := foldName(name); folded[k] {
+					found = string(name)
+					return
+				} else {
+					folded[k] = true
+				}
+			}
+			found, _ = ambiguousMember(value)
+		})
+	case len(v) > 0 && v[0] == '[':
+		wire.Elements(v, func(value []byte) {
+			if found == "" {
+				found, _ = ambiguousMember(value)
+			}
+		})
 	}
+	return found, found != ""
 }
 
-// foldName is name as encoding/json matches member names to struct
-// fields: ASCII letters in upper case, other runes as the smallest rune
-// of their Unicode simple-folding orbit (so "K" and the Kelvin sign
-// match too). Hand-written: encoding/json keeps its folding unexported.
-func foldName(name string) string {
+// foldName is a key equal for two names exactly when bytes.EqualFold
+// says they are: each rune as the smallest rune of its Unicode
+// simple-folding orbit (so "k", "K" and the Kelvin sign share one).
+func foldName(name []byte) string {
 	var b strings.Builder
-	for _, r := range name {
-		if r < utf8.RuneSelf {
-			if 'a' <= r && r <= 'z' {
-				r -= 'a' - 'A'
-			}
-			b.WriteRune(r)
-			continue
-		}
+	for _, r := range string(name) {
 		for {
 			f := unicode.SimpleFold(r)
 			if f <= r {
