@@ -48,10 +48,6 @@ const maxBridgeInputs = 16
 // carries the level in each request's _meta instead.
 const methodSetLevel = "logging/setLevel"
 
-// metaLogLevel is the _meta key of the log level (MCP 2026-07-28
-// "Logging").
-const metaLogLevel = "io.modelcontextprotocol/logLevel"
-
 // bridgeUpstream speaks MCP 2026-07-28 to the server for a client of an
 // earlier revision.
 type bridgeUpstream struct {
@@ -122,7 +118,7 @@ func (p *proxy) bridge(ctx context.Context, m *wire.Message) (*bridgeUpstream, r
 		Meta map[string]json.RawMessage `json:"_meta"`
 	}
 	_ = json.Unmarshal(res.Raw, &discovered) // read by Initialize already
-	serverInfo := discovered.Meta["io.modelcontextprotocol/serverInfo"]
+	serverInfo := discovered.Meta[wire.MetaServerInfo]
 	if serverInfo == nil {
 		serverInfo, _ = json.Marshal(res.ServerInfo)
 	}
@@ -156,7 +152,10 @@ func bridgedCapabilities(raw json.RawMessage) map[string]any {
 // answer is a readFunc that hands the client a result of the proxy's own.
 func (b *bridgeUpstream) answer(id wire.ID, result json.RawMessage) readFunc {
 	return func(ctx context.Context, deliver func(*wire.Message, []byte) error) error {
-		m := &wire.Message{JSONRPC: "2.0", ID: id, Result: result}
+		m, err := wire.NewResult(id, result)
+		if err != nil {
+			return err
+		}
 		raw, err := wire.Encode(m)
 		if err != nil {
 			return err
@@ -220,7 +219,7 @@ func (b *bridgeUpstream) envelope(m *wire.Message) (*wire.Message, error) {
 		m, err = withParams(m, func(params map[string]json.RawMessage) {
 			meta := map[string]json.RawMessage{}
 			_ = json.Unmarshal(params["_meta"], &meta) // none: a new one
-			meta[metaLogLevel], _ = json.Marshal(level)
+			meta[wire.MetaLogLevel], _ = json.Marshal(level)
 			params["_meta"], _ = json.Marshal(meta)
 		})
 		if err != nil {

@@ -216,12 +216,12 @@ func ambiguousMember(raw []byte) (string, bool) {
 						folded[foldName(n)] = true
 					}
 				}
-				if k := foldName(name); folded[k] {
+				k := foldName(name)
+				if folded[k] {
 					found = string(name)
 					return
-				} else {
-					folded[k] = true
 				}
+				folded[k] = true
 			}
 			found, _ = ambiguousMember(value)
 		})
@@ -274,8 +274,8 @@ func (m *Mount) listTools(ctx context.Context, cn conn, out http.Header, k *call
 		h.Set("Content-Type", "application/json")
 		if k.stateless {
 			h.Set("Mcp-Method", methodToolsList)
-			params["_meta"] = map[string]any{"io.modelcontextprotocol/protocolVersion": statelessVersion,
-				"io.modelcontextprotocol/clientCapabilities": map[string]any{}}
+			params["_meta"] = map[string]any{wire.MetaProtocolVersion: statelessVersion,
+				wire.MetaClientCapabilities: map[string]any{}}
 		}
 		result, err := m.roundTrip(ctx, cn, methodToolsList, params, h)
 		if err != nil {

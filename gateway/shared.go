@@ -555,7 +555,7 @@ func (c *sharedConn) bridge(ctx context.Context, msg *wire.Message) *reply {
 		sb.mu.Lock()
 		result := map[string]any{"supportedVersions": append([]string{statelessVersion}, legacyVersions[:3]...),
 			"capabilities": sb.init["capabilities"], "resultType": "complete", "ttlMs": 0, "cacheScope": "public",
-			"_meta": map[string]any{"io.modelcontextprotocol/serverInfo": sb.init["serverInfo"]}}
+			"_meta": map[string]any{wire.MetaServerInfo: sb.init["serverInfo"]}}
 		if in := sb.init["instructions"]; in != nil {
 			result["instructions"] = in
 		}

@@ -147,7 +147,7 @@ func (h *Host) callUpstream(ctx context.Context, g *Grant, args, responses map[s
 		// Capabilities: {"elicitation": {}} alone means form only).
 		var modes map[string]json.RawMessage
 		if json.Unmarshal(req.Capabilities["elicitation"], &modes) != nil || modes["url"] == nil {
-			return nil, wire.Errorf(mcpserver.CodeMissingClientCapability, `missing required client capability: this tool may need to send the user to a sign-in page; declare {"elicitation": {"url": {}}} in _meta %s`, mcpserver.MetaClientCapabilities).
+			return nil, wire.Errorf(mcpserver.CodeMissingClientCapability, `missing required client capability: this tool may need to send the user to a sign-in page; declare {"elicitation": {"url": {}}} in _meta %s`, wire.MetaClientCapabilities).
 				WithData(map[string]any{"requiredCapabilities": map[string]any{"elicitation": map[string]any{"url": map[string]any{}}}})
 		}
 	}

@@ -43,14 +43,6 @@ const (
 	headerMCPName   = "Mcp-Name"
 )
 
-// _meta keys of MCP 2026-07-28 requests and results.
-const (
-	metaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
-	MetaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
-	metaServerInfo         = "io.modelcontextprotocol/serverInfo"
-	metaLogLevel           = "io.modelcontextprotocol/logLevel"
-)
-
 // mcpLogLevels are the RFC 5424 severities MCP log messages use, least
 // severe first ("Logging", Log Levels).
 var mcpLogLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
@@ -128,10 +120,10 @@ func checkRequest(r *http.Request, m *wire.Message, headerParams func(tool strin
 	if len(m.Params) > 0 {
 		_ = json.Unmarshal(m.Params, &params) // not an object: no _meta
 	}
-	metaVersion, metaVersionOK := wire.JSONString(params.Meta[metaProtocolVersion])
+	metaVersion, metaVersionOK := wire.JSONString(params.Meta[wire.MetaProtocolVersion])
 
 	switch {
-	case len(values) == 0 && params.Meta[metaProtocolVersion] != nil:
+	case len(values) == 0 && params.Meta[wire.MetaProtocolVersion] != nil:
 		return Request{}, headerMismatch("the MCP-Protocol-Version header is missing but _meta names %s; send the header with the same version", wire.QuoteValue(metaVersion))
 	case len(values) == 0:
 		// MCP 2025-03-26, the revision a server assumes without the
@@ -167,18 +159,18 @@ func checkRequest(r *http.Request, m *wire.Message, headerParams func(tool strin
 		return Request{Stateless: true}, nil
 	}
 	var caps map[string]json.RawMessage
-	if !metaVersionOK || json.Unmarshal(params.Meta[MetaClientCapabilities], &caps) != nil || caps == nil {
+	if !metaVersionOK || json.Unmarshal(params.Meta[wire.MetaClientCapabilities], &caps) != nil || caps == nil {
 		return Request{}, &resource.Refusal{Status: http.StatusBadRequest,
 			Err: wire.Errorf(wire.CodeInvalidParams, "invalid params: an MCP %s request carries params._meta with %s and %s (an empty object when the client has none)",
-				MCPStatelessVersion, metaProtocolVersion, MetaClientCapabilities)}
+				MCPStatelessVersion, wire.MetaProtocolVersion, wire.MetaClientCapabilities)}
 	}
 	if metaVersion != v {
 		return Request{}, headerMismatch("MCP-Protocol-Version is %s but _meta names %s; send the same version in both", wire.QuoteValue(v), wire.QuoteValue(metaVersion))
 	}
-	level, _ := wire.JSONString(params.Meta[metaLogLevel])
-	if params.Meta[metaLogLevel] != nil && !slices.Contains(mcpLogLevels, level) {
+	level, _ := wire.JSONString(params.Meta[wire.MetaLogLevel])
+	if params.Meta[wire.MetaLogLevel] != nil && !slices.Contains(mcpLogLevels, level) {
 		return Request{}, &resource.Refusal{Status: http.StatusBadRequest,
-			Err: wire.Errorf(wire.CodeInvalidParams, "invalid params: _meta %s is not one of %s", metaLogLevel, strings.Join(mcpLogLevels, ", "))}
+			Err: wire.Errorf(wire.CodeInvalidParams, "invalid params: _meta %s is not one of %s", wire.MetaLogLevel, strings.Join(mcpLogLevels, ", "))}
 	}
 	return Request{Stateless: true, Capabilities: caps, logLevel: level}, nil
 }
@@ -362,7 +354,7 @@ func (f *Server) answerStateless(ctx context.Context, m *wire.Message, g *resour
 	if _, ok := result["resultType"]; !ok {
 		result["resultType"] = "complete"
 	}
-	result["_meta"] = map[string]any{metaServerInfo: f.serverInfo()}
+	result["_meta"] = map[string]any{wire.MetaServerInfo: f.serverInfo()}
 	return wire.Respond(m.ID, result, nil), http.StatusOK
 }
 

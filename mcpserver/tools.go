@@ -192,7 +192,7 @@ func callTool(ctx context.Context, b Backend, m *wire.Message, g *resource.Grant
 // result asking for it under key; with it, the tool's text.
 func askClient(req *Request, capability string, responses map[string]json.RawMessage, key string, ask map[string]any, answer func(json.RawMessage) (string, bool)) (map[string]any, *wire.Error) {
 	if _, ok := req.Capabilities[capability]; !ok {
-		return nil, wire.Errorf(CodeMissingClientCapability, "missing required client capability: this tool needs %s; declare it in _meta %s", capability, MetaClientCapabilities).
+		return nil, wire.Errorf(CodeMissingClientCapability, "missing required client capability: this tool needs %s; declare it in _meta %s", capability, wire.MetaClientCapabilities).
 			WithData(map[string]any{"requiredCapabilities": map[string]any{capability: map[string]any{}}})
 	}
 	raw, ok := responses[key]

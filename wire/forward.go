@@ -87,7 +87,7 @@ func metaVersion(m *Message) string {
 		Meta map[string]json.RawMessage `json:"_meta"`
 	}
 	var v string
-	if json.Unmarshal(m.Params, &p) != nil || json.Unmarshal(p.Meta[metaProtocolVersion], &v) != nil {
+	if json.Unmarshal(m.Params, &p) != nil || json.Unmarshal(p.Meta[MetaProtocolVersion], &v) != nil {
 		return ""
 	}
 	return v

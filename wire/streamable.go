@@ -58,12 +58,14 @@ const (
 	codeHeaderMismatch = -32020
 )
 
-// _meta keys of MCP 2026-07-28 requests and results ("Lifecycle").
+// _meta keys of MCP 2026-07-28 requests and results ("Lifecycle",
+// "Logging"): the one place both ends of agentauth name them.
 const (
-	metaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
-	metaClientInfo         = "io.modelcontextprotocol/clientInfo"
-	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
-	metaServerInfo         = "io.modelcontextprotocol/serverInfo"
+	MetaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
+	MetaClientInfo         = "io.modelcontextprotocol/clientInfo"
+	MetaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
+	MetaServerInfo         = "io.modelcontextprotocol/serverInfo"
+	MetaLogLevel           = "io.modelcontextprotocol/logLevel"
 )
 
 // ErrSessionExpired means the server answered 404 to a request carrying the
@@ -253,7 +255,7 @@ func (s *HTTPSession) discover(ctx context.Context) (*MCPInitializeResult, error
 		return nil, err
 	}
 	out := &MCPInitializeResult{ProtocolVersion: MCPStatelessVersion, Capabilities: res.Capabilities, Instructions: res.Instructions, Raw: raw}
-	_ = json.Unmarshal(res.Meta[metaServerInfo], &out.ServerInfo) // optional
+	_ = json.Unmarshal(res.Meta[MetaServerInfo], &out.ServerInfo) // optional
 	return out, nil
 }
 
@@ -323,10 +325,10 @@ func (s *HTTPSession) withMeta(params any) (any, error) {
 		_ = json.Unmarshal(raw, &meta) // not an object: replaced
 	}
 	s.mu.Lock()
-	meta[metaProtocolVersion] = MCPStatelessVersion
-	meta[metaClientInfo] = s.clientInfo
+	meta[MetaProtocolVersion] = MCPStatelessVersion
+	meta[MetaClientInfo] = s.clientInfo
 	s.mu.Unlock()
-	meta[metaClientCapabilities] = s.capabilities()
+	meta[MetaClientCapabilities] = s.capabilities()
 	b, err := json.Marshal(meta)
 	if err != nil {
 		return nil, err
