@@ -3,7 +3,6 @@ package gateway
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -14,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/agentauth/agentauth/wire"
 )
 
 // maxResponseHeader bounds the head of a backend's answer (status line and
@@ -229,13 +230,8 @@ var readAs = func() map[string]*http.Request {
 // other than HTAB (§5.5).
 func checkFields(h http.Header) error {
 	for k, vs := range h {
-		if k == "" {
-			return errors.New("invalid header field name \"\"")
-		}
-		for i := 0; i < len(k); i++ {
-			if !tokenByte[k[i]] {
-				return fmt.Errorf("invalid header field name %q", k)
-			}
+		if !wire.IsToken(k) {
+			return fmt.Errorf("invalid header field name %q", k)
 		}
 		for _, v := range vs {
 			for i := 0; i < len(v); i++ {
@@ -247,19 +243,6 @@ func checkFields(h http.Header) error {
 	}
 	return nil
 }
-
-var tokenByte = func() (t [256]bool) {
-	for c := '0'; c <= '9'; c++ {
-		t[c] = true
-	}
-	for c := 'a'; c <= 'z'; c++ {
-		t[c], t[c-'a'+'A'] = true, true
-	}
-	for _, c := range "!#$%&'*+-.^_`|~" {
-		t[c] = true
-	}
-	return t
-}()
 
 // target is a plain-http backend's URL as send needs it, parsed once.
 type target struct {

@@ -115,11 +115,32 @@ func (p *authParser) skipSpaceAndCommas() {
 	}
 }
 
-func isTokenChar(c byte) bool {
-	if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' {
-		return true
+// isTokenChar reports whether c may appear in a token (RFC 9110 §5.6.2
+// tchar).
+func isTokenChar(c byte) bool { return tokenChars[c] }
+
+var tokenChars = func() (t [256]bool) {
+	for c := '0'; c <= '9'; c++ {
+		t[c] = true
 	}
-	return strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
+	for c := 'a'; c <= 'z'; c++ {
+		t[c], t[c-'a'+'A'] = true, true
+	}
+	for _, c := range "!#$%&'*+-.^_`|~" {
+		t[c] = true
+	}
+	return t
+}()
+
+// IsToken reports whether s is a token (RFC 9110 §5.6.2): a header
+// field name, an auth scheme.
+func IsToken(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !tokenChars[s[i]] {
+			return false
+		}
+	}
+	return s != ""
 }
 
 func (p *authParser) token() string {
