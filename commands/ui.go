@@ -55,8 +55,16 @@ func (u *termUI) above(line string) {
 	}
 }
 
+// Warn writes msg as one warning line: the lines of a message of several
+// (an error and the hint under it) are joined with "; ", so that they stay
+// apart and no peer's text can start a line that looks like agentauth's.
 func (u *termUI) Warn(msg string) {
-	u.above(u.io.ErrPainter().Yellow("warning:") + " " + safeText(msg))
+	u.above(u.io.ErrPainter().Yellow("warning:") + " " + safeText(oneLine(msg)))
+}
+
+// oneLine joins the lines of s with "; ".
+func oneLine(s string) string {
+	return strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "; ")
 }
 
 func (u *termUI) Say(msg string) { u.above(safeText(msg)) }

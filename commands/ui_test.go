@@ -16,6 +16,9 @@ func TestSafeText(t *testing.T) {
 			t.Errorf("safeText(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
+	if got := safeText(oneLine("cannot log in\nTo store credentials in a file instead, use --store file.\n")); got != "cannot log in; To store credentials in a file instead, use --store file." {
+		t.Errorf("a warning of two lines is %q", got)
+	}
 	if got := safeLines("a\x1b[2J\nb"); got != "a[2J\nb" {
 		t.Errorf("safeLines kept %q", got)
 	}
