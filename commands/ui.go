@@ -190,16 +190,29 @@ func (s *spinner) stop() {
 }
 
 // Browser returns how to open a login URL: $BROWSER when set, even without
-// a terminal; else the platform opener when stdout or stderr is a terminal;
-// else nil (the caller prints the URL and which flag avoids the wait).
+// a terminal; else the platform opener when stdout or stderr is a terminal,
+// or for a command a desktop application starts (AppChild) when there is a
+// desktop (as mcp-remote opens the browser for an MCP client); else nil (the
+// caller prints the URL and which flag avoids the wait).
 func (f *Factory) Browser() func(url string) error {
 	if f.BrowserEnv != "" {
 		return func(url string) error { return runBrowser(f.BrowserEnv, url) }
 	}
-	if (f.IO.StdoutTTY || f.IO.StderrTTY) && f.OpenURL != nil {
+	if (f.IO.StdoutTTY || f.IO.StderrTTY || f.AppChild && desktop()) && f.OpenURL != nil {
 		return f.OpenURL
 	}
 	return nil
+}
+
+// desktop reports whether a user's desktop is there for the platform
+// opener: always on macOS and Windows (an application started us), else an
+// X11 or Wayland display.
+func desktop() bool {
+	switch runtime.GOOS {
+	case "darwin", "windows":
+		return true
+	}
+	return os.Getenv("DISPLAY") != "" || os.Getenv("WAYLAND_DISPLAY") != ""
 }
 
 // openerGrace is how long an opener may take to fail: xdg-open, open and
