@@ -58,6 +58,10 @@ type ServeOptions struct {
 	// call /mcp and open WebSocket connections.
 	AllowedOrigins []string
 
+	// ConformanceFixtures is --conformance-fixtures: the MCP conformance
+	// suite's fixtures on serve's own /mcp.
+	ConformanceFixtures bool
+
 	// The embedded issuer's settings.
 	AutoApprove bool
 	// DevLogin is --dev-login when given: the development "Sign in as"
@@ -232,6 +236,7 @@ connections with 1001 (going away) and drain HTTP for up to 5 s.`,
 			&cli.BoolFlag{Name: "stdio", Usage: "serve one session on stdin/stdout (logs stay on stderr); the embedded issuer and the HTTP face still listen on --listen when a scheme uses the embedded issuer", Destination: &opts.Stdio},
 			&cli.StringFlag{Name: "log-file", Usage: "append the logs to `FILE` instead of stderr", Destination: &opts.LogFile},
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "log at `LEVEL` and above: debug (also every accepted request), info (refusals, connections, a per-minute summary of accepted and refused requests), warn or error (default info; --verbose means debug)"},
+			&cli.BoolFlag{Name: "conformance-fixtures", Usage: "also serve the official MCP conformance suite's fixtures on /mcp (its test_* tools, the test://static-text resource and two test_* prompts), which clients would otherwise never see", Destination: &opts.ConformanceFixtures},
 			&cli.BoolFlag{Name: "auto-approve", Usage: "embedded issuer: approve every authorization and device code at once, without the consent page (tests, scripts)", Destination: &opts.AutoApprove},
 			&cli.BoolFlag{Name: "dev-login", Usage: "embedded issuer: sign users in with the development \"Sign in as\" box, without a password (default when the config has no login; loopback listeners only)"},
 			&cli.StringFlag{Name: "dev-user", Value: issuer.DefaultSubject, Usage: "embedded issuer: the `NAME` approvals sign in as (the pages let you type another)", Destination: &opts.DevUser},
@@ -282,6 +287,9 @@ connections with 1001 (going away) and drain HTTP for up to 5 s.`,
 			opts.PublicOrigins, opts.AllowedOrigins = c.StringSlice("public-origin"), c.StringSlice("allowed-origin")
 			if opts.Stdio && opts.ConnectionToken != "" {
 				return usageErrorf("--connection-token gates WebSocket upgrades, and --stdio serves none")
+			}
+			if opts.ConformanceFixtures && opts.Backend != "" {
+				return usageErrorf("--conformance-fixtures adds to serve's own /mcp, and --backend puts another MCP server there")
 			}
 			for _, name := range []string{"token-ttl", "refresh-ttl", "code-ttl", "device-interval"} {
 				if c.Duration(name) < time.Second {
@@ -536,7 +544,8 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 		return err
 	}
 	h, err := host.New(host.Options{Config: cfg, AuthScope: opts.AuthScope, Logger: logger, HTTPClient: opts.HTTPClient,
-		Now: opts.Now, MaxMessageSize: wire.DefaultMaxMessageSize, Version: serverVersion(), Store: st, StoredToken: opts.storedToken(), Broker: brk, Telemetry: tel})
+		Now: opts.Now, MaxMessageSize: wire.DefaultMaxMessageSize, Version: serverVersion(), Store: st, StoredToken: opts.storedToken(), Broker: brk, Telemetry: tel,
+		ConformanceFixtures: opts.ConformanceFixtures})
 	if err != nil {
 		return err
 	}

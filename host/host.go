@@ -62,6 +62,9 @@ type Options struct {
 	// Telemetry, when set, counts connections, validations and refusals
 	// and receives the policy_denied audit events (nil: none).
 	Telemetry *ops.Recorder
+	// ConformanceFixtures adds the MCP conformance suite's fixtures to
+	// the HTTP face (mcpserver.Options.Fixtures).
+	ConformanceFixtures bool
 }
 
 // Host serves the protocol on any number of connections.
@@ -84,6 +87,8 @@ type Host struct {
 	// key sets more).
 	dpopProofs bounded.Limits
 	tel        *ops.Recorder
+	// fixtures is Options.ConformanceFixtures.
+	fixtures bool
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -138,7 +143,7 @@ func New(opts Options) (*Host, error) {
 		return nil, fmt.Errorf("cannot start the host: %w", err)
 	}
 	h := &Host{storedToken: opts.StoredToken, cfg: opts.Config, log: opts.Logger, now: opts.Now, maxMsg: opts.MaxMessageSize, version: cmp.Or(opts.Version, "dev"),
-		sessions: &agentSessions{store: opts.Store}, conns: map[*session]struct{}{}, tel: opts.Telemetry}
+		sessions: &agentSessions{store: opts.Store}, conns: map[*session]struct{}{}, tel: opts.Telemetry, fixtures: opts.ConformanceFixtures}
 	h.revoked = newRevocations()
 	switch opts.AuthScope {
 	case "", AuthScopeConnection:

@@ -36,6 +36,7 @@ func (h *Host) HTTPHandler() http.Handler {
 		Now:         h.now,
 		Origin:      GuardedOrigin,
 		DPoPProofs:  h.dpopProofs,
+		Fixtures:    h.fixtures,
 	})
 }
 

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -233,7 +234,7 @@ func TestHTTPRequestShape(t *testing.T) {
 }
 
 func TestHTTPMCPMethods(t *testing.T) {
-	h := newTestHost(t, baseConfig, Options{Version: "1.2.3"}).HTTPHandler()
+	h := newTestHost(t, baseConfig, Options{Version: "1.2.3", ConformanceFixtures: true}).HTTPHandler()
 	call := func(method, params string) (httpAnswer, *wire.Message) {
 		t.Helper()
 		body := `{"jsonrpc":"2.0","id":"r1","method":"` + method + `"`
@@ -315,6 +316,59 @@ func TestHTTPMCPMethods(t *testing.T) {
 	}
 }
 
+// TestHTTPMCPWithoutFixtures: serve's /mcp as users get it (no
+// --conformance-fixtures): the host's own tools and no conformance suite
+// fixture anywhere: not listed, not callable, no resources or prompts, and
+// neither declared in the capabilities.
+func TestHTTPMCPWithoutFixtures(t *testing.T) {
+	h := newTestHost(t, baseConfig, Options{}).HTTPHandler()
+	call := func(method, params string) *wire.Message {
+		t.Helper()
+		a := post(t, h, "/mcp", `{"jsonrpc":"2.0","id":1,"method":"`+method+`","params":`+params+`}`, bearer("t-alice"))
+		if a.status != 200 {
+			t.Fatalf("%s: %d %s", method, a.status, a.body)
+		}
+		return a.rpc(t)
+	}
+	m := call("initialize", `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}`)
+	var init struct {
+		Capabilities map[string]json.RawMessage `json:"capabilities"`
+	}
+	if err := json.Unmarshal(m.Result, &init); err != nil || init.Capabilities["tools"] == nil || init.Capabilities["resources"] != nil || init.Capabilities["prompts"] != nil {
+		t.Errorf("initialize capabilities: %s", m.Result)
+	}
+	var list struct {
+		Tools []struct {
+			Name string `json:"name"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal(call("tools/list", `{}`).Result, &list); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range list.Tools {
+		names = append(names, tool.Name)
+	}
+	if !slices.Contains(names, "whoami") || !slices.Contains(names, "echo") || slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, "test_") }) {
+		t.Errorf("tools/list: %v", names)
+	}
+	if m := call("tools/call", `{"name":"test_simple_text","arguments":{}}`); m.Error == nil || m.Error.Code != wire.CodeInvalidParams || !strings.HasSuffix(m.Error.Message, "unknown tool 'test_simple_text' (this server has: whoami, echo)") {
+		t.Errorf("tools/call of a fixture: %+v", m.Error)
+	}
+	if m := call("resources/list", `{}`); string(m.Result) != `{"resources":[]}` {
+		t.Errorf("resources/list: %s", m.Result)
+	}
+	if m := call("resources/read", `{"uri":"test://static-text"}`); m.Error == nil || m.Error.Code != mcpserver.CodeResourceNotFoundLegacy {
+		t.Errorf("resources/read of the fixture: %+v", m.Error)
+	}
+	if m := call("prompts/list", `{}`); string(m.Result) != `{"prompts":[]}` {
+		t.Errorf("prompts/list: %s", m.Result)
+	}
+	if m := call("prompts/get", `{"name":"test_simple_prompt"}`); m.Error == nil || m.Error.Code != wire.CodeInvalidParams {
+		t.Errorf("prompts/get of the fixture: %+v", m.Error)
+	}
+}
+
 // tools/call goes through the same gate as the method: a missing scope is 403.
 func TestHTTPToolCallNeedsTheMethodScopes(t *testing.T) {
 	config := strings.Replace(baseConfig, `"disposeSession"`, `"whoami"`, 1)
@@ -353,7 +407,7 @@ func TestHTTPCacheAndRevocation(t *testing.T) {
 // An MCP client (wire.HTTPSession, MCP Streamable HTTP) connects, lists
 // and calls over real HTTP.
 func TestHTTPWithAnMCPClient(t *testing.T) {
-	h := newTestHost(t, baseConfig, Options{})
+	h := newTestHost(t, baseConfig, Options{ConformanceFixtures: true})
 	mux := http.NewServeMux()
 	mux.Handle("/", h.HTTPHandler())
 	srv := httptest.NewServer(mux)

@@ -48,7 +48,7 @@ func statelessCall(t *testing.T, h *Host, method, params string, meta *string, h
 func ptr(s string) *string { return &s }
 
 func TestMCPStatelessValidation(t *testing.T) {
-	h := newTestHost(t, baseConfig, Options{Version: "1.2.3"})
+	h := newTestHost(t, baseConfig, Options{Version: "1.2.3", ConformanceFixtures: true})
 	for _, tc := range []struct {
 		name    string
 		method  string
@@ -106,7 +106,7 @@ func TestMCPStatelessValidation(t *testing.T) {
 }
 
 func TestMCPStatelessResults(t *testing.T) {
-	h := newTestHost(t, baseConfig, Options{Version: "1.2.3"})
+	h := newTestHost(t, baseConfig, Options{Version: "1.2.3", ConformanceFixtures: true})
 	result := func(method, params string, meta *string) map[string]json.RawMessage {
 		t.Helper()
 		a := statelessCall(t, h, method, params, meta, nil)
@@ -159,7 +159,7 @@ func TestMCPStatelessResults(t *testing.T) {
 // A request that sets _meta logLevel gets the tool's log messages as
 // events before the result; without it, no log message at all.
 func TestMCPStatelessLogLevel(t *testing.T) {
-	h := newTestHost(t, baseConfig, Options{})
+	h := newTestHost(t, baseConfig, Options{ConformanceFixtures: true})
 	withLevel := func(level string) *string {
 		return ptr(`{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/logLevel":"` + level + `"}`)
 	}
@@ -195,7 +195,7 @@ func FuzzMCPRequest(f *testing.F) {
 		f.Fatal(err)
 	}
 	c.Resolve("http://127.0.0.1:7777")
-	h, err := New(Options{Config: c})
+	h, err := New(Options{Config: c, ConformanceFixtures: true})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -101,8 +101,10 @@ func requestOf(r *http.Request, m *wire.Message) (Request, *resource.Refusal) {
 
 // ownHeaderParams are the header arguments of this face's tool.
 func ownHeaderParams(tool string) map[string]string {
-	if i := slices.IndexFunc(mcpTools, func(t Tool) bool { return t.Name == tool }); i >= 0 {
-		return mcpTools[i].headerParams
+	for _, t := range slices.Concat(ownTools, fixtureTools) {
+		if t.Name == tool {
+			return t.headerParams
+		}
 	}
 	return nil
 }
@@ -276,13 +278,21 @@ func (f *Server) serverInfo() map[string]string {
 
 const mcpInstructions = "agentauth's minimal agent host. Call the whoami tool to see what your access token establishes."
 
-// mcpCapabilities are the server capabilities: tools, resources and
-// prompts, with no list-change notifications or subscriptions.
-var mcpCapabilities = map[string]any{"tools": map[string]any{}, "resources": map[string]any{}, "prompts": map[string]any{}}
-
-// mcpStatelessCapabilities add logging: in MCP 2026-07-28 a request asks
-// for log messages with _meta logLevel (no logging/setLevel).
-var mcpStatelessCapabilities = map[string]any{"tools": map[string]any{}, "resources": map[string]any{}, "prompts": map[string]any{}, "logging": map[string]any{}}
+// capabilities are the server capabilities: tools, and with the
+// conformance fixtures resources and prompts, with no list-change
+// notifications or subscriptions; for MCP 2026-07-28 (stateless) also
+// logging: a request asks for log messages with _meta logLevel (no
+// logging/setLevel).
+func (f *Server) capabilities(stateless bool) map[string]any {
+	c := map[string]any{"tools": map[string]any{}}
+	if f.opts.Fixtures {
+		c["resources"], c["prompts"] = map[string]any{}, map[string]any{}
+	}
+	if stateless {
+		c["logging"] = map[string]any{}
+	}
+	return c
+}
 
 // mcpInitialize answers MCP initialize: the requested revision when
 // supported, else the newest (MCP 2025-11-25 "Lifecycle", version negotiation).
@@ -293,7 +303,7 @@ func (f *Server) initialize(requested string) any {
 	}
 	return map[string]any{
 		"protocolVersion": version,
-		"capabilities":    mcpCapabilities,
+		"capabilities":    f.capabilities(false),
 		"serverInfo":      f.serverInfo(),
 		"instructions":    mcpInstructions,
 	}
@@ -338,7 +348,7 @@ func (f *Server) answerStateless(ctx context.Context, m *wire.Message, g *resour
 	case m.Method == methodServerDiscover:
 		result = map[string]any{
 			"supportedVersions": MCPProtocolVersions,
-			"capabilities":      mcpStatelessCapabilities,
+			"capabilities":      f.capabilities(true),
 			"instructions":      mcpInstructions,
 			"ttlMs":             0,
 			"cacheScope":        "public",
@@ -376,20 +386,14 @@ func statelessStatus(code int) int {
 func (f *Server) mcpMethod(ctx context.Context, m *wire.Message, g *resource.Grant, req *Request) (map[string]any, *wire.Error) {
 	switch m.Method {
 	case methodToolsList:
-		tools := []Tool{}
-		for _, t := range mcpTools {
-			if req.Stateless || !t.statelessOnly {
-				tools = append(tools, t)
-			}
-		}
-		tools = append(tools, f.opts.Backend.Tools()...)
+		tools := append(faceTools(req, f.opts.Fixtures), f.opts.Backend.Tools()...)
 		return cacheable(map[string]any{"tools": tools}, req), nil
 	case methodToolsCall:
-		return callTool(ctx, f.opts.Backend, m, g, req)
+		return callTool(ctx, f.opts.Backend, m, g, req, f.opts.Fixtures)
 	case methodResourcesList:
-		return cacheable(map[string]any{"resources": []mcpResource{staticTextResource}}, req), nil
+		return cacheable(map[string]any{"resources": faceResources(f.opts.Fixtures)}, req), nil
 	case methodResourcesRead:
-		result, rerr := readResource(m.Params, req)
+		result, rerr := readResource(m.Params, req, f.opts.Fixtures)
 		if rerr != nil {
 			return nil, rerr
 		}
@@ -397,9 +401,9 @@ func (f *Server) mcpMethod(ctx context.Context, m *wire.Message, g *resource.Gra
 	case methodTemplatesList:
 		return cacheable(map[string]any{"resourceTemplates": []any{}}, req), nil
 	case methodPromptsList:
-		return cacheable(map[string]any{"prompts": mcpPrompts}, req), nil
+		return cacheable(map[string]any{"prompts": facePrompts(f.opts.Fixtures)}, req), nil
 	case methodPromptsGet:
-		return getPrompt(m.Params)
+		return getPrompt(m.Params, f.opts.Fixtures)
 	}
 	return nil, wire.Errorf(wire.CodeMethodNotFound, "method not found: %s", wire.QuoteValue(m.Method))
 }

@@ -60,6 +60,11 @@ type Options struct {
 	// DPoPProofs bound the DPoP replay cache (default
 	// resource.DPoPProofLimits).
 	DPoPProofs bounded.Limits
+	// Fixtures adds the official MCP conformance suite's server fixtures
+	// (the test_* tools, the test://static-text resource and the test_*
+	// prompts) to the face's whoami and echo; without them the face has
+	// no resources or prompts of its own.
+	Fixtures bool
 }
 
 // Server is the MCP face, to be mounted as the catch-all of a mux:
@@ -72,8 +77,9 @@ type Options struct {
 //     2026-07-28 (stateless: server/discover, _meta and the standard
 //     headers on every request) and 2025-11-25, 2025-06-18 and 2025-03-26
 //     (initialize, ping; no Mcp-Session-Id), with the tools whoami and
-//     echo, the conformance fixtures, a resource and two prompts, and the
-//     Backend's tools; before 2026-07-28 also the Backend's methods.
+//     echo (and with Options.Fixtures the conformance suite's tools, a
+//     resource and two prompts), and the Backend's tools; before
+//     2026-07-28 also the Backend's methods.
 //
 // Every other path is 404. The metadata is readable from any origin (CORS);
 // the resource's path allows by CORS only an origin a guard vetted.

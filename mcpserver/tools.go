@@ -43,7 +43,8 @@ const noArguments = `{"type":"object","properties":{},"additionalProperties":fal
 
 var readOnly = map[string]bool{"readOnlyHint": true, "openWorldHint": false}
 
-var mcpTools = []Tool{
+// ownTools are the face's own tools.
+var ownTools = []Tool{
 	{Name: ToolWhoami, Title: "Who am I",
 		Description: "Reports what the request's access token establishes, per scheme: subject, client id, scopes and expiry (never the token).",
 		InputSchema: json.RawMessage(noArguments), Annotations: readOnly},
@@ -51,6 +52,10 @@ var mcpTools = []Tool{
 		Description: "Returns its text argument unchanged (gated like the agent host's echo method).",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string","description":"the text to return","x-mcp-header":"Text"}},"required":["text"],"additionalProperties":false}`),
 		Annotations: readOnly, headerParams: map[string]string{"text": "Text"}},
+}
+
+// fixtureTools are the conformance suite's tools (Options.Fixtures).
+var fixtureTools = []Tool{
 	{Name: toolSimpleText, Title: "Simple text",
 		Description: "Returns one fixed line of text.",
 		InputSchema: json.RawMessage(noArguments), Annotations: readOnly},
@@ -68,6 +73,17 @@ var mcpTools = []Tool{
 		InputSchema: json.RawMessage(noArguments), Annotations: readOnly, statelessOnly: true},
 }
 
+// faceTools are the face's tools a request may call: ownTools, and
+// fixtureTools when fixtures; those that ask the client for input within
+// the request only for MCP 2026-07-28 requests.
+func faceTools(req *Request, fixtures bool) []Tool {
+	tools := slices.Clone(ownTools)
+	if fixtures {
+		tools = append(tools, fixtureTools...)
+	}
+	return slices.DeleteFunc(tools, func(t Tool) bool { return t.statelessOnly && !req.Stateless })
+}
+
 // Input request keys of the tools that ask the client (MCP 2026-07-28
 // "Multi Round-Trip"): the client answers each under the same key.
 const (
@@ -79,13 +95,13 @@ const (
 // MCP 2025-11-25 or older would (the plain HTTP face POST /tools/{name}
 // of host.Host.BrokerHandler calls it).
 func CallTool(ctx context.Context, b Backend, m *wire.Message, g *resource.Grant) (map[string]any, *wire.Error) {
-	return callTool(ctx, b, m, g, &Request{})
+	return callTool(ctx, b, m, g, &Request{}, false)
 }
 
 // callTool runs tools/call. whoami and echo go through the backend's
 // gate (Answer), so a missing scope is the same 403 as calling the
 // method directly; the backend's own tools are its to run.
-func callTool(ctx context.Context, b Backend, m *wire.Message, g *resource.Grant, req *Request) (map[string]any, *wire.Error) {
+func callTool(ctx context.Context, b Backend, m *wire.Message, g *resource.Grant, req *Request, fixtures bool) (map[string]any, *wire.Error) {
 	var p struct {
 		Name           string                     `json:"name"`
 		Arguments      map[string]json.RawMessage `json:"arguments"`
@@ -97,13 +113,11 @@ func callTool(ctx context.Context, b Backend, m *wire.Message, g *resource.Grant
 	if slices.ContainsFunc(b.Tools(), func(t Tool) bool { return t.Name == p.Name }) {
 		return b.CallTool(ctx, g, p.Name, p.Arguments, p.InputResponses, *req)
 	}
-	i := slices.IndexFunc(mcpTools, func(t Tool) bool { return t.Name == p.Name && (req.Stateless || !t.statelessOnly) })
-	if i < 0 {
+	tools := faceTools(req, fixtures)
+	if !slices.ContainsFunc(tools, func(t Tool) bool { return t.Name == p.Name }) {
 		var names []string
-		for _, t := range mcpTools {
-			if req.Stateless || !t.statelessOnly {
-				names = append(names, t.Name)
-			}
+		for _, t := range append(tools, b.Tools()...) {
+			names = append(names, t.Name)
 		}
 		return nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: unknown tool %s (this server has: %s)", wire.QuoteValue(p.Name), strings.Join(names, ", "))
 	}
@@ -224,21 +238,34 @@ type mcpResource struct {
 var staticTextResource = mcpResource{URI: "test://static-text", Name: "static-text", Title: "Static text",
 	Description: "A fixed text resource.", MIMEType: "text/plain", text: "This is the content of the static text resource."}
 
+// faceResources are the face's resources: the conformance suite's one
+// when fixtures, else none.
+func faceResources(fixtures bool) []mcpResource {
+	if fixtures {
+		return []mcpResource{staticTextResource}
+	}
+	return []mcpResource{}
+}
+
 // readResource answers resources/read; an unknown URI is -32602 in MCP
 // 2026-07-28 and -32002 before ("Resources", Error Handling).
-func readResource(params json.RawMessage, req *Request) (map[string]any, *wire.Error) {
+func readResource(params json.RawMessage, req *Request, fixtures bool) (map[string]any, *wire.Error) {
 	var p struct {
 		URI string `json:"uri"`
 	}
 	if json.Unmarshal(params, &p) != nil || p.URI == "" {
 		return nil, wire.Errorf(wire.CodeInvalidParams, `invalid params: resources/read needs {"uri": "…"}`)
 	}
-	if p.URI != staticTextResource.URI {
+	if !fixtures || p.URI != staticTextResource.URI {
 		code := wire.CodeInvalidParams
 		if !req.Stateless {
 			code = CodeResourceNotFoundLegacy
 		}
-		return nil, wire.Errorf(code, "resource not found: %s (this server has: %s)", wire.QuoteValue(p.URI), staticTextResource.URI).
+		has := "this server has none"
+		if fixtures {
+			has = "this server has: " + staticTextResource.URI
+		}
+		return nil, wire.Errorf(code, "resource not found: %s (%s)", wire.QuoteValue(p.URI), has).
 			WithData(map[string]string{"uri": p.URI})
 	}
 	r := staticTextResource
@@ -270,14 +297,26 @@ var mcpPrompts = []mcpPrompt{
 		Arguments: []mcpPromptParam{{Name: "arg1", Description: "first argument", Required: true}, {Name: "arg2", Description: "second argument", Required: true}}},
 }
 
+// facePrompts are the face's prompts: the conformance suite's when
+// fixtures, else none.
+func facePrompts(fixtures bool) []mcpPrompt {
+	if fixtures {
+		return mcpPrompts
+	}
+	return []mcpPrompt{}
+}
+
 // getPrompt answers prompts/get.
-func getPrompt(params json.RawMessage) (map[string]any, *wire.Error) {
+func getPrompt(params json.RawMessage, fixtures bool) (map[string]any, *wire.Error) {
 	var p struct {
 		Name      string            `json:"name"`
 		Arguments map[string]string `json:"arguments"`
 	}
 	if err := json.Unmarshal(params, &p); err != nil {
 		return nil, wire.Errorf(wire.CodeInvalidParams, `invalid params: prompts/get needs {"name": "…", "arguments": {"…": "…"}}`)
+	}
+	if !fixtures {
+		return nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: unknown prompt %s (this server has none)", wire.QuoteValue(p.Name))
 	}
 	var text string
 	switch p.Name {

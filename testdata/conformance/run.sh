@@ -7,7 +7,7 @@
 #   - authorization-server scenarios against `agentauth serve`'s embedded
 #     issuer (the metadata document, and a code grant with PKCE for the
 #     built-in client agentauth-cli, approved by browser.sh);
-#   - server scenarios against `agentauth serve`'s /mcp, through
+#   - server scenarios against `agentauth serve --conformance-fixtures`'s /mcp, through
 #     bearerproxy (the suite cannot send a token; the proxy adds one that
 #     `agentauth call --login` got from serve), per spec version.
 # A scenario passes when the suite exits 0 and no check is a FAILURE or a
@@ -106,7 +106,7 @@ trap cleanup EXIT
 pids+=($!)
 waitfile "$work/proxy.addr"
 proxy_port="$(cut -d: -f2 "$work/proxy.addr")"
-"$AGENTAUTH_BIN" serve --listen 127.0.0.1:0 --addr-file "$work/serve.addr" --auto-approve \
+"$AGENTAUTH_BIN" serve --listen 127.0.0.1:0 --addr-file "$work/serve.addr" --auto-approve --conformance-fixtures \
 	--public-origin "http://localhost:$proxy_port" --public-origin "http://127.0.0.1:$proxy_port" 2>"$results/serve.log" &
 pids+=($!)
 waitfile "$work/serve.addr"

@@ -108,7 +108,7 @@ modern="http://$(waitaddr "$work/modern.addr")/mcp"
 inspector=("$npmdir/node_modules/.bin/mcp-inspector" --cli -e AGENTAUTH_STORE=file)
 
 # agentauth serve: the first run logs in (one authorization code).
-check ts-sdk-serve-login $'^server: agentauth$\n^tools: whoami echo \n^call: \\{"schemes":\\[\\{"schemeId":"dev","subject":"alice"' \
+check ts-sdk-serve-login $'^server: agentauth$\n^tools: whoami echo$\n^call: \\{"schemes":\\[\\{"schemeId":"dev","subject":"alice"' \
 	node client.mjs --tool whoami -- "$aa" proxy "http://$serve/mcp"
 check ts-sdk-serve-echo $'^call: through the proxy$' \
 	node client.mjs --tool echo --args '{"text":"through the proxy"}' -- "$aa" proxy "http://$serve/mcp"
