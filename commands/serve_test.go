@@ -84,6 +84,8 @@ func TestServeFlags(t *testing.T) {
 		{args: []string{"--config", ""}, wantCode: ExitUsage},
 		{args: []string{"--connection-token", ""}, wantCode: ExitUsage},
 		{args: []string{"--stdio", "--connection-token", "gate"}, wantCode: ExitUsage},
+		{args: []string{"--conformance-fixtures"}, want: with(func(o *ServeOptions) { o.ConformanceFixtures = true })},
+		{args: []string{"--conformance-fixtures", "--backend", "http://127.0.0.1:1/mcp"}, wantCode: ExitUsage},
 		{args: []string{"--code-ttl", "500ms"}, wantCode: ExitUsage},
 		{args: []string{"--resource", "http://127.0.0.1:1/mcp#frag"}, wantCode: ExitUsage},
 		{args: []string{"--issuer", "http://as.example"}, wantCode: ExitUsage},
