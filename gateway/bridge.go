@@ -37,11 +37,11 @@ import (
 //     maxBridgeRounds rounds of at most maxBridgeInputs requests, each
 //     round waiting for the caller for the backend's timeout at most;
 //   - the final result loses its resultType; ping and logging/setLevel
-//     are answered by serve; the caller's notifications (initialized,
-//     roots/list_changed, cancelled) go nowhere, as 2026-07-28 has none
-//     (a cancelled call ends when the caller closes its stream, which
-//     closes the backend's request); GET has no stream (405); DELETE
-//     ends serve's session only, the backend keeping none.
+//     are answered by serve; notifications/cancelled closes the call's
+//     request to the backend (how 2026-07-28 cancels) and the caller's
+//     other notifications (initialized, roots/list_changed) go nowhere,
+//     as 2026-07-28 has none; GET has no stream (405); DELETE ends
+//     serve's session only, the backend keeping none.
 //
 // serve probes at every initialize rather than remembering the finding:
 // a backend upgraded or rolled back in place is followed at once, for one
@@ -73,8 +73,10 @@ type bridge struct {
 	mu       sync.Mutex
 	logLevel string
 	// asked are serve's requests to the caller, by id, waiting for its
-	// answer.
+	// answer; calls the caller's requests in flight, by id (at most
+	// MaxInFlight).
 	asked map[string]chan *wire.Message
+	calls map[string]*bridgeCall
 	done  chan struct{}
 	ended bool
 }
@@ -149,7 +151,7 @@ func newBridge(ctx context.Context, m *Mount, msg *wire.Message, out http.Header
 		return nil, nil, err
 	}
 	b := &bridge{m: m, hc: &httpConn{m: m, stateless: true}, clientInfo: params.ClientInfo, caps: params.Capabilities,
-		asked: map[string]chan *wire.Message{}, done: make(chan struct{})}
+		asked: map[string]chan *wire.Message{}, calls: map[string]*bridgeCall{}, done: make(chan struct{})}
 	result, err := m.roundTrip(ctx, b, wire.MethodServerDiscover, nil, out)
 	if err != nil {
 		return nil, nil, err
@@ -169,8 +171,11 @@ func (b *bridge) post(ctx context.Context, msg *wire.Message, _ []byte, out http
 	case msg.IsResponse():
 		b.answer(msg)
 		return accepted(), nil
+	case msg.Method == "notifications/cancelled":
+		b.cancelled(msg)
+		return accepted(), nil
 	case !msg.IsRequest():
-		return accepted(), nil // none of the caller's notifications exists in 2026-07-28
+		return accepted(), nil // initialized, roots/list_changed: none in 2026-07-28
 	}
 	switch msg.Method {
 	case wire.MethodInitialize:
@@ -193,7 +198,16 @@ func (b *bridge) post(ctx context.Context, msg *wire.Message, _ []byte, out http
 		b.mu.Unlock()
 		return answered(wire.Respond(msg.ID, map[string]any{}, nil)), nil
 	}
-	k := &bridgeCall{b: b, ctx: ctx, msg: msg, out: out}
+	ctx, cancel := context.WithCancel(ctx)
+	k := &bridgeCall{b: b, ctx: ctx, stop: cancel, msg: msg, out: out}
+	b.mu.Lock()
+	if len(b.calls) >= MaxInFlight {
+		b.mu.Unlock()
+		cancel()
+		return nil, backendErr(b.m.b.Name, "has %d requests of this session in flight, the most serve keeps; try again later", MaxInFlight)
+	}
+	b.calls[msg.ID.String()] = k
+	b.mu.Unlock()
 	if err := k.send(); err != nil {
 		k.close()
 		return nil, err
@@ -236,6 +250,26 @@ func (b *bridge) send(ctx context.Context, msg *wire.Message, out http.Header) (
 	return b.hc.post(ctx, env, raw, h)
 }
 
+// cancelled ends the caller's request that notifications/cancelled names.
+func (b *bridge) cancelled(msg *wire.Message) {
+	var p struct {
+		RequestID json.RawMessage `json:"requestId"`
+	}
+	if json.Unmarshal(msg.Params, &p) != nil {
+		return
+	}
+	var id wire.ID
+	if json.Unmarshal(p.RequestID, &id) != nil {
+		return
+	}
+	b.mu.Lock()
+	k := b.calls[id.String()]
+	b.mu.Unlock()
+	if k != nil {
+		k.stop()
+	}
+}
+
 // answer hands the caller's answer to the request of serve's it answers.
 func (b *bridge) answer(msg *wire.Message) {
 	b.mu.Lock()
@@ -268,6 +302,8 @@ func (b *bridge) end(context.Context) {
 type bridgeCall struct {
 	b   *bridge
 	ctx context.Context
+	// stop ends ctx: the caller cancelled the request.
+	stop context.CancelFunc
 	// msg is the request as sent last (with the inputResponses of the
 	// rounds so far); out the headers of the caller's POST.
 	msg *wire.Message
@@ -327,9 +363,13 @@ func (k *bridgeCall) release() {
 
 func (k *bridgeCall) close() {
 	k.release()
+	k.stop()
 	k.b.mu.Lock()
 	for _, a := range k.pending {
 		delete(k.b.asked, a.id)
+	}
+	if id := k.msg.ID.String(); k.b.calls[id] == k {
+		delete(k.b.calls, id)
 	}
 	k.b.mu.Unlock()
 	k.pending = nil
@@ -355,6 +395,9 @@ func (k *bridgeCall) next() (frame, error) {
 			}
 			if k.msg, err = wire.WithInputResponses(k.msg, responses, k.state); err != nil {
 				return frame{}, err
+			}
+			if int64(len(k.msg.Params)) > k.b.m.maxMsg {
+				return frame{}, backendErr(name, "asked for input, and the caller's answers make the request over %d bytes", k.b.m.maxMsg)
 			}
 			if err := k.send(); err != nil {
 				return frame{}, err

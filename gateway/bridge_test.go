@@ -25,6 +25,8 @@ import (
 type modernLog struct {
 	mu   sync.Mutex
 	seen []modernRequest
+	// held gets a value when the tool "hold" starts.
+	held chan struct{}
 }
 
 type modernRequest struct {
@@ -61,9 +63,19 @@ func modernBackend(t *testing.T) (*httptest.Server, *callLog, *modernLog) {
 			return &mcp.CallToolResult{RequestState: "signup-1", InputRequests: mcp.InputRequestMap{"who": &mcp.ElicitParams{Message: "Your name?",
 				RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}, "required": []string{"name"}}}}}, nil
 		})
+	release := make(chan struct{})
+	log := &modernLog{held: make(chan struct{}, 16)}
+	s.AddTool(&mcp.Tool{Name: "hold", Description: "Answers when the test ends.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			log.held <- struct{}{}
+			select {
+			case <-ctx.Done():
+			case <-release:
+			}
+			return text("held"), nil
+		})
 	// Stateless: the SDK's server/discover lists 2026-07-28 only then.
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true})
-	log := &modernLog{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		var m struct {
@@ -113,6 +125,7 @@ func modernBackend(t *testing.T) (*httptest.Server, *callLog, *modernLog) {
 		}
 	}))
 	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(release) }) // before srv.Close
 	return srv, calls, log
 }
 
@@ -278,5 +291,32 @@ func TestBridgeCallerNeverAnswers(t *testing.T) {
 	}
 	if calls.ran("signup") {
 		t.Error("the backend completed signup without the caller's answer")
+	}
+}
+
+// notifications/cancelled of a bridged call closes its request to the
+// backend (how MCP 2026-07-28 cancels): the caller's POST ends at once,
+// with no answer.
+func TestBridgeCancel(t *testing.T) {
+	be, _, seen := modernBackend(t)
+	srv, _ := front(t, Backend{Name: "modern", URL: be.URL}, policy)
+	sid := sessionOf(t, srv.URL, "tok-writer-0123456789")
+	type answer struct {
+		status int
+		body   string
+	}
+	done := make(chan answer, 1)
+	go func() {
+		status, _, body := post(t, srv.URL, "tok-writer-0123456789", sid, `{"jsonrpc":"2.0","id":"hold-1","method":"tools/call","params":{"name":"hold","arguments":{}}}`)
+		done <- answer{status, body}
+	}()
+	<-seen.held // the call is on its way to the backend
+	status, _, _ := post(t, srv.URL, "tok-writer-0123456789", sid, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"hold-1","reason":"test"}}`)
+	if status != http.StatusAccepted {
+		t.Fatalf("notifications/cancelled: %d", status)
+	}
+	a := <-done
+	if strings.Contains(a.body, `"result"`) || strings.Contains(a.body, `"error"`) {
+		t.Errorf("the cancelled call was answered: %d %s", a.status, a.body)
 	}
 }
