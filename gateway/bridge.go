@@ -97,9 +97,26 @@ func refusesInitialize(status int, data []byte) bool {
 	return status == http.StatusBadRequest && ok && h.Error != nil && h.Error.Code == wire.CodeUnsupportedMCPVersion
 }
 
+// earlierCaller reports whether initialize msg (with the caller's
+// headers out) is a caller's of MCP 2025-11-25, 2025-06-18 or 2025-03-26,
+// the revisions the bridge serves: not one of 2026-07-28 (its header, or
+// its _meta envelope), whose initialize is a removed method the backend
+// must refuse (MCP 2026-07-28 "Lifecycle"), nor of another revision.
+func earlierCaller(msg *wire.Message, out http.Header) bool {
+	var p struct {
+		ProtocolVersion string `json:"protocolVersion"`
+		Meta            struct {
+			ProtocolVersion json.RawMessage `json:"io.modelcontextprotocol/protocolVersion"`
+		} `json:"_meta"`
+	}
+	return json.Unmarshal(msg.Params, &p) == nil && p.Meta.ProtocolVersion == nil &&
+		slices.Contains(wire.BridgedVersions, p.ProtocolVersion) && out.Get("Mcp-Protocol-Version") != statelessVersion
+}
+
 // probe answers a caller's initialize that the backend refused (rep, its
-// answer): from a bridge when the backend's server/discover lists MCP
-// 2026-07-28, else with the backend's refusal as it was.
+// answer): from a bridge when the caller is of an earlier revision and
+// the backend's server/discover lists MCP 2026-07-28, else with the
+// backend's refusal as it was.
 func (c *httpConn) probe(ctx context.Context, msg *wire.Message, out http.Header, rep *reply) (*reply, error) {
 	f, err := rep.next()
 	rep.close()
@@ -107,7 +124,7 @@ func (c *httpConn) probe(ctx context.Context, msg *wire.Message, out http.Header
 		return nil, err
 	}
 	refusal := &reply{status: rep.status, next: once(f), close: func() {}}
-	if !refusesInitialize(rep.status, f.data) {
+	if !refusesInitialize(rep.status, f.data) || !earlierCaller(msg, out) {
 		return refusal, nil
 	}
 	b, result, err := newBridge(ctx, c.m, msg, out)

@@ -320,3 +320,38 @@ func TestBridgeCancel(t *testing.T) {
 		t.Errorf("the cancelled call was answered: %d %s", a.status, a.body)
 	}
 }
+
+// Only callers of 2025-11-25, 2025-06-18 and 2025-03-26 are bridged: a
+// 2026-07-28 caller's initialize (a removed method) gets the backend's
+// 404 -32601, and one asking for 2024-11-05 the backend's refusal, as
+// they are.
+func TestBridgeOnlyEarlierCallers(t *testing.T) {
+	be, _, _ := modernBackend(t)
+	srv, _ := front(t, Backend{Name: "modern", URL: be.URL}, policy)
+	for _, tc := range []struct {
+		name, header, body string
+		status             int
+		want               string
+	}{
+		{"2026-07-28", "2026-07-28", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`, http.StatusNotFound, `"code":-32601`},
+		{"2024-11-05", "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2024-11-05","capabilities":{},"clientInfo":{"name":"old","version":"1"}}}`, http.StatusBadRequest, `"code":-32022`},
+	} {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(tc.body))
+		req.Header.Set("Authorization", "Bearer tok-writer-0123456789")
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if tc.header != "" {
+			req.Header.Set("Mcp-Protocol-Version", tc.header)
+			req.Header.Set("Mcp-Method", "initialize")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.status || !strings.Contains(string(b), tc.want) {
+			t.Errorf("%s: initialize answered %d %s; want %d %s", tc.name, resp.StatusCode, b, tc.status, tc.want)
+		}
+	}
+}
