@@ -194,6 +194,9 @@ func TestBridgeToModernBackend(t *testing.T) {
 	if names := toolNames(t, reader); slices.Contains(names, "create_story") || !slices.Contains(names, "get_story") {
 		t.Errorf("reader sees tools %v; want get_story and not create_story", names)
 	}
+	if _, err := reader.CallTool(ctx, &mcp.CallToolParams{Name: "create_story", Arguments: map[string]any{"title": "x"}}); err == nil || !strings.Contains(err.Error(), "insufficient scope: tool create_story needs scope rally:write") || !strings.Contains(err.Error(), "Forbidden") {
+		t.Errorf("the Go SDK client's create_story without rally:write: %v; want the 403", err)
+	}
 	sid := sessionOf(t, srv.URL, "tok-reader-0123456789")
 	status, hdr, body := post(t, srv.URL, "tok-reader-0123456789", sid,
 		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"create_story","arguments":{"title":"x"}}}`)
