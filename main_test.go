@@ -38,6 +38,9 @@ var scriptPrograms = map[string]func(){
 	// redirects (an auto-approving authorization server redirects straight
 	// to the loopback callback), failing on a non-2xx final status.
 	"browser-fetch": browserFetch,
+	// xdg-open URL is the platform opener of a Linux desktop, for the
+	// scripts that set $DISPLAY: it does what browser-fetch does.
+	"xdg-open": browserFetch,
 }
 
 // scriptCmds are the custom script commands; internal/testprog adds more in init below.

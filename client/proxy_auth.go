@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/agentauth/agentauth/store"
@@ -37,7 +36,7 @@ func newProxyAuth(ctx context.Context, cl *Client, target string, choices Choice
 	c := &mcpCall{cl: cl, req: a.call, retry: &authRetry{Login: true}}
 	if a.storeErr = c.useStored(ctx); a.storeErr != nil {
 		// One line: the client shows its server's stderr as a log.
-		cl.UI.Warn("no stored credential can be used: " + strings.ReplaceAll(a.storeErr.Error(), "\n", "; "))
+		cl.UI.Warn("no stored credential can be used: " + a.storeErr.Error())
 		return a
 	}
 	if a.cs, a.storeErr = cl.Credentials(); a.storeErr != nil {

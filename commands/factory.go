@@ -38,8 +38,13 @@ type Factory struct {
 	// BrowserEnv is $BROWSER: a command line that opens a URL, run even
 	// without a terminal (scripts and test suites set it on purpose).
 	BrowserEnv string
-	// OpenURL is the platform's URL opener, used only on a terminal.
+	// OpenURL is the platform's URL opener, used only on a terminal, or
+	// on a desktop for a command a desktop application starts (AppChild).
 	OpenURL func(url string) error
+	// AppChild is set by a command that desktop applications start
+	// (proxy, started by an MCP client): its stdout and stderr are the
+	// application's pipes, not a terminal, yet a user sits at the desktop.
+	AppChild bool
 
 	storeOnce sync.Once
 	store     store.Store

@@ -58,7 +58,10 @@ response stream is resumed with Last-Event-ID.
 
 Authorization: the credential stored for TARGET (agentauth login), refreshed
 before it expires; on a 401, login as agentauth login does (a browser, or
---device: the URL and code on stderr) and the request is sent again;
+--device: the URL and code on stderr) and the request is sent again; without
+a terminal (started by an MCP client) the browser is still opened where
+there is a desktop (macOS, Windows, $DISPLAY or $WAYLAND_DISPLAY), unless
+--no-browser;
 concurrent proxies of one TARGET log in once (the others wait and use that
 login); a 403 insufficient_scope logs in again with the scope asked for.
 URL elicitations go to the client when it declares elicitation.url, else
@@ -116,6 +119,7 @@ needed it gets a JSON-RPC error naming the login to run.`,
 			if err := opts.Login.check(c.IsSet("client-id")); err != nil {
 				return err
 			}
+			f.AppChild = true
 			opts.IO, opts.Client = f.IO, f.Client()
 			return run(c.Context, opts)
 		},

@@ -55,8 +55,16 @@ func (u *termUI) above(line string) {
 	}
 }
 
+// Warn writes msg as one warning line: the lines of a message of several
+// (an error and the hint under it) are joined with "; ", so that they stay
+// apart and no peer's text can start a line that looks like agentauth's.
 func (u *termUI) Warn(msg string) {
-	u.above(u.io.ErrPainter().Yellow("warning:") + " " + safeText(msg))
+	u.above(u.io.ErrPainter().Yellow("warning:") + " " + safeText(oneLine(msg)))
+}
+
+// oneLine joins the lines of s with "; ".
+func oneLine(s string) string {
+	return strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "; ")
 }
 
 func (u *termUI) Say(msg string) { u.above(safeText(msg)) }
@@ -182,16 +190,29 @@ func (s *spinner) stop() {
 }
 
 // Browser returns how to open a login URL: $BROWSER when set, even without
-// a terminal; else the platform opener when stdout or stderr is a terminal;
-// else nil (the caller prints the URL and which flag avoids the wait).
+// a terminal; else the platform opener when stdout or stderr is a terminal,
+// or for a command a desktop application starts (AppChild) when there is a
+// desktop (as mcp-remote opens the browser for an MCP client); else nil (the
+// caller prints the URL and which flag avoids the wait).
 func (f *Factory) Browser() func(url string) error {
 	if f.BrowserEnv != "" {
 		return func(url string) error { return runBrowser(f.BrowserEnv, url) }
 	}
-	if (f.IO.StdoutTTY || f.IO.StderrTTY) && f.OpenURL != nil {
+	if (f.IO.StdoutTTY || f.IO.StderrTTY || f.AppChild && desktop()) && f.OpenURL != nil {
 		return f.OpenURL
 	}
 	return nil
+}
+
+// desktop reports whether a user's desktop is there for the platform
+// opener: always on macOS and Windows (an application started us), else an
+// X11 or Wayland display.
+func desktop() bool {
+	switch runtime.GOOS {
+	case "darwin", "windows":
+		return true
+	}
+	return os.Getenv("DISPLAY") != "" || os.Getenv("WAYLAND_DISPLAY") != ""
 }
 
 // openerGrace is how long an opener may take to fail: xdg-open, open and

@@ -5,7 +5,10 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
+
+	"github.com/godbus/dbus/v5"
 )
 
 // ErrNoSessionBus is matched when there is no D-Bus session bus to reach a
@@ -17,7 +20,8 @@ var ErrNoSessionBus = errors.New("there is no D-Bus session bus here (DBUS_SESSI
 // dbus-daemon (which then activates gnome-keyring-daemon) when there is no
 // session bus, and both outlive agentauth. Without a session bus
 // (DBUS_SESSION_BUS_ADDRESS, or the systemd user bus at
-// $XDG_RUNTIME_DIR/bus, the two places godbus looks before autolaunching),
+// $XDG_RUNTIME_DIR/bus, the two places godbus looks before autolaunching,
+// or, with neither variable set, at /run/user/UID/bus: see userBus),
 // every call fails with ErrNoSessionBus instead.
 type sessionRing struct{ ring ring }
 
@@ -56,8 +60,35 @@ func sessionBus() error {
 		if fi, err := os.Stat(filepath.Join(dir, "bus")); err == nil && fi.Mode()&os.ModeSocket != 0 {
 			return nil
 		}
+		return ErrNoSessionBus
+	}
+	if bus := userBus(); bus != "" {
+		// godbus reads the variable on every connection it makes.
+		os.Setenv("DBUS_SESSION_BUS_ADDRESS", "unix:path="+dbus.EscapeBusAddressValue(bus))
+		return nil
 	}
 	return ErrNoSessionBus
+}
+
+// runUserDir holds each user's runtime directory where systemd-logind
+// makes them (/run/user/UID, which pam_systemd puts in $XDG_RUNTIME_DIR),
+// with the user's session bus socket "bus" in it.
+var runUserDir = "/run/user"
+
+// userBus is the user's session bus socket at runUserDir/UID/bus, when it
+// is one and is the user's own; else "". MCP clients start `agentauth
+// proxy` with a reduced environment (the TypeScript SDK passes HOME,
+// LOGNAME, PATH, SHELL, TERM and USER: DEFAULT_INHERITED_ENV_VARS in
+// @modelcontextprotocol/sdk 1.32.2 dist/esm/client/stdio.js), so neither
+// DBUS_SESSION_BUS_ADDRESS nor XDG_RUNTIME_DIR reaches it, while the
+// desktop's keyring is there on the bus at the standard place.
+func userBus() string {
+	p := filepath.Join(runUserDir, strconv.Itoa(os.Getuid()), "bus")
+	fi, err := os.Stat(p)
+	if err != nil || fi.Mode()&os.ModeSocket == 0 || !ownedBySelf(fi) {
+		return ""
+	}
+	return p
 }
 
 // plainKeyringError words the Secret Service's errors for people, with

@@ -3,12 +3,16 @@ package store
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/godbus/dbus/v5"
 )
 
 // TestNoSessionBus: without a session bus, the keyring store fails at
@@ -36,6 +40,71 @@ func TestNoSessionBus(t *testing.T) {
 	}
 	if err := s.Put(ctx, testCred("https://r.example", "dev")); !errors.Is(err, ErrNoSessionBus) {
 		t.Errorf("Put = %v, want ErrNoSessionBus", err)
+	}
+}
+
+// TestUserBus: started with neither DBUS_SESSION_BUS_ADDRESS nor
+// XDG_RUNTIME_DIR (as MCP clients start the proxy), agentauth finds the
+// user's session bus at /run/user/UID/bus (here runUserDir is a temporary
+// directory): a socket there is used, and godbus dials it; a file that is
+// not a socket is not; and a set XDG_RUNTIME_DIR is the only place looked.
+func TestUserBus(t *testing.T) {
+	if runtime.GOOS == "darwin" || runtime.GOOS == "windows" {
+		t.Skip("no Secret Service here")
+	}
+	dir := t.TempDir()
+	defer func(old string) { runUserDir = old }(runUserDir)
+	runUserDir = dir
+	t.Setenv("DBUS_SESSION_BUS_ADDRESS", "")
+	t.Setenv("XDG_RUNTIME_DIR", "")
+	os.Unsetenv("DBUS_SESSION_BUS_ADDRESS")
+	os.Unsetenv("XDG_RUNTIME_DIR")
+	bus := filepath.Join(dir, strconv.Itoa(os.Getuid()), "bus")
+	if err := os.Mkdir(filepath.Dir(bus), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := sessionBus(); !errors.Is(err, ErrNoSessionBus) {
+		t.Fatalf("no socket: sessionBus = %v, want ErrNoSessionBus", err)
+	}
+	if err := os.WriteFile(bus, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := sessionBus(); !errors.Is(err, ErrNoSessionBus) {
+		t.Fatalf("a plain file: sessionBus = %v, want ErrNoSessionBus", err)
+	}
+	os.Remove(bus)
+	l, err := net.Listen("unix", bus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	if err := sessionBus(); !errors.Is(err, ErrNoSessionBus) {
+		t.Fatalf("XDG_RUNTIME_DIR without a bus: sessionBus = %v, want ErrNoSessionBus", err)
+	}
+	os.Unsetenv("XDG_RUNTIME_DIR")
+	if err := sessionBus(); err != nil {
+		t.Fatalf("a socket at %s: sessionBus = %v", bus, err)
+	}
+	if got, want := os.Getenv("DBUS_SESSION_BUS_ADDRESS"), "unix:path="+dbus.EscapeBusAddressValue(bus); got != want {
+		t.Fatalf("DBUS_SESSION_BUS_ADDRESS = %q, want %q", got, want)
+	}
+	accepted := make(chan error, 1)
+	go func() {
+		c, err := l.Accept()
+		if err == nil {
+			c.Close()
+		}
+		accepted <- err
+	}()
+	conn, err := dbus.SessionBusPrivate()
+	if err != nil {
+		t.Fatalf("godbus did not dial the bus found: %v", err)
+	}
+	conn.Close()
+	if err := <-accepted; err != nil {
+		t.Fatalf("no connection reached %s: %v", bus, err)
 	}
 }
 

@@ -5,6 +5,7 @@ package store
 import (
 	"context"
 	"errors"
+	"os"
 )
 
 var errLockUnsupported = errors.New("file locks are only implemented on unix systems")
@@ -16,3 +17,6 @@ func syncDir(string) error { return nil }
 
 // processGone cannot tell here: stale temp files are removed by age only.
 func processGone(int) bool { return false }
+
+// ownedBySelf cannot tell here; there is no D-Bus session bus to find.
+func ownedBySelf(os.FileInfo) bool { return false }

@@ -16,8 +16,10 @@
 #     2026-07-28 only (modern-server.mjs, the SDK v2's createMcpHandler
 #     with legacy requests refused: the 2025-era clients reach it through
 #     the proxy's bridge, elicitation included);
-#   the proxy gets only a URL from the Inspector (its CLI launcher drops
-#     the flags after "--"), so its servers need no flag;
+#   the Inspector passes its stdio server only the environment it was
+#     given (-e), as MCP clients' configurations do, so it gets
+#     -e AGENTAUTH_STORE=file; it speaks MCP 2026-07-28 to the proxy too
+#     (--protocol-era modern);
 #   and a server that is not there: the client gets JSON-RPC errors.
 # Pinned versions in package-lock.json, installed with npm ci into
 # $AGENTAUTH_PROXY_CACHE (default ~/.cache/agentauth-proxy) with a Node 22
@@ -96,19 +98,14 @@ example="http://localhost:$mcpport/mcp"
 (cd "$npmdir" && exec node legacy-sse.mjs "$work/legacy.addr" legacy-key) >"$work/legacy.log" 2>&1 &
 pids+=($!)
 legacy="http://$(waitaddr "$work/legacy.addr")/sse"
-# One without the API key for the Inspector: its CLI launcher drops the
-# flags after "--" (it reads them as its own), so the proxy gets no --header.
-(cd "$npmdir" && exec node legacy-sse.mjs "$work/legacy-open.addr") >"$work/legacy-open.log" 2>&1 &
-pids+=($!)
-legacyopen="http://$(waitaddr "$work/legacy-open.addr")/sse"
 
 (cd "$npmdir" && exec node modern-server.mjs "$work/modern.addr") >"$work/modern.log" 2>&1 &
 pids+=($!)
 modern="http://$(waitaddr "$work/modern.addr")/mcp"
 
-# The Inspector in CLI mode, as its README runs it (npx
-# @modelcontextprotocol/inspector --cli COMMAND --method … -- ARGS…).
-inspector=("$npmdir/node_modules/.bin/mcp-inspector" --cli)
+# The Inspector (2.x) in CLI mode, as its help runs it (mcp-inspector
+# --cli [options] -- COMMAND ARGS…).
+inspector=("$npmdir/node_modules/.bin/mcp-inspector" --cli -e AGENTAUTH_STORE=file)
 
 # agentauth serve: the first run logs in (one authorization code).
 check ts-sdk-serve-login $'^server: agentauth$\n^tools: whoami echo \n^call: \\{"schemes":\\[\\{"schemeId":"dev","subject":"alice"' \
@@ -118,10 +115,12 @@ check ts-sdk-serve-echo $'^call: through the proxy$' \
 n=$(grep -c 'msg="issuer: authorization code issued"' "$work/serve.log" || true)
 check serve-one-login '^1$' echo "$n"
 check inspector-serve-tools-list '"name": "whoami"' \
-	"${inspector[@]}" "$aa" --method tools/list -- proxy "http://$serve/mcp"
+	"${inspector[@]}" --method tools/list -- "$aa" proxy "http://$serve/mcp"
 check inspector-serve-tools-call '\\"subject\\":\\"alice\\"' \
-	"${inspector[@]}" "$aa" --method tools/call --tool-name whoami -- proxy "http://$serve/mcp"
+	"${inspector[@]}" --method tools/call --tool-name whoami -- "$aa" proxy "http://$serve/mcp"
 
+check inspector-serve-modern $'"io.modelcontextprotocol/serverInfo"\n\\\\"subject\\\\":\\\\"alice\\\\"' \
+	"${inspector[@]}" --protocol-era modern --method tools/call --tool-name whoami -- "$aa" proxy "http://$serve/mcp"
 check go-sdk-serve $'^protocol: 2026-07-28$\n^call: \\{"schemes":\\[\\{"schemeId":"dev","subject":"alice"' \
 	"$gosdk" "$aa" proxy "http://$serve/mcp"
 
@@ -135,7 +134,7 @@ check ts-sdk-example-elicitation $'^elicitation: Please provide your contact inf
 check ts-sdk-example-cancel $'^cancel: aborted after 1 notification\\(s\\)$\n^call: Good morning, proxy!$' \
 	node client.mjs --cancel multi-greet --tool multi-greet --args '{"name":"proxy"}' -- "$aa" proxy "$example"
 check inspector-example-tools-call 'Hello, inspector!' \
-	"${inspector[@]}" "$aa" --tool-arg name=inspector --method tools/call --tool-name greet -- proxy "$example"
+	"${inspector[@]}" --tool-arg name=inspector --method tools/call --tool-name greet -- "$aa" proxy "$example"
 
 check go-sdk-example $'^tools: .*\\bmulti-greet\\b\n^call: Hello, go-sdk!$' \
 	"$gosdk" -tool greet -args '{"name":"go-sdk"}' "$aa" proxy "$example"
@@ -146,7 +145,7 @@ check ts-sdk-legacy-fallback $'^server: legacy-sse$\n^call: 5$\n^progress: 1$' \
 check ts-sdk-legacy-sse-only $'^call: 7$' \
 	node client.mjs --tool add --args '{"a":3,"b":4}' -- "$aa" proxy --transport sse-only --header 'X-Api-Key: legacy-key' "$legacy"
 check inspector-legacy-tools-call '"text": "11"' \
-	"${inspector[@]}" "$aa" --tool-arg a=5 b=6 --method tools/call --tool-name add -- proxy "$legacyopen"
+	"${inspector[@]}" --tool-arg a=5 b=6 --method tools/call --tool-name add -- "$aa" proxy --header 'X-Api-Key: legacy-key' "$legacy"
 check ts-sdk-legacy-http-only-refused '^error: MCP error -32603: agentauth proxy: initialize failed: the server answered HTTP 404' \
 	bash -c '! node client.mjs --tool add -- "$0" proxy --transport http-only --header "X-Api-Key: legacy-key" "$1"' "$aa" "$legacy"
 
@@ -162,9 +161,40 @@ check ts-sdk-modern-bridge $'^server: sdk2-modern$\n^tools: echo greet$\n^call: 
 check ts-sdk-modern-elicitation $'^elicitation: What is your name\\?$\n^call: Hello, Alice!$' \
 	node client.mjs --tool greet --elicit -- "$aa" proxy "$modern"
 check inspector-modern-tools-call '"text": "inspected"' \
-	"${inspector[@]}" "$aa" --tool-arg text=inspected --method tools/call --tool-name echo -- proxy "$modern"
+	"${inspector[@]}" --tool-arg text=inspected --method tools/call --tool-name echo -- "$aa" proxy "$modern"
+check inspector-modern-era '"text": "both 2026"' \
+	"${inspector[@]}" --protocol-era modern --tool-arg text='both 2026' --method tools/call --tool-name echo -- "$aa" proxy "$modern"
 check go-sdk-modern $'^protocol: 2026-07-28$\n^call: go-sdk 2026$' \
 	"$gosdk" -tool echo -args '{"text":"go-sdk 2026"}' "$aa" proxy "$modern"
+
+# The Inspector without the proxy: its own OAuth client (the TypeScript SDK
+# v2's: dynamic registration, PKCE, RFC 8707 resource) logs in at serve's
+# embedded issuer. It prints the authorization URL ("Please navigate to:")
+# and waits on its loopback callback (--callback-url, a free port); the
+# "browser" (curl) follows the URL to the callback. Its tokens are kept in
+# memory, so each run logs in anew: once in each protocol era.
+# inspector_oauth ARGS…: the Inspector with ARGS, its login done.
+inspector_oauth() {
+	local err="$work/inspector-oauth.$$.err" url=""
+	MCP_AUTO_OPEN_ENABLED=true "${inspector[@]}" --callback-url "http://127.0.0.1:$(freeport)/oauth/callback" "$@" \
+		2>"$err" </dev/null &
+	local pid=$!
+	for _ in $(seq 300); do
+		url="$(sed -n 's/^Please navigate to: //p' "$err")"
+		[ -n "$url" ] && break
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	[ -n "$url" ] && $BROWSER "$url" >&2
+	local rc=0
+	wait "$pid" || rc=$?
+	cat "$err" >&2
+	return $rc
+}
+check inspector-oauth-serve-legacy '"name": "whoami"' \
+	inspector_oauth --method tools/list "http://$serve/mcp"
+check inspector-oauth-serve-modern $'"io.modelcontextprotocol/serverInfo"\n\\\\"subject\\\\":\\\\"alice\\\\"' \
+	inspector_oauth --protocol-era modern --method tools/call --tool-name whoami "http://$serve/mcp"
 
 # A server that is not there: JSON-RPC errors, not a crash.
 dead="http://127.0.0.1:$(freeport)/mcp"
