@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -36,7 +35,9 @@ import (
 //
 // What the bridge cannot carry is not offered: the initialize result
 // declares neither resources.subscribe nor any listChanged (2026-07-28
-// moves them to subscriptions/listen, which the bridge does not open).
+// moves them to subscriptions/listen, which the bridge does not open),
+// nor tasks or experimental capabilities (wire.BridgedInitializeResult,
+// which serve's gateway uses too).
 
 // maxBridgeRounds bounds the input_required rounds of one request.
 const maxBridgeRounds = 8
@@ -74,11 +75,8 @@ func refusesInitialize(err error) bool {
 		return se.StatusCode == http.StatusBadRequest || se.StatusCode == http.StatusNotFound
 	}
 	var rpc *wire.Error
-	return errors.As(err, &rpc) && (rpc.Code == wire.CodeMethodNotFound || rpc.Code == codeUnsupportedVersion)
+	return errors.As(err, &rpc) && (rpc.Code == wire.CodeMethodNotFound || rpc.Code == wire.CodeUnsupportedMCPVersion)
 }
-
-// codeUnsupportedVersion is MCP 2026-07-28's UNSUPPORTED_PROTOCOL_VERSION.
-const codeUnsupportedVersion = -32022
 
 // bridge opens the bridge for the client's initialize, m: server/discover
 // must list MCP 2026-07-28. It returns the upstream and the answer to m.
@@ -109,44 +107,17 @@ func (p *proxy) bridge(ctx context.Context, m *wire.Message) (*bridgeUpstream, r
 	}
 	// The client gets the revision it asked for when the proxy speaks it
 	// too, else the newest before 2026-07-28 (MCP 2025-11-25 "Lifecycle",
-	// Version Negotiation).
-	version := params.ProtocolVersion
-	if !slices.Contains(wire.MCPClientVersions()[1:], version) {
-		version = wire.MCPProtocolVersion
-	}
-	var discovered struct {
-		Meta map[string]json.RawMessage `json:"_meta"`
-	}
-	_ = json.Unmarshal(res.Raw, &discovered) // read by Initialize already
-	serverInfo := discovered.Meta[wire.MetaServerInfo]
-	if serverInfo == nil {
-		serverInfo, _ = json.Marshal(res.ServerInfo)
-	}
-	result := map[string]any{"protocolVersion": version, "capabilities": bridgedCapabilities(res.Capabilities),
-		"serverInfo": serverInfo}
-	if res.Instructions != "" {
-		result["instructions"] = res.Instructions
-	}
+	// Version Negotiation), and the capabilities the bridge carries.
 	b := &bridgeUpstream{p: p, sess: sess, asked: map[string]chan *wire.Message{}}
-	if b.initialize, err = json.Marshal(result); err != nil {
+	if b.initialize, err = wire.BridgedInitializeResult(res.Raw, params.ProtocolVersion); err != nil {
 		return nil, nil, err
 	}
-	p.cl.logger().Info("the server speaks MCP 2026-07-28 only: bridging the client's MCP " + version)
-	return b, b.answer(m.ID, b.initialize), nil
-}
-
-// bridgedCapabilities are the server's capabilities less what the bridge
-// does not carry: resources.subscribe and every listChanged.
-func bridgedCapabilities(raw json.RawMessage) map[string]any {
-	caps := map[string]any{}
-	_ = json.Unmarshal(raw, &caps) // none: {}
-	for _, v := range caps {
-		if c, ok := v.(map[string]any); ok {
-			delete(c, "listChanged")
-			delete(c, "subscribe")
-		}
+	var answered struct {
+		ProtocolVersion string `json:"protocolVersion"`
 	}
-	return caps
+	_ = json.Unmarshal(b.initialize, &answered)
+	p.cl.logger().Info("the server speaks MCP 2026-07-28 only: bridging the client's MCP " + answered.ProtocolVersion)
+	return b, b.answer(m.ID, b.initialize), nil
 }
 
 // answer is a readFunc that hands the client a result of the proxy's own.
@@ -216,7 +187,7 @@ func (b *bridgeUpstream) envelope(m *wire.Message) (*wire.Message, error) {
 	b.mu.Unlock()
 	if level != "" {
 		var err error
-		m, err = withParams(m, func(params map[string]json.RawMessage) {
+		m, err = wire.WithParams(m, func(params map[string]json.RawMessage) {
 			meta := map[string]json.RawMessage{}
 			_ = json.Unmarshal(params["_meta"], &meta) // none: a new one
 			meta[wire.MetaLogLevel], _ = json.Marshal(level)
@@ -275,7 +246,7 @@ func (b *bridgeUpstream) read(ctx context.Context, m *wire.Message, reply *wire.
 		if err != nil {
 			return err
 		}
-		if m, err = retryWith(m, responses, ir.RequestState); err != nil {
+		if m, err = wire.WithInputResponses(m, responses, ir.RequestState); err != nil {
 			return err
 		}
 		if reply, err = b.forward(ctx, m); err != nil {
@@ -287,15 +258,9 @@ func (b *bridgeUpstream) read(ctx context.Context, m *wire.Message, reply *wire.
 // deliverResult hands the client a final result without the 2026-07-28
 // resultType, which earlier revisions do not have.
 func (b *bridgeUpstream) deliverResult(final *wire.Message, deliver func(*wire.Message, []byte) error) error {
-	obj := map[string]json.RawMessage{}
-	if json.Unmarshal(final.Result, &obj) == nil {
-		delete(obj, "resultType")
-		if raw, err := json.Marshal(obj); err == nil {
-			c := *final
-			c.Result = raw
-			final = &c
-		}
-	}
+	c := *final
+	c.Result = wire.WithoutResultType(final.Result)
+	final = &c
 	raw, err := wire.Encode(final)
 	if err != nil {
 		return err
@@ -351,35 +316,6 @@ func (b *bridgeUpstream) ask(ctx context.Context, method string, reqs map[string
 		}
 	}
 	return responses, nil
-}
-
-// retryWith is request m with the client's inputResponses and the
-// server's requestState (MCP 2026-07-28 "Multi Round-Trip Requests").
-func retryWith(m *wire.Message, responses map[string]json.RawMessage, state string) (*wire.Message, error) {
-	return withParams(m, func(params map[string]json.RawMessage) {
-		params["inputResponses"], _ = json.Marshal(responses)
-		delete(params, "requestState")
-		if state != "" {
-			params["requestState"], _ = json.Marshal(state)
-		}
-	})
-}
-
-// withParams is a copy of request m whose params (an object, or none) edit
-// changed.
-func withParams(m *wire.Message, edit func(params map[string]json.RawMessage)) (*wire.Message, error) {
-	params := map[string]json.RawMessage{}
-	if len(m.Params) > 0 && json.Unmarshal(m.Params, &params) != nil {
-		return nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: %s needs an object", m.Method)
-	}
-	edit(params)
-	raw, err := json.Marshal(params)
-	if err != nil {
-		return nil, err
-	}
-	c := *m
-	c.Params = raw
-	return &c, nil
 }
 
 // close has nothing to end: 2026-07-28 has no session.

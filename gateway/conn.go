@@ -101,6 +101,19 @@ type httpConn struct {
 	// its DELETE carries too: a backend that wants a token for every
 	// request would refuse a DELETE without one.
 	auth, upstream string
+	// bridge, once the session's initialize found a backend of MCP
+	// 2026-07-28 only (bridge.go), carries the session from then on.
+	bridge *bridge
+}
+
+// bridged is the session's bridge, or nil.
+func (c *httpConn) bridged() *bridge {
+	if c.stateless {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.bridge
 }
 
 // do sends one request to the backend; sentSID says whether it carried
@@ -144,11 +157,17 @@ func (c *httpConn) do(ctx context.Context, method string, body []byte, out http.
 }
 
 func (c *httpConn) post(ctx context.Context, msg *wire.Message, raw []byte, out http.Header) (*reply, error) {
+	if b := c.bridged(); b != nil {
+		return b.post(ctx, msg, raw, out)
+	}
 	resp, sentSID, err := c.do(ctx, http.MethodPost, raw, out)
 	if err != nil {
 		return nil, err
 	}
 	r, err := c.reply(resp, http.MethodPost, sentSID)
+	if err == nil && msg.Method == wire.MethodInitialize && !c.stateless && (r.status == http.StatusBadRequest || r.status == http.StatusNotFound) {
+		return c.probe(ctx, msg, out, r)
+	}
 	if err == nil && r.sessionID != "" && msg.Method == wire.MethodInitialize && !c.stateless {
 		c.mu.Lock()
 		c.sid = r.sessionID
@@ -158,6 +177,9 @@ func (c *httpConn) post(ctx context.Context, msg *wire.Message, raw []byte, out 
 }
 
 func (c *httpConn) listen(ctx context.Context, out http.Header) (*reply, error) {
+	if b := c.bridged(); b != nil {
+		return b.listen(ctx, out)
+	}
 	resp, sentSID, err := c.do(ctx, http.MethodGet, nil, out)
 	if err != nil {
 		return nil, err
@@ -166,6 +188,10 @@ func (c *httpConn) listen(ctx context.Context, out http.Header) (*reply, error) 
 }
 
 func (c *httpConn) end(ctx context.Context) {
+	if b := c.bridged(); b != nil {
+		b.end(ctx)
+		return
+	}
 	c.mu.Lock()
 	sid, auth, upstream := c.sid, c.auth, c.upstream
 	c.mu.Unlock()

@@ -73,6 +73,27 @@
 // the following rounds, one each. A requestState of serve's naming no
 // waiting call is refused (-32602); the process's own is passed to it.
 //
+// A caller of MCP 2025-11-25/06-18/03-26 and an HTTP backend of MCP
+// 2026-07-28 only (bridge.go): when the backend refuses the caller's
+// initialize with 400 UNSUPPORTED_PROTOCOL_VERSION (-32022) or 404 and
+// its server/discover lists 2026-07-28, serve answers the initialize
+// (wire.BridgedInitializeResult: the caller's revision, the capabilities
+// the bridge carries, serve's session id) and the session's httpConn
+// hands the rest to a bridge: requests go with the 2026-07-28 _meta
+// envelope (the caller's clientInfo, capabilities and log level) and
+// standard headers; input_required becomes requests to the caller on the
+// POST's event stream, whose answers go back in inputResponses with the
+// backend's requestState (maxBridgeRounds rounds of maxBridgeInputs,
+// maxBridgeAsked unanswered per session, each round the backend's
+// timeout); ping and logging/setLevel are answered by serve,
+// notifications/cancelled closes the backend request, other
+// notifications stay, GET is 405. serve probes at every initialize
+// instead of caching the finding (a backend changed in place is followed
+// at once; one refused request per session). The envelope and unpacking
+// pieces live in wire (bridge.go), shared with agentauth proxy's bridge
+// (client/proxy_bridge.go), which speaks through wire.HTTPSession where
+// the gateway speaks through its own transport.
+//
 // The gateway does not authenticate: its caller (serve's HTTP face) checks
 // the token first and passes what it established as a Caller. It imports
 // wire, broker, ops (its audit and metrics hook) and flows (the RFC 8693

@@ -499,7 +499,7 @@ func (s *HTTPSession) do(ctx context.Context, method string, body []byte, m *Mes
 		req.Header.Set(headerProtocolVersion, version)
 	}
 	if version == MCPStatelessVersion && m != nil && m.Method != "" {
-		setStandardHeaders(req.Header, m)
+		SetStandardHeaders(req.Header, m)
 	}
 	for k, vs := range extra {
 		req.Header[k] = vs

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -66,10 +67,26 @@ func (s *HTTPSession) paramHeaders(ctx context.Context, params any) (http.Header
 	if schema == nil || json.Unmarshal(schema, &props) != nil {
 		return nil, nil
 	}
-	h := http.Header{}
+	headers := map[string]string{}
 	for name, prop := range props.Properties {
-		raw, ok := call.Arguments[name]
-		if prop.Header == "" || !ok {
+		if prop.Header != "" {
+			headers[name] = prop.Header
+		}
+	}
+	h := http.Header{}
+	SetParamHeaders(h, call.Arguments, headers)
+	return h, nil
+}
+
+// SetParamHeaders sets the Mcp-Param-NAME header of each argument of a
+// tools/call that headers (argument name to the x-mcp-header of its
+// schema property) names: a string as is (or encoded, see HeaderValue), a
+// number or boolean as its JSON text; other values get none (MCP
+// 2026-07-28 "Transports", Custom Headers from Tool Parameters).
+func SetParamHeaders(h http.Header, arguments map[string]json.RawMessage, headers map[string]string) {
+	for name, header := range headers {
+		raw, ok := arguments[name]
+		if !ok {
 			continue
 		}
 		var v any
@@ -78,18 +95,17 @@ func (s *HTTPSession) paramHeaders(ctx context.Context, params any) (http.Header
 		}
 		switch v := v.(type) {
 		case string:
-			h.Set("Mcp-Param-"+prop.Header, headerValue(v))
+			h.Set("Mcp-Param-"+header, HeaderValue(v))
 		case float64, bool:
-			h.Set("Mcp-Param-"+prop.Header, string(raw))
+			h.Set("Mcp-Param-"+header, string(bytes.TrimSpace(raw)))
 		}
 	}
-	return h, nil
 }
 
-// setStandardHeaders repeats a request's method in Mcp-Method and, for
+// SetStandardHeaders repeats a request's method in Mcp-Method and, for
 // tools/call and prompts/get its params.name, for resources/read its
 // params.uri, in Mcp-Name (MCP 2026-07-28 "Transports", Standard Headers).
-func setStandardHeaders(h http.Header, m *Message) {
+func SetStandardHeaders(h http.Header, m *Message) {
 	h.Set(headerMethod, m.Method)
 	var p struct {
 		Name *string `json:"name"`
@@ -100,16 +116,16 @@ func setStandardHeaders(h http.Header, m *Message) {
 	}
 	switch {
 	case (m.Method == "tools/call" || m.Method == "prompts/get") && p.Name != nil:
-		h.Set(headerName, headerValue(*p.Name))
+		h.Set(headerName, HeaderValue(*p.Name))
 	case m.Method == "resources/read" && p.URI != nil:
-		h.Set(headerName, headerValue(*p.URI))
+		h.Set(headerName, HeaderValue(*p.URI))
 	}
 }
 
-// headerValue is v as a header value: literal when it is printable ASCII
+// HeaderValue is v as a header value: literal when it is printable ASCII
 // without surrounding spaces, else "=?base64?…?=" (MCP 2026-07-28
 // "Transports", Value Encoding).
-func headerValue(v string) string {
+func HeaderValue(v string) string {
 	plain := v == strings.TrimSpace(v)
 	for i := 0; plain && i < len(v); i++ {
 		plain = v[i] >= 0x20 && v[i] <= 0x7e

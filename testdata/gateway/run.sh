@@ -22,7 +22,14 @@
 #      each at once), each getting only its own answers; and the
 #      conformance suite through serve in front of the Go SDK's
 #      everything-server run as a shared stdio process: every scenario
-#      passing against it directly over HTTP (sessions) must pass.
+#      passing against it directly over HTTP (sessions) must pass;
+#   4. an HTTP backend of MCP 2026-07-28 only: the TypeScript SDK v2's
+#      server with legacy: 'reject' (../proxy/modern-server.mjs,
+#      @modelcontextprotocol/server pinned here), which refuses a 2025-era
+#      initialize (checked directly), and through serve the Go SDK client
+#      over 2026-07-28, 2025-11-25 and 2025-06-18 and the TypeScript SDK
+#      v1 client (2025-11-25), the last three bridged by serve: tools,
+#      an input request answered by elicitation, bad arguments, ping.
 # Exits 1 when any check fails.
 #
 #   bash testdata/gateway/run.sh
@@ -185,6 +192,27 @@ serve_backend stdio-shared "config:$work/conformance-shared.json"
 scenarios "$results/stdio-shared.serve" "http://localhost:${proxy#*:}/mcp"
 cp "$results/sessions.direct.list" "$results/stdio-shared.direct.list"
 compare stdio-shared
+
+echo "== an HTTP backend of MCP 2026-07-28 only (TypeScript SDK v2, legacy: 'reject'): 2025-era clients bridged by serve"
+cp "$root/testdata/proxy/modern-server.mjs" "$cache/backends/modern-server.mjs"
+(cd "$cache/backends" && exec node modern-server.mjs "$work/modern-backend.addr") >"$results/modern-backend.log" 2>&1 &
+pids+=($!)
+modern="http://$(waitaddr "$work/modern-backend.addr")/mcp"
+refusal="$(curl -s -o - -w ' %{http_code}' -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
+	--data '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"run.sh","version":"1"}}}' "$modern")"
+case "$refusal" in
+*'"code":-32022'*' 400') echo "ok   the backend refuses a 2025-era initialize directly (400, -32022)"; passed=$((passed + 1)) ;;
+*) echo "FAIL the backend refuses a 2025-era initialize directly: $refusal"; failed=$((failed + 1)) ;;
+esac
+serve_backend modern "$modern"
+sdk_clients modern "$work/modern.token" "HTTP backend of MCP 2026-07-28 only (TypeScript SDK v2 server)" 2025-11-25 2025-06-18
+if grep -q 'msg="backend speaks MCP 2026-07-28 only: bridging' "$results/modern.serve.log"; then
+	echo "ok   serve bridged the 2025-era sessions"
+	passed=$((passed + 1))
+else
+	echo "FAIL serve bridged the 2025-era sessions (see $results/modern.serve.log)"
+	failed=$((failed + 1))
+fi
 
 echo "run.sh: results in $results" >&2
 echo "$passed passed, $failed failed"

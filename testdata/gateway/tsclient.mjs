@@ -3,7 +3,10 @@
 // prompts, sampling and elicitation through agentauth serve's gateway
 // (run by run.sh from a directory holding those pins).
 //
-//   MCP_TOKEN=… node tsclient.mjs everything|conformance URL
+//   MCP_TOKEN=… node tsclient.mjs everything|conformance|modern URL
+//
+// modern is a server of MCP 2026-07-28 only (../proxy/modern-server.mjs),
+// which this client (MCP 2025-11-25) reaches through serve's bridge.
 //
 // Prints "ok   CHECK" per check; on the first failure "FAIL CHECK" with
 // what it saw, and exits 1.
@@ -14,7 +17,7 @@ import { CreateMessageRequestSchema, ElicitRequestSchema } from '@modelcontextpr
 const [backend, endpoint] = process.argv.slice(2);
 const token = process.env.MCP_TOKEN;
 if (!backend || !endpoint || !token) {
-  console.error('usage: MCP_TOKEN=… node tsclient.mjs everything|conformance URL');
+  console.error('usage: MCP_TOKEN=… node tsclient.mjs everything|conformance|modern URL');
   process.exit(2);
 }
 
@@ -66,6 +69,14 @@ if (backend === 'everything') {
   check('sampling through serve', text(s).includes('sampled through serve'), s);
   const e = await client.callTool({ name: 'trigger-elicitation-request', arguments: {} });
   check('elicitation through serve', text(e).includes('accept'), e);
+} else if (backend === 'modern') {
+  check('tools/list shows the backend\'s tools', tools.includes('echo') && tools.includes('greet'), tools);
+  check('initialize answered from the backend\'s server/discover', client.getServerVersion()?.name === 'sdk2-modern', client.getServerVersion());
+  check('tools/call echo', text(await client.callTool({ name: 'echo', arguments: { text: 'bridged' } })) === 'bridged');
+  const g = await client.callTool({ name: 'greet', arguments: {} });
+  check('an input request of the backend comes as elicitation and its answer goes back', text(g) === 'Hello, Ada!', g);
+  await client.ping();
+  check('ping', true);
 } else {
   check('tools/list shows the backend\'s tools', tools.includes('test_sampling') && tools.includes('test_simple_text'), tools);
   check('tools/call', text(await client.callTool({ name: 'test_simple_text', arguments: {} })) !== '');

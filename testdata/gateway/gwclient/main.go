@@ -2,12 +2,15 @@
 // tools, resources, prompts, sampling, elicitation and progress through
 // agentauth serve's gateway (run by testdata/gateway/run.sh).
 //
-//	gwclient -token-file FILE -backend everything|conformance [-protocol-version V] URL
+//	gwclient -token-file FILE -backend everything|conformance|modern [-protocol-version V] URL
 //	gwclient -token-file FILE -echo-burst N -tag TAG [-protocol-version V] URL
 //
 // everything is @modelcontextprotocol/server-everything (stdio behind
 // serve), conformance the Go SDK's conformance everything-server
-// (Streamable HTTP behind serve). Prints "ok   CHECK" per check; on a
+// (Streamable HTTP behind serve), modern the TypeScript SDK v2's server
+// of MCP 2026-07-28 only (testdata/proxy/modern-server.mjs, Streamable
+// HTTP behind serve, which bridges a client of an earlier revision to
+// it). Prints "ok   CHECK" per check; on a
 // failure "FAIL CHECK: what it saw" and exits 1. -protocol-version asks
 // for that MCP revision (default: the SDK's newest, 2026-07-28, which it
 // falls back from when the server lacks it). -echo-burst calls
@@ -62,14 +65,14 @@ func text(r *mcp.CallToolResult) string {
 
 func main() {
 	tokenFile := flag.String("token-file", "", "the access token for serve")
-	backend := flag.String("backend", "everything", "everything or conformance")
+	backend := flag.String("backend", "everything", "everything, conformance or modern")
 	version := flag.String("protocol-version", "", "the MCP revision to ask for")
 	burst := flag.Int("echo-burst", 0, "only call echo this many times at once")
 	tag := flag.String("tag", "gwclient", "the text -echo-burst sends")
 	flag.Parse()
 	tok, err := os.ReadFile(*tokenFile)
 	if err != nil || flag.NArg() != 1 {
-		fmt.Fprintln(os.Stderr, "usage: gwclient -token-file FILE -backend everything|conformance URL")
+		fmt.Fprintln(os.Stderr, "usage: gwclient -token-file FILE -backend everything|conformance|modern URL")
 		os.Exit(2)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -200,8 +203,24 @@ func main() {
 		p.SetProgressToken("gw-progress")
 		_, err = cs.CallTool(ctx, p)
 		check("progress notifications through serve", err == nil && progress.Load() >= 1, fmt.Sprint(err, progress.Load()))
+	case "modern":
+		check("tools/list shows the backend's tools", slices.Contains(names, "echo") && slices.Contains(names, "greet"), names)
+		if *version != "" {
+			check("serve answers initialize with the revision asked for", cs.InitializeResult().ProtocolVersion == *version, cs.InitializeResult().ProtocolVersion)
+		}
+		r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "bridged"}})
+		check("tools/call echo", err == nil && text(r) == "bridged", fmt.Sprint(err, r))
+		r, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "greet"})
+		check("an input request of the backend comes as elicitation and its answer goes back", err == nil && text(r) == "Hello, Ada!", fmt.Sprint(err, r))
+		_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": 5}})
+		check("bad arguments are -32602 from serve", err != nil && strings.Contains(err.Error(), "do not match its inputSchema"), err)
+		if *version != "" {
+			// MCP 2026-07-28 has no ping; serve answers it for the bridged session.
+			err = cs.Ping(ctx, nil)
+			check("ping", err == nil, err)
+		}
 	default:
-		fmt.Fprintln(os.Stderr, "gwclient: -backend is everything or conformance")
+		fmt.Fprintln(os.Stderr, "gwclient: -backend is everything, conformance or modern")
 		os.Exit(2)
 	}
 	if failed {
