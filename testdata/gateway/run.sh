@@ -29,7 +29,15 @@
 #      initialize (checked directly), and through serve the Go SDK client
 #      over 2026-07-28, 2025-11-25 and 2025-06-18 and the TypeScript SDK
 #      v1 client (2025-11-25), the last three bridged by serve: tools,
-#      an input request answered by elicitation, bad arguments, ping.
+#      an input request answered by elicitation, bad arguments, ping;
+#   5. more reference servers from npm (pinned here) as stdio backends,
+#      called with agentauth call: @modelcontextprotocol/server-filesystem
+#      (a file read, the server's own refusal of a path outside its
+#      directory, arguments off its schema refused by serve, write_file
+#      hidden and 403 without fs:write, then written after call --login
+#      steps up) and @modelcontextprotocol/server-memory (nested array
+#      arguments, a wrong shape refused, its file where the config's env
+#      says).
 # Exits 1 when any check fails.
 #
 #   bash testdata/gateway/run.sh
@@ -213,6 +221,66 @@ else
 	echo "FAIL serve bridged the 2025-era sessions (see $results/modern.serve.log)"
 	failed=$((failed + 1))
 fi
+
+echo "== reference MCP servers from npm as stdio backends (filesystem, memory), called with agentauth call"
+# refcheck NAME RC PATTERN COMMAND…: passes when COMMAND exits RC and its
+# output (stdout and stderr) matches PATTERN (an extended regexp).
+refcheck() {
+	local name="$1" want="$2" pattern="$3" rc=0 out
+	shift 3
+	out="$("$@" 2>&1)" || rc=$?
+	if [ "$rc" = "$want" ] && grep -Eq -- "$pattern" <<<"$out"; then
+		echo "ok   $name"
+		passed=$((passed + 1))
+	else
+		echo "FAIL $name (exit $rc, want $want; output below)"
+		echo "$out" | head -20
+		failed=$((failed + 1))
+	fi
+}
+node="$(command -v node)"
+mods="$cache/backends/node_modules/@modelcontextprotocol"
+mkdir -p "$work/files"
+echo "hello from a file" >"$work/files/note.txt"
+# write_file and edit_file need fs:write, which the first login does not
+# ask for (scopesSupported names agent:use only): call --login steps up.
+cat >"$work/fs.json" <<JSON
+{"schemes": [{"id": "dev", "label": "serve", "authorizationServers": ["embedded"], "scopesSupported": ["agent:use"], "validation": {"type": "jwt"}}],
+ "backends": [{"name": "fs", "command": "$node", "args": ["$mods/server-filesystem/dist/index.js", "$work/files"]}],
+ "toolScopes": {"write_file": ["fs:write"], "edit_file": ["fs:write"]}}
+JSON
+serve_backend fs "config:$work/fs.json"
+fscall() { AGENTAUTH_STORE=file AGENTAUTH_CONFIG_DIR="$work/fs.config" BROWSER="$root/testdata/conformance/browser.sh" "$agentauth" call "$@"; }
+refcheck "filesystem: read_text_file" 0 '"text": "hello from a file' \
+	fscall "http://$serve/mcp" tools/call '{"name":"read_text_file","arguments":{"path":"'"$work/files/note.txt"'"}}'
+refcheck "filesystem: a path outside its directory is the server's own refusal" 0 '"text": "Access denied - path outside allowed directories' \
+	fscall "http://$serve/mcp" tools/call '{"name":"read_text_file","arguments":{"path":"/etc/passwd"}}'
+refcheck "filesystem: arguments off its schema refused by serve (-32602)" 1 'error -32602: .*list_directory_with_sizes .*sortBy.*enum' \
+	fscall "http://$serve/mcp" tools/call '{"name":"list_directory_with_sizes","arguments":{"path":"'"$work/files"'","sortBy":"colour"}}'
+# The tools the first login's token sees: all but the two that need fs:write.
+fstools="$(fscall "http://$serve/mcp" tools/list | sed -n 's/^      "name": "\(.*\)",$/\1/p' | paste -sd' ')"
+refcheck "filesystem: tools/list lists its tools" 0 '^read_file read_text_file .*list_allowed_directories$' echo "$fstools"
+refcheck "filesystem: write_file and edit_file hidden without fs:write" 0 '^hidden$' \
+	bash -c 'case " $1 " in *" write_file "* | *" edit_file "*) echo "shown: $1" ;; *) echo hidden ;; esac' _ "$fstools"
+refcheck "filesystem: write_file without fs:write is 403 insufficient_scope" 4 'insufficient_scope|fs:write' \
+	fscall "http://$serve/mcp" tools/call '{"name":"write_file","arguments":{"path":"'"$work/files/new.txt"'","content":"written"}}'
+refcheck "filesystem: call --login steps up to fs:write and writes" 0 'Successfully wrote to' \
+	fscall --login "http://$serve/mcp" tools/call '{"name":"write_file","arguments":{"path":"'"$work/files/new.txt"'","content":"written"}}'
+refcheck "filesystem: the file is there" 0 '^written$' cat "$work/files/new.txt"
+
+cat >"$work/memory.json" <<JSON
+{"schemes": [{"id": "dev", "label": "serve", "authorizationServers": ["embedded"], "scopesSupported": ["agent:use"], "validation": {"type": "jwt"}}],
+ "backends": [{"name": "memory", "command": "$node", "args": ["$mods/server-memory/dist/index.js"], "env": {"MEMORY_FILE_PATH": "$work/memory.jsonl"}}]}
+JSON
+serve_backend memory "config:$work/memory.json"
+memcall() { AGENTAUTH_STORE=file AGENTAUTH_CONFIG_DIR="$work/memory.config" "$agentauth" call "$@"; }
+refcheck "memory: create_entities (an array of objects)" 0 '\\"name\\": \\"Ada\\"' \
+	memcall "http://$serve/mcp" tools/call '{"name":"create_entities","arguments":{"entities":[{"name":"Ada","entityType":"person","observations":["wrote the first program"]}]}}'
+refcheck "memory: create_entities of the wrong shape refused by serve (-32602)" 1 'error -32602: .*create_entities' \
+	memcall "http://$serve/mcp" tools/call '{"name":"create_entities","arguments":{"entities":"Ada"}}'
+refcheck "memory: search_nodes finds it" 0 'wrote the first program' \
+	memcall "http://$serve/mcp" tools/call '{"name":"search_nodes","arguments":{"query":"Ada"}}'
+refcheck "memory: its file is where the config's env put it" 0 '"name":"Ada"' cat "$work/memory.jsonl"
 
 echo "run.sh: results in $results" >&2
 echo "$passed passed, $failed failed"
