@@ -601,3 +601,23 @@ func TestCancellation(t *testing.T) {
 		}
 	}
 }
+
+// TestArgumentPath: a schema location names the argument it checks as a
+// caller writes it (the -32602 of bad arguments).
+func TestArgumentPath(t *testing.T) {
+	for loc, want := range map[string]string{
+		"/properties/title":                            "title",
+		"/properties/edits/items/properties/oldText":   "edits[].oldText",
+		"/properties/pair/prefixItems/1":               "pair[1]",
+		"/properties/tags/additionalProperties":        "tags.*",
+		"/properties/env/patternProperties/^A~1B$":     "env.*",
+		"/properties/a~1b/anyOf/1/properties/c":        "a/b.c",
+		"/$defs/point/properties/x":                    "x",
+		"/allOf/0":                                     "arguments",
+		"/properties/m~0n/items/items/properties/deep": "m~n[][].deep",
+	} {
+		if got := argumentPath(loc); got != want {
+			t.Errorf("argumentPath(%q) = %q, want %q", loc, got, want)
+		}
+	}
+}

@@ -130,10 +130,11 @@ func (m *Mount) validate(ctx context.Context, cn conn, out http.Header, k *call,
 }
 
 // schemaError shortens jsonschema-go's nested "validating …: " prefixes
-// to the innermost schema location and the reason.
+// to the innermost schema location and the reason, and names the argument
+// that location checks (argumentPath).
 func schemaError(err error) string {
 	s := err.Error()
-	loc := "root"
+	loc := ""
 	for {
 		rest, ok := strings.CutPrefix(s, "validating ")
 		if !ok {
@@ -146,9 +147,54 @@ func schemaError(err error) string {
 		loc, s = rest[:i], rest[i+2:]
 	}
 	if len(s) > 300 {
-		s = s[:300] + "…"
+		s = strings.ToValidUTF8(s[:300], "") + "…"
 	}
-	return fmt.Sprintf("at %s: %s", loc, s)
+	if loc == "" || loc == "root" {
+		return "the arguments: " + s
+	}
+	return fmt.Sprintf("argument %s (schema %s): %s", argumentPath(loc), loc, s)
+}
+
+// argumentPath is the argument a schema location (a JSON Pointer into the
+// inputSchema, RFC 6901, as jsonschema-go reports it) checks, written as a
+// caller names it: /properties/edits/items/properties/oldText is
+// edits[].oldText, /prefixItems/0 is [0], additionalProperties and
+// patternProperties are .*; applicators (allOf/anyOf/oneOf/not, if/then/
+// else, $defs, …) add nothing. jsonschema-go reports no instance location,
+// hence this.
+func argumentPath(loc string) string {
+	var tokens []string
+	for _, t := range strings.Split(strings.TrimPrefix(loc, "/"), "/") {
+		tokens = append(tokens, strings.NewReplacer("~1", "/", "~0", "~").Replace(t))
+	}
+	var b strings.Builder
+	for i := 0; i < len(tokens); i++ {
+		switch tokens[i] {
+		case "properties":
+			if i+1 < len(tokens) {
+				i++
+				if b.Len() > 0 {
+					b.WriteByte('.')
+				}
+				b.WriteString(tokens[i])
+			}
+		case "items", "additionalItems", "unevaluatedItems", "contains":
+			b.WriteString("[]")
+		case "prefixItems":
+			if i+1 < len(tokens) {
+				i++
+				b.WriteString("[" + tokens[i] + "]")
+			}
+		case "additionalProperties", "unevaluatedProperties", "propertyNames":
+			b.WriteString(".*")
+		case "patternProperties":
+			i++ // the pattern
+			b.WriteString(".*")
+		case "dependentSchemas", "$defs", "definitions", "allOf", "anyOf", "oneOf":
+			i++ // the keyword's name or index is no argument
+		}
+	}
+	return cmpOr(b.String(), "arguments")
 }
 
 // depth is how deep a JSON value nests (0 for a scalar), counted over its

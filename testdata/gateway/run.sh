@@ -255,7 +255,7 @@ refcheck "filesystem: read_text_file" 0 '"text": "hello from a file' \
 	fscall "http://$serve/mcp" tools/call '{"name":"read_text_file","arguments":{"path":"'"$work/files/note.txt"'"}}'
 refcheck "filesystem: a path outside its directory is the server's own refusal" 0 '"text": "Access denied - path outside allowed directories' \
 	fscall "http://$serve/mcp" tools/call '{"name":"read_text_file","arguments":{"path":"/etc/passwd"}}'
-refcheck "filesystem: arguments off its schema refused by serve (-32602)" 1 'error -32602: .*list_directory_with_sizes .*sortBy.*enum' \
+refcheck "filesystem: arguments off its schema refused by serve (-32602)" 1 'error -32602: .*list_directory_with_sizes .*argument sortBy .*enum' \
 	fscall "http://$serve/mcp" tools/call '{"name":"list_directory_with_sizes","arguments":{"path":"'"$work/files"'","sortBy":"colour"}}'
 # The tools the first login's token sees: all but the two that need fs:write.
 fstools="$(fscall "http://$serve/mcp" tools/list | sed -n 's/^      "name": "\(.*\)",$/\1/p' | paste -sd' ')"
@@ -276,7 +276,7 @@ serve_backend memory "config:$work/memory.json"
 memcall() { AGENTAUTH_STORE=file AGENTAUTH_CONFIG_DIR="$work/memory.config" "$agentauth" call "$@"; }
 refcheck "memory: create_entities (an array of objects)" 0 '\\"name\\": \\"Ada\\"' \
 	memcall "http://$serve/mcp" tools/call '{"name":"create_entities","arguments":{"entities":[{"name":"Ada","entityType":"person","observations":["wrote the first program"]}]}}'
-refcheck "memory: create_entities of the wrong shape refused by serve (-32602)" 1 'error -32602: .*create_entities' \
+refcheck "memory: create_entities of the wrong shape refused by serve (-32602)" 1 'error -32602: .*create_entities .*argument entities .*want "array"' \
 	memcall "http://$serve/mcp" tools/call '{"name":"create_entities","arguments":{"entities":"Ada"}}'
 refcheck "memory: search_nodes finds it" 0 'wrote the first program' \
 	memcall "http://$serve/mcp" tools/call '{"name":"search_nodes","arguments":{"query":"Ada"}}'
