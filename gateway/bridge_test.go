@@ -356,5 +356,9 @@ func TestBridgeOnlyEarlierCallers(t *testing.T) {
 		if resp.StatusCode != tc.status || !strings.Contains(string(b), tc.want) {
 			t.Errorf("%s: initialize answered %d %s; want %d %s", tc.name, resp.StatusCode, b, tc.status, tc.want)
 		}
+		// A refused initialize names no session (serve dropped it).
+		if sid := resp.Header.Get("Mcp-Session-Id"); sid != "" {
+			t.Errorf("%s: the refusal names session %q", tc.name, sid)
+		}
 	}
 }

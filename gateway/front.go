@@ -175,7 +175,8 @@ func (m *Mount) servePost(w http.ResponseWriter, r *http.Request, c Caller) {
 		return
 	}
 	defer rep.close()
-	if s != nil && msg.Method == wire.MethodInitialize {
+	if s != nil && msg.Method == wire.MethodInitialize && rep.status < http.StatusMultipleChoices {
+		// A refusal (400 -32022, 404) names no session: serve drops it.
 		w.Header().Set("Mcp-Session-Id", s.id)
 	}
 	if !msg.IsRequest() {
