@@ -103,6 +103,21 @@ serve_backend() {
 }
 
 passed=0 failed=0
+# check NAME RC PATTERN COMMAND…: passes when COMMAND exits RC and its
+# output (stdout and stderr) matches PATTERN (an extended regexp).
+check() {
+	local name="$1" want="$2" pattern="$3" rc=0 out
+	shift 3
+	out="$("$@" 2>&1)" || rc=$?
+	if [ "$rc" = "$want" ] && grep -Eq -- "$pattern" <<<"$out"; then
+		echo "ok   $name"
+		passed=$((passed + 1))
+	else
+		echo "FAIL $name (exit $rc, want $want; output below)"
+		echo "$out" | head -20
+		failed=$((failed + 1))
+	fi
+}
 # scenarios DIR URL: run the suite's server scenarios, one "NAME pass|fail" per line, into DIR.list
 scenarios() {
 	"${suite[@]}" server --url "$2" --suite all -o "$1" >"$1.txt" 2>&1 || true
@@ -185,14 +200,7 @@ for p in $burst_a $burst_b; do
 	if wait $p; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 done
 cat "$work/burst.a" "$work/burst.b"
-started="$(grep -c 'msg="backend started"' "$results/shared.serve.log" || true)"
-if [ "$started" = 1 ]; then
-	echo "ok   one process served every caller"
-	passed=$((passed + 1))
-else
-	echo "FAIL one process served every caller: $started started (see $results/shared.serve.log)"
-	failed=$((failed + 1))
-fi
+check "one process served every caller" 0 '^1$' grep -c 'msg="backend started"' "$results/shared.serve.log"
 
 echo "== the conformance suite through a shared stdio backend (the Go SDK's everything-server on stdio)"
 shared_config "$work/conformance-shared.json" "$cache/bin/everything-server"
@@ -206,38 +214,14 @@ cp "$root/testdata/proxy/modern-server.mjs" "$cache/backends/modern-server.mjs"
 (cd "$cache/backends" && exec node modern-server.mjs "$work/modern-backend.addr") >"$results/modern-backend.log" 2>&1 &
 pids+=($!)
 modern="http://$(waitaddr "$work/modern-backend.addr")/mcp"
-refusal="$(curl -s -o - -w ' %{http_code}' -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
-	--data '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"run.sh","version":"1"}}}' "$modern")"
-case "$refusal" in
-*'"code":-32022'*' 400') echo "ok   the backend refuses a 2025-era initialize directly (400, -32022)"; passed=$((passed + 1)) ;;
-*) echo "FAIL the backend refuses a 2025-era initialize directly: $refusal"; failed=$((failed + 1)) ;;
-esac
+check "the backend refuses a 2025-era initialize directly (400, -32022)" 0 '"code":-32022.* 400$' \
+	curl -s -o - -w ' %{http_code}' -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
+	--data '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"run.sh","version":"1"}}}' "$modern"
 serve_backend modern "$modern"
 sdk_clients modern "$work/modern.token" "HTTP backend of MCP 2026-07-28 only (TypeScript SDK v2 server)" 2025-11-25 2025-06-18
-if grep -q 'msg="backend speaks MCP 2026-07-28 only: bridging' "$results/modern.serve.log"; then
-	echo "ok   serve bridged the 2025-era sessions"
-	passed=$((passed + 1))
-else
-	echo "FAIL serve bridged the 2025-era sessions (see $results/modern.serve.log)"
-	failed=$((failed + 1))
-fi
+check "serve bridged the 2025-era sessions" 0 'bridging' grep -m1 'msg="backend speaks MCP 2026-07-28 only: bridging' "$results/modern.serve.log"
 
 echo "== reference MCP servers from npm as stdio backends (filesystem, memory), called with agentauth call"
-# refcheck NAME RC PATTERN COMMAND…: passes when COMMAND exits RC and its
-# output (stdout and stderr) matches PATTERN (an extended regexp).
-refcheck() {
-	local name="$1" want="$2" pattern="$3" rc=0 out
-	shift 3
-	out="$("$@" 2>&1)" || rc=$?
-	if [ "$rc" = "$want" ] && grep -Eq -- "$pattern" <<<"$out"; then
-		echo "ok   $name"
-		passed=$((passed + 1))
-	else
-		echo "FAIL $name (exit $rc, want $want; output below)"
-		echo "$out" | head -20
-		failed=$((failed + 1))
-	fi
-}
 node="$(command -v node)"
 mods="$cache/backends/node_modules/@modelcontextprotocol"
 mkdir -p "$work/files"
@@ -251,22 +235,22 @@ cat >"$work/fs.json" <<JSON
 JSON
 serve_backend fs "config:$work/fs.json"
 fscall() { AGENTAUTH_STORE=file AGENTAUTH_CONFIG_DIR="$work/fs.config" BROWSER="$root/testdata/conformance/browser.sh" "$agentauth" call "$@"; }
-refcheck "filesystem: read_text_file" 0 '"text": "hello from a file' \
+check "filesystem: read_text_file" 0 '"text": "hello from a file' \
 	fscall "http://$serve/mcp" tools/call '{"name":"read_text_file","arguments":{"path":"'"$work/files/note.txt"'"}}'
-refcheck "filesystem: a path outside its directory is the server's own refusal" 0 '"text": "Access denied - path outside allowed directories' \
+check "filesystem: a path outside its directory is the server's own refusal" 0 '"text": "Access denied - path outside allowed directories' \
 	fscall "http://$serve/mcp" tools/call '{"name":"read_text_file","arguments":{"path":"/etc/passwd"}}'
-refcheck "filesystem: arguments off its schema refused by serve (-32602)" 1 'error -32602: .*list_directory_with_sizes .*argument sortBy .*enum' \
+check "filesystem: arguments off its schema refused by serve (-32602)" 1 'error -32602: .*list_directory_with_sizes .*argument sortBy .*enum' \
 	fscall "http://$serve/mcp" tools/call '{"name":"list_directory_with_sizes","arguments":{"path":"'"$work/files"'","sortBy":"colour"}}'
 # The tools the first login's token sees: all but the two that need fs:write.
 fstools="$(fscall "http://$serve/mcp" tools/list | sed -n 's/^      "name": "\(.*\)",$/\1/p' | paste -sd' ')"
-refcheck "filesystem: tools/list lists its tools" 0 '^read_file read_text_file .*list_allowed_directories$' echo "$fstools"
-refcheck "filesystem: write_file and edit_file hidden without fs:write" 0 '^hidden$' \
+check "filesystem: tools/list lists its tools" 0 '^read_file read_text_file .*list_allowed_directories$' echo "$fstools"
+check "filesystem: write_file and edit_file hidden without fs:write" 0 '^hidden$' \
 	bash -c 'case " $1 " in *" write_file "* | *" edit_file "*) echo "shown: $1" ;; *) echo hidden ;; esac' _ "$fstools"
-refcheck "filesystem: write_file without fs:write is 403 insufficient_scope" 4 'insufficient_scope|fs:write' \
+check "filesystem: write_file without fs:write is 403 insufficient_scope" 4 'insufficient_scope|fs:write' \
 	fscall "http://$serve/mcp" tools/call '{"name":"write_file","arguments":{"path":"'"$work/files/new.txt"'","content":"written"}}'
-refcheck "filesystem: call --login steps up to fs:write and writes" 0 'Successfully wrote to' \
+check "filesystem: call --login steps up to fs:write and writes" 0 'Successfully wrote to' \
 	fscall --login "http://$serve/mcp" tools/call '{"name":"write_file","arguments":{"path":"'"$work/files/new.txt"'","content":"written"}}'
-refcheck "filesystem: the file is there" 0 '^written$' cat "$work/files/new.txt"
+check "filesystem: the file is there" 0 '^written$' cat "$work/files/new.txt"
 
 cat >"$work/memory.json" <<JSON
 {"schemes": [{"id": "dev", "label": "serve", "authorizationServers": ["embedded"], "scopesSupported": ["agent:use"], "validation": {"type": "jwt"}}],
@@ -274,13 +258,13 @@ cat >"$work/memory.json" <<JSON
 JSON
 serve_backend memory "config:$work/memory.json"
 memcall() { AGENTAUTH_STORE=file AGENTAUTH_CONFIG_DIR="$work/memory.config" "$agentauth" call "$@"; }
-refcheck "memory: create_entities (an array of objects)" 0 '\\"name\\": \\"Ada\\"' \
+check "memory: create_entities (an array of objects)" 0 '\\"name\\": \\"Ada\\"' \
 	memcall "http://$serve/mcp" tools/call '{"name":"create_entities","arguments":{"entities":[{"name":"Ada","entityType":"person","observations":["wrote the first program"]}]}}'
-refcheck "memory: create_entities of the wrong shape refused by serve (-32602)" 1 'error -32602: .*create_entities .*argument entities .*want "array"' \
+check "memory: create_entities of the wrong shape refused by serve (-32602)" 1 'error -32602: .*create_entities .*argument entities .*want "array"' \
 	memcall "http://$serve/mcp" tools/call '{"name":"create_entities","arguments":{"entities":"Ada"}}'
-refcheck "memory: search_nodes finds it" 0 'wrote the first program' \
+check "memory: search_nodes finds it" 0 'wrote the first program' \
 	memcall "http://$serve/mcp" tools/call '{"name":"search_nodes","arguments":{"query":"Ada"}}'
-refcheck "memory: its file is where the config's env put it" 0 '"name":"Ada"' cat "$work/memory.jsonl"
+check "memory: its file is where the config's env put it" 0 '"name":"Ada"' cat "$work/memory.jsonl"
 
 echo "run.sh: results in $results" >&2
 echo "$passed passed, $failed failed"
