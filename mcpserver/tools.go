@@ -113,10 +113,10 @@ func callTool(ctx context.Context, b Backend, m *wire.Message, g *resource.Grant
 	if slices.ContainsFunc(b.Tools(), func(t Tool) bool { return t.Name == p.Name }) {
 		return b.CallTool(ctx, g, p.Name, p.Arguments, p.InputResponses, *req)
 	}
-	tools := faceTools(req, fixtures)
-	if !slices.ContainsFunc(tools, func(t Tool) bool { return t.Name == p.Name }) {
+	callable := func(t Tool) bool { return t.Name == p.Name && (req.Stateless || !t.statelessOnly) }
+	if !slices.ContainsFunc(ownTools, callable) && !(fixtures && slices.ContainsFunc(fixtureTools, callable)) {
 		var names []string
-		for _, t := range append(tools, b.Tools()...) {
+		for _, t := range append(faceTools(req, fixtures), b.Tools()...) {
 			names = append(names, t.Name)
 		}
 		return nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: unknown tool %s (this server has: %s)", wire.QuoteValue(p.Name), strings.Join(names, ", "))
