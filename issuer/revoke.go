@@ -11,24 +11,33 @@ import (
 	"github.com/agentauth/agentauth/wire"
 )
 
+// clientTokenRequest reads a client's request about one token, as the
+// revocation and introspection endpoints take it (RFC 7009 §2.1, RFC 7662
+// §2.1): the client authenticated, and the required token parameter.
+func (i *Issuer) clientTokenRequest(w http.ResponseWriter, r *http.Request) (*client, string, *oauthError) {
+	form, e := parseForm(w, r)
+	if e != nil {
+		return nil, "", e
+	}
+	c, e := i.authenticateClient(r, form)
+	if e != nil {
+		return nil, "", e
+	}
+	token := form.Get("token")
+	if token == "" {
+		return nil, "", badRequest("invalid_request", "token is required")
+	}
+	return c, token, nil
+}
+
 // serveRevoke is the revocation endpoint (RFC 7009 §2). Both token kinds
 // are tried whatever token_type_hint says (§2.1). Revoking a refresh token
 // revokes its whole family, access tokens included; an access token is
 // revoked by its jti. Unknown tokens get 200 (§2.2).
 func (i *Issuer) serveRevoke(w http.ResponseWriter, r *http.Request) {
-	form, e := parseForm(w, r)
+	c, token, e := i.clientTokenRequest(w, r)
 	if e != nil {
 		writeError(w, e)
-		return
-	}
-	c, e := i.authenticateClient(r, form)
-	if e != nil {
-		writeError(w, e)
-		return
-	}
-	token := form.Get("token")
-	if token == "" {
-		writeError(w, badRequest("invalid_request", "token is required"))
 		return
 	}
 	ctx := r.Context()
@@ -144,23 +153,12 @@ type introspection struct {
 // refresh token, which no resource may accept, reports inactive, as does a
 // revoked, expired or foreign token.
 func (i *Issuer) serveIntrospect(w http.ResponseWriter, r *http.Request) {
-	form, e := parseForm(w, r)
+	c, token, e := i.clientTokenRequest(w, r)
+	if e == nil && c.public() {
+		e = clientError("introspection requires a confidential client", false)
+	}
 	if e != nil {
 		writeError(w, e)
-		return
-	}
-	c, e := i.authenticateClient(r, form)
-	if e != nil {
-		writeError(w, e)
-		return
-	}
-	if c.public() {
-		writeError(w, clientError("introspection requires a confidential client", false))
-		return
-	}
-	token := form.Get("token")
-	if token == "" {
-		writeError(w, badRequest("invalid_request", "token is required"))
 		return
 	}
 	ctx := r.Context()
