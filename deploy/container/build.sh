@@ -5,7 +5,7 @@
 set -eu
 cd "$(dirname "$0")/../.."
 tag=${1:-agentauth:dev}
-CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o deploy/container/agentauth .
+CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -tags urfave_cli_no_docs -o deploy/container/agentauth .
 cp /etc/ssl/certs/ca-certificates.crt deploy/container/ca-certificates.crt
 if [ "${BUILDER:-}" != buildah ] && docker info >/dev/null 2>&1; then
 	docker build -t "$tag" .

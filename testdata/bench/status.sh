@@ -14,8 +14,11 @@
 # and the CPU time and page faults from the child's rusage), interleaved
 # run after run, so nothing but the program is inside the interval.
 #
-# agentauth is built as releases are (CGO_ENABLED=0: a static binary), and
-# once more with cgo for comparison. Every binary is measured as a copy
+# agentauth is built as releases are (.goreleaser.yaml: CGO_ENABLED=0, a
+# static binary; -trimpath -ldflags "-s -w"; -tags urfave_cli_no_docs, which
+# leaves out urfave/cli's unused man page and Markdown generators), once
+# without that tag (as a plain CGO_ENABLED=0 go install builds it), and once
+# more with cgo for comparison. Every binary is measured as a copy
 # written with cp, as a release archive or a package manager installs it:
 # a file the Go linker just wrote sits in the page cache in 4 KiB pages
 # and starts slower the bigger it is (the same page faults cost more); the
@@ -33,7 +36,8 @@ cd "$(dirname "$0")/../.."
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT INT TERM
 
-CGO_ENABLED=0 go build -o "$tmp/built-agentauth" .
+CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -tags urfave_cli_no_docs -o "$tmp/built-agentauth" .
+CGO_ENABLED=0 go build -o "$tmp/agentauth-notag" .
 CGO_ENABLED=1 go build -o "$tmp/agentauth-cgo" . 2>/dev/null || cp "$tmp/built-agentauth" "$tmp/agentauth-cgo"
 go build -o "$tmp/built-clibaseline" ./testdata/bench/clibaseline
 CGO_ENABLED=0 go build -tags linkagentauth -o "$tmp/clibaseline-linkall" ./testdata/bench/clibaseline
@@ -43,7 +47,7 @@ go build -o "$tmp/coldrun" ./testdata/bench/coldrun
 # replaced by copies of themselves.
 cp "$tmp/built-agentauth" "$tmp/agentauth"
 cp "$tmp/built-clibaseline" "$tmp/clibaseline"
-for b in agentauth-cgo clibaseline-linkall clibaseline-linkprom; do
+for b in agentauth-notag agentauth-cgo clibaseline-linkall clibaseline-linkprom; do
 	cp "$tmp/$b" "$tmp/$b.cp" && mv "$tmp/$b.cp" "$tmp/$b"
 done
 export AGENTAUTH_CONFIG_DIR="$tmp/config" AGENTAUTH_STORE=file NO_COLOR=1
@@ -96,13 +100,15 @@ median_ms() {
 tool=loop
 command -v hyperfine >/dev/null 2>&1 && tool=hyperfine
 "$tmp/coldrun" "$runs" status -- agentauth="$tmp/agentauth" clibaseline="$tmp/clibaseline" \
-	agentauth-cgo="$tmp/agentauth-cgo" linkall="$tmp/clibaseline-linkall" linkprom="$tmp/clibaseline-linkprom" \
+	agentauth-notag="$tmp/agentauth-notag" agentauth-cgo="$tmp/agentauth-cgo" linkall="$tmp/clibaseline-linkall" linkprom="$tmp/clibaseline-linkprom" \
 	built-agentauth="$tmp/built-agentauth" built-clibaseline="$tmp/built-clibaseline" >"$tmp/times"
 # field NAME COLUMN: a column of coldrun's line for NAME (2 wall, 3 CPU, 4 faults).
 field() { awk -v n="$1" -v c="$2" '$1 == n { print $c }' "$tmp/times"; }
 ratio() { awk "BEGIN { printf \"%.2f\", $1 / $2 }"; }
 a=$(field agentauth 2) ref=$(field clibaseline 2)
-echo "agentauth status, 5 credentials, $runs cold runs (interleaved): median $a ms; reference (minimal urfave/cli) $ref ms; ratio $(ratio "$a" "$ref")"
+echo "agentauth status, 5 credentials, $runs cold runs (interleaved), release build: median $a ms; reference (minimal urfave/cli) $ref ms; ratio $(ratio "$a" "$ref")"
+nt=$(field agentauth-notag 2)
+echo "  without -tags urfave_cli_no_docs (CGO_ENABLED=0 go install): median $nt ms; ratio $(ratio "$nt" "$ref")"
 echo "  CPU time $(field agentauth 3) ms against $(field clibaseline 3) ms (ratio $(ratio "$(field agentauth 3)" "$(field clibaseline 3)")); page faults $(field agentauth 4) against $(field clibaseline 4)"
 ba=$(field built-agentauth 2) bref=$(field built-clibaseline 2)
 echo "as the linker wrote them (just built): median $ba ms; reference $bref ms; ratio $(ratio "$ba" "$bref")"
