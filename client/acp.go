@@ -182,19 +182,34 @@ func RPCText(err error) string {
 	}
 	s := rpc.Message
 	if len(rpc.Data) > 0 && string(rpc.Data) != "null" {
-		var str string
-		d := string(rpc.Data)
-		if json.Unmarshal(rpc.Data, &str) == nil {
-			d = str
-		}
+		d := dataText(rpc.Data)
 		if len(d) > 500 {
-			d = d[:500] + "…"
+			d = strings.ToValidUTF8(d[:500], "") + "…"
 		}
 		if d != "" && d != s {
 			s += ": " + d
 		}
 	}
 	return fmt.Sprintf("%s (%d)", s, rpc.Code)
+}
+
+// dataText is an error's data as text: a string as it is, and so the
+// string of an object whose one member says why (qwen-code: {"details":
+// "Missing API key …"}); anything else as its JSON.
+func dataText(data json.RawMessage) string {
+	var str string
+	if json.Unmarshal(data, &str) == nil {
+		return str
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(data, &obj) == nil && len(obj) == 1 {
+		for _, k := range []string{"details", "detail", "message", "reason", "error"} {
+			if v, ok := obj[k]; ok && json.Unmarshal(v, &str) == nil {
+				return str
+			}
+		}
+	}
+	return string(data)
 }
 
 // MissingVars are the variables of env_var method m that are not set (or

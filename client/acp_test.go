@@ -19,6 +19,12 @@ func TestRPCText(t *testing.T) {
 		{&wire.Error{Code: -32603, Message: "Internal error", Data: json.RawMessage(`"CODEX_API_KEY is not set"`)}, "Internal error: CODEX_API_KEY is not set (-32603)"},
 		{&wire.Error{Code: -32602, Message: "Invalid params", Data: json.RawMessage(`{"field":"clientInfo.version"}`)}, `Invalid params: {"field":"clientInfo.version"} (-32602)`},
 		{&wire.Error{Code: -32000, Message: "Gemini API key is missing or not configured."}, "Gemini API key is missing or not configured. (-32000)"},
+		// qwen-code 0.24.4 (qwen --acp) refusing authenticate {methodId: "openai"} without OPENAI_API_KEY, as it answered.
+		{&wire.Error{Code: -32603, Message: "Internal error", Data: json.RawMessage(`{"details":"Missing API key for openai auth. Current model: 'coder-model', baseUrl: '(default)'. Provide an API key via settings (security.auth.apiKey), or set the environment variable 'OPENAI_API_KEY'."}`)},
+			"Internal error: Missing API key for openai auth. Current model: 'coder-model', baseUrl: '(default)'. Provide an API key via settings (security.auth.apiKey), or set the environment variable 'OPENAI_API_KEY'. (-32603)"},
+		// opencode 1.18.33 (opencode acp): a member that does not say why.
+		{&wire.Error{Code: -32603, Message: "Internal error: OpenCode service failure", Data: json.RawMessage(`{"service":"directory"}`)}, `Internal error: OpenCode service failure: {"service":"directory"} (-32603)`},
+		{&wire.Error{Code: -32603, Message: "Internal error", Data: json.RawMessage(`{"details":"a","more":"b"}`)}, `Internal error: {"details":"a","more":"b"} (-32603)`},
 		{errors.New("plain"), "plain"},
 	} {
 		if got := RPCText(tc.err); got != tc.want {
