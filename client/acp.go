@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/agentauth/agentauth/wire"
@@ -262,8 +261,8 @@ func TerminalCommand(ctx context.Context, target string, m wire.AuthMethod) (*ex
 // stays in agentauth's group instead, in the foreground, where Ctrl-C
 // reaches it as it reaches any job.
 func RunInGroup(ctx context.Context, cmd *exec.Cmd) error {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
+	wire.SetProcessGroup(cmd)
+	cmd.Cancel = func() error { return wire.TerminateProcessGroup(cmd.Process.Pid) }
 	cmd.WaitDelay = 2 * time.Second
 	if err := cmd.Start(); err != nil {
 		return err

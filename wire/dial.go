@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,12 +9,9 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -145,7 +141,7 @@ func dialStdio(line string, opts DialOptions) (Conn, error) {
 	if len(opts.Env) > 0 {
 		cmd.Env = append(os.Environ(), opts.Env...)
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	SetProcessGroup(cmd)
 	// Once the child has exited, a helper it left holding its stderr
 	// must not hold up Wait: endGroup ends the helper next.
 	cmd.WaitDelay = 200 * time.Millisecond
@@ -215,67 +211,10 @@ func (c *childCloser) Close() error {
 	return c.err
 }
 
-// groupAlive reports whether a process of group pgid is running: a
-// zombie (exited, its parent gone, waiting for an init that may never
-// reap it) does not count. Without /proc, any member counts.
-func groupAlive(pgid int) bool {
-	if syscall.Kill(-pgid, 0) != nil {
-		return false
-	}
-	procs, err := filepath.Glob("/proc/[0-9]*/stat")
-	if err != nil || len(procs) == 0 {
-		return true
-	}
-	for _, p := range procs {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid pgrp …: comm may hold spaces and ")".
-		i := bytes.LastIndexByte(b, ')')
-		f := strings.Fields(string(b[i+1:]))
-		if i >= 0 && len(f) >= 3 && f[2] == strconv.Itoa(pgid) && f[0] != "Z" {
-			return true
-		}
-	}
-	return false
-}
-
 // EndProcessGroup ends what remains of process group pgid, whose leader
-// has been waited for: SIGTERM, then SIGKILL 2 s later.
+// has been waited for: SIGTERM, then SIGKILL 2 s later (elsewhere than
+// unix: the leader's process only).
 func EndProcessGroup(pgid int) { endGroup(pgid, nil) }
-
-// endGroup ends process group pgid: SIGTERM, then SIGKILL after
-// stdioCloseGrace if any of it remains; done, when not nil, is the
-// leader's Wait, received before returning.
-func endGroup(pgid int, done <-chan error) {
-	if syscall.Kill(-pgid, syscall.SIGTERM) != nil {
-		if done != nil {
-			<-done
-		}
-		return // no process of the group is left
-	}
-	deadline := time.After(stdioCloseGrace)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-done:
-			done = nil
-		case <-tick.C:
-			if done == nil && !groupAlive(pgid) {
-				return
-			}
-			continue
-		case <-deadline:
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
-			if done != nil {
-				<-done
-			}
-			return
-		}
-	}
-}
 
 // SplitCommandLine splits a command line into words the way a POSIX shell
 // would, without any expansion: whitespace separates words, '…' quotes
