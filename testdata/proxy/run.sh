@@ -16,6 +16,7 @@
 #     2026-07-28 only (modern-server.mjs, the SDK v2's createMcpHandler
 #     with legacy requests refused: the 2025-era clients reach it through
 #     the proxy's bridge, elicitation included);
+#   the Inspector is also the HTTP client of `agentauth proxy --listen`;
 #   the Inspector passes its stdio server only the environment it was
 #     given (-e), as MCP clients' configurations do, so it gets
 #     -e AGENTAUTH_STORE=file; it speaks MCP 2026-07-28 to the proxy too
@@ -166,6 +167,17 @@ check inspector-modern-era '"text": "both 2026"' \
 	"${inspector[@]}" --protocol-era modern --tool-arg text='both 2026' --method tools/call --tool-name echo -- "$aa" proxy "$modern"
 check go-sdk-modern $'^protocol: 2026-07-28$\n^call: go-sdk 2026$' \
 	"$gosdk" -tool echo -args '{"text":"go-sdk 2026"}' "$aa" proxy "$modern"
+
+# The Inspector as an HTTP client of `agentauth proxy --listen` (no OAuth
+# of its own), which reaches serve with the credential stored above; in
+# both protocol eras.
+"$aa" proxy --listen 127.0.0.1:0 --addr-file "$work/listen.addr" "http://$serve/mcp" 2>"$work/listen.log" &
+pids+=($!)
+listen="http://$(waitaddr "$work/listen.addr")/mcp"
+check inspector-proxy-listen '\\"subject\\":\\"alice\\"' \
+	"${inspector[@]}" --method tools/call --tool-name whoami "$listen"
+check inspector-proxy-listen-modern $'"io.modelcontextprotocol/serverInfo"\n\\\\"subject\\\\":\\\\"alice\\\\"' \
+	"${inspector[@]}" --protocol-era modern --method tools/call --tool-name whoami "$listen"
 
 # The Inspector without the proxy: its own OAuth client (the TypeScript SDK
 # v2's: dynamic registration, PKCE, RFC 8707 resource) logs in at serve's
