@@ -168,6 +168,18 @@ check inspector-modern-era '"text": "both 2026"' \
 check go-sdk-modern $'^protocol: 2026-07-28$\n^call: go-sdk 2026$' \
 	"$gosdk" -tool echo -args '{"text":"go-sdk 2026"}' "$aa" proxy "$modern"
 
+# As a user sets up a desktop client: log in once in a terminal with
+# --store file (login remembers the choice under HOME), then give the
+# client only `agentauth proxy URL`: the Inspector, like such clients,
+# starts it with HOME and PATH and no AGENTAUTH_STORE, and the proxy finds
+# that login in the remembered store (no second login).
+check login-remembers-file-store '^remembered: file$' \
+	bash -c 'env -u AGENTAUTH_STORE "$0" --store file login "$1" >/dev/null 2>&1 && echo "remembered: $(cat "$HOME/.config/agentauth/store")"' "$aa" "http://$serve/mcp"
+codes_before=$(grep -c 'msg="issuer: authorization code issued"' "$work/serve.log" || true)
+check inspector-remembered-store '\\"subject\\":\\"alice\\"' \
+	"$npmdir/node_modules/.bin/mcp-inspector" --cli --method tools/call --tool-name whoami -- "$aa" proxy "http://$serve/mcp"
+check inspector-remembered-store-no-login "^$codes_before\$" grep -c 'msg="issuer: authorization code issued"' "$work/serve.log"
+
 # The Inspector as an HTTP client of `agentauth proxy --listen` (no OAuth
 # of its own), which reaches serve with the credential stored above; in
 # both protocol eras.
