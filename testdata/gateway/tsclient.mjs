@@ -13,22 +13,13 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CreateMessageRequestSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { check } from './checks.mjs';
 
 const [backend, endpoint] = process.argv.slice(2);
 const token = process.env.MCP_TOKEN;
 if (!backend || !endpoint || !token) {
   console.error('usage: MCP_TOKEN=… node tsclient.mjs everything|conformance|modern URL');
   process.exit(2);
-}
-
-function check(name, ok, seen) {
-  if (ok) {
-    console.log(`ok   ${name}`);
-    return;
-  }
-  console.log(`FAIL ${name}`);
-  if (seen !== undefined) console.error(typeof seen === 'string' ? seen : JSON.stringify(seen, null, 2));
-  process.exit(1);
 }
 
 const text = (res) => (res.content ?? []).filter((c) => c.type === 'text').map((c) => c.text).join('\n');
