@@ -155,6 +155,9 @@ func schemaError(err error) string {
 	return fmt.Sprintf("argument %s (schema %s): %s", argumentPath(loc), loc, s)
 }
 
+// pointerUnescape undoes a JSON Pointer token's escapes (RFC 6901 §4).
+var pointerUnescape = strings.NewReplacer("~1", "/", "~0", "~")
+
 // argumentPath is the argument a schema location (a JSON Pointer into the
 // inputSchema, RFC 6901, as jsonschema-go reports it) checks, written as a
 // caller names it: /properties/edits/items/properties/oldText is
@@ -163,9 +166,9 @@ func schemaError(err error) string {
 // else, $defs, …) add nothing. jsonschema-go reports no instance location,
 // hence this.
 func argumentPath(loc string) string {
-	var tokens []string
-	for _, t := range strings.Split(strings.TrimPrefix(loc, "/"), "/") {
-		tokens = append(tokens, strings.NewReplacer("~1", "/", "~0", "~").Replace(t))
+	tokens := strings.Split(strings.TrimPrefix(loc, "/"), "/")
+	for i, t := range tokens {
+		tokens[i] = pointerUnescape.Replace(t)
 	}
 	var b strings.Builder
 	for i := 0; i < len(tokens); i++ {

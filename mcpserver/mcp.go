@@ -101,9 +101,9 @@ func requestOf(r *http.Request, m *wire.Message) (Request, *resource.Refusal) {
 
 // ownHeaderParams are the header arguments of this face's tool.
 func ownHeaderParams(tool string) map[string]string {
-	for _, t := range slices.Concat(ownTools, fixtureTools) {
-		if t.Name == tool {
-			return t.headerParams
+	for _, tools := range [...][]Tool{ownTools, fixtureTools} {
+		if i := slices.IndexFunc(tools, func(t Tool) bool { return t.Name == tool }); i >= 0 {
+			return tools[i].headerParams
 		}
 	}
 	return nil
