@@ -29,7 +29,7 @@ const maxResponseHeader = 64 << 10
 // and hands each request and answer across them (channels, a per-request
 // cancel context, a timer), and under 64 concurrent callers that hand-off
 // costs serve as much CPU as its checks (testdata/bench/gateway.sh,
-// profiled; see README "Performance"). Answers are parsed by net/http
+// profiled; see testdata/bench/HISTORY.md). Answers are parsed by net/http
 // (ReadResponse); what is ours is the pool, the bounds, the cancellation
 // and the writing of requests (send says why):
 //

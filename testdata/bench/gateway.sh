@@ -9,7 +9,13 @@
 # per call of serve (or the proxy), the backend and the load generator for each target,
 # and the count of serve's audit records (serve runs at its default log
 # level, info, writing one per call to a log file) (testdata/bench/gateway).
-# Loopback only; never asserts a time.
+# It runs twice, in two layouts of the processes on the CPUs: "shared", every
+# process on every CPU, where serve's CPU is taken from the backend's and
+# the throughput ratio follows the CPU each call costs all three; and
+# "separate" (taskset, 2 CPUs or more), the backend alone on one CPU, serve
+# (or the reverse proxy) and the load generator on the others, as a server
+# behind a gateway keeps its own CPU in a deployment: what the hop costs its
+# callers. Loopback only; never asserts a time.
 #
 # Usage: testdata/bench/gateway.sh [DURATION [ROUNDS [CONNS]]]   (5s 5 64)
 set -eu
@@ -22,4 +28,10 @@ trap 'rm -rf "$tmp"' EXIT INT TERM
 
 CGO_ENABLED=0 go build -o "$tmp/agentauth" .
 go build -o "$tmp/gateway-bench" ./testdata/bench/gateway
-"$tmp/gateway-bench" -agentauth "$tmp/agentauth" -duration "$duration" -rounds "$rounds" -conns "$conns"
+"$tmp/gateway-bench" -agentauth "$tmp/agentauth" -duration "$duration" -rounds "$rounds" -conns "$conns" -layout shared
+if command -v taskset >/dev/null 2>&1 && [ "$(nproc)" -ge 2 ]; then
+	echo
+	"$tmp/gateway-bench" -agentauth "$tmp/agentauth" -duration "$duration" -rounds "$rounds" -conns "$conns" -layout separate
+else
+	echo "layout separate: skipped (it needs taskset and 2 CPUs or more)"
+fi

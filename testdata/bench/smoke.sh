@@ -1,6 +1,6 @@
 #!/bin/sh
 # Runs every benchmark script once with tiny sizes, so that CI notices a
-# script that no longer builds or runs (issue 18). The figures of so short
+# script that no longer builds or runs. The figures of so short
 # a run mean nothing and nothing here compares them; the full runs are in
 # the README's "Performance".
 set -eu

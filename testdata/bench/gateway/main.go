@@ -7,8 +7,9 @@
 // program runs in a child process (-backend ADDRFILE). The third target
 // is the floor of any Go gateway: net/http's httputil.ReverseProxy in
 // front of the same backend, checking nothing, in a child process of its
-// own (-proxy ADDRFILE BACKEND). Loopback only; never asserts a time. See
-// testdata/bench/gateway.sh.
+// own (-proxy ADDRFILE BACKEND). -layout separate puts the backend alone on
+// one CPU and the rest on the others (see separate). Loopback only; never
+// asserts a time. See testdata/bench/gateway.sh.
 package main
 
 import (
@@ -25,6 +26,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -43,6 +45,7 @@ func main() {
 	backend := flag.String("backend", "", "internal: run the backend, writing its address to this file")
 	proxy := flag.String("proxy", "", "internal: run the reverse proxy to the backend URL given as argument, writing its address to this file")
 	logLevel := flag.String("log-level", "info", "serve's --log-level (info, its default, writes the audit record of every call to a log file)")
+	layout := flag.String("layout", "shared", "shared: every process may run on every CPU; separate: the backend alone on the first CPU this program may use, serve (or the reverse proxy) and the load generator on the others (taskset; Linux, 2 CPUs or more)")
 	flag.Parse()
 	if *backend != "" {
 		runBackend(*backend)
@@ -50,6 +53,13 @@ func main() {
 	}
 	if *proxy != "" {
 		runProxy(*proxy, flag.Arg(0))
+		return
+	}
+	if *layout == "separate" && os.Getenv(backendCPUEnv) == "" {
+		if err := separate(); err != nil {
+			fmt.Fprintln(os.Stderr, "bench gateway:", err)
+			os.Exit(1)
+		}
 		return
 	}
 	if err := run(*bin, *conns, *duration, *rounds, *logLevel); err != nil {
@@ -107,6 +117,9 @@ func start(dir, name string, args ...string) (*proc, error) {
 	switch name {
 	case "backend":
 		cmd = exec.Command(args[0], append(args[1:], addrFile)...)
+		if cpu := os.Getenv(backendCPUEnv); cpu != "" {
+			cmd = exec.Command("taskset", append([]string{"-c", cpu}, append(args, addrFile)...)...)
+		}
 	case "proxy":
 		cmd = exec.Command(args[0], args[1], addrFile, args[2])
 	}
@@ -175,6 +188,11 @@ func run(bin string, conns int, d time.Duration, rounds int, logLevel string) er
 		}
 	}
 	fmt.Printf("tools/call (echo) over %d connections, %d rounds of %s each, interleaved; serve at --log-level %s\n", conns, rounds, d, logLevel)
+	if cpu := os.Getenv(backendCPUEnv); cpu != "" {
+		fmt.Printf("layout: separate, the backend alone on CPU %s; serve, the reverse proxy and the load generator on the others\n", cpu)
+	} else {
+		fmt.Printf("layout: shared, every process on every CPU\n")
+	}
 	var served float64
 	// CPU time by process and target: "mid" (serve or the reverse proxy),
 	// "backend" and "load" (this program, the load generator), and the
@@ -287,4 +305,59 @@ func load(url, token string, conns int, d time.Duration) (int, []time.Duration, 
 	}
 	wg.Wait()
 	return len(all), all, errs
+}
+
+// backendCPUEnv names the CPU the backend runs on in the separate layout:
+// separate sets it when it starts this program again on the other CPUs.
+const backendCPUEnv = "GATEWAY_BENCH_BACKEND_CPU"
+
+// separate runs the benchmark in the separate layout: the backend alone on
+// the first CPU this program may use, as a server behind a gateway has its
+// own CPU in a deployment (its own host or container), and this program
+// (the load generator) with serve and the reverse proxy, which it starts,
+// on the others. Both are taskset's (util-linux); the CPUs allowed come
+// from /proc/self/status. Every process is started on its CPUs, so the Go
+// runtime of each sizes GOMAXPROCS to them.
+func separate() error {
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return fmt.Errorf("the separate layout needs Linux: %w", err)
+	}
+	var cpus []string
+	for _, line := range strings.Split(string(status), "\n") {
+		if list, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok {
+			cpus = expandCPUList(strings.TrimSpace(list))
+		}
+	}
+	if len(cpus) < 2 {
+		return fmt.Errorf("the separate layout needs 2 CPUs or more; this program may use %d", len(cpus))
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command("taskset", append([]string{"-c", strings.Join(cpus[1:], ","), self}, os.Args[1:]...)...)
+	cmd.Env = append(os.Environ(), backendCPUEnv+"="+cpus[0])
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	return cmd.Run()
+}
+
+// expandCPUList expands a CPU list as the kernel writes it ("0-3,8").
+func expandCPUList(list string) []string {
+	var cpus []string
+	for _, part := range strings.Split(list, ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		if !isRange {
+			hi = lo
+		}
+		a, err1 := strconv.Atoi(lo)
+		b, err2 := strconv.Atoi(hi)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		for c := a; c <= b; c++ {
+			cpus = append(cpus, strconv.Itoa(c))
+		}
+	}
+	return cpus
 }
