@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -616,8 +617,51 @@ func TestArgumentPath(t *testing.T) {
 		"/allOf/0":                                     "arguments",
 		"/properties/m~0n/items/items/properties/deep": "m~n[][].deep",
 	} {
-		if got := argumentPath(loc); got != want {
+		if got := argumentPath(loc, nil, nil); got != want {
 			t.Errorf("argumentPath(%q) = %q, want %q", loc, got, want)
+		}
+	}
+}
+
+// TestArgumentPathNamesTheElement: with the schema and the arguments, the
+// -32602 message names the element an array's items schema refused, at
+// every level, as a caller would look it up.
+func TestArgumentPathNamesTheElement(t *testing.T) {
+	var schema jsonschema.Schema
+	if err := json.Unmarshal([]byte(`{"type": "object", "properties": {
+		"edits": {"type": "array", "items": {"type": "object", "properties": {"oldText": {"type": "string"}}, "required": ["oldText"]}},
+		"m": {"type": "array", "items": {"type": "array", "items": {"type": "object", "properties": {"deep": {"type": "integer"}}}}},
+		"pair": {"type": "array", "prefixItems": [{"type": "string"}, {"type": "array", "items": {"type": "integer"}}]},
+		"any": {"anyOf": [{"type": "array", "items": {"type": "integer"}}, {"type": "string"}]},
+		"refd": {"type": "array", "items": {"$ref": "#/$defs/p"}},
+		"self": {"type": "array", "items": {"type": "object", "properties": {"kids": {"$ref": "#/properties/self"}, "n": {"type": "integer"}}}}},
+		"$defs": {"p": {"type": "object", "properties": {"x": {"type": "integer"}}}}}`), &schema); err != nil {
+		t.Fatal(err)
+	}
+	res, err := schema.Resolve(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for args, want := range map[string]string{
+		`{"edits": [{"oldText": "a"}, {"oldText": "b"}, {}]}`:  "argument edits[2] (schema /properties/edits/items)",
+		`{"edits": [{"oldText": "a"}, {"oldText": 5}]}`:        "argument edits[1].oldText (schema /properties/edits/items/properties/oldText)",
+		`{"m": [[{"deep": 1}], [{"deep": 1}, {"deep": "x"}]]}`: "argument m[1][1].deep (schema /properties/m/items/items/properties/deep)",
+		`{"pair": ["a", [1, 2, "x"]]}`:                         "argument pair[1][2] (schema /properties/pair/prefixItems/1/items)",
+		`{"refd": [{"x": 1}, {"x": "y"}]}`:                     "argument x (schema /$defs/p/properties/x)",
+		// An items schema with a $ref is not tried: the element stays [] (and
+		// jsonschema-go reports the location the $ref led to).
+		`{"self": [{"n": 1}, {"n": 2, "kids": [{"n": "three"}]}]}`: "argument self[].n (schema /properties/self/items/properties/n)",
+	} {
+		var v any
+		if err := json.Unmarshal([]byte(args), &v); err != nil {
+			t.Fatal(err)
+		}
+		err := res.Validate(v)
+		if err == nil {
+			t.Fatalf("%s: valid", args)
+		}
+		if got := schemaError(err, res.Schema(), v); !strings.HasPrefix(got, want) {
+			t.Errorf("%s:\n got %s\nwant %s…", args, got, want)
 		}
 	}
 }

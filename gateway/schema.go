@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"unicode"
@@ -124,15 +125,15 @@ func (m *Mount) validate(ctx context.Context, cn conn, out http.Header, k *call,
 		}
 	}
 	if err := res.Validate(args); err != nil {
-		return wire.Errorf(wire.CodeInvalidParams, "invalid params: the arguments of %s do not match its inputSchema: %s", p.Name, schemaError(err))
+		return wire.Errorf(wire.CodeInvalidParams, "invalid params: the arguments of %s do not match its inputSchema: %s", p.Name, schemaError(err, res.Schema(), args))
 	}
 	return nil
 }
 
 // schemaError shortens jsonschema-go's nested "validating …: " prefixes
 // to the innermost schema location and the reason, and names the argument
-// that location checks (argumentPath).
-func schemaError(err error) string {
+// that location checks in args, which root refused (argumentPath).
+func schemaError(err error, root *jsonschema.Schema, args any) string {
 	s := err.Error()
 	loc := ""
 	for {
@@ -152,7 +153,7 @@ func schemaError(err error) string {
 	if loc == "" || loc == "root" {
 		return "the arguments: " + s
 	}
-	return fmt.Sprintf("argument %s (schema %s): %s", argumentPath(loc), loc, s)
+	return fmt.Sprintf("argument %s (schema %s): %s", argumentPath(loc, root, args), loc, s)
 }
 
 // pointerUnescape undoes a JSON Pointer token's escapes (RFC 6901 §4).
@@ -161,43 +162,117 @@ var pointerUnescape = strings.NewReplacer("~1", "/", "~0", "~")
 // argumentPath is the argument a schema location (a JSON Pointer into the
 // inputSchema, RFC 6901, as jsonschema-go reports it) checks, written as a
 // caller names it: /properties/edits/items/properties/oldText is
-// edits[].oldText, /prefixItems/0 is [0], additionalProperties and
+// edits[2].oldText, /prefixItems/0 is [0], additionalProperties and
 // patternProperties are .*; applicators (allOf/anyOf/oneOf/not, if/then/
 // else, $defs, …) add nothing. jsonschema-go reports no instance location,
-// hence this.
-func argumentPath(loc string) string {
+// hence this: the walk follows root (the inputSchema) and args (the
+// arguments) along the location, and at an items step names the first
+// element the items schema refuses (firstRefused). Where it cannot follow
+// (after additionalProperties, $defs, not, if/then/else, or with root or
+// args nil) an element is written [].
+func argumentPath(loc string, root *jsonschema.Schema, args any) string {
 	tokens := strings.Split(strings.TrimPrefix(loc, "/"), "/")
 	for i, t := range tokens {
 		tokens[i] = pointerUnescape.Replace(t)
 	}
+	// s and inst are the schema and the argument at the walk's place while
+	// following is true.
+	s, inst, following := root, args, root != nil && args != nil
 	var b strings.Builder
 	for i := 0; i < len(tokens); i++ {
-		switch tokens[i] {
+		t, next := tokens[i], ""
+		if i+1 < len(tokens) {
+			next = tokens[i+1]
+		}
+		switch t {
 		case "properties":
 			if i+1 < len(tokens) {
 				i++
 				if b.Len() > 0 {
 					b.WriteByte('.')
 				}
-				b.WriteString(tokens[i])
+				b.WriteString(next)
+				if following {
+					m, ok := inst.(map[string]any)
+					s, inst = s.Properties[next], m[next]
+					following = ok && s != nil
+				}
 			}
-		case "items", "additionalItems", "unevaluatedItems", "contains":
+		case "items":
+			idx := -1
+			if arr, ok := inst.([]any); following && ok && s.Items != nil {
+				idx = firstRefused(s.Items, arr)
+			}
+			if idx < 0 {
+				b.WriteString("[]")
+				following = false
+				break
+			}
+			b.WriteString("[" + strconv.Itoa(idx) + "]")
+			s, inst = s.Items, inst.([]any)[idx]
+		case "additionalItems", "unevaluatedItems", "contains":
 			b.WriteString("[]")
+			following = false
 		case "prefixItems":
 			if i+1 < len(tokens) {
 				i++
-				b.WriteString("[" + tokens[i] + "]")
+				b.WriteString("[" + next + "]")
+				if following {
+					n, err := strconv.Atoi(next)
+					arr, ok := inst.([]any)
+					following = err == nil && ok && n >= 0 && n < len(arr) && n < len(s.PrefixItems)
+					if following {
+						s, inst = s.PrefixItems[n], arr[n]
+					}
+				}
 			}
 		case "additionalProperties", "unevaluatedProperties", "propertyNames":
 			b.WriteString(".*")
+			following = false
 		case "patternProperties":
 			i++ // the pattern
 			b.WriteString(".*")
-		case "dependentSchemas", "$defs", "definitions", "allOf", "anyOf", "oneOf":
-			i++ // the keyword's name or index is no argument
+			following = false
+		case "allOf", "anyOf", "oneOf":
+			i++ // the index is no argument; the instance stays
+			if following {
+				list := map[string][]*jsonschema.Schema{"allOf": s.AllOf, "anyOf": s.AnyOf, "oneOf": s.OneOf}[t]
+				n, err := strconv.Atoi(next)
+				following = err == nil && n >= 0 && n < len(list)
+				if following {
+					s = list[n]
+				}
+			}
+		case "dependentSchemas", "$defs", "definitions":
+			i++ // the keyword's name is no argument
+			following = false
+		default:
+			following = false
 		}
 	}
 	return cmpOr(b.String(), "arguments")
+}
+
+// firstRefused is the index of the first element of arr that items (an
+// array's items schema) refuses, or -1: items is resolved on its own, so
+// one that refers elsewhere ($ref, $dynamicRef: into the whole schema's
+// $defs, or to # meaning the whole schema) is not tried. Only on the error
+// path, at the cost of the one validation of arr.
+func firstRefused(items *jsonschema.Schema, arr []any) int {
+	b, err := json.Marshal(items)
+	if err != nil || bytes.Contains(b, []byte(`"$ref"`)) || bytes.Contains(b, []byte(`"$dynamicRef"`)) || bytes.Contains(b, []byte(`"$recursiveRef"`)) {
+		return -1
+	}
+	res, err := items.CloneSchemas().Resolve(nil)
+	if err != nil {
+		return -1
+	}
+	for i, el := range arr {
+		if res.Validate(el) != nil {
+			return i
+		}
+	}
+	return -1
 }
 
 // depth is how deep a JSON value nests (0 for a scalar), counted over its

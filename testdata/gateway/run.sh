@@ -262,6 +262,8 @@ check "memory: create_entities (an array of objects)" 0 '\\"name\\": \\"Ada\\"' 
 	memcall "http://$serve/mcp" tools/call '{"name":"create_entities","arguments":{"entities":[{"name":"Ada","entityType":"person","observations":["wrote the first program"]}]}}'
 check "memory: create_entities of the wrong shape refused by serve (-32602)" 1 'error -32602: .*create_entities .*argument entities .*want "array"' \
 	memcall "http://$serve/mcp" tools/call '{"name":"create_entities","arguments":{"entities":"Ada"}}'
+check "memory: a wrong element of a nested array refused by serve, named by its index (-32602)" 1 'error -32602: .*create_entities .*argument entities\[1\]\.observations\[0\] .*want "string"' \
+	memcall "http://$serve/mcp" tools/call '{"name":"create_entities","arguments":{"entities":[{"name":"Bob","entityType":"person","observations":[]},{"name":"Eve","entityType":"person","observations":[42]}]}}'
 check "memory: search_nodes finds it" 0 'wrote the first program' \
 	memcall "http://$serve/mcp" tools/call '{"name":"search_nodes","arguments":{"query":"Ada"}}'
 check "memory: its file is where the config's env put it" 0 '"name":"Ada"' cat "$work/memory.jsonl"
