@@ -192,6 +192,32 @@ func RPCText(err error) string {
 	return fmt.Sprintf("%s (%d)", s, rpc.Code)
 }
 
+// ErrorEnvVars are the environment variables an agent's error names in
+// its data as {"envVars": [NAME, …]}, or nil: codex-acp 2.x answers its
+// api-key method so (-32603, "CODEX_API_KEY or OPENAI_API_KEY is not set")
+// when none is set. Only names that look like variables (letters, digits,
+// underscores; at most 8 of them) count.
+func ErrorEnvVars(err error) []string {
+	var rpc *wire.Error
+	if !errors.As(err, &rpc) || len(rpc.Data) == 0 {
+		return nil
+	}
+	var d struct {
+		EnvVars []string `json:"envVars"`
+	}
+	if json.Unmarshal(rpc.Data, &d) != nil || len(d.EnvVars) == 0 || len(d.EnvVars) > 8 {
+		return nil
+	}
+	for _, name := range d.EnvVars {
+		if name == "" || len(name) > 64 || strings.IndexFunc(name, func(r rune) bool {
+			return !(r == '_' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9')
+		}) >= 0 {
+			return nil
+		}
+	}
+	return d.EnvVars
+}
+
 // dataText is an error's data as text: a string as it is, and so the
 // string of an object whose one member says why (qwen-code: {"details":
 // "Missing API key …"}); anything else as its JSON.

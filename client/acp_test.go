@@ -3,6 +3,7 @@ package client
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/agentauth/agentauth/wire"
@@ -30,6 +31,32 @@ func TestRPCText(t *testing.T) {
 		if got := RPCText(tc.err); got != tc.want {
 			t.Errorf("RPCText = %q, want %q", got, tc.want)
 		}
+	}
+}
+
+// TestErrorEnvVars: the variables an agent's error names in its data, as
+// codex-acp 2.6.0 answers authenticate {methodId: "api-key"} without a key
+// (@agentclientprotocol/codex-acp 2.6.0, dist/index.js, readApiKeyFromEnv);
+// anything else names none.
+func TestErrorEnvVars(t *testing.T) {
+	for data, want := range map[string]string{
+		`{"envVars":["CODEX_API_KEY","OPENAI_API_KEY"]}`: "CODEX_API_KEY OPENAI_API_KEY",
+		`{"envVars":[]}`:                                    "",
+		`{"envVars":["A B"]}`:                               "",
+		`{"envVars":["X\u001b[2J"]}`:                        "",
+		`{"envVars":"CODEX_API_KEY"}`:                       "",
+		`"CODEX_API_KEY is not set"`:                        "",
+		`{"details":"set OPENAI_API_KEY"}`:                  "",
+		`{"envVars":["A","B","C","D","E","F","G","H","I"]}`: "",
+	} {
+		err := &wire.Error{Code: -32603, Message: "CODEX_API_KEY or OPENAI_API_KEY is not set", Data: json.RawMessage(data)}
+		got := ErrorEnvVars(err)
+		if s := strings.Join(got, " "); s != want {
+			t.Errorf("ErrorEnvVars(%s) = %q, want %q", data, s, want)
+		}
+	}
+	if ErrorEnvVars(errors.New("plain")) != nil {
+		t.Error("a plain error names variables")
 	}
 }
 

