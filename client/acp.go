@@ -133,9 +133,8 @@ type ACPState struct {
 	Via string
 }
 
-// State asks the agent whether it is authenticated: auth/status (ACP RFD
-// get-auth-state, agentCapabilities.auth.status) or getAuthState when
-// advertised; else, with probe, session/new in an empty directory, which
+// State asks the agent whether it is authenticated: the auth-state query
+// it advertises (AuthStateMethod); else, with probe, session/new in an empty directory, which
 // an agent without credentials refuses with auth_required (-32000) — the
 // only signal ACP 1.7.0 itself gives. Without either, the state is
 // unknown.
@@ -145,11 +144,7 @@ func (a *ACPAgent) State(ctx context.Context, probe bool) (ACPState, error) {
 		if err != nil {
 			return ACPState{}, err
 		}
-		via := wire.MethodAuthStatus
-		if caps := a.Init.AgentCapabilities; caps.Auth == nil || !caps.Auth.Status {
-			via = wire.MethodGetAuthState
-		}
-		return ACPState{Known: true, Authenticated: st.Authenticated, Message: st.Message, Via: via}, nil
+		return ACPState{Known: true, Authenticated: st.Authenticated, Message: st.Message, Via: AuthStateMethod(a.Init.AgentCapabilities)}, nil
 	}
 	if !probe {
 		return ACPState{}, nil

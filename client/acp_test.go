@@ -1,10 +1,14 @@
 package client
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentauth/agentauth/wire"
 )
@@ -75,4 +79,75 @@ func TestMissingVars(t *testing.T) {
 	if got := m.VarNames(); len(got) != 1 || got[0] != "AGENTAUTH_TEST_UNSET" {
 		t.Errorf("VarNames (varName) = %v", got)
 	}
+}
+
+// claudeInitialize is the initialize result claude-agent-acp 0.101.0 gives
+// an ACP client of protocol version 1, trimmed to what matters here
+// (@agentclientprotocol/claude-agent-acp 0.101.0, dist/acp-agent.js,
+// initialize): the authStatus extension's marker in
+// agentCapabilities._meta, and no auth-state query.
+const claudeInitialize = `{"protocolVersion": 1, "agentCapabilities": {"_meta": {"claudeCode": {"promptQueueing": true}, "authStatus": {}},
+	"promptCapabilities": {"image": true}}, "authMethods": [{"id": "claude-ai-login", "name": "Claude Subscription", "type": "terminal"}]}`
+
+// TestPushedAuthStatus: an agent of the authStatus extension is read from
+// its first _auth/status_update after initialize, as claude-agent-acp and
+// codex-acp push it (kind "none": logged out; a label, and a detail where
+// there is one); other notifications before it are passed over; an agent
+// without the marker, or silent, has no state.
+func TestPushedAuthStatus(t *testing.T) {
+	var claude wire.InitializeResult
+	if err := json.Unmarshal([]byte(claudeInitialize), &claude); err != nil {
+		t.Fatal(err)
+	}
+	if !claude.AgentCapabilities.PushesAuthStatus() || AuthStateMethod(claude.AgentCapabilities) != "" {
+		t.Fatalf("claude-agent-acp's capabilities: pushes %v, query %q", claude.AgentCapabilities.PushesAuthStatus(), AuthStateMethod(claude.AgentCapabilities))
+	}
+	for push, want := range map[string]string{
+		`{"authStatus": {"kind": "none", "label": "Not logged in"}}`:                                   "false Not logged in",
+		`{"authStatus": {"kind": "gateway", "label": "Custom model gateway", "detail": "gw.example"}}`: "true Custom model gateway, gw.example",
+		`{"authStatus": {"kind": "subscription"}}`:                                                     "true subscription",
+	} {
+		pushes := []string{
+			`{"jsonrpc": "2.0", "method": "session/update", "params": {}}`,
+			`{"jsonrpc": "2.0", "method": "_auth/status_update", "params": {"authStatus": {}}}`,
+			`{"jsonrpc": "2.0", "method": "_auth/status_update", "params": ` + push + `}`,
+		}
+		hc := &HostConn{Client: fakeAgent(t, pushes), Init: &claude}
+		st := hc.PushedAuthStatus(context.Background())
+		if st == nil {
+			t.Errorf("push %s: no state", push)
+			continue
+		}
+		if got := fmt.Sprintf("%v %s", st.Authenticated, st.Message); got != want {
+			t.Errorf("push %s: got %q, want %q", push, got, want)
+		}
+	}
+	var bare wire.InitializeResult
+	json.Unmarshal([]byte(`{"protocolVersion": 1, "agentCapabilities": {"_meta": {"authStatus": null}}}`), &bare)
+	hc := &HostConn{Client: fakeAgent(t, []string{`{"jsonrpc": "2.0", "method": "_auth/status_update", "params": {"authStatus": {"kind": "none"}}}`}), Init: &bare}
+	if st := hc.PushedAuthStatus(context.Background()); st != nil {
+		t.Errorf("without the marker: %+v", st)
+	}
+	// Silent: nothing within the wait (cut short by the context).
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	hc = &HostConn{Client: fakeAgent(t, nil), Init: &claude}
+	if st := hc.PushedAuthStatus(ctx); st != nil {
+		t.Errorf("silent agent: %+v", st)
+	}
+}
+
+// fakeAgent is a JSON-RPC client connected to an agent that sends the
+// lines of pushes, and nothing else, over newline-delimited JSON on pipes,
+// as an ACP agent's stdio.
+func fakeAgent(t *testing.T, pushes []string) *wire.Client {
+	toClient, fromAgent := io.Pipe()
+	_, fromClient := io.Pipe()
+	t.Cleanup(func() { fromClient.Close(); fromAgent.Close() })
+	go func() {
+		for _, line := range pushes {
+			fmt.Fprintln(fromAgent, line)
+		}
+	}()
+	return wire.NewClient(wire.NewStdioConn(toClient, fromClient, fromClient, 0))
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/agentauth/agentauth/store"
 	"github.com/agentauth/agentauth/wire"
@@ -336,13 +337,8 @@ func AgentsChanged(m *wire.Message, reqs []wire.Requirement) ([]wire.Requirement
 func (hc *HostConn) AuthState(ctx context.Context) (*wire.AuthStateResult, error) {
 	// auth/status (ACP RFD get-auth-state: agentCapabilities.auth.status)
 	// first; getAuthState is the older name of the same query.
-	caps := hc.Init.AgentCapabilities
-	method := wire.MethodAuthStatus
-	switch {
-	case caps.Auth != nil && caps.Auth.Status:
-	case caps.GetAuthState:
-		method = wire.MethodGetAuthState
-	default:
+	method := AuthStateMethod(hc.Init.AgentCapabilities)
+	if method == "" {
 		return nil, nil
 	}
 	var res wire.AuthStateResult
@@ -350,6 +346,64 @@ func (hc *HostConn) AuthState(ctx context.Context) (*wire.AuthStateResult, error
 		return nil, fmt.Errorf("cannot query the auth state (%s): %w", method, err)
 	}
 	return &res, nil
+}
+
+// AuthStateMethod is the auth-state query caps advertises, "" for none:
+// auth/status (ACP RFD get-auth-state: agentCapabilities.auth.status),
+// else getAuthState, its older name.
+func AuthStateMethod(caps wire.AgentCapabilities) string {
+	switch {
+	case caps.Auth != nil && caps.Auth.Status:
+		return wire.MethodAuthStatus
+	case caps.GetAuthState:
+		return wire.MethodGetAuthState
+	}
+	return ""
+}
+
+// authStatusWait bounds the wait for an agent's first _auth/status_update:
+// claude-agent-acp bounds the probe behind it at 5 s
+// (AUTH_STATUS_PROBE_TIMEOUT_MS, dist/auth-status.js, 0.101.0).
+const authStatusWait = 6 * time.Second
+
+// PushedAuthStatus is the state an agent of the authStatus extension
+// pushes after initialize (_auth/status_update {authStatus: {kind, label,
+// detail}}, kind "none" for logged out; wire.MethodAuthStatusUpdate) as an
+// auth state whose message is the label (and detail), or nil when the
+// agent does not advertise it or says nothing within authStatusWait (the
+// extension says "cannot determine" by silence). Other notifications read
+// meanwhile are dropped: for status, which asks once.
+func (hc *HostConn) PushedAuthStatus(ctx context.Context) *wire.AuthStateResult {
+	if !hc.Init.AgentCapabilities.PushesAuthStatus() {
+		return nil
+	}
+	timer := time.NewTimer(authStatusWait)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-timer.C:
+			return nil
+		case m, ok := <-hc.Client.Notifications():
+			if !ok {
+				return nil
+			}
+			var p struct {
+				AuthStatus struct {
+					Kind, Label, Detail string
+				} `json:"authStatus"`
+			}
+			if m.Method != wire.MethodAuthStatusUpdate || json.Unmarshal(m.Params, &p) != nil || p.AuthStatus.Kind == "" {
+				continue
+			}
+			msg := cmp.Or(p.AuthStatus.Label, p.AuthStatus.Kind)
+			if p.AuthStatus.Detail != "" {
+				msg += ", " + p.AuthStatus.Detail
+			}
+			return &wire.AuthStateResult{Authenticated: p.AuthStatus.Kind != "none", Message: msg}
+		}
+	}
 }
 
 // MethodState is the host's state for scheme id, or nil.

@@ -220,6 +220,10 @@ func (cl *Client) hostStatus(ctx context.Context, target string, showToken bool)
 	}
 	if len(s.Reqs) == 0 {
 		doc.AuthMethods = s.Init.AuthMethods
+		if doc.HostStateBefore == nil {
+			// An ACP agent that only pushes its state (authStatus).
+			doc.HostStateBefore = s.PushedAuthStatus(ctx)
+		}
 	}
 	for _, r := range s.Reqs {
 		res, err := s.AuthenticateScheme(ctx, r, "")

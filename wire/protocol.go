@@ -18,6 +18,13 @@ const (
 	// names of the ACP design (seed 003) and the published protocol.
 	MethodGetAuthState = "getAuthState"
 	MethodAuthStatus   = "auth/status"
+	// MethodAuthStatusUpdate is the push of the authStatus extension that
+	// claude-agent-acp and codex-acp ship (an interim ACP extension in
+	// _meta, ahead of an RFD): {authStatus: {kind, label, detail?}}, kind
+	// "none" for logged out, sent after initialize and when the identity
+	// changes; advertised by agentCapabilities._meta.authStatus
+	// (AgentCapabilities.PushesAuthStatus). There is no request to ask.
+	MethodAuthStatusUpdate = "_auth/status_update"
 	// MethodSetAuthToken is the deprecated token push (a notification).
 	MethodSetAuthToken = "setAuthToken"
 	// MethodNotifyAuthRequired is the design dialect's auth-state push.
@@ -173,6 +180,18 @@ type AgentCapabilities struct {
 		Status bool            `json:"status,omitempty"`
 		Logout json.RawMessage `json:"logout,omitempty"`
 	} `json:"auth,omitempty"`
+	// Meta is the capabilities' _meta, where an agent of the authStatus
+	// extension says (authStatus: {}) that it pushes
+	// MethodAuthStatusUpdate.
+	Meta *struct {
+		AuthStatus json.RawMessage `json:"authStatus,omitempty"`
+	} `json:"_meta,omitempty"`
+}
+
+// PushesAuthStatus reports whether the agent advertises the authStatus
+// extension's push (_meta.authStatus, {} rather than absent or null).
+func (c AgentCapabilities) PushesAuthStatus() bool {
+	return c.Meta != nil && len(c.Meta.AuthStatus) > 0 && string(c.Meta.AuthStatus) != "null"
 }
 
 // CanLogout reports whether ACP's logout is advertised ({} rather than

