@@ -134,10 +134,10 @@ type ACPState struct {
 }
 
 // State asks the agent whether it is authenticated: the auth-state query
-// it advertises (AuthStateMethod); else, with probe, session/new in an empty directory, which
-// an agent without credentials refuses with auth_required (-32000) — the
-// only signal ACP 1.7.0 itself gives. Without either, the state is
-// unknown.
+// it advertises (AuthStateMethod); else, with probe, session/new in an
+// empty directory, which an agent without credentials refuses with
+// auth_required (-32000) — the only signal ACP 1.7.0 itself gives.
+// Without either, the state is unknown.
 func (a *ACPAgent) State(ctx context.Context, probe bool) (ACPState, error) {
 	hc := &HostConn{Client: a.Client, Init: a.Init}
 	if st, err := hc.AuthState(ctx); err != nil || st != nil {
