@@ -398,12 +398,12 @@ func (opts *AuthenticateOptions) loginErr(ctx context.Context, m wire.AuthMethod
 		return opts.methodErr(ctx, err, timeout)
 	}
 	var rpc *wire.Error
-	if vars := client.ErrorEnvVars(err); len(vars) > 0 && errors.As(err, &rpc) {
-		// The agent reads the key from its environment, which is
-		// agentauth's: exit 4 as for an env_var method's missing variable.
-		return &AuthError{Err: fmt.Errorf("cannot authenticate with method %s: %s (%d)\nSet %s in the environment agentauth runs in, and run again", m.ID, rpc.Message, rpc.Code, strings.Join(vars, " or "))}
-	}
 	if errors.As(err, &rpc) {
+		if vars := client.ErrorEnvVars(err); len(vars) > 0 {
+			// The agent reads the key from its environment, which is
+			// agentauth's: exit 4 as for an env_var method's missing variable.
+			return &AuthError{Err: fmt.Errorf("cannot authenticate with method %s: %s (%d)\nSet %s in the environment agentauth runs in, and run again", m.ID, rpc.Message, rpc.Code, strings.Join(vars, " or "))}
+		}
 		e := fmt.Errorf("cannot authenticate with method %s: %s", m.ID, client.RPCText(err))
 		if rpc.Code == wire.CodeACPAuthRequired || rpc.Code == wire.CodeAuthRequired {
 			return &AuthError{Err: e}
