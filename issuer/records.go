@@ -12,9 +12,10 @@ import (
 	"github.com/agentauth/agentauth/wire"
 )
 
-// The kinds of record the issuer keeps in its state.Store. Codes, refresh
-// tokens, device codes and page nonces are keyed by their SHA-256 (hash)
-// and never stored in the clear; client secrets are kept as their SHA-256.
+// The kinds of record the issuer keeps in its state.Store. Codes, device
+// codes and page nonces are keyed by their SHA-256 (hash), refresh tokens
+// by their issue time and SHA-256 (refreshKey): none is stored in the
+// clear; client secrets are kept as their SHA-256.
 const (
 	kindClient   state.Kind = "client"    // registered clients, by client_id
 	kindCode     state.Kind = "code"      // unredeemed authorization codes, per client (bounded.Kind)

@@ -48,7 +48,7 @@ func (i *Issuer) serveRevoke(w http.ResponseWriter, r *http.Request) {
 	var ended *grantRecord // the client's last live family, revoked
 	err := i.store.Update(ctx, func(tx state.Tx) error {
 		owner, jtis, ended = "", nil, nil
-		rt, err := getRecord[refreshRecord](tx, kindRefresh, hash(token))
+		rt, err := getRecord[refreshRecord](tx, kindRefresh, refreshKey(token))
 		if err != nil {
 			return err
 		}

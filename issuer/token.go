@@ -4,9 +4,11 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/go-jose/go-jose/v4/jwt"
@@ -262,7 +264,7 @@ func (i *Issuer) redeemRefreshTx(is *issuing, c *client, form url.Values) (*toke
 	if token == "" {
 		return nil, nil, badRequest("invalid_request", "refresh_token is required"), nil
 	}
-	tx, now, key := is.tx, is.now, hash(token)
+	tx, now, key := is.tx, is.now, refreshKey(token)
 	// A refresh token's record never changes once written: it is read
 	// without a lock. The family's, read with Get, is what concurrent
 	// uses of its tokens serialize on.
@@ -304,6 +306,37 @@ func (i *Issuer) redeemRefreshTx(is *issuing, c *client, form url.Values) (*toke
 		return nil, nil, e, nil
 	}
 	return i.issueTx(is, c, rt.GrantID, g, scope)
+}
+
+// A refresh token is "<issued>.<secret>": issued is the time it was
+// issued, sixteen hexadecimal digits of Unix nanoseconds, and secret
+// randomToken's 256 bits. Its record's key is issued, a dot and the
+// token's hash (refreshKey). The keys of the refresh tokens issued last,
+// the ones clients present, so sort together: SQLite and PostgreSQL add
+// and find them in the last pages of their index, however many rotated
+// tokens are kept for reuse detection (RFC 9700 §4.14.2). With the bare
+// hash as key each refresh wrote a random page of an index that outgrows
+// the database's cache. The time adds nothing a client does not know: it
+// was given the token then.
+const refreshIssuedDigits = 16
+
+// newRefreshToken returns a refresh token issued at now and its record's
+// key.
+func newRefreshToken(now time.Time) (token, key string) {
+	issued := fmt.Sprintf("%0*x", refreshIssuedDigits, uint64(now.UnixNano()))
+	token = issued + "." + randomToken()
+	return token, issued + "." + hash(token)
+}
+
+// refreshKey is the record key of a presented refresh token: see
+// newRefreshToken. A token of another form (one issued by an earlier
+// agentauth, or none of ours) is keyed by its hash alone, as those were.
+func refreshKey(token string) string {
+	issued, _, ok := strings.Cut(token, ".")
+	if !ok || len(issued) != refreshIssuedDigits || strings.Trim(issued, "0123456789abcdef") != "" {
+		return hash(token)
+	}
+	return issued + "." + hash(token)
 }
 
 // redeemClientCredentialsTx is the client credentials grant (RFC 6749
@@ -376,8 +409,7 @@ func (i *Issuer) issueTx(is *issuing, c *client, id string, g *grantRecord, scop
 	g.Access = slices.DeleteFunc(g.Access, func(a issuedAccess) bool { return !a.Expires.After(now) })
 	resp := &tokenResponse{TokenType: tokenType, ExpiresIn: int64(i.opts.TokenTTL / time.Second), Scope: scope}
 	if c.allows(wire.GrantRefreshToken) && !is.noRefresh {
-		resp.RefreshToken = randomToken()
-		g.Refresh = hash(resp.RefreshToken)
+		resp.RefreshToken, g.Refresh = newRefreshToken(now)
 		rt := refreshRecord{GrantID: id, Expires: now.Add(i.opts.RefreshTTL)}
 		if err := putRecord(tx, kindRefresh, g.Refresh, rt, rt.Expires); err != nil {
 			return nil, nil, nil, err

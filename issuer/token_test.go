@@ -1,8 +1,14 @@
 package issuer_test
 
 import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +16,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/agentauth/agentauth/issuer"
+	"github.com/agentauth/agentauth/state"
 )
 
 // poster is a confidential client that authenticates in the body.
@@ -262,4 +269,100 @@ func TestClientCredentials(t *testing.T) {
 		t.Errorf("client credentials answer %v, want an access token and no refresh token", tok)
 	}
 	wantError(t, s.post("/token", url.Values{"grant_type": {"client_credentials"}, "client_id": {issuer.CLIClientID}}), 400, "unauthorized_client")
+}
+
+// refreshKeyPrefix is the issue time a refresh token begins with and its
+// record's key too: sixteen hexadecimal digits of Unix nanoseconds.
+func refreshKeyPrefix(t *testing.T, token string) string {
+	t.Helper()
+	issued, secret, ok := strings.Cut(token, ".")
+	if !ok || len(issued) != 16 || strings.Trim(issued, "0123456789abcdef") != "" || len(secret) != 43 {
+		t.Fatalf("refresh token %q is not <16 hex digits>.<43 base64url characters>", token)
+	}
+	return issued
+}
+
+// TestRefreshTokensSortByIssue: the record keys of a chain's refresh
+// tokens sort in the order they were issued, so a database adds and finds
+// the tokens in use in its index's last pages; and the key is the issue
+// time and the token's hash, never the token.
+func TestRefreshTokensSortByIssue(t *testing.T) {
+	store := state.NewMemory()
+	s := start(t, issuer.Options{AutoApprove: true, Store: store})
+	tok := s.tokens(nil)["refresh_token"].(string)
+	var keys []string
+	for range 3 {
+		s.advance(time.Minute)
+		next := wantOK(t, s.refresh(issuer.CLIClientID, tok))["refresh_token"].(string)
+		sum := sha256.Sum256([]byte(next))
+		key := refreshKeyPrefix(t, next) + "." + hex.EncodeToString(sum[:])
+		keys = append(keys, key)
+		if err := store.View(context.Background(), func(tx state.Tx) error {
+			_, err := tx.Get("refresh", key)
+			return err
+		}); err != nil {
+			t.Fatalf("refresh record under %s: %v", key, err)
+		}
+		tok = next
+	}
+	if !slices.IsSorted(keys) || keys[0] == keys[1] {
+		t.Errorf("keys of successive refresh tokens %v do not sort by issue", keys)
+	}
+	if got := refreshKeyPrefix(t, tok); got != fmt.Sprintf("%016x", epoch.Add(3*time.Minute).UnixNano()) {
+		t.Errorf("issue time %s, want the issuer's clock %v", got, epoch.Add(3*time.Minute))
+	}
+}
+
+// TestRefreshTokenOfAnEarlierVersion: a refresh token issued before tokens
+// carried their issue time (a bare random string, its record keyed by its
+// hash alone) still refreshes once, and its reuse still revokes the family.
+// The records are rewritten here as an earlier agentauth left them.
+func TestRefreshTokenOfAnEarlierVersion(t *testing.T) {
+	store := state.NewMemory()
+	s := start(t, issuer.Options{AutoApprove: true, Store: store, Clients: []issuer.Client{rs}})
+	tokens := s.tokens(nil)
+	current := tokens["refresh_token"].(string)
+	sum := sha256.Sum256([]byte(current))
+	newKey := refreshKeyPrefix(t, current) + "." + hex.EncodeToString(sum[:])
+	_, legacy, _ := strings.Cut(current, ".") // 43 base64url characters, as tokens were
+	sum = sha256.Sum256([]byte(legacy))
+	legacyKey := hex.EncodeToString(sum[:])
+	err := store.Update(context.Background(), func(tx state.Tx) error {
+		rec, err := tx.Get("refresh", newKey)
+		if err != nil {
+			return err
+		}
+		var rt struct {
+			GrantID string `json:"grant_id"`
+		}
+		if err := json.Unmarshal(rec, &rt); err != nil || rt.GrantID == "" {
+			return fmt.Errorf("refresh record %s: %v", rec, err)
+		}
+		grant, err := tx.Get("grant", rt.GrantID)
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(string(grant), `"refresh":"`+newKey+`"`) {
+			return fmt.Errorf("grant %s does not name its refresh token's key", grant)
+		}
+		grant = []byte(strings.Replace(string(grant), newKey, legacyKey, 1))
+		far := epoch.Add(24 * time.Hour)
+		if err := tx.Delete("refresh", newKey); err != nil {
+			return err
+		}
+		if err := tx.Put("refresh", legacyKey, rec, far); err != nil {
+			return err
+		}
+		return tx.Put("grant", rt.GrantID, grant, far)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantError(t, s.refresh(issuer.CLIClientID, current), 400, "invalid_grant") // its new form is not stored
+	next := wantOK(t, s.refresh(issuer.CLIClientID, legacy))
+	refreshKeyPrefix(t, next["refresh_token"].(string))
+	wantError(t, s.refresh(issuer.CLIClientID, legacy), 400, "invalid_grant")
+	if s.introspect(next["access_token"].(string))["active"] != false {
+		t.Errorf("reusing the earlier version's token did not revoke its family")
+	}
 }
