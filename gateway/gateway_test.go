@@ -617,7 +617,7 @@ func TestArgumentPath(t *testing.T) {
 		"/allOf/0":                                     "arguments",
 		"/properties/m~0n/items/items/properties/deep": "m~n[][].deep",
 	} {
-		if got := argumentPath(loc, nil, nil); got != want {
+		if got := argumentPath([]string{loc}, nil, nil); got != want {
 			t.Errorf("argumentPath(%q) = %q, want %q", loc, got, want)
 		}
 	}
@@ -647,10 +647,93 @@ func TestArgumentPathNamesTheElement(t *testing.T) {
 		`{"edits": [{"oldText": "a"}, {"oldText": 5}]}`:        "argument edits[1].oldText (schema /properties/edits/items/properties/oldText)",
 		`{"m": [[{"deep": 1}], [{"deep": 1}, {"deep": "x"}]]}`: "argument m[1][1].deep (schema /properties/m/items/items/properties/deep)",
 		`{"pair": ["a", [1, 2, "x"]]}`:                         "argument pair[1][2] (schema /properties/pair/prefixItems/1/items)",
-		`{"refd": [{"x": 1}, {"x": "y"}]}`:                     "argument x (schema /$defs/p/properties/x)",
-		// An items schema with a $ref is not tried: the element stays [] (and
-		// jsonschema-go reports the location the $ref led to).
-		`{"self": [{"n": 1}, {"n": 2, "kids": [{"n": "three"}]}]}`: "argument self[].n (schema /properties/self/items/properties/n)",
+		// Items that refer to a definition, and to the schema above them (a
+		// tree): the path goes on through the $ref, though jsonschema-go
+		// reports the location the $ref led to.
+		`{"refd": [{"x": 1}, {"x": "y"}]}`:                         "argument refd[1].x (schema /$defs/p/properties/x)",
+		`{"self": [{"n": 1}, {"n": 2, "kids": [{"n": "three"}]}]}`: "argument self[1].kids[0].n (schema /properties/self/items/properties/n)",
+	} {
+		var v any
+		if err := json.Unmarshal([]byte(args), &v); err != nil {
+			t.Fatal(err)
+		}
+		err := res.Validate(v)
+		if err == nil {
+			t.Fatalf("%s: valid", args)
+		}
+		if got := schemaError(err, res.Schema(), v); !strings.HasPrefix(got, want) {
+			t.Errorf("%s:\n got %s\nwant %s…", args, got, want)
+		}
+	}
+}
+
+// TestArgumentPathThroughDefinitions: a Python MCP server's inputSchema
+// (FastMCP turns a tool's pydantic arguments into $defs and $refs) names
+// the argument inside the model, not the definition. The schema is
+// complex_arguments_fn's, from modelcontextprotocol/python-sdk
+// tests/server/fastmcp/test_func_metadata.py at 06681d6 (shortened), with
+// a list of models as pydantic writes list[InnerModel].
+func TestArgumentPathThroughDefinitions(t *testing.T) {
+	var schema jsonschema.Schema
+	if err := json.Unmarshal([]byte(`{
+		"$defs": {
+			"InnerModel": {"properties": {"x": {"title": "X", "type": "integer"}}, "required": ["x"], "title": "InnerModel", "type": "object"},
+			"SomeModelB": {"properties": {
+				"how_many_shrimp": {"description": "How many shrimp in the tank???", "title": "How Many Shrimp", "type": "integer"},
+				"ok": {"$ref": "#/$defs/InnerModel"},
+				"y": {"title": "Y", "type": "null"}},
+				"required": ["how_many_shrimp", "ok", "y"], "title": "SomeModelB", "type": "object"}},
+		"properties": {
+			"an_int": {"title": "An Int", "type": "integer"},
+			"list_of_ints": {"items": {"type": "integer"}, "title": "List Of Ints", "type": "array"},
+			"my_model_b": {"$ref": "#/$defs/SomeModelB"},
+			"inners": {"items": {"$ref": "#/$defs/InnerModel"}, "title": "Inners", "type": "array"}},
+		"required": ["an_int", "list_of_ints", "my_model_b"],
+		"title": "complex_arguments_fnArguments", "type": "object"}`), &schema); err != nil {
+		t.Fatal(err)
+	}
+	res, err := schema.Resolve(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	valid := `"an_int": 1, "list_of_ints": [1, 2], "my_model_b": {"how_many_shrimp": 3, "ok": {"x": 1}, "y": null}`
+	for args, want := range map[string]string{
+		`{"an_int": 1, "list_of_ints": [1, 2], "my_model_b": {"how_many_shrimp": 3, "ok": {"x": "1"}, "y": null}}`: "argument my_model_b.ok.x (schema /$defs/InnerModel/properties/x)",
+		`{"an_int": 1, "list_of_ints": [1, 2], "my_model_b": {"how_many_shrimp": 3, "ok": {}, "y": null}}`:         "argument my_model_b.ok (schema /$defs/InnerModel)",
+		`{"an_int": 1, "list_of_ints": [1, "2"], "my_model_b": {"how_many_shrimp": 3, "ok": {"x": 1}, "y": null}}`: "argument list_of_ints[1] (schema /properties/list_of_ints/items)",
+		`{` + valid + `, "inners": [{"x": 1}, {"x": 2}, {"x": 2.5}]}`:                                              "argument inners[2].x (schema /$defs/InnerModel/properties/x)",
+	} {
+		var v any
+		if err := json.Unmarshal([]byte(args), &v); err != nil {
+			t.Fatal(err)
+		}
+		err := res.Validate(v)
+		if err == nil {
+			t.Fatalf("%s: valid", args)
+		}
+		if got := schemaError(err, res.Schema(), v); !strings.HasPrefix(got, want) {
+			t.Errorf("%s:\n got %s\nwant %s…", args, got, want)
+		}
+	}
+}
+
+// TestArgumentPathDraft07: a schema of draft-07, as zod-to-json-schema
+// writes for the TypeScript SDK's servers (with a $ref back up the schema
+// where a zod schema is used twice), names the element too.
+func TestArgumentPathDraft07(t *testing.T) {
+	var schema jsonschema.Schema
+	if err := json.Unmarshal([]byte(`{"$schema": "http://json-schema.org/draft-07/schema#", "type": "object", "properties": {
+		"from": {"type": "array", "items": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}},
+		"to": {"$ref": "#/properties/from"}}, "additionalProperties": false}`), &schema); err != nil {
+		t.Fatal(err)
+	}
+	res, err := schema.Resolve(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for args, want := range map[string]string{
+		`{"from": [{"name": "a"}, {"name": 1}]}`:     "argument from[1].name (schema /properties/from/items/properties/name)",
+		`{"to": [{"name": "a"}, {"name": "b"}, {}]}`: "argument to[2] (schema /properties/from/items)",
 	} {
 		var v any
 		if err := json.Unmarshal([]byte(args), &v); err != nil {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -132,10 +133,11 @@ func (m *Mount) validate(ctx context.Context, cn conn, out http.Header, k *call,
 
 // schemaError shortens jsonschema-go's nested "validating …: " prefixes
 // to the innermost schema location and the reason, and names the argument
-// that location checks in args, which root refused (argumentPath).
+// that location checks in args, which root refused (argumentPath, given
+// every location of the chain).
 func schemaError(err error, root *jsonschema.Schema, args any) string {
 	s := err.Error()
-	loc := ""
+	var locs []string
 	for {
 		rest, ok := strings.CutPrefix(s, "validating ")
 		if !ok {
@@ -145,125 +147,162 @@ func schemaError(err error, root *jsonschema.Schema, args any) string {
 		if i < 0 {
 			break
 		}
-		loc, s = rest[:i], rest[i+2:]
+		locs, s = append(locs, rest[:i]), rest[i+2:]
 	}
 	if len(s) > 300 {
 		s = strings.ToValidUTF8(s[:300], "") + "…"
 	}
-	if loc == "" || loc == "root" {
+	if len(locs) == 0 || locs[len(locs)-1] == "root" {
 		return "the arguments: " + s
 	}
-	return fmt.Sprintf("argument %s (schema %s): %s", argumentPath(loc, root, args), loc, s)
+	loc := locs[len(locs)-1]
+	return fmt.Sprintf("argument %s (schema %s): %s", argumentPath(locs, root, args), loc, s)
 }
 
 // pointerUnescape undoes a JSON Pointer token's escapes (RFC 6901 §4).
 var pointerUnescape = strings.NewReplacer("~1", "/", "~0", "~")
 
-// argumentPath is the argument a schema location (a JSON Pointer into the
-// inputSchema, RFC 6901, as jsonschema-go reports it) checks, written as a
-// caller names it: /properties/edits/items/properties/oldText is
-// edits[2].oldText, /prefixItems/0 is [0], additionalProperties and
-// patternProperties are .*; applicators (allOf/anyOf/oneOf/not, if/then/
-// else, $defs, …) add nothing. jsonschema-go reports no instance location,
-// hence this: the walk follows root (the inputSchema) and args (the
-// arguments) along the location, and at an items step names the first
+// argumentPath is the argument a chain of schema locations checks, written
+// as a caller names it. Each location is a JSON Pointer into the
+// inputSchema (RFC 6901) or "root", as jsonschema-go reports the schema of
+// each nested validation, outermost first: one step deeper each, by a
+// keyword (/properties/edits, then /properties/edits/items) or by a $ref
+// (to /$defs/point, or back to /properties/self), which moves in the
+// schema but not in the arguments. Written as a caller would:
+// /properties/edits/items/properties/oldText is edits[2].oldText,
+// /prefixItems/0 is [0], additionalProperties and patternProperties are
+// .*; applicators (allOf/anyOf/oneOf/not, if/then/else) and $refs add
+// nothing. jsonschema-go reports no instance location, hence this: the
+// walk follows args along the chain, and at an items step names the first
 // element the items schema refuses (firstRefused). Where it cannot follow
-// (after additionalProperties, $defs, not, if/then/else, or with root or
-// args nil) an element is written [].
-func argumentPath(loc string, root *jsonschema.Schema, args any) string {
-	tokens := strings.Split(strings.TrimPrefix(loc, "/"), "/")
-	for i, t := range tokens {
-		tokens[i] = pointerUnescape.Replace(t)
+// (after additionalProperties or not, or without root or args) an element
+// is written [].
+func argumentPath(locs []string, root *jsonschema.Schema, args any) string {
+	w := argumentWalk{root: root, inst: args, following: root != nil && args != nil}
+	at := "" // the location walked to; "" is the root
+	for _, loc := range locs {
+		if loc == "root" {
+			loc = ""
+		}
+		switch {
+		case loc == at:
+		case strings.HasPrefix(loc, at+"/"):
+			tokens := strings.Split(loc[len(at)+1:], "/")
+			if tokens[0] == "$defs" || tokens[0] == "definitions" {
+				// A $ref to a definition: the walk goes on inside it.
+				w.walk(at+"/"+strings.Join(tokens[:min(2, len(tokens))], "/"), tokens[min(2, len(tokens)):])
+			} else {
+				w.walk(at, tokens)
+			}
+		default:
+			// A $ref elsewhere (a definition, or # and a pointer back up
+			// the schema): the arguments stay where they are.
+		}
+		at = loc
 	}
-	// s and inst are the schema and the argument at the walk's place while
-	// following is true.
-	s, inst, following := root, args, root != nil && args != nil
-	var b strings.Builder
+	return cmpOr(w.b.String(), "arguments")
+}
+
+// argumentWalk is argumentPath's place in the arguments: the path written
+// so far, and the argument it names (inst) while following is true.
+type argumentWalk struct {
+	b         strings.Builder
+	root      *jsonschema.Schema
+	inst      any
+	following bool
+}
+
+// walk takes the steps of tokens (escaped JSON Pointer tokens) from the
+// schema at location at.
+func (w *argumentWalk) walk(at string, tokens []string) {
 	for i := 0; i < len(tokens); i++ {
-		t, next := tokens[i], ""
+		t, next := pointerUnescape.Replace(tokens[i]), ""
 		if i+1 < len(tokens) {
-			next = tokens[i+1]
+			next = pointerUnescape.Replace(tokens[i+1])
 		}
 		switch t {
 		case "properties":
 			if i+1 < len(tokens) {
 				i++
-				if b.Len() > 0 {
-					b.WriteByte('.')
+				if w.b.Len() > 0 {
+					w.b.WriteByte('.')
 				}
-				b.WriteString(next)
-				if following {
-					m, ok := inst.(map[string]any)
-					s, inst = s.Properties[next], m[next]
-					following = ok && s != nil
+				w.b.WriteString(next)
+				if w.following {
+					m, ok := w.inst.(map[string]any)
+					w.inst, w.following = m[next], ok
 				}
 			}
 		case "items":
 			idx := -1
-			if arr, ok := inst.([]any); following && ok && s.Items != nil {
-				idx = firstRefused(s.Items, arr)
+			if arr, ok := w.inst.([]any); w.following && ok {
+				idx = firstRefused(w.root, at+"/"+strings.Join(tokens[:i+1], "/"), arr)
 			}
 			if idx < 0 {
-				b.WriteString("[]")
-				following = false
+				w.b.WriteString("[]")
+				w.following = false
 				break
 			}
-			b.WriteString("[" + strconv.Itoa(idx) + "]")
-			s, inst = s.Items, inst.([]any)[idx]
+			w.b.WriteString("[" + strconv.Itoa(idx) + "]")
+			w.inst = w.inst.([]any)[idx]
 		case "additionalItems", "unevaluatedItems", "contains":
-			b.WriteString("[]")
-			following = false
+			w.b.WriteString("[]")
+			w.following = false
 		case "prefixItems":
 			if i+1 < len(tokens) {
 				i++
-				b.WriteString("[" + next + "]")
-				if following {
+				w.b.WriteString("[" + next + "]")
+				if w.following {
 					n, err := strconv.Atoi(next)
-					arr, ok := inst.([]any)
-					following = err == nil && ok && n >= 0 && n < len(arr) && n < len(s.PrefixItems)
-					if following {
-						s, inst = s.PrefixItems[n], arr[n]
+					arr, ok := w.inst.([]any)
+					w.following = err == nil && ok && n >= 0 && n < len(arr)
+					if w.following {
+						w.inst = arr[n]
 					}
 				}
 			}
 		case "additionalProperties", "unevaluatedProperties", "propertyNames":
-			b.WriteString(".*")
-			following = false
+			w.b.WriteString(".*")
+			w.following = false
 		case "patternProperties":
 			i++ // the pattern
-			b.WriteString(".*")
-			following = false
+			w.b.WriteString(".*")
+			w.following = false
 		case "allOf", "anyOf", "oneOf":
-			i++ // the index is no argument; the instance stays
-			if following {
-				list := map[string][]*jsonschema.Schema{"allOf": s.AllOf, "anyOf": s.AnyOf, "oneOf": s.OneOf}[t]
-				n, err := strconv.Atoi(next)
-				following = err == nil && n >= 0 && n < len(list)
-				if following {
-					s = list[n]
-				}
-			}
+			i++ // the index is no argument; the argument stays
 		case "dependentSchemas", "$defs", "definitions":
 			i++ // the keyword's name is no argument
-			following = false
+			w.following = false
+		case "then", "else", "if":
+			// the argument stays
 		default:
-			following = false
+			w.following = false
 		}
 	}
-	return cmpOr(b.String(), "arguments")
 }
 
-// firstRefused is the index of the first element of arr that items (an
-// array's items schema) refuses, or -1: items is resolved on its own, so
-// one that refers elsewhere ($ref, $dynamicRef: into the whole schema's
-// $defs, or to # meaning the whole schema) is not tried. Only on the error
-// path, at the cost of the one validation of arr.
-func firstRefused(items *jsonschema.Schema, arr []any) int {
-	b, err := json.Marshal(items)
-	if err != nil || bytes.Contains(b, []byte(`"$ref"`)) || bytes.Contains(b, []byte(`"$dynamicRef"`)) || bytes.Contains(b, []byte(`"$recursiveRef"`)) {
+// firstRefused is the index of the first element of arr that the items
+// schema at location items of root refuses, or -1. The schema is
+// validated in its place: a copy of root is given an $id of its own and
+// a wrapper refers to the location in it, so that $refs inside items
+// (into $defs, or back up to # and a pointer) resolve as in root. Only on
+// the error path, at the cost of one more validation of arr.
+func firstRefused(root *jsonschema.Schema, items string, arr []any) int {
+	if root == nil {
 		return -1
 	}
-	res, err := items.CloneSchemas().Resolve(nil)
+	doc := root.CloneSchemas()
+	doc.ID = inputSchemaID
+	// The wrapper is of root's draft (zod-to-json-schema writes draft-07).
+	// The $ref is inside allOf: beside a $ref, draft-07 ignores every keyword.
+	wrapper := &jsonschema.Schema{Schema: doc.Schema, AllOf: []*jsonschema.Schema{{Ref: inputSchemaID + "#" + (&url.URL{Fragment: items}).EscapedFragment()}}}
+	doc.Schema = ""
+	if strings.Contains(wrapper.Schema, "draft-07") {
+		wrapper.Definitions = map[string]*jsonschema.Schema{"inputSchema": doc}
+	} else {
+		wrapper.Defs = map[string]*jsonschema.Schema{"inputSchema": doc}
+	}
+	res, err := wrapper.Resolve(nil)
 	if err != nil {
 		return -1
 	}
@@ -274,6 +313,9 @@ func firstRefused(items *jsonschema.Schema, arr []any) int {
 	}
 	return -1
 }
+
+// inputSchemaID is the $id firstRefused gives its copy of an inputSchema.
+const inputSchemaID = "https://agentauth.invalid/inputSchema"
 
 // depth is how deep a JSON value nests (0 for a scalar), counted over its
 // bytes without decoding it (brackets inside strings do not count).

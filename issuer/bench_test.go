@@ -28,29 +28,10 @@ import (
 //
 //	go test -run '^$' -bench TokenEndpoint ./issuer/
 func BenchmarkTokenEndpoint(b *testing.B) {
-	stores := map[string]func(b *testing.B) state.Store{
-		"memory": func(*testing.B) state.Store { return state.NewMemory() },
-		"sqlite": func(b *testing.B) state.Store {
-			st, err := state.OpenSQLite(context.Background(), b.TempDir())
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { st.Close() })
-			return st
-		},
-		"postgres": func(b *testing.B) state.Store {
-			st, err := state.OpenPostgres(context.Background(), statetest.Postgres(b))
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { st.Close() })
-			return st
-		},
-	}
 	for _, name := range []string{"memory", "sqlite", "postgres"} {
 		b.Run(name, func(b *testing.B) {
 			clock := &fakeClock{now: epoch}
-			iss, err := issuer.New(issuer.Options{Issuer: "http://127.0.0.1:1", AutoApprove: true, Store: stores[name](b),
+			iss, err := issuer.New(issuer.Options{Issuer: "http://127.0.0.1:1", AutoApprove: true, Store: benchStore(b, name),
 				TokenTTL: time.Second, Now: clock.Now})
 			if err != nil {
 				b.Fatal(err)
@@ -116,4 +97,76 @@ func benchToken(b *testing.B, h http.Handler, form url.Values) string {
 		b.Fatalf("token: %d %s", w.Code, w.Body)
 	}
 	return tok.RefreshToken
+}
+
+// benchStore opens a state store of the kind name (memory, sqlite,
+// postgres) for a benchmark; postgres skips without PostgreSQL.
+func benchStore(b *testing.B, name string) state.Store {
+	var st interface {
+		state.Store
+		Close() error
+	}
+	var err error
+	switch name {
+	case "memory":
+		return state.NewMemory()
+	case "sqlite":
+		st, err = state.OpenSQLite(context.Background(), b.TempDir())
+	default:
+		st, err = state.OpenPostgres(context.Background(), statetest.Postgres(b))
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	return st
+}
+
+// BenchmarkRefreshGrowth rotates 16 refresh chains in turn through the
+// issuer's handler on each store, as refresh.sh does over HTTP but with
+// nothing else in the process, and reports the CPU per refresh of the
+// first and of the last tenth of the run and their ratio: a cost that grows
+// with the refresh tokens kept for reuse detection shows as a ratio above
+// 1. Access tokens live an hour and the clock moves a millisecond per
+// refresh, so nothing expires during the run. Run it long:
+//
+//	go test -run '^$' -bench RefreshGrowth -benchtime 200000x ./issuer/
+func BenchmarkRefreshGrowth(b *testing.B) {
+	for _, name := range []string{"memory", "sqlite", "postgres"} {
+		b.Run(name, func(b *testing.B) {
+			clock := &fakeClock{now: epoch}
+			iss, err := issuer.New(issuer.Options{Issuer: "http://127.0.0.1:1", AutoApprove: true, Store: benchStore(b, name),
+				TokenTTL: time.Hour, Now: clock.Now})
+			if err != nil {
+				b.Fatal(err)
+			}
+			h := iss.Handler()
+			chains := make([]string, 16)
+			for c := range chains {
+				chains[c] = benchToken(b, h, benchCode(b, h))
+			}
+			tenth := max(b.N/10, 1)
+			var first, lastFrom time.Duration
+			b.ResetTimer()
+			start := benchstat.SelfCPU()
+			for i := range b.N {
+				switch i {
+				case tenth:
+					first = benchstat.SelfCPU() - start
+				case b.N - tenth:
+					lastFrom = benchstat.SelfCPU()
+				}
+				clock.advance(time.Millisecond)
+				c := i % len(chains)
+				chains[c] = benchToken(b, h, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {chains[c]}, "client_id": {issuer.CLIClientID}})
+			}
+			last := benchstat.SelfCPU() - lastFrom
+			reportCPU(b, benchstat.SelfCPU()-start)
+			if b.N >= 20 && first > 0 {
+				b.ReportMetric(float64(first.Nanoseconds())/float64(tenth), "first-cpu-ns/op")
+				b.ReportMetric(float64(last.Nanoseconds())/float64(tenth), "last-cpu-ns/op")
+				b.ReportMetric(float64(last)/float64(first), "last/first")
+			}
+		})
+	}
 }

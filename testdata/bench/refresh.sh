@@ -8,10 +8,13 @@
 # public client whose refresh tokens rotate, default in-memory adapter,
 # opaque access tokens), logs in CHAINS refresh chains on each, then
 # rotates them as fast as it can for ROUNDS interleaved rounds of
-# DURATION per server (memory, sqlite, postgres, oidc-provider, memory,
-# …). Access tokens live an hour, so every token issued during the run is
-# still alive at its end: a cost that grows with the tokens issued or
-# revoked shows as a falling rate. It prints each server's rate by round,
+# DURATION per server, each round in ten slices of a tenth of DURATION,
+# the servers in turn (memory, sqlite, postgres, oidc-provider, memory,
+# …), so that a passing slowdown of the machine falls on every server's
+# round alike rather than on one server's whole round. Access tokens live
+# an hour, so every token issued during the run is still alive at its
+# end: a cost that grows with the tokens issued or revoked shows as a
+# falling rate. It prints each server's rate by round,
 # the last round against the first, CPU per refresh, and each store
 # against oidc-provider over the whole run. Loopback only; stops by
 # itself; never asserts a time.
