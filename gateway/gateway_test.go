@@ -617,7 +617,7 @@ func TestArgumentPath(t *testing.T) {
 		"/allOf/0":                                     "arguments",
 		"/properties/m~0n/items/items/properties/deep": "m~n[][].deep",
 	} {
-		if got := argumentPath([]string{loc}, nil, nil); got != want {
+		if got := argumentPath([]string{loc}, argumentWalk{}); got != want {
 			t.Errorf("argumentPath(%q) = %q, want %q", loc, got, want)
 		}
 	}
@@ -644,6 +644,9 @@ func TestArgumentPathNamesTheElement(t *testing.T) {
 		// reports the location the $ref led to.
 		`{"refd": [{"x": 1}, {"x": "y"}]}`:                         "argument refd[1].x (schema /$defs/p/properties/x)",
 		`{"self": [{"n": 1}, {"n": 2, "kids": [{"n": "three"}]}]}`: "argument self[1].kids[0].n (schema /properties/self/items/properties/n)",
+		// Past maxElementSearch elements the element is not looked for.
+		`{"edits": [` + strings.Repeat(`{"oldText": "a"}, `, maxElementSearch) + `{}]}`:   "argument edits[] (schema /properties/edits/items)",
+		`{"edits": [` + strings.Repeat(`{"oldText": "a"}, `, maxElementSearch-1) + `{}]}`: "argument edits[4095] (schema /properties/edits/items)",
 	})
 }
 
@@ -711,7 +714,7 @@ func checkArgumentPaths(t *testing.T, schemaJSON string, cases map[string]string
 		if err == nil {
 			t.Fatalf("%s: valid", args)
 		}
-		if got := schemaError(err, res.Schema(), v); !strings.HasPrefix(got, want) {
+		if got := schemaError(err, res, v); !strings.HasPrefix(got, want) {
 			t.Errorf("%s:\n got %s\nwant %s…", args, got, want)
 		}
 	}

@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
-	"net/url"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -126,17 +128,18 @@ func (m *Mount) validate(ctx context.Context, cn conn, out http.Header, k *call,
 		}
 	}
 	if err := res.Validate(args); err != nil {
-		return wire.Errorf(wire.CodeInvalidParams, "invalid params: the arguments of %s do not match its inputSchema: %s", p.Name, schemaError(err, res.Schema(), args))
+		return wire.Errorf(wire.CodeInvalidParams, "invalid params: the arguments of %s do not match its inputSchema: %s", p.Name, schemaError(err, res, args))
 	}
 	return nil
 }
 
 // schemaError shortens jsonschema-go's nested "validating …: " prefixes
 // to the innermost schema location and the reason, and names the argument
-// that location checks in args, which root refused (argumentPath, given
+// that location checks in args, which res refused (argumentPath, given
 // every location of the chain).
-func schemaError(err error, root *jsonschema.Schema, args any) string {
+func schemaError(err error, res *jsonschema.Resolved, args any) string {
 	s := err.Error()
+	refusal := s
 	var locs []string
 	for {
 		rest, ok := strings.CutPrefix(s, "validating ")
@@ -156,7 +159,7 @@ func schemaError(err error, root *jsonschema.Schema, args any) string {
 		return "the arguments: " + s
 	}
 	loc := locs[len(locs)-1]
-	return fmt.Sprintf("argument %s (schema %s): %s", argumentPath(locs, root, args), loc, s)
+	return fmt.Sprintf("argument %s (schema %s): %s", argumentPath(locs, argumentWalk{res: res, args: args, refusal: refusal}), loc, s)
 }
 
 // pointerUnescape undoes a JSON Pointer token's escapes (RFC 6901 §4).
@@ -172,13 +175,13 @@ var pointerUnescape = strings.NewReplacer("~1", "/", "~0", "~")
 // /properties/edits/items/properties/oldText is edits[2].oldText,
 // /prefixItems/0 is [0], additionalProperties and patternProperties are
 // .*; applicators (allOf/anyOf/oneOf/not, if/then/else) and $refs add
-// nothing. jsonschema-go reports no instance location, hence this: the
-// walk follows args along the chain, and at an items step names the first
-// element the items schema refuses (firstRefused). Where it cannot follow
-// (after additionalProperties or not, or without root or args) an element
-// is written [].
-func argumentPath(locs []string, root *jsonschema.Schema, args any) string {
-	w := argumentWalk{root: root, inst: args, following: root != nil && args != nil}
+// nothing. jsonschema-go reports no instance location, hence this: w
+// follows the arguments along the chain, and at an items step names the
+// element the refusal came from (refusedElement). Where it cannot follow
+// (after additionalProperties or not, or without the schema and the
+// arguments) an element is written [].
+func argumentPath(locs []string, w argumentWalk) string {
+	w.inst, w.following = w.args, w.res != nil && w.args != nil
 	at := "" // the location walked to; "" is the root
 	for _, loc := range locs {
 		if loc == "root" {
@@ -190,10 +193,9 @@ func argumentPath(locs []string, root *jsonschema.Schema, args any) string {
 			tokens := strings.Split(loc[len(at)+1:], "/")
 			if tokens[0] == "$defs" || tokens[0] == "definitions" {
 				// A $ref to a definition: the walk goes on inside it.
-				w.walk(at+"/"+strings.Join(tokens[:min(2, len(tokens))], "/"), tokens[min(2, len(tokens)):])
-			} else {
-				w.walk(at, tokens)
+				tokens = tokens[min(2, len(tokens)):]
 			}
+			w.walk(tokens)
 		default:
 			// A $ref elsewhere (a definition, or # and a pointer back up
 			// the schema): the arguments stay where they are.
@@ -204,17 +206,21 @@ func argumentPath(locs []string, root *jsonschema.Schema, args any) string {
 }
 
 // argumentWalk is argumentPath's place in the arguments: the path written
-// so far, and the argument it names (inst) while following is true.
+// so far, and, while following is true, the argument it names (inst) and
+// the way to it from args (path: member names and indices).
 type argumentWalk struct {
-	b         strings.Builder
-	root      *jsonschema.Schema
-	inst      any
+	res     *jsonschema.Resolved // the inputSchema that refused args
+	args    any
+	refusal string // res's error for args, whole
+	b       strings.Builder
+	inst    any
+	path    []any
+	// following is whether inst is known.
 	following bool
 }
 
-// walk takes the steps of tokens (escaped JSON Pointer tokens) from the
-// schema at location at.
-func (w *argumentWalk) walk(at string, tokens []string) {
+// walk takes the steps of tokens (escaped JSON Pointer tokens).
+func (w *argumentWalk) walk(tokens []string) {
 	for i := 0; i < len(tokens); i++ {
 		t, next := pointerUnescape.Replace(tokens[i]), ""
 		if i+1 < len(tokens) {
@@ -230,13 +236,13 @@ func (w *argumentWalk) walk(at string, tokens []string) {
 				w.b.WriteString(next)
 				if w.following {
 					m, ok := w.inst.(map[string]any)
-					w.inst, w.following = m[next], ok
+					w.inst, w.following, w.path = m[next], ok, append(w.path, next)
 				}
 			}
 		case "items":
 			idx := -1
 			if arr, ok := w.inst.([]any); w.following && ok {
-				idx = firstRefused(w.root, at+"/"+strings.Join(tokens[:i+1], "/"), arr)
+				idx = w.refusedElement(len(arr))
 			}
 			if idx < 0 {
 				w.b.WriteString("[]")
@@ -244,7 +250,7 @@ func (w *argumentWalk) walk(at string, tokens []string) {
 				break
 			}
 			w.b.WriteString("[" + strconv.Itoa(idx) + "]")
-			w.inst = w.inst.([]any)[idx]
+			w.inst, w.path = w.inst.([]any)[idx], append(w.path, idx)
 		case "additionalItems", "unevaluatedItems", "contains":
 			w.b.WriteString("[]")
 			w.following = false
@@ -257,7 +263,7 @@ func (w *argumentWalk) walk(at string, tokens []string) {
 					arr, ok := w.inst.([]any)
 					w.following = err == nil && ok && n >= 0 && n < len(arr)
 					if w.following {
-						w.inst = arr[n]
+						w.inst, w.path = arr[n], append(w.path, n)
 					}
 				}
 			}
@@ -281,41 +287,57 @@ func (w *argumentWalk) walk(at string, tokens []string) {
 	}
 }
 
-// firstRefused is the index of the first element of arr that the items
-// schema at location items of root refuses, or -1. The schema is
-// validated in its place: a copy of root is given an $id of its own and
-// a wrapper refers to the location in it, so that $refs inside items
-// (into $defs, or back up to # and a pointer) resolve as in root. Only on
-// the error path, at the cost of one more validation of arr.
-func firstRefused(root *jsonschema.Schema, items string, arr []any) int {
-	if root == nil {
+// maxElementSearch bounds the arrays whose refused element is looked for
+// (refusedElement); in a longer one it is written [].
+const maxElementSearch = 4096
+
+// refusedElement is the index of the element of the array at w.path (of n
+// elements) that the refusal came from, or -1. jsonschema-go checks an
+// array's items in order, before its other array keywords, and stops at
+// the first it refuses: so the arguments with that array cut to its first
+// k elements are refused in the same words exactly when k is past that
+// element. (Not so where a check made before the items refuses a shorter
+// array, an enum or const of the array or a minItems under its allOf: then
+// a later element may be named.) The search validates the arguments, with
+// the array cut, ⌈log2 n⌉ + 1 times at most (13 for maxElementSearch),
+// with the tool's own resolved schema: no copy of it is made, whatever its
+// size, and $refs resolve as everywhere else. Only on the error path.
+func (w *argumentWalk) refusedElement(n int) int {
+	if n == 0 || n > maxElementSearch {
 		return -1
 	}
-	doc := root.CloneSchemas()
-	doc.ID = inputSchemaID
-	// The wrapper is of root's draft (zod-to-json-schema writes draft-07).
-	// The $ref is inside allOf: beside a $ref, draft-07 ignores every keyword.
-	wrapper := &jsonschema.Schema{Schema: doc.Schema, AllOf: []*jsonschema.Schema{{Ref: inputSchemaID + "#" + (&url.URL{Fragment: items}).EscapedFragment()}}}
-	doc.Schema = ""
-	if strings.Contains(wrapper.Schema, "draft-07") {
-		wrapper.Definitions = map[string]*jsonschema.Schema{"inputSchema": doc}
-	} else {
-		wrapper.Defs = map[string]*jsonschema.Schema{"inputSchema": doc}
+	same := func(k int) bool {
+		err := w.res.Validate(cutArray(w.args, w.path, k))
+		return err != nil && err.Error() == w.refusal
 	}
-	res, err := wrapper.Resolve(nil)
-	if err != nil {
+	// The smallest k in [1, n] with same(k); n itself is the arguments
+	// as refused.
+	k := sort.Search(n, func(i int) bool { return same(i + 1) }) + 1
+	if k > n || !same(k) {
 		return -1
 	}
-	for i, el := range arr {
-		if res.Validate(el) != nil {
-			return i
-		}
-	}
-	return -1
+	return k - 1
 }
 
-// inputSchemaID is the $id firstRefused gives its copy of an inputSchema.
-const inputSchemaID = "https://agentauth.invalid/inputSchema"
+// cutArray is v with the array at path (member names and indices) cut to
+// its first k elements; the maps and arrays on the way are copied, v is
+// not changed.
+func cutArray(v any, path []any, k int) any {
+	if len(path) == 0 {
+		return v.([]any)[:k]
+	}
+	switch step := path[0].(type) {
+	case string:
+		m := maps.Clone(v.(map[string]any))
+		m[step] = cutArray(m[step], path[1:], k)
+		return m
+	default:
+		a := slices.Clone(v.([]any))
+		i := step.(int)
+		a[i] = cutArray(a[i], path[1:], k)
+		return a
+	}
+}
 
 // depth is how deep a JSON value nests (0 for a scalar), counted over its
 // bytes without decoding it (brackets inside strings do not count).
