@@ -30,13 +30,7 @@ import (
 func BenchmarkTokenEndpoint(b *testing.B) {
 	for _, name := range []string{"memory", "sqlite", "postgres"} {
 		b.Run(name, func(b *testing.B) {
-			clock := &fakeClock{now: epoch}
-			iss, err := issuer.New(issuer.Options{Issuer: "http://127.0.0.1:1", AutoApprove: true, Store: benchStore(b, name),
-				TokenTTL: time.Second, Now: clock.Now})
-			if err != nil {
-				b.Fatal(err)
-			}
-			h := iss.Handler()
+			h, clock := benchIssuer(b, name, time.Second)
 			b.Run("authorization_code", func(b *testing.B) {
 				var cpu time.Duration
 				for b.Loop() {
@@ -99,6 +93,19 @@ func benchToken(b *testing.B, h http.Handler, form url.Values) string {
 	return tok.RefreshToken
 }
 
+// benchIssuer is the handler of an auto-approving issuer on a store of the
+// kind name (benchStore) whose access tokens live ttl, and the fake clock
+// it reads.
+func benchIssuer(b *testing.B, name string, ttl time.Duration) (http.Handler, *fakeClock) {
+	clock := &fakeClock{now: epoch}
+	iss, err := issuer.New(issuer.Options{Issuer: "http://127.0.0.1:1", AutoApprove: true, Store: benchStore(b, name),
+		TokenTTL: ttl, Now: clock.Now})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return iss.Handler(), clock
+}
+
 // benchStore opens a state store of the kind name (memory, sqlite,
 // postgres) for a benchmark; postgres skips without PostgreSQL.
 func benchStore(b *testing.B, name string) state.Store {
@@ -134,13 +141,7 @@ func benchStore(b *testing.B, name string) state.Store {
 func BenchmarkRefreshGrowth(b *testing.B) {
 	for _, name := range []string{"memory", "sqlite", "postgres"} {
 		b.Run(name, func(b *testing.B) {
-			clock := &fakeClock{now: epoch}
-			iss, err := issuer.New(issuer.Options{Issuer: "http://127.0.0.1:1", AutoApprove: true, Store: benchStore(b, name),
-				TokenTTL: time.Hour, Now: clock.Now})
-			if err != nil {
-				b.Fatal(err)
-			}
-			h := iss.Handler()
+			h, clock := benchIssuer(b, name, time.Hour)
 			chains := make([]string, 16)
 			for c := range chains {
 				chains[c] = benchToken(b, h, benchCode(b, h))

@@ -323,9 +323,8 @@ const refreshIssuedDigits = 16
 // newRefreshToken returns a refresh token issued at now and its record's
 // key.
 func newRefreshToken(now time.Time) (token, key string) {
-	issued := fmt.Sprintf("%0*x", refreshIssuedDigits, uint64(now.UnixNano()))
-	token = issued + "." + randomToken()
-	return token, issued + "." + hash(token)
+	token = fmt.Sprintf("%0*x", refreshIssuedDigits, uint64(now.UnixNano())) + "." + randomToken()
+	return token, refreshKey(token)
 }
 
 // refreshKey is the record key of a presented refresh token: see
