@@ -299,7 +299,7 @@ const maxElementSearch = 4096
 // element. (Not so where a check made before the items refuses a shorter
 // array, an enum or const of the array or a minItems under its allOf: then
 // a later element may be named.) The search validates the arguments, with
-// the array cut, ⌈log2 n⌉ + 1 times at most (13 for maxElementSearch),
+// the array cut, ⌈log2(n+1)⌉ times at most (13 for maxElementSearch),
 // with the tool's own resolved schema: no copy of it is made, whatever its
 // size, and $refs resolve as everywhere else. Only on the error path.
 func (w *argumentWalk) refusedElement(n int) int {
@@ -310,13 +310,12 @@ func (w *argumentWalk) refusedElement(n int) int {
 		err := w.res.Validate(cutArray(w.args, w.path, k))
 		return err != nil && err.Error() == w.refusal
 	}
-	// The smallest k in [1, n] with same(k); n itself is the arguments
-	// as refused.
-	k := sort.Search(n, func(i int) bool { return same(i + 1) }) + 1
-	if k > n || !same(k) {
-		return -1
+	// The smallest k in [1, n] with same(k). sort.Search returns an i below
+	// n only after same(i+1) held; n means it never did.
+	if i := sort.Search(n, func(i int) bool { return same(i + 1) }); i < n {
+		return i
 	}
-	return k - 1
+	return -1
 }
 
 // cutArray is v with the array at path (member names and indices) cut to
