@@ -209,6 +209,7 @@ func (b *bench) refresh() error {
 	rates := map[*storeServer][]float64{}
 	cpu := map[*storeServer][]float64{}
 	slice := b.duration / refreshSlices
+	roundLength := slice * refreshSlices // b.duration, less what the slices leave over
 	for round := 0; round < b.rounds; round++ {
 		count := map[*storeServer]int{}
 		used := map[*storeServer]time.Duration{}
@@ -224,7 +225,7 @@ func (b *bench) refresh() error {
 			}
 		}
 		for _, s := range servers {
-			rates[s] = append(rates[s], float64(count[s])/(slice*refreshSlices).Seconds())
+			rates[s] = append(rates[s], float64(count[s])/roundLength.Seconds())
 			cpu[s] = append(cpu[s], float64(used[s].Microseconds())/float64(max(count[s], 1)))
 		}
 	}
@@ -236,7 +237,7 @@ func (b *bench) refresh() error {
 		r := rates[s]
 		var total float64
 		for _, x := range r {
-			total += x * (b.duration / refreshSlices * refreshSlices).Seconds()
+			total += x * roundLength.Seconds()
 		}
 		fmt.Printf("%-14s refreshes/s by round:", s.name)
 		for _, x := range r {
