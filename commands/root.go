@@ -6,8 +6,9 @@
 // package that knows about flags, colour and exit codes; it holds no OAuth
 // or credential logic (package client does) and opens the store only to
 // hand it to the core.
-// It sits on top: it may import every other agentauth package (serve
-// wires host, issuer, broker and state together), and none imports it.
+// It sits on top: it may import every other agentauth package (serve's
+// flags become server.Options, and package server assembles the rest),
+// and none imports it.
 package commands
 
 import (

@@ -2,18 +2,9 @@ package commands
 
 import (
 	"context"
-	"crypto/tls"
-	"errors"
-	"fmt"
-	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/netip"
-	"net/url"
-	"os"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -21,9 +12,7 @@ import (
 	"github.com/agentauth/agentauth/client"
 	"github.com/agentauth/agentauth/host"
 	"github.com/agentauth/agentauth/issuer"
-	"github.com/agentauth/agentauth/ops"
 	"github.com/agentauth/agentauth/state"
-	"github.com/agentauth/agentauth/wire"
 )
 
 // ServeOptions are serve's inputs.
@@ -84,14 +73,14 @@ type ServeOptions struct {
 	IssuerFlags []string
 
 	// Where serve keeps its state (the embedded issuer's, the agent
-	// sessions; see openState). DataDir is --data-dir: the directory of
+	// sessions; see server.Options). DataDir is --data-dir: the directory of
 	// its SQLite file; empty (--ephemeral, or --data-dir '') keeps the
 	// state in memory. Database is --database: a PostgreSQL URL, for
 	// replicas sharing one state.
 	DataDir  string
 	Database string
 	// RevocationReconcile is --revocation-reconcile and
-	// RevocationStaleness --revocation-staleness (see refuseWhenStale).
+	// RevocationStaleness --revocation-staleness (see server.Options).
 	RevocationReconcile time.Duration
 	RevocationStaleness time.Duration
 	// StateKeyFile is --state-key-file: a secret that encrypts the
@@ -117,27 +106,12 @@ type ServeOptions struct {
 	TrustedProxies []netip.Prefix
 }
 
-// The built-in configuration's scheme (PROTOCOL.md "Auth requirements").
-const (
-	defaultSchemeID    = "dev"
-	defaultSchemeLabel = "agentauth dev issuer"
-	defaultScope       = "agent:use"
-)
-
 // embeddedIssuerFlags configure the embedded issuer.
 var embeddedIssuerFlags = []string{"auto-approve", "dev-login", "dev-user", "token-ttl", "refresh-ttl", "code-ttl", "device-interval", "allow-redirect-origin",
 	"trust-assertion-issuer", "assertion-subjects", "state-key-file", "state-key-keyring", "key-rotation", "rotate-key"}
 
-// minStateKeyBytes is the least a --state-key-file holds.
-const minStateKeyBytes = 32
-
-// The state key in the OS keyring (--state-key-keyring): one entry per
-// state location, each call bounded by stateKeyringTimeout (a locked or
-// absent keyring must not hang serve).
-const (
-	stateKeyringService = "agentauth-serve"
-	stateKeyringTimeout = 3 * time.Second
-)
+// serveLogLevels are the values of serve --log-level.
+var serveLogLevels = map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError}
 
 func newServeCommand(f *Factory) *cli.Command {
 	return serveCommand(f, runServe)
@@ -263,418 +237,10 @@ connections with 1001 (going away) and drain HTTP for up to 5 s.`,
 			&cli.StringSliceFlag{Name: "trusted-proxy", Usage: "believe the Forwarded and X-Forwarded-For/Host/Proto headers of requests from `CIDR` (a reverse proxy's address or range; repeatable); from any other peer they are ignored"},
 		},
 		Action: func(c *cli.Context) error {
-			if c.Args().Len() > 0 {
-				return usageErrorf("serve takes no arguments")
-			}
-			if opts.AuthScope != host.AuthScopeConnection && opts.AuthScope != host.AuthScopeHost {
-				return usageErrorf("--auth-scope must be connection or host, not %q", opts.AuthScope)
-			}
-			for _, name := range []string{"listen", "backend", "config", "resource", "issuer", "connection-token", "dev-user", "log-file", "addr-file", "database", "state-key-file"} {
-				if c.IsSet(name) && c.String(name) == "" {
-					return usageErrorf("--%s must not be empty", name)
-				}
-			}
-			if err := opsFlags(c, opts); err != nil {
+			if err := checkServeFlags(c, f, opts); err != nil {
 				return err
-			}
-			for _, name := range []string{"public-origin", "allowed-origin"} {
-				for _, o := range c.StringSlice(name) {
-					if _, err := host.NormalizeOrigin(o); err != nil {
-						return usageErrorf("--%s: %v", name, err)
-					}
-				}
-			}
-			opts.PublicOrigins, opts.AllowedOrigins = c.StringSlice("public-origin"), c.StringSlice("allowed-origin")
-			if opts.Stdio && opts.ConnectionToken != "" {
-				return usageErrorf("--connection-token gates WebSocket upgrades, and --stdio serves none")
-			}
-			if opts.ConformanceFixtures && opts.Backend != "" {
-				return usageErrorf("--conformance-fixtures adds to serve's own /mcp, and --backend puts another MCP server there")
-			}
-			for _, name := range []string{"token-ttl", "refresh-ttl", "code-ttl", "device-interval"} {
-				if c.Duration(name) < time.Second {
-					return usageErrorf("--%s must be at least 1s, not %s", name, c.Duration(name))
-				}
-			}
-			if opts.Resource != "" {
-				if err := checkResourceFlag(opts.Resource); err != nil {
-					return usageErrorf("--resource: %v", err)
-				}
-			}
-			opts.AllowRedirectOrigins = c.StringSlice("allow-redirect-origin")
-			for _, v := range c.StringSlice("trust-assertion-issuer") {
-				a, err := readAssertionIssuer(v)
-				if err != nil {
-					return usageErrorf("--trust-assertion-issuer: %v", err)
-				}
-				opts.AssertionIssuers = append(opts.AssertionIssuers, a)
-			}
-			if err := assertionSubjects(c.StringSlice("assertion-subjects"), opts.AssertionIssuers); err != nil {
-				return usageErrorf("--assertion-subjects: %v", err)
-			}
-			if err := stateFlags(c, opts); err != nil {
-				return err
-			}
-			if c.IsSet("dev-login") {
-				v := c.Bool("dev-login")
-				opts.DevLogin = &v
-			}
-			for _, name := range embeddedIssuerFlags {
-				if c.IsSet(name) {
-					opts.IssuerFlags = append(opts.IssuerFlags, "--"+name)
-				}
-			}
-			if opts.Issuer != "" {
-				if opts.ConfigPath != "" {
-					return usageErrorf("--issuer replaces the embedded issuer of the built-in configuration; in a --config file, list the authorization server under authorizationServers")
-				}
-				if len(opts.IssuerFlags) > 0 {
-					return usageErrorf("%s configure the embedded issuer, which --issuer replaces", strings.Join(opts.IssuerFlags, ", "))
-				}
-				if err := checkIssuerFlag(opts.Issuer); err != nil {
-					return usageErrorf("--issuer: %v", err)
-				}
-			}
-			opts.IO = f.IO
-			opts.HTTPClient, opts.Credentials = f.HTTPClient, f.Client().Credentials
-			opts.Now = f.Now
-			level, ok := serveLogLevels[c.String("log-level")]
-			if !ok {
-				return usageErrorf("--log-level must be debug, info, warn or error, not %q", c.String("log-level"))
-			}
-			opts.LogLevel = level
-			if f.Verbose && !c.IsSet("log-level") {
-				opts.LogLevel = slog.LevelDebug
 			}
 			return run(c.Context, opts)
 		},
-	}
-}
-
-// serveLogLevels are the values of serve --log-level.
-var serveLogLevels = map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError}
-
-// readAssertionIssuer reads a --trust-assertion-issuer ISS=KEYFILE.
-func readAssertionIssuer(v string) (issuer.AssertionIssuer, error) {
-	iss, path, ok := strings.Cut(v, "=")
-	if !ok || iss == "" || path == "" {
-		return issuer.AssertionIssuer{}, fmt.Errorf("want ISS=KEYFILE (the assertions' iss, then a JWKS or PEM public key file), not %q", v)
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return issuer.AssertionIssuer{}, fmt.Errorf("cannot read the keys of %s: %w", iss, err)
-	}
-	keys, err := issuer.ParseAssertionKeys(data)
-	if err != nil {
-		return issuer.AssertionIssuer{}, fmt.Errorf("cannot use %s as the keys of %s: %w", path, iss, err)
-	}
-	return issuer.AssertionIssuer{Issuer: iss, Keys: keys}, nil
-}
-
-// assertionSubjects applies --assertion-subjects ISS=PREFIX to the trusted
-// assertion issuers.
-func assertionSubjects(values []string, issuers []issuer.AssertionIssuer) error {
-	for _, v := range values {
-		iss, prefix, ok := strings.Cut(v, "=")
-		k := slices.IndexFunc(issuers, func(a issuer.AssertionIssuer) bool { return a.Issuer == iss })
-		switch {
-		case !ok || iss == "":
-			return fmt.Errorf("want ISS=PREFIX (a trusted issuer, then what its subjects start with; empty for as is), not %q", v)
-		case k < 0:
-			return fmt.Errorf("%s is not a trusted assertion issuer: trust it with --trust-assertion-issuer %s=KEYFILE", iss, iss)
-		}
-		issuers[k].SubjectPrefix, issuers[k].SubjectAsIs = prefix, prefix == ""
-	}
-	return nil
-}
-
-// checkResourceFlag accepts an absolute http(s) URL without a fragment
-// (RFC 8707 §2).
-func checkResourceFlag(raw string) error {
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("%q must be an absolute http or https URL", raw)
-	}
-	if strings.Contains(raw, "#") {
-		return fmt.Errorf("%q must not have a fragment (RFC 8707 §2)", raw)
-	}
-	return nil
-}
-
-// checkIssuerFlag accepts an issuer identifier (RFC 8414 §2): https, or
-// http on a loopback host, without query or fragment.
-func checkIssuerFlag(raw string) error {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" || u.RawQuery != "" || strings.Contains(raw, "#") {
-		return fmt.Errorf("%q must be an https URL without query or fragment (RFC 8414 §2)", raw)
-	}
-	if u.Scheme == "https" || u.Scheme == "http" && isLoopbackHost(u.Hostname()) {
-		return nil
-	}
-	return fmt.Errorf("%q must use https (http is allowed on loopback only)", raw)
-}
-
-func isLoopbackHost(h string) bool {
-	if h == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
-}
-
-// runServe runs the host until ctx ends (SIGINT/SIGTERM: graceful, nil) or,
-// with --stdio, until stdin closes.
-func runServe(ctx context.Context, opts *ServeOptions) error {
-	logger := opts.Logger
-	callLog := logger // the gateway's record of each call (ops.LogWriter.Held)
-	var out io.Writer // serve's own log output, unless opts.Logger is given
-	if opts.LogFile != "" {
-		f, err := os.OpenFile(opts.LogFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-		if err != nil {
-			return fmt.Errorf("cannot open the log file: %w", err)
-		}
-		defer f.Close()
-		out = f
-	} else if logger == nil {
-		out = opts.IO.ErrOut
-	}
-	if out != nil {
-		lw := ops.NewLogWriter(out)
-		defer lw.Close() // before f.Close: the records held are written
-		logger = newServeLogger(lw, opts.LogFormat, opts.LogLevel)
-		callLog = newServeLogger(lw.Held(), opts.LogFormat, opts.LogLevel)
-	}
-	tel := ops.New(logger)
-
-	cfg, err := serveConfig(opts)
-	if err != nil {
-		return err
-	}
-	// Read before Resolve replaces "embedded" with the listener's origin.
-	embedded := usesEmbeddedIssuer(cfg)
-	clients, err := introspectionClients(cfg)
-	if err != nil {
-		return err
-	}
-	scopes := embeddedScopes(cfg)
-	issuerOnly := opts.IssuerFlags
-	if len(cfg.Upstreams) > 0 {
-		// The state key also seals the upstream tokens.
-		issuerOnly = slices.DeleteFunc(slices.Clone(issuerOnly), func(f string) bool { return f == "--state-key-file" || f == "--state-key-keyring" })
-	}
-	if !embedded && len(issuerOnly) > 0 {
-		return usageErrorf("%s configure the embedded issuer, and no scheme uses it (name \"embedded\" in a scheme's authorizationServers with jwt or introspection validation)", strings.Join(issuerOnly, ", "))
-	}
-	// The broker's /auth/start and /callback need the listener.
-	listening := !opts.Stdio || embedded || len(cfg.Upstreams) > 0
-	if !listening && opts.AddrFile != "" {
-		return usageErrorf("--addr-file applies to the listener, and with --stdio nothing listens unless a scheme uses the embedded issuer or the config has upstreams")
-	}
-
-	// Nothing listens with --stdio alone: an empty resource and "embedded"
-	// resolve against the --listen address.
-	origin := "http://" + opts.Listen
-	var ln net.Listener
-	if listening {
-		if ln, err = net.Listen("tcp", opts.Listen); err != nil {
-			return fmt.Errorf("cannot listen on %s: %w", opts.Listen, err)
-		}
-		defer ln.Close()
-		origin = "http://" + ln.Addr().String()
-		if opts.TLSCert != "" {
-			cert, err := ops.LoadCertificate(opts.TLSCert, opts.TLSKey)
-			if err != nil {
-				return err
-			}
-			reloadCertOnHangup(ctx, cert, logger)
-			ln = tls.NewListener(ln, cert.Config())
-			origin = "https://" + ln.Addr().String()
-		}
-	}
-	var login *issuer.LoginOptions
-	if embedded {
-		ip, _, _ := net.SplitHostPort(ln.Addr().String())
-		if login, err = embeddedLogin(opts, cfg, isLoopbackHost(ip), opts.HTTPClient); err != nil {
-			return err
-		}
-	} else if cfg.Login != nil {
-		return usageErrorf("the config's login signs users in to the embedded issuer, and no scheme uses it (name \"embedded\" in a scheme's authorizationServers)")
-	}
-	// The embedded issuer is published on the resource's origin: the
-	// listener's by default, or the one a reverse proxy or load balancer
-	// serves the resource at (--resource), so that replicas behind it share
-	// one issuer identifier.
-	issuerOrigin := origin
-	if u, err := url.Parse(cfg.Resource); err == nil && cfg.Resource != "" {
-		issuerOrigin = u.Scheme + "://" + u.Host
-	}
-	cfg.Resolve(issuerOrigin)
-	st, stateDesc, err := openState(ctx, opts, logger)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	var iss *issuer.Issuer
-	var key []byte
-	if embedded || len(cfg.Upstreams) > 0 {
-		if opts.StateKeyKeyring {
-			key, err = keyringStateKey(stateDesc, stateKeyringTimeout)
-		} else {
-			key, err = readStateKey(opts.StateKeyFile)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	if embedded {
-		iss, err = issuer.New(issuer.Options{
-			Issuer: issuerOrigin, DefaultResource: cfg.Resource,
-			TokenTTL: opts.TokenTTL, RefreshTTL: opts.RefreshTTL, CodeTTL: opts.CodeTTL, DeviceInterval: opts.DeviceInterval,
-			AutoApprove: opts.AutoApprove, Subject: opts.DevUser, ScopesSupported: scopes, Clients: clients,
-			ScopeDescriptions:      cfg.ScopeDescriptions,
-			AllowedRedirectOrigins: opts.AllowRedirectOrigins, AssertionIssuers: opts.AssertionIssuers, Logger: logger, Now: opts.Now,
-			Store: st, StateKey: key, KeyRotation: opts.KeyRotation, RotateKey: opts.RotateKey, Login: login, Telemetry: tel,
-		})
-		if err != nil {
-			return fmt.Errorf("cannot start the embedded issuer: %w", err)
-		}
-	}
-	brk, err := newBroker(ctx, cfg, st, key, issuerOrigin, opts.HTTPClient, logger, opts.Now, tel, iss, opts.AutoApprove)
-	if err != nil {
-		return err
-	}
-	h, err := host.New(host.Options{Config: cfg, AuthScope: opts.AuthScope, Logger: logger, HTTPClient: opts.HTTPClient,
-		Now: opts.Now, MaxMessageSize: wire.DefaultMaxMessageSize, Version: serverVersion(), Store: st, StoredToken: opts.storedToken(), Broker: brk, Telemetry: tel,
-		ConformanceFixtures: opts.ConformanceFixtures})
-	if err != nil {
-		return err
-	}
-	defer h.Close()
-	gw, err := newGateway(cfg, brk, iss, logger, callLog, tel)
-	if err != nil {
-		return err
-	}
-	defer gw.Close()
-	if iss != nil {
-		// A revocation at the issuer reaches the connections at once; its
-		// tokens expire within one --token-ttl.
-		now := opts.Now
-		if now == nil {
-			now = time.Now
-		}
-		iss.OnRevoke(func(jtis []string) { h.NotifyRevoked(now().Add(opts.TokenTTL), jtis...) })
-		iss.OnSessionEnd(func(subject, clientID string) { h.EndSession(ctx, subject, clientID) })
-		// Tokens revoked before a restart stay refused.
-		revoked, err := iss.Revoked(ctx)
-		if err != nil {
-			return err
-		}
-		for jti, until := range revoked {
-			h.NotifyRevoked(until, jti)
-		}
-	}
-
-	if opts.ConfigPath != "" {
-		stopReload := reloadOnHangup(ctx, opts, h, st, embedded, issuerOrigin, cfg.Upstreams, cfg, logger)
-		defer stopReload()
-	}
-
-	var srv *http.Server
-	served := make(chan error, 1)
-	if listening {
-		mux, err := newServeMux(h, iss, brk, st, gw, opts.ConnectionToken, !opts.Stdio)
-		if err != nil {
-			return err
-		}
-		gopts := guardOptions(opts, ln.Addr().String(), h.Resource(), logger)
-		if err := mountGateway(mux, gw, h, &gopts); err != nil {
-			return err
-		}
-		gopts.Telemetry = tel
-		guarded, err := host.NewGuard(mux, gopts)
-		if err != nil {
-			return err
-		}
-		srv = newHTTPServer(tel.Instrument(ops.Forwarded(opts.TrustedProxies, refuseWhenStale(ctx, guarded, st, opts.RevocationStaleness, logger))), logger)
-		go func() { served <- srv.Serve(ln) }()
-		attrs := []any{"addr", ln.Addr().String(), "resource", h.Resource(), "resource_metadata", h.ResourceMetadataURL(), "auth_scope", opts.AuthScope}
-		if iss != nil {
-			attrs = append(attrs, "issuer", issuerOrigin, "auto_approve", opts.AutoApprove)
-			if login != nil {
-				attrs = append(attrs, "login", login.Issuer)
-			} else {
-				attrs = append(attrs, "dev_user", opts.DevUser, "login", "dev")
-			}
-		}
-		attrs = append(attrs, "state", stateDesc)
-		if opts.MetricsListen != "" {
-			if pg, ok := st.(*state.Postgres); ok {
-				tel.RevocationLagFrom(func() time.Duration { return time.Since(pg.RevocationFeed().Synced) })
-			}
-			maddr, err := startMetrics(ctx, opts.MetricsListen, tel, logger)
-			if err != nil {
-				srv.Close()
-				return err
-			}
-			attrs = append(attrs, "metrics", "http://"+maddr+"/metrics")
-		}
-		logger.Info("agent host listening", attrs...)
-		if opts.AddrFile != "" {
-			if err := writeFileAtomic(opts.AddrFile, []byte(ln.Addr().String()+"\n")); err != nil {
-				srv.Close()
-				return err
-			}
-		}
-	}
-	if opts.Stdio {
-		conn := wire.NewStdioConn(opts.IO.In, opts.IO.Out, nil, wire.DefaultMaxMessageSize)
-		h.ServeConn(ctx, conn)
-	} else {
-		select {
-		case err := <-served:
-			return fmt.Errorf("cannot serve: %w", err)
-		case <-ctx.Done():
-		}
-		logger.Info("shutting down")
-	}
-	h.Close()
-	if srv == nil {
-		return nil
-	}
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("cannot shut down: %w", err)
-	}
-	return nil
-}
-
-// storedToken is host.Options.StoredToken over agentauth's own credential
-// store: the usable (refreshed when needed) access token of the credential
-// a client of the resource would get (client.CredentialFor, with the
-// binding rule: the resource's own origin), or an error naming the login.
-func (opts *ServeOptions) storedToken() func(ctx context.Context, schemeID, resource string, servers []string) (string, error) {
-	if opts.Credentials == nil {
-		return nil
-	}
-	return func(ctx context.Context, schemeID, resource string, servers []string) (string, error) {
-		cs, err := opts.Credentials()
-		if err != nil {
-			return "", err
-		}
-		creds, err := cs.ForTarget(ctx, resource, "")
-		if err != nil {
-			return "", err
-		}
-		r := wire.Requirement{SchemeID: schemeID, Resource: resource, AuthorizationServers: servers}
-		c := client.CredentialFor(creds, resource, r)
-		if c == nil {
-			return "", fmt.Errorf("agentauth stores no credential for %s; run: agentauth login %s", resource, resource)
-		}
-		cur, err := cs.Usable(ctx, c.Key, resource)
-		if err != nil {
-			return "", err
-		}
-		return cur.AccessToken, nil
 	}
 }

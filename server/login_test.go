@@ -1,4 +1,4 @@
-package commands
+package server
 
 import (
 	"strings"
@@ -32,7 +32,7 @@ func TestEmbeddedLogin(t *testing.T) {
 		{"provider and --dev-user", login, nil, []string{"--dev-user"}, true, false, "--dev-user"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			opts := &ServeOptions{Listen: "0.0.0.0:7777", DevLogin: tc.devLogin, IssuerFlags: tc.flags}
+			opts := &Options{Listen: "0.0.0.0:7777", DevLogin: tc.devLogin, IssuerFlags: tc.flags}
 			got, err := embeddedLogin(opts, &host.Config{Login: tc.login}, tc.loopback, nil)
 			switch {
 			case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):

@@ -1,4 +1,4 @@
-package commands
+package server
 
 import (
 	"fmt"
@@ -16,15 +16,15 @@ import (
 // (--dev-login; by default when no login is configured), which signs
 // anyone in without a password and so is refused on a listener that is
 // not loopback. It returns the provider's options, or nil for the box.
-func embeddedLogin(opts *ServeOptions, cfg *host.Config, loopback bool, hc *http.Client) (*issuer.LoginOptions, error) {
+func embeddedLogin(opts *Options, cfg *host.Config, loopback bool, hc *http.Client) (*issuer.LoginOptions, error) {
 	l := cfg.Login
 	switch {
 	case l != nil && opts.DevLogin != nil && *opts.DevLogin:
-		return nil, usageErrorf("--dev-login and the config's login exclude each other: the login provider signs users in")
+		return nil, usagef("--dev-login and the config's login exclude each other: the login provider signs users in")
 	case l != nil && slices.Contains(opts.IssuerFlags, "--dev-user"):
-		return nil, usageErrorf("--dev-user names the development box's user, and the config's login signs users in at its provider")
+		return nil, usagef("--dev-user names the development box's user, and the config's login signs users in at its provider")
 	case l == nil && opts.DevLogin != nil && !*opts.DevLogin:
-		return nil, usageErrorf("--dev-login=false leaves the embedded issuer no way to sign users in\nConfigure an OpenID Provider under \"login\" in the --config file")
+		return nil, usagef("--dev-login=false leaves the embedded issuer no way to sign users in\nConfigure an OpenID Provider under \"login\" in the --config file")
 	case l == nil && !loopback:
 		return nil, fmt.Errorf("cannot run the embedded issuer on %s: it signs anyone in without a password, so it listens on loopback only\nUse --listen 127.0.0.1:PORT, or trust an external authorization server with --issuer, or sign users in at an OpenID Provider (\"login\" in the --config file)", opts.Listen)
 	case l == nil:

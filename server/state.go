@@ -1,4 +1,4 @@
-package commands
+package server
 
 import (
 	"bytes"
@@ -9,36 +9,27 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"os"
-	"path/filepath"
 	"runtime"
 	"time"
 
-	"github.com/urfave/cli/v2"
 	"github.com/zalando/go-keyring"
 
 	"github.com/agentauth/agentauth/state"
 )
 
-// serve's files and store: the data directory, the state key, atomic
-// writes, opening the state store.
+// serve's store: the state key, opening the state store.
 
-// defaultDataDir is $XDG_STATE_HOME/agentauth/serve, else
-// ~/.local/state/agentauth/serve (XDG Base Directory); on macOS and
-// Windows, which have no state directory, os.UserConfigDir()/agentauth/serve.
-func defaultDataDir() (string, error) {
-	switch runtime.GOOS {
-	case "darwin", "ios", "windows", "plan9":
-		d, err := os.UserConfigDir()
-		return filepath.Join(d, "agentauth", "serve"), err
-	}
-	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
-		return filepath.Join(d, "agentauth", "serve"), nil
-	}
-	home, err := os.UserHomeDir()
-	return filepath.Join(home, ".local", "state", "agentauth", "serve"), err
-}
+// minStateKeyBytes is the least a --state-key-file holds.
+const minStateKeyBytes = 32
+
+// The state key in the OS keyring (--state-key-keyring): one entry per
+// state location, each call bounded by stateKeyringTimeout (a locked or
+// absent keyring must not hang serve).
+const (
+	stateKeyringService = "agentauth-serve"
+	stateKeyringTimeout = 3 * time.Second
+)
 
 // readStateKey derives the state key from --state-key-file: the SHA-256
 // of its content, which must be at least minStateKeyBytes and readable by
@@ -98,70 +89,10 @@ func keyringStateKey(location string, timeout time.Duration) ([]byte, error) {
 	return sum[:], nil
 }
 
-// writeFileAtomic writes data to a temporary file beside path and renames
-// it into place, so a reader never sees a partial file.
-func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("cannot write %s: %w", path, err)
-	}
-	_, err = tmp.Write(data)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("cannot write %s: %w", path, err)
-	}
-	return nil
-}
-
-// stateFlags sets DataDir and checks the state flags' combinations.
-func stateFlags(c *cli.Context, opts *ServeOptions) error {
-	given := 0
-	for _, name := range []string{"data-dir", "ephemeral", "database"} {
-		if c.IsSet(name) {
-			given++
-		}
-	}
-	if given > 1 {
-		return usageErrorf("--data-dir, --ephemeral and --database each choose where the state lives: give one")
-	}
-	if opts.Database != "" {
-		if u, err := url.Parse(opts.Database); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
-			return usageErrorf("--database must be a postgres:// URL")
-		}
-	}
-	if err := checkRevocationFlags(c, opts); err != nil {
-		return err
-	}
-	if opts.StateKeyFile != "" && opts.StateKeyKeyring {
-		return usageErrorf("--state-key-file and --state-key-keyring each give the state key: give one")
-	}
-	if c.Duration("key-rotation") < time.Minute {
-		return usageErrorf("--key-rotation must be at least 1m, not %s", c.Duration("key-rotation"))
-	}
-	switch {
-	case c.IsSet("data-dir"):
-		opts.DataDir = c.String("data-dir")
-	case c.Bool("ephemeral"), opts.Database != "":
-	default:
-		dir, err := defaultDataDir()
-		if err != nil {
-			return fmt.Errorf("cannot find a data directory: %w\nName one with --data-dir DIR, or keep the state in memory with --ephemeral", err)
-		}
-		opts.DataDir = dir
-	}
-	return nil
-}
-
 // openState opens serve's state store: PostgreSQL with
 // --database, SQLite in --data-dir, else memory. The description names it
 // for the log, without credentials.
-func openState(ctx context.Context, opts *ServeOptions, logger *slog.Logger) (state.Store, string, error) {
+func openState(ctx context.Context, opts *Options, logger *slog.Logger) (state.Store, string, error) {
 	switch {
 	case opts.Database != "":
 		st, err := state.OpenPostgresOptions(ctx, opts.Database, state.PostgresOptions{ReconcileEvery: opts.RevocationReconcile, Logger: logger})

@@ -1,4 +1,4 @@
-package commands
+package server
 
 import (
 	"context"
@@ -20,6 +20,13 @@ import (
 // serve's configuration: the config file or the built-in one, what the
 // embedded issuer needs from it, and its reload on SIGHUP.
 
+// The built-in configuration's scheme (PROTOCOL.md "Auth requirements").
+const (
+	defaultSchemeID    = "dev"
+	defaultSchemeLabel = "agentauth dev issuer"
+	defaultScope       = "agent:use"
+)
+
 // reloadOnHangup re-reads --config on SIGHUP and puts it in force
 // (host.Reload). A config that does not parse or check is refused, with the
 // key named, and the running one stays in force; so is one that would need
@@ -27,7 +34,7 @@ import (
 // published to the replicas sharing st (PostgreSQL), and each of them
 // re-reads its own --config in turn, without publishing again. It returns
 // the function that stops listening for SIGHUP.
-func reloadOnHangup(ctx context.Context, opts *ServeOptions, h *host.Host, st state.Store, embedded bool, issuerOrigin string, upstreams []host.Upstream, running *host.Config, logger *slog.Logger) func() {
+func reloadOnHangup(ctx context.Context, opts *Options, h *host.Host, st state.Store, embedded bool, issuerOrigin string, upstreams []host.Upstream, running *host.Config, logger *slog.Logger) func() {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	// remote holds one pending reload published by another replica: more
@@ -53,7 +60,7 @@ func reloadOnHangup(ctx context.Context, opts *ServeOptions, h *host.Host, st st
 			case <-remote:
 				logger.Info("config changed on another replica; re-reading --config")
 			}
-			cfg, err := serveConfig(opts)
+			cfg, err := loadConfig(opts)
 			switch {
 			case err != nil:
 			case usesEmbeddedIssuer(cfg) && !embedded:
@@ -85,10 +92,10 @@ func reloadOnHangup(ctx context.Context, opts *ServeOptions, h *host.Host, st st
 	return func() { signal.Stop(hup); close(done) }
 }
 
-// serveConfig loads --config, or builds the built-in configuration: one
+// loadConfig loads --config, or builds the built-in configuration: one
 // required scheme "dev" with jwt validation, bound to the embedded issuer
 // or to --issuer, scope agent:use. Both go through host.ParseConfig's checks.
-func serveConfig(opts *ServeOptions) (*host.Config, error) {
+func loadConfig(opts *Options) (*host.Config, error) {
 	if opts.ConfigPath != "" {
 		cfg, err := host.LoadConfig(opts.ConfigPath)
 		if err != nil {
@@ -96,7 +103,7 @@ func serveConfig(opts *ServeOptions) (*host.Config, error) {
 		}
 		if opts.Resource != "" {
 			if cfg.Resource != "" && cfg.Resource != opts.Resource {
-				return nil, usageErrorf("--resource %s differs from the config's resource %s: keep one", opts.Resource, cfg.Resource)
+				return nil, usagef("--resource %s differs from the config's resource %s: keep one", opts.Resource, cfg.Resource)
 			}
 			cfg.Resource = opts.Resource
 		}

@@ -1,4 +1,4 @@
-package commands
+package server
 
 import (
 	"cmp"
@@ -29,11 +29,11 @@ func backendFlag(cfg *host.Config, flag string) error {
 		return nil
 	}
 	if len(cfg.Backends) > 0 {
-		return usageErrorf("--backend and the config's backends both name backends; keep one")
+		return usagef("--backend and the config's backends both name backends; keep one")
 	}
 	b, err := gateway.ParseFlag(flag)
 	if err != nil {
-		return usageErrorf("%v", err)
+		return usagef("%v", err)
 	}
 	cfg.Backends = []gateway.Backend{b}
 	return nil

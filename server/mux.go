@@ -1,4 +1,4 @@
-package commands
+package server
 
 import (
 	"cmp"
@@ -18,15 +18,16 @@ import (
 // and /ws (unless the session is on stdio), the embedded issuer's
 // endpoints, and the host's HTTP face (RFC 9728 metadata, POST to the
 // resource's path) as the catch-all, with the RFC 9728 documents of the
-// schemes' own resources beside it, and the broker's routes.
-func newServeMux(h *host.Host, iss *issuer.Issuer, brk *broker.Broker, st state.Store, gw *gateway.Gateway, connectionToken string, websocket bool) (*http.ServeMux, error) {
+// schemes' own resources beside it, and the broker's routes. version is
+// the landing page's.
+func newServeMux(version string, h *host.Host, iss *issuer.Issuer, brk *broker.Broker, st state.Store, gw *gateway.Gateway, connectionToken string, websocket bool) (*http.ServeMux, error) {
 	mux := http.NewServeMux()
 	var ws http.Handler
 	if websocket {
 		ws = h.WebSocketHandler(connectionToken)
 		mux.Handle("GET /ws", ws)
 	}
-	opsRoutes(mux, h, iss, st, gw, ws)
+	opsRoutes(mux, version, h, iss, st, gw, ws)
 	if iss != nil {
 		u, _ := url.Parse(h.Resource())
 		for _, p := range iss.Paths() {
@@ -58,7 +59,7 @@ func newServeMux(h *host.Host, iss *issuer.Issuer, brk *broker.Broker, st state.
 // address, the resource identifier's origin and --public-origin as Host;
 // those and --allowed-origin as Origin on the resource's path (/mcp) and
 // WebSocket upgrades.
-func guardOptions(opts *ServeOptions, addr, resource string, logger *slog.Logger) host.GuardOptions {
+func guardOptions(opts *Options, addr, resource string, logger *slog.Logger) host.GuardOptions {
 	u, _ := url.Parse(resource) // checked by host.New
 	public := append([]string{u.Scheme + "://" + u.Host}, opts.PublicOrigins...)
 	return host.GuardOptions{Addr: addr, PublicOrigins: public, AllowedOrigins: opts.AllowedOrigins, OriginPaths: []string{cmp.Or(u.Path, "/")},

@@ -1,4 +1,4 @@
-package commands
+package server
 
 import (
 	"context"
@@ -7,32 +7,7 @@ import (
 	"time"
 
 	"github.com/agentauth/agentauth/state"
-	"github.com/urfave/cli/v2"
 )
-
-// defaultRevocationStaleness is --revocation-staleness: with the default
-// --revocation-reconcile (2s) a replica that reaches its database never
-// comes near it.
-const defaultRevocationStaleness = 10 * time.Second
-
-// checkRevocationFlags checks --revocation-reconcile and
-// --revocation-staleness: they apply to --database, and a replica must
-// read the log more often than it may go without it.
-func checkRevocationFlags(c *cli.Context, opts *ServeOptions) error {
-	for _, name := range []string{"revocation-reconcile", "revocation-staleness"} {
-		if c.IsSet(name) && opts.Database == "" {
-			return usageErrorf("--%s applies to replicas sharing a --database", name)
-		}
-	}
-	if opts.RevocationReconcile < 10*time.Millisecond {
-		return usageErrorf("--revocation-reconcile must be at least 10ms, not %s", opts.RevocationReconcile)
-	}
-	if opts.RevocationStaleness < 2*opts.RevocationReconcile {
-		return usageErrorf("--revocation-staleness (%s) must be at least twice --revocation-reconcile (%s), or a replica that reaches its database would refuse requests",
-			opts.RevocationStaleness, opts.RevocationReconcile)
-	}
-	return nil
-}
 
 // refuseWhenStale answers 503 (temporarily_unavailable, Retry-After)
 // while a PostgreSQL replica has not read the revocation log for longer
