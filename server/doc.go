@@ -23,5 +23,6 @@
 // resource, mcpserver, ops and state (below). It must not import
 // commands or client, and knows nothing of flags, colour or exit codes:
 // a value or combination the caller got wrong is an *OptionsError, which
-// the caller maps as it likes.
+// the caller maps as it likes. (Its messages name serve's flags, as the
+// user's next step; it reads none.)
 package server
