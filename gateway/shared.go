@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
-	"io"
 	"net/http"
 	"slices"
 	"strconv"
@@ -178,23 +177,6 @@ func (sb *sharedBackend) close() {
 	if p != nil {
 		p.kill()
 	}
-}
-
-func accepted() *reply {
-	return &reply{status: http.StatusAccepted, next: func() (frame, error) { return frame{}, io.EOF }, close: func() {}}
-}
-
-// answered is a reply serve makes itself: one JSON message.
-func answered(m *wire.Message) *reply {
-	b := mustEncode(m)
-	done := false
-	return &reply{status: http.StatusOK, next: func() (frame, error) {
-		if done {
-			return frame{}, io.EOF
-		}
-		done = true
-		return frame{data: b}, nil
-	}, close: func() {}}
 }
 
 func (c *sharedConn) post(ctx context.Context, msg *wire.Message, raw []byte, _ http.Header) (*reply, error) {
@@ -624,11 +606,6 @@ func (c *sharedConn) cancelled(msg *wire.Message) []byte {
 	return nil
 }
 
-func mustNotification(method string, params any) *wire.Message {
-	m, _ := wire.NewNotification(method, params)
-	return m
-}
-
 // listen opens the caller's GET stream: list changes, resource updates
 // and, while only this caller has requests in flight, the process's
 // requests and notifications. It outlives process restarts.
@@ -709,11 +686,6 @@ func (sb *sharedBackend) live() *process {
 		return nil
 	}
 	return sb.proc
-}
-
-func mustJSON(v any) json.RawMessage {
-	b, _ := json.Marshal(v)
-	return b
 }
 
 // take counts a request of caller owner, false past MaxInFlightPerCaller.
@@ -1036,30 +1008,6 @@ func progressTokenRaw(params json.RawMessage) json.RawMessage {
 		return json.RawMessage(t)
 	}
 	return nil
-}
-
-// setMember returns the JSON object data with the member at path set to v
-// (objects on the way made when missing); data unchanged when it is not
-// an object.
-func setMember(data []byte, v json.RawMessage, path ...string) []byte {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(data, &m) != nil || m == nil {
-		return data
-	}
-	if len(path) == 1 {
-		m[path[0]] = v
-	} else {
-		inner := m[path[0]]
-		if len(inner) == 0 || string(inner) == "null" {
-			inner = json.RawMessage("{}")
-		}
-		m[path[0]] = setMember(inner, v, path[1:]...)
-	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		return data
-	}
-	return b
 }
 
 // completeResult gives an answer of an older revision the resultType MCP
