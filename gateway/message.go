@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"sync/atomic"
 	"unicode/utf8"
 
@@ -202,4 +203,41 @@ func setMember(data []byte, v json.RawMessage, path ...string) []byte {
 		return data
 	}
 	return b
+}
+
+// completeResult gives an answer of an older revision the resultType MCP
+// 2026-07-28 results carry: input_required when it holds inputRequests
+// (an SDK's multi round-trip answering an older client), else complete.
+func completeResult(data []byte) []byte {
+	var head struct {
+		Method string                     `json:"method"`
+		Result map[string]json.RawMessage `json:"result"`
+	}
+	if json.Unmarshal(data, &head) != nil || head.Method != "" || head.Result == nil || head.Result["resultType"] != nil {
+		return data
+	}
+	if head.Result["inputRequests"] != nil {
+		return setMember(data, json.RawMessage(`"input_required"`), "result", "resultType")
+	}
+	return setMember(data, json.RawMessage(`"complete"`), "result", "resultType")
+}
+
+// statelessStatus is the HTTP status of an MCP 2026-07-28 answer
+// ("Transports", HTTP status codes; serve's own face maps them alike).
+func statelessStatus(data []byte) int {
+	var head struct {
+		Error *wire.Error `json:"error"`
+	}
+	if json.Unmarshal(data, &head) != nil || head.Error == nil {
+		return http.StatusOK
+	}
+	switch head.Error.Code {
+	case wire.CodeMethodNotFound:
+		return http.StatusNotFound
+	case wire.CodeParseError, wire.CodeInvalidRequest, wire.CodeInvalidParams, -32020, codeMissingClientCapability, -32022:
+		return http.StatusBadRequest
+	case wire.CodeInternalError:
+		return http.StatusInternalServerError
+	}
+	return http.StatusOK
 }
