@@ -11,6 +11,9 @@ import (
 	"github.com/agentauth/agentauth/wire"
 )
 
+// A call on its way through the controls: its refusals and its audit
+// record.
+
 // call is one request on its way through the gateway.
 type call struct {
 	m         *Mount

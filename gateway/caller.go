@@ -6,6 +6,8 @@ import (
 	"github.com/agentauth/agentauth/broker"
 )
 
+// What serve hands the gateway about a caller and its broker.
+
 // Caller is what serve established about the request's token: the
 // gateway's only view of the caller's grant. It never holds the token.
 type Caller interface {

@@ -14,6 +14,9 @@ import (
 	"github.com/agentauth/agentauth/wire"
 )
 
+// A session with a Streamable HTTP backend (MCP "Transports"), and the
+// probe that hands it to a bridge (bridge.go).
+
 // httpConn is a session with a Streamable HTTP backend.
 type httpConn struct {
 	m         *Mount

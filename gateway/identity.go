@@ -8,6 +8,9 @@ import (
 	"github.com/agentauth/agentauth/wire"
 )
 
+// The backend's own token for a call: an identity assertion serve mints,
+// or a token exchanged for the caller's (exchange.go).
+
 // identify puts the caller's identity assertion in out when the backend
 // takes one, or answers the failure.
 func (m *Mount) identify(w http.ResponseWriter, r *http.Request, k *call, out http.Header) bool {

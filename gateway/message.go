@@ -11,6 +11,8 @@ import (
 	"github.com/agentauth/agentauth/wire"
 )
 
+// Reading and writing JSON-RPC messages: the pieces every layer shares.
+
 // statelessVersion is the MCP revision without sessions (MCP 2026-07-28
 // "Lifecycle"), whose errors map to HTTP statuses ("Transports").
 const statelessVersion = "2026-07-28"

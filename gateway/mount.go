@@ -11,6 +11,9 @@ import (
 	"github.com/agentauth/agentauth/wire"
 )
 
+// The state of the gateway and of one backend (Mount), which every layer
+// reads, and the record of one session.
+
 // Gateway holds the mounted backends.
 type Gateway struct {
 	mounts    []*Mount

@@ -10,6 +10,8 @@ import (
 	"github.com/agentauth/agentauth/wire"
 )
 
+// The gateway's own requests to a backend, over any conn.
+
 // roundTrip sends the gateway's own request and returns its result,
 // skipping anything else the backend sends meanwhile.
 func (m *Mount) roundTrip(ctx context.Context, cn conn, method string, params any, out http.Header) (json.RawMessage, error) {

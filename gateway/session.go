@@ -10,6 +10,9 @@ import (
 	"time"
 )
 
+// The front's sessions: minted, bound to the caller, bounded, and the
+// backend connection each one dials.
+
 // newSession registers a session for the caller. At the bound (MaxSessions,
 // or MaxProcesses for a stdio backend) the least recently used session
 // idle for at least evictIdle makes room (a client that never ends its

@@ -10,6 +10,9 @@ import (
 	"github.com/agentauth/agentauth/wire"
 )
 
+// MCP 2026-07-28 callers (no session) of a shared process: input_required
+// rounds and subscriptions/listen.
+
 // removedStateless are methods MCP 2026-07-28 removed (initialize and ping
 // with the handshake, logging/setLevel by per-request log levels,
 // resources/(un)subscribe by subscriptions/listen, which a shared process

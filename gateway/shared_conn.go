@@ -10,6 +10,9 @@ import (
 	"github.com/agentauth/agentauth/wire"
 )
 
+// A caller's session on a shared process: its requests and notifications
+// go to the process with ids and progress tokens of serve's.
+
 func (c *sharedConn) post(ctx context.Context, msg *wire.Message, raw []byte, _ http.Header) (*reply, error) {
 	sb := c.sb
 	switch {

@@ -11,6 +11,9 @@ import (
 	"github.com/agentauth/agentauth/wire"
 )
 
+// What a shared process sends, routed to its callers: answers, progress,
+// requests of the process, and the notifications of the GET streams.
+
 // subscribe records that c wants notifications/resources/updated of uri.
 func (sb *sharedBackend) subscribe(c *sharedConn, uri string) (first bool) {
 	if uri == "" {

@@ -7,6 +7,9 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 )
 
+// What the gateway learned of a backend's tools: their resolved
+// inputSchema and the arguments they carry in Mcp-Param headers.
+
 // maxTools bounds the schemas kept per backend; maxListPages the pages of
 // tools/list the gateway reads itself.
 const (
