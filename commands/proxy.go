@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentauth/agentauth/client"
 	"github.com/agentauth/agentauth/host"
+	"github.com/agentauth/agentauth/proxy"
 	"github.com/agentauth/agentauth/wire"
 )
 
@@ -86,7 +87,7 @@ Exit status: 0 stdin closed or SIGTERM (with --listen: SIGINT or SIGTERM),
 2 usage. Authorization failures do not end the proxy: the request that
 needed it gets a JSON-RPC error naming the login to run.`,
 		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "transport", Value: client.ProxyHTTPFirst, Usage: "`STRATEGY`: " + strings.Join(client.ProxyTransports, ", "), Destination: &opts.Transport},
+			&cli.StringFlag{Name: "transport", Value: proxy.HTTPFirst, Usage: "`STRATEGY`: " + strings.Join(proxy.Transports, ", "), Destination: &opts.Transport},
 			&cli.StringSliceFlag{Name: "header", Usage: "send `NAME:VALUE` with every request to TARGET (repeatable)"},
 			&cli.StringSliceFlag{Name: "allow-resource", Usage: "let TARGET receive tokens for `URL`, a resource it declares on another origin (repeatable)"},
 			&cli.StringFlag{Name: "listen", Usage: "instead of stdio, serve MCP Streamable HTTP at http://`ADDR`/mcp (loopback only, e.g. 127.0.0.1:0) for local clients without OAuth", Destination: &opts.Listen},
@@ -101,8 +102,8 @@ needed it gets a JSON-RPC error naming the login to run.`,
 				return usageErrorf("proxy needs an http or https MCP server URL, not %q", target)
 			}
 			opts.Target = target
-			if !slices.Contains(client.ProxyTransports, opts.Transport) {
-				return usageErrorf("--transport must be one of %s, not %q", strings.Join(client.ProxyTransports, ", "), opts.Transport)
+			if !slices.Contains(proxy.Transports, opts.Transport) {
+				return usageErrorf("--transport must be one of %s, not %q", strings.Join(proxy.Transports, ", "), opts.Transport)
 			}
 			if opts.Header, err = parseHeaders(c.StringSlice("header")); err != nil {
 				return err
@@ -182,17 +183,17 @@ func (opts *ProxyOptions) checkListen() error {
 func runProxy(ctx context.Context, opts *ProxyOptions) error {
 	choices := opts.Login.choices("")
 	choices.AllowResources = opts.AllowResources
-	req := client.ProxyRequest{Target: opts.Target, Transport: opts.Transport, Header: opts.Header, Choices: choices}
+	req := proxy.Request{Target: opts.Target, Transport: opts.Transport, Header: opts.Header, Choices: choices}
 	if opts.Listen == "" {
-		return opts.Client.Proxy(ctx, req, opts.IO.In, opts.IO.Out)
+		return proxy.Run(ctx, opts.Client, req, opts.IO.In, opts.IO.Out)
 	}
 	return runProxyListen(ctx, opts, req)
 }
 
 // runProxyListen serves the bridge on a loopback listener behind serve's
 // Host/Origin guard (host.NewGuard) until ctx ends.
-func runProxyListen(ctx context.Context, opts *ProxyOptions, req client.ProxyRequest) error {
-	ps, err := opts.Client.NewProxyServer(ctx, req)
+func runProxyListen(ctx context.Context, opts *ProxyOptions, req proxy.Request) error {
+	ps, err := proxy.NewServer(ctx, opts.Client, req)
 	if err != nil {
 		return err
 	}
@@ -201,7 +202,7 @@ func runProxyListen(ctx context.Context, opts *ProxyOptions, req client.ProxyReq
 		return fmt.Errorf("cannot listen on %s: %w", opts.Listen, err)
 	}
 	addr := ln.Addr().String()
-	guarded, err := host.NewGuard(ps, host.GuardOptions{Addr: addr, OriginPaths: []string{client.ProxyEndpointPath}})
+	guarded, err := host.NewGuard(ps, host.GuardOptions{Addr: addr, OriginPaths: []string{proxy.EndpointPath}})
 	if err != nil {
 		ln.Close()
 		return err
@@ -215,7 +216,7 @@ func runProxyListen(ctx context.Context, opts *ProxyOptions, req client.ProxyReq
 			return err
 		}
 	}
-	opts.Client.UI.Say(fmt.Sprintf("Serving %s at http://%s%s", wire.RedactTarget(opts.Target), addr, client.ProxyEndpointPath))
+	opts.Client.UI.Say(fmt.Sprintf("Serving %s at http://%s%s", wire.RedactTarget(opts.Target), addr, proxy.EndpointPath))
 	select {
 	case err := <-served:
 		return fmt.Errorf("cannot serve: %w", err)
