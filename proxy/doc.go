@@ -19,6 +19,16 @@
 //	proxy_upstream.go  the target's transport: Streamable HTTP or legacy SSE, the fallback
 //	proxy_bridge.go    a client of an earlier revision to a server of MCP 2026-07-28 only
 //	proxy_listen.go    Server: the same bridge as a loopback Streamable HTTP endpoint (--listen)
+//	proxy_listenauth.go  the endpoint's secret: who may use Server
+//
+// Server fails closed on its callers. A loopback port is open to every
+// local process of every user, and Server calls the target with its
+// owner's credential, so its endpoint is http://ADDR/SECRET/mcp (Path,
+// URL): SECRET is 256 bits from crypto/rand made by NewServer, compared in
+// constant time, and a request without it is answered 403 before its
+// body is read, with nothing forwarded. The caller (commands) shows the
+// URL only to the owner (stderr, or a 0600 --url-file) and keeps serve's
+// Host/Origin guard around Server against DNS rebinding and web pages.
 //
 // Logins, the stored credential and the step-up state machine are the
 // client package's (client.SharedAuth, one per process, shared by every

@@ -18,7 +18,8 @@ import (
 
 // proxy --listen: the bridge as a Streamable HTTP endpoint (MCP
 // 2025-11-25 "Transports") on loopback for local clients that speak HTTP
-// but not OAuth. Each client session (an initialize without
+// but not OAuth, at a URL that carries a secret: callers without it are
+// refused (proxy_listenauth.go). Each client session (an initialize without
 // Mcp-Session-Id) is a bridge of its own (Run over pipes, with its own
 // session at the target); the credential is shared. A request's answer
 // comes on its POST as an event stream, with what the server sends
@@ -33,7 +34,8 @@ const (
 	// listenStreamQueue bounds the messages waiting for one stream; a
 	// message for a stream that is full is dropped and logged.
 	listenStreamQueue = 64
-	// EndpointPath is where proxy --listen serves MCP.
+	// EndpointPath is where proxy --listen serves MCP, under its secret
+	// (Server.Path).
 	EndpointPath = "/mcp"
 )
 
@@ -43,6 +45,9 @@ type Server struct {
 	req  Request
 	auth *client.SharedAuth
 	ctx  context.Context
+	// secret is the first segment of the endpoint's path
+	// (proxy_listenauth.go).
+	secret string
 
 	mu       sync.Mutex
 	sessions map[string]*listenSession
@@ -51,13 +56,18 @@ type Server struct {
 	wg        sync.WaitGroup
 }
 
-// NewServer prepares the endpoint serving req for cl's user; its
-// sessions end when ctx does (Wait waits for them).
+// NewServer prepares the endpoint serving req for cl's user, with a new
+// secret (Path, URL); its sessions end when ctx does (Wait waits for
+// them).
 func NewServer(ctx context.Context, cl *client.Client, req Request) (*Server, error) {
 	if !client.IsHTTPTarget(req.Target) {
 		return nil, client.Usagef("proxy needs an http or https MCP server URL, not %q", wire.RedactTarget(req.Target))
 	}
-	return &Server{cl: cl, req: req, auth: cl.NewSharedAuth(ctx, req.Target, req.Choices), ctx: ctx,
+	secret, err := newSecret()
+	if err != nil {
+		return nil, err
+	}
+	return &Server{cl: cl, req: req, auth: cl.NewSharedAuth(ctx, req.Target, req.Choices), ctx: ctx, secret: secret,
 		sessions: map[string]*listenSession{}}, nil
 }
 
@@ -77,9 +87,16 @@ type listenSession struct {
 	done    chan struct{}
 }
 
+// ServeHTTP refuses a request without the secret (403), then serves MCP
+// at Path.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != EndpointPath {
-		http.Error(w, "not found: the MCP endpoint is "+EndpointPath, http.StatusNotFound)
+	rest, ok := s.authenticate(r.URL.Path)
+	if !ok {
+		refuseCaller(w)
+		return
+	}
+	if rest != EndpointPath {
+		http.Error(w, "not found: the MCP endpoint is the URL proxy --listen printed, ending in "+EndpointPath, http.StatusNotFound)
 		return
 	}
 	switch r.Method {
