@@ -280,7 +280,7 @@ check inspector-proxy-listen '\\"subject\\":\\"alice\\"' \
 	"${inspector[@]}" --method tools/call --tool-name whoami "$listen"
 check inspector-proxy-listen-modern $'"io.modelcontextprotocol/serverInfo"\n\\\\"subject\\\\":\\\\"alice\\\\"' \
 	"${inspector[@]}" --protocol-era modern --method tools/call --tool-name whoami "$listen"
-check inspector-proxy-listen-no-secret '403' \
+check inspector-proxy-listen-no-secret $'"status":403\nURL carries a secret' \
 	bash -c '! "$@" 2>&1' _ "${inspector[@]}" --method tools/call --tool-name whoami "http://$listenaddr/mcp"
 
 # The Inspector without the proxy: its own OAuth client (the TypeScript SDK
