@@ -91,7 +91,7 @@
 // instead of caching the finding (a backend changed in place is followed
 // at once; one refused request per session). The envelope and unpacking
 // pieces live in wire (bridge.go), shared with agentauth proxy's bridge
-// (client/proxy_bridge.go), which speaks through wire.HTTPSession where
+// (proxy/proxy_bridge.go), which speaks through wire.HTTPSession where
 // the gateway speaks through its own transport.
 //
 // The gateway does not authenticate: its caller (serve's HTTP face) checks
