@@ -309,7 +309,7 @@ func (k *call) process(data []byte) []byte {
 			Result json.RawMessage `json:"result"`
 		}
 		if k.msg.Method == methodToolsList && json.Unmarshal(data, &list) == nil && list.Result != nil {
-			k.m.tools.learn(list.Result)
+			k.m.learnTools(list.Result)
 			if filtered, ok := k.m.filterTools(list.Result, k.c); ok {
 				data = replaceResult(data, filtered)
 			}
