@@ -122,4 +122,3 @@ func headerArguments(schema json.RawMessage) map[string]string {
 	}
 	return h
 }
-
