@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // deepSchema is an inputSchema nesting n objects by properties.
@@ -212,5 +213,37 @@ func BenchmarkLearnHostileSchemas(b *testing.B) {
 				newToolCache().learn(result)
 			}
 		})
+	}
+}
+
+// TestInvalidUTF8: a backend's answer with bytes that are not UTF-8
+// reaches the client as valid UTF-8, each run of them a U+FFFD.
+func TestInvalidUTF8(t *testing.T) {
+	be := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		body, _ := io.ReadAll(r.Body)
+		if json.Unmarshal(body, &msg) != nil || msg.ID == nil {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		result := "{\"content\":[{\"type\":\"text\",\"text\":\"a\xff\xfeb\xc0\"}]}"
+		switch msg.Method {
+		case "initialize":
+			result = `{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"bytes","version":"1"}}`
+		case methodToolsList:
+			result = `{"tools":[{"name":"bytes","inputSchema":{"type":"object"}}]}`
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`, msg.ID, result)
+	}))
+	t.Cleanup(be.Close)
+	srv, _ := front(t, Backend{Name: "bytes", URL: be.URL}, Policy{})
+	sid := sessionOf(t, srv.URL, "tok-writer-0123456789")
+	_, _, body := post(t, srv.URL, "tok-writer-0123456789", sid, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"bytes","arguments":{}}}`)
+	if !utf8.ValidString(body) || !strings.Contains(body, "a\uFFFDb\uFFFD") {
+		t.Errorf("answer: %q", body)
 	}
 }
