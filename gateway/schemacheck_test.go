@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -246,4 +248,48 @@ func TestInvalidUTF8(t *testing.T) {
 	if !utf8.ValidString(body) || !strings.Contains(body, "a\uFFFDb\uFFFD") {
 		t.Errorf("answer: %q", body)
 	}
+}
+
+// FuzzCheckSchema: whatever a backend lists, checking it ends, and a
+// schema it passes validates arguments without running away.
+func FuzzCheckSchema(f *testing.F) {
+	for _, s := range []string{cyclicSchema, deepSchema(10), doublingSchema(5), `{"$dynamicAnchor":"n","anyOf":[{"$dynamicRef":"#n"}]}`,
+		`{"type":"object","properties":{"children":{"type":"array","items":{"$ref":"#"}}}}`, `{"$id":"https://x.test/a","$defs":{"b":{"$id":"b","$anchor":"c"}},"$ref":"b#c"}`} {
+		f.Add(s, `{"children":[{"children":[]}]}`)
+	}
+	f.Fuzz(func(t *testing.T, schema, args string) {
+		ts := checkSchema(json.RawMessage(schema))
+		if (ts.refusal == "") != (ts.res != nil) {
+			t.Fatalf("refusal %q with resolved %v", ts.refusal, ts.res != nil)
+		}
+		var v any
+		if ts.res == nil || depth([]byte(args)) > MaxArgumentDepth || json.Unmarshal([]byte(args), &v) != nil {
+			return
+		}
+		_ = ts.res.Validate(v)
+	})
+}
+
+// FuzzFaithful: the digits and exponent decimal reads from a literal
+// faithful passes are the same number (but for the sign, which decimal
+// drops) in float64.
+func FuzzFaithful(f *testing.F) {
+	for _, lit := range []string{"0", "10.0000000000000000001", "1e-400", "9007199254740993", "0.30000000000000004", "-1.5E+3"} {
+		f.Add(lit)
+	}
+	f.Fuzz(func(t *testing.T, lit string) {
+		var n json.Number
+		if json.Unmarshal([]byte(lit), &n) != nil || !faithful(lit) {
+			return
+		}
+		digits, exp, ok := decimal(lit)
+		if !ok || len(digits) > 15 {
+			return
+		}
+		a, _ := strconv.ParseFloat(lit, 64)
+		b, _ := strconv.ParseFloat(digits+"e"+strconv.Itoa(exp), 64)
+		if math.Abs(a) != b && !(digits == "" && a == 0) {
+			t.Fatalf("%s: %v, as digits %s e%d: %v", lit, a, digits, exp, b)
+		}
+	})
 }
