@@ -117,6 +117,8 @@
 //   - policy.go: tool scopes, upstream sign-in by URL elicitation, the
 //     filtered tools/list and the upstream token a backend gets.
 //   - schema.go: tools/call arguments checked against inputSchema.
+//   - schemacheck.go, numbers.go: a backend's inputSchema checked once,
+//     when listed, before it is used; numbers float64 cannot hold.
 //   - scrub.go: tokens and patterns replaced in every answer.
 //   - identity.go, exchange.go: the backend's own token: an identity
 //     assertion, or an RFC 8693 exchange of the caller's.

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agentauth/agentauth/wire"
 )
@@ -295,6 +296,12 @@ func (k *call) process(data []byte) []byte {
 	if len(data) == 0 {
 		return data
 	}
+	if !utf8.Valid(data) {
+		// JSON text is UTF-8 (RFC 8259 §8.1): what a backend sends
+		// otherwise reaches no client raw; each run of invalid bytes
+		// becomes a U+FFFD, as decoders show it.
+		data = bytes.ToValidUTF8(data, []byte("\uFFFD"))
+	}
 	// The result is not copied out (it can be large) but for tools/list.
 	head, ok := readHead(data, true)
 	if !ok {
@@ -309,7 +316,7 @@ func (k *call) process(data []byte) []byte {
 			Result json.RawMessage `json:"result"`
 		}
 		if k.msg.Method == methodToolsList && json.Unmarshal(data, &list) == nil && list.Result != nil {
-			k.m.tools.learn(list.Result)
+			k.m.learnTools(list.Result)
 			if filtered, ok := k.m.filterTools(list.Result, k.c); ok {
 				data = replaceResult(data, filtered)
 			}

@@ -21,7 +21,8 @@ import (
 // validate checks tools/call arguments against the tool's inputSchema
 // (JSON Schema 2020-12 or draft-07) before the backend sees them: -32602
 // naming the failing schema location. Arguments nested deeper than
-// MaxArgumentDepth are refused unchecked. A tool the backend did not list
+// MaxArgumentDepth are refused unchecked, and so is a call of a tool whose
+// schema serve cannot check (checkSchema). A tool the backend did not list
 // is left to the backend.
 func (m *Mount) validate(ctx context.Context, cn conn, out http.Header, k *call, p toolsCallParams) *wire.Error {
 	if d := depth(p.Arguments); d > MaxArgumentDepth {
@@ -30,16 +31,22 @@ func (m *Mount) validate(ctx context.Context, cn conn, out http.Header, k *call,
 	if name, ok := ambiguousMember(p.Arguments); ok {
 		return wire.Errorf(wire.CodeInvalidParams, "invalid params: the arguments of %s name the member %q twice (names that differ only in case count as one: a backend decoding them case-insensitively could take either)", p.Name, name)
 	}
-	res, ok := m.tools.get(p.Name)
+	ts, ok := m.tools.get(p.Name)
 	if !ok {
 		m.listTools(ctx, cn, out, k)
-		if res, ok = m.tools.get(p.Name); !ok {
+		if ts, ok = m.tools.get(p.Name); !ok {
 			return nil
 		}
 	}
-	if res == nil {
-		return nil
+	if ts.refusal != "" {
+		return wire.Errorf(wire.CodeInvalidParams, "invalid params: serve cannot check the arguments of tool %s of backend %s, and calls it only checked: %s", p.Name, m.b.Name, ts.refusal)
 	}
+	if ts.numeric {
+		if lit, ok := inexactNumber(p.Arguments); ok {
+			return wire.Errorf(wire.CodeInvalidParams, "invalid params: the arguments of %s hold the number %s, which serve cannot check exactly against its inputSchema: send at most 15 significant digits, within ±1e-307 to ±1e308", p.Name, shorten(lit, 40))
+		}
+	}
+	res := ts.res
 	var args any = map[string]any{}
 	if len(p.Arguments) > 0 && string(p.Arguments) != "null" {
 		if err := json.Unmarshal(p.Arguments, &args); err != nil {
@@ -388,8 +395,18 @@ func (m *Mount) listTools(ctx context.Context, cn conn, out http.Header, k *call
 			m.g.log.Warn("cannot list the backend's tools to check arguments", "backend", m.b.Name, "err", err)
 			return
 		}
-		if cursor = m.tools.learn(result); cursor == "" {
+		if cursor = m.learnTools(result); cursor == "" {
 			return
 		}
 	}
+}
+
+// learnTools teaches the tool cache a tools/list result and logs each tool
+// whose schema it newly refuses; it returns the result's nextCursor.
+func (m *Mount) learnTools(result json.RawMessage) string {
+	cursor, refused := m.tools.learn(result)
+	for _, tool := range slices.Sorted(maps.Keys(refused)) {
+		m.g.log.Warn("the backend's tool cannot be called: its inputSchema cannot be checked", "backend", m.b.Name, "tool", tool, "reason", refused[tool])
+	}
+	return cursor
 }

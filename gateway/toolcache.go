@@ -3,8 +3,6 @@ package gateway
 import (
 	"encoding/json"
 	"sync"
-
-	"github.com/google/jsonschema-go/jsonschema"
 )
 
 // What the gateway learned of a backend's tools: their resolved
@@ -17,17 +15,18 @@ const (
 	maxListPages = 16
 )
 
-// toolCache holds the resolved inputSchema of each tool a backend listed.
+// toolCache holds the checked inputSchema of each tool a backend listed
+// (checkSchema).
 type toolCache struct {
 	mu    sync.RWMutex
-	tools map[string]*jsonschema.Resolved // nil: the schema could not be resolved
+	tools map[string]toolSchema
 	// headers are, by tool, the arguments MCP 2026-07-28 clients repeat
 	// in Mcp-Param-NAME (x-mcp-header of a property: argument to NAME).
 	headers map[string]map[string]string
 }
 
 func newToolCache() *toolCache {
-	return &toolCache{tools: map[string]*jsonschema.Resolved{}, headers: map[string]map[string]string{}}
+	return &toolCache{tools: map[string]toolSchema{}, headers: map[string]map[string]string{}}
 }
 
 // headerParams are a tool's x-mcp-header arguments (nil: none, or unknown).
@@ -37,8 +36,10 @@ func (tc *toolCache) headerParams(name string) map[string]string {
 	return tc.headers[name]
 }
 
-// learn reads the schemas of a tools/list result and returns its nextCursor.
-func (tc *toolCache) learn(result json.RawMessage) string {
+// learn reads the schemas of a tools/list result and returns its
+// nextCursor, and the tools whose schema it newly refuses, with the
+// reasons (checkSchema).
+func (tc *toolCache) learn(result json.RawMessage) (cursor string, refused map[string]string) {
 	var r struct {
 		Tools []struct {
 			Name        string          `json:"name"`
@@ -47,43 +48,77 @@ func (tc *toolCache) learn(result json.RawMessage) string {
 		NextCursor string `json:"nextCursor"`
 	}
 	if json.Unmarshal(result, &r) != nil {
-		return ""
+		return "", nil
+	}
+	// The schemas are checked outside the lock, which calls need.
+	tc.mu.RLock()
+	held, keep := len(tc.tools), r.Tools[:0]
+	for _, t := range r.Tools {
+		if _, ok := tc.tools[t.Name]; !ok {
+			if held >= maxTools {
+				continue
+			}
+			held++
+		}
+		keep = append(keep, t)
+	}
+	tc.mu.RUnlock()
+	checked := make([]toolSchema, len(keep))
+	headers := make([]map[string]string, len(keep))
+	for i, t := range keep {
+		if checked[i] = checkSchema(t.InputSchema); checked[i].refusal == "" {
+			headers[i] = headerArguments(t.InputSchema)
+		}
 	}
 	tc.mu.Lock()
 	defer tc.mu.Unlock()
-	for _, t := range r.Tools {
-		if _, ok := tc.tools[t.Name]; !ok && len(tc.tools) >= maxTools {
+	for i, t := range keep {
+		prev, ok := tc.tools[t.Name]
+		if !ok && len(tc.tools) >= maxTools {
 			continue
 		}
-		var s jsonschema.Schema
-		var res *jsonschema.Resolved
-		if json.Unmarshal(t.InputSchema, &s) == nil {
-			res, _ = s.Resolve(nil) // remote $refs are not fetched: such a schema is not checked
-		}
-		tc.tools[t.Name] = res
-		var props struct {
-			Properties map[string]struct {
-				Header string `json:"x-mcp-header"`
-			} `json:"properties"`
-		}
-		delete(tc.headers, t.Name)
-		if json.Unmarshal(t.InputSchema, &props) == nil {
-			for arg, p := range props.Properties {
-				if p.Header != "" {
-					if tc.headers[t.Name] == nil {
-						tc.headers[t.Name] = map[string]string{}
-					}
-					tc.headers[t.Name][arg] = p.Header
-				}
+		if ts := checked[i]; ts.refusal != "" && prev.refusal != ts.refusal {
+			if refused == nil {
+				refused = map[string]string{}
 			}
+			refused[t.Name] = ts.refusal
+		}
+		tc.tools[t.Name] = checked[i]
+		delete(tc.headers, t.Name)
+		if headers[i] != nil {
+			tc.headers[t.Name] = headers[i]
 		}
 	}
-	return r.NextCursor
+	return r.NextCursor, refused
 }
 
-func (tc *toolCache) get(name string) (*jsonschema.Resolved, bool) {
+func (tc *toolCache) get(name string) (toolSchema, bool) {
 	tc.mu.RLock()
 	defer tc.mu.RUnlock()
 	r, ok := tc.tools[name]
 	return r, ok
+}
+
+// headerArguments are the arguments of an inputSchema that MCP 2026-07-28
+// clients repeat in Mcp-Param-NAME (x-mcp-header of a property: argument
+// to NAME); nil for none.
+func headerArguments(schema json.RawMessage) map[string]string {
+	var props struct {
+		Properties map[string]struct {
+			Header string `json:"x-mcp-header"`
+		} `json:"properties"`
+	}
+	if json.Unmarshal(schema, &props) != nil {
+		return nil
+	}
+	var h map[string]string
+	for arg, p := range props.Properties {
+		if p.Header != "" {
+			if h == nil {
+				h = map[string]string{}
+			}
+			h[arg] = p.Header
+		}
+	}
+	return h
 }
