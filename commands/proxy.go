@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentauth/agentauth/client"
 	"github.com/agentauth/agentauth/host"
+	"github.com/agentauth/agentauth/internal/atomicfile"
 	"github.com/agentauth/agentauth/proxy"
 	"github.com/agentauth/agentauth/wire"
 )
@@ -230,7 +231,7 @@ func runProxyListen(ctx context.Context, opts *ProxyOptions, req proxy.Request) 
 		if f.path == "" {
 			continue
 		}
-		if err := writeFileAtomic(f.path, []byte(f.data)); err != nil { // mode 0600 (os.CreateTemp)
+		if err := atomicfile.Write(f.path, []byte(f.data)); err != nil { // mode 0600 (os.CreateTemp)
 			srv.Close()
 			return err
 		}
