@@ -415,6 +415,7 @@ func (i *Issuer) serveDevLogin(w http.ResponseWriter, r *http.Request) {
 // loggedIn sends a browser that just signed in back to returnTo, or shows
 // whom it signed in as.
 func (i *Issuer) loggedIn(w http.ResponseWriter, r *http.Request, returnTo, subject string) {
+	returnTo = localPath(returnTo) // canonical already; a record written by an older serve may not be
 	if returnTo == "" {
 		i.render(w, http.StatusOK, "message.html", messagePage{Title: "Signed in", Message: "You are signed in as " + subject + "."})
 		return
@@ -425,7 +426,9 @@ func (i *Issuer) loggedIn(w http.ResponseWriter, r *http.Request, returnTo, subj
 	if r.Method == http.MethodPost {
 		status = http.StatusSeeOther
 	}
-	http.Redirect(w, r, returnTo, status)
+	// returnTo as localPath checked it: http.Redirect would clean it again.
+	w.Header().Set("Location", returnTo)
+	w.WriteHeader(status)
 }
 
 // serveLogout is POST /logout: the browser is signed out of the issuer.
