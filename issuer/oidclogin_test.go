@@ -29,7 +29,7 @@ type fakeOP struct {
 	now  func() time.Time
 }
 
-func newFakeOP(t *testing.T, now func() time.Time) *fakeOP {
+func newFakeOP(t testing.TB, now func() time.Time) *fakeOP {
 	op := &fakeOP{code: map[string]map[string]any{}, now: now}
 	op.key, _ = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	mux := http.NewServeMux()
