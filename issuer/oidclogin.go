@@ -533,11 +533,12 @@ func (i *Issuer) serveLoginCallback(w http.ResponseWriter, r *http.Request) {
 		i.errorPage(w, http.StatusBadGateway, "The login provider did not complete the sign-in. Start again from your application.")
 		return
 	}
-	if spent, err := i.spendLogin(r.Context(), key); err != nil || !spent {
-		if err != nil {
-			i.storePage(w, err)
-			return
-		}
+	spent, err := i.spendLogin(r.Context(), key)
+	if err != nil {
+		i.storePage(w, err)
+		return
+	}
+	if !spent { // another callback completed it first
 		i.errorPage(w, http.StatusBadRequest, "This sign-in is unknown, expired or was already completed. Start again from your application.")
 		return
 	}
