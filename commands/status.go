@@ -249,7 +249,7 @@ func printTargetStatus(doc *client.TargetStatusDoc, w io.Writer, p Painter) {
 	case len(doc.Schemes) == 0 && len(doc.AuthMethods) > 0:
 		fmt.Fprintln(w, "  authenticated: unknown (the agent does not report its auth state: no auth/status)")
 		printACPMethods(w, doc.AuthMethods)
-		fmt.Fprintf(w, "  To authenticate, run: agentauth authenticate --method ID %s\n", safeText(doc.Target))
+		fmt.Fprintf(w, "  To authenticate, run: %s\n", safeText(client.CommandLine("agentauth", "authenticate", "--method", "ID", doc.Target)))
 	case len(doc.Schemes) == 0:
 		fmt.Fprintln(w, "  (declares no auth requirement)")
 	}
