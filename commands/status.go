@@ -55,7 +55,11 @@ With TARGET: connect and initialize; ask the host what it already holds
 (getAuthState or auth/status, when advertised); authenticate with the stored
 credentials (refreshed when needed); ask again. Both answers are shown per
 scheme. HTTP targets: one MCP request with the stored token, and the
-answer's status and challenge. Exits 0 when every required scheme is
+answer's status and challenge. A token the server refuses before it expires
+(revoked, or signed with a key the server no longer knows) is X "refused by
+the server (invalid_token)", and an expired one with no refresh token is X
+"has expired": the first is refreshed when it can be, neither needs waiting
+for, and both need a login. Exits 0 when every required scheme is
 authenticated, 4 otherwise. --json: {"target", "kind", "dialect",
 "authenticated", "hostStateBefore", "hostStateAfter", "schemes": [a scheme of
 authenticate --json, plus "authenticated", "hostBefore", "hostAfter",
@@ -292,6 +296,11 @@ func headline(s *client.TargetSchemeStatus, p Painter) string {
 		return p.Green("✓") + " " + s.Name() + ": authenticated with a token the host already holds (none stored here)"
 	case s.Authenticated:
 		return p.Yellow("!") + " " + s.Name() + ": authenticated with a token the host already holds; ours was refused: " + s.Reason()
+	case s.Credential != nil && s.Credential.State != client.StateExpired && s.Error == wire.ErrInvalidToken:
+		// Refused, not expired: "Stored:" below says when it expires.
+		r := s.SchemeResult
+		r.Error = "refused by the server (" + r.Error + ")"
+		return schemeLine(&r, p, "accepted")
 	}
 	return schemeLine(&s.SchemeResult, p, "accepted")
 }
