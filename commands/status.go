@@ -56,10 +56,10 @@ With TARGET: connect and initialize; ask the host what it already holds
 credentials (refreshed when needed); ask again. Both answers are shown per
 scheme. HTTP targets: one MCP request with the stored token, and the
 answer's status and challenge. A token the server refuses before it expires
-(revoked, or signed with a key the server no longer knows) is X "refused by
-the server (invalid_token)", and an expired one with no refresh token is X
-"has expired": the first is refreshed when it can be, neither needs waiting
-for, and both need a login. Exits 0 when every required scheme is
+(revoked, or signed with a key the server no longer knows) shows X "refused
+by the server (invalid_token)"; one that expired with no refresh token shows
+X "has expired". When there is no refresh token, either way, log in again.
+Exits 0 when every required scheme is
 authenticated, 4 otherwise. --json: {"target", "kind", "dialect",
 "authenticated", "hostStateBefore", "hostStateAfter", "schemes": [a scheme of
 authenticate --json, plus "authenticated", "hostBefore", "hostAfter",
