@@ -454,19 +454,36 @@ func tokenExpiry(token string) time.Time {
 // Token returns a usable access token for target (Pick, then Usable):
 // the token command.
 func (cl *Client) Token(ctx context.Context, target, schemeID string) (string, error) {
-	cs, err := cl.Credentials()
-	if err != nil {
-		return "", err
-	}
-	key, err := cs.Pick(ctx, target, schemeID)
-	if err != nil {
-		return "", err
-	}
-	c, err := cs.Usable(ctx, key, target)
+	c, err := cl.TokenCredential(ctx, target, schemeID)
 	if err != nil {
 		return "", err
 	}
 	return c.AccessToken, nil
+}
+
+// TokenCredential is Token's credential, so that the caller can say whose
+// login it is (LoggedInElsewhere).
+func (cl *Client) TokenCredential(ctx context.Context, target, schemeID string) (*store.Credential, error) {
+	cs, err := cl.Credentials()
+	if err != nil {
+		return nil, err
+	}
+	key, err := cs.Pick(ctx, target, schemeID)
+	if err != nil {
+		return nil, err
+	}
+	return cs.Usable(ctx, key, target)
+}
+
+// LoggedInElsewhere is the target c was logged in through when that is not
+// target: an agent host with no login of its own uses the login of its
+// HTTP face, the resource on its own origin (ForTarget); "" otherwise.
+func LoggedInElsewhere(c *store.Credential, target string) string {
+	through := cmp.Or(c.Target, c.Resource)
+	if NormalizeTarget(through) == NormalizeTarget(target) || c.Resource == target {
+		return ""
+	}
+	return through
 }
 
 // Pick finds the one stored credential for target (and schemeID):
