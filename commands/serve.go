@@ -597,7 +597,7 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 		}
 		srv = newHTTPServer(tel.Instrument(ops.Forwarded(opts.TrustedProxies, refuseWhenStale(ctx, guarded, st, opts.RevocationStaleness, logger))), logger)
 		go func() { served <- srv.Serve(ln) }()
-		attrs := []any{"version", serverVersion(), "addr", ln.Addr().String(), "resource", h.Resource(), "resource_metadata", h.ResourceMetadataURL(), "auth_scope", opts.AuthScope}
+		attrs := []any{"addr", ln.Addr().String(), "resource", h.Resource(), "resource_metadata", h.ResourceMetadataURL(), "auth_scope", opts.AuthScope}
 		if iss != nil {
 			attrs = append(attrs, "issuer", issuerOrigin, "auto_approve", opts.AutoApprove)
 			if login != nil {
@@ -618,7 +618,7 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 			}
 			attrs = append(attrs, "metrics", "http://"+maddr+"/metrics")
 		}
-		logger.Info("agent host listening", attrs...)
+		logger.Info("agent host listening", append(attrs, "version", serverVersion())...)
 		if opts.AddrFile != "" {
 			if err := writeFileAtomic(opts.AddrFile, []byte(ln.Addr().String()+"\n")); err != nil {
 				srv.Close()
