@@ -48,11 +48,12 @@ func allowResourceLogin(target, schemeID, resource string) string {
 	return strings.Replace(LoginCommand(target, schemeID), "agentauth login ", "agentauth login --allow-resource "+ShellQuote(resource)+" ", 1)
 }
 
-// ShellQuote is s as one word of a POSIX shell command line: as it is
-// when it holds only characters no shell treats specially, else in single
-// quotes ("stdio:qwen --acp" is 'stdio:qwen --acp'; a ' inside ends the
-// quotes, comes in double quotes and the quotes start again), so a printed command works when pasted
-// (POSIX.1-2024 XCU 2.2.2, Single-Quotes).
+// ShellQuote is s as one word of a POSIX shell command line, so that a
+// printed command works when pasted: as it is when it holds only
+// characters no shell treats specially, else in single quotes
+// ("stdio:qwen --acp" is 'stdio:qwen --acp'; a ' inside ends the quotes,
+// comes in double quotes, and the quotes start again), as POSIX.1-2024
+// XCU 2.2.2 "Single-Quotes" allows.
 func ShellQuote(s string) string { return shellescape.Quote(s) }
 
 // CommandLine is args as a POSIX shell command line, each one ShellQuote'd:

@@ -15,9 +15,13 @@ const develVersion = "(devel)"
 // serverVersion is agentauth's version, one answer wherever it is shown:
 // --version (first word), serve's landing page, MCP serverInfo, ACP
 // clientInfo and serve's start log. It is worked out once (buildVersion).
-var serverVersion = sync.OnceValue(func() string {
+var serverVersion = sync.OnceValue(func() string { return buildVersion(Version, buildInfo()) })
+
+// buildInfo is the binary's build information, read once (nil when the
+// binary has none).
+var buildInfo = sync.OnceValue(func() *debug.BuildInfo {
 	bi, _ := debug.ReadBuildInfo()
-	return buildVersion(Version, bi)
+	return bi
 })
 
 // buildVersion is the version of the build bi describes, written as a Go
@@ -78,10 +82,7 @@ func vcsInfo(bi *debug.BuildInfo) (rev, when string, modified bool) {
 }
 
 // versionString is what --version prints after "agentauth version ".
-func versionString() string {
-	bi, _ := debug.ReadBuildInfo()
-	return describeBuild(serverVersion(), bi)
-}
+func versionString() string { return describeBuild(serverVersion(), buildInfo()) }
 
 // describeBuild is version with what bi says of the build: the commit and
 // its date ("v1.2.3 (commit 1a2b3c4d5e6f, 2026-11-22T21:00:00Z, modified,
