@@ -3,6 +3,7 @@ module github.com/agentauth/agentauth
 go 1.26.8
 
 require (
+	al.essio.dev/pkg/shellescape v1.6.1
 	github.com/cli/oauth v1.2.2
 	github.com/coder/websocket v1.8.15
 	github.com/creack/pty v1.1.24

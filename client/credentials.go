@@ -179,6 +179,15 @@ func (cs *Credentials) Refresh(ctx context.Context, stale *store.Credential, tar
 		bindDPoP(cs.HTTPClient, c)
 		return c, nil
 	}
+	if c.RefreshToken == "" && !renewable(c) && cs.fresh(c) {
+		// Refused before its expiry: "expired" would be untrue.
+		left := ""
+		if !c.Expiry.IsZero() {
+			left = ", which expires in " + RoughDuration(c.Expiry.Sub(cs.Now())) + ","
+		}
+		return nil, &AuthError{Err: fmt.Errorf("the server refused the access token for %s%s and there is no refresh token to get another",
+			DescribeKey(c.Key), left), Hint: LoginCommand(target, c.SchemeID)}
+	}
 	if c, err = cs.refresh(ctx, c, target); err == nil {
 		bindDPoP(cs.HTTPClient, c)
 	}
@@ -260,6 +269,13 @@ func (e *crossOriginError) Error() string {
 		wire.RedactTarget(e.Target), e.Resource, cmp.Or(wire.Origin(e.Resource), e.Resource), where)
 }
 
+// renewable says whether c's grant is run again instead of refreshed:
+// client credentials (RFC 6749 §4.4.3), a JWT bearer assertion, an
+// enterprise-managed one.
+func renewable(c *store.Credential) bool {
+	return c.Grant == wire.GrantClientCredentials || c.Grant == flows.GrantJWTBearer || c.Grant == GrantEnterprise
+}
+
 // fresh reports whether c's access token stays valid for leeway(c). A
 // token without a known expiry is used as is: the server will say.
 func (cs *Credentials) fresh(c *store.Credential) bool {
@@ -270,7 +286,7 @@ func (cs *Credentials) fresh(c *store.Credential) bool {
 // and stores the result.
 func (cs *Credentials) refresh(ctx context.Context, c *store.Credential, target string) (*store.Credential, error) {
 	hint := LoginCommand(target, c.SchemeID)
-	if c.Grant == wire.GrantClientCredentials || c.Grant == flows.GrantJWTBearer || c.Grant == GrantEnterprise {
+	if renewable(c) {
 		return cs.renew(ctx, c, hint)
 	}
 	if c.RefreshToken == "" {
@@ -438,19 +454,36 @@ func tokenExpiry(token string) time.Time {
 // Token returns a usable access token for target (Pick, then Usable):
 // the token command.
 func (cl *Client) Token(ctx context.Context, target, schemeID string) (string, error) {
-	cs, err := cl.Credentials()
-	if err != nil {
-		return "", err
-	}
-	key, err := cs.Pick(ctx, target, schemeID)
-	if err != nil {
-		return "", err
-	}
-	c, err := cs.Usable(ctx, key, target)
+	c, err := cl.TokenCredential(ctx, target, schemeID)
 	if err != nil {
 		return "", err
 	}
 	return c.AccessToken, nil
+}
+
+// TokenCredential is Token's credential, so that the caller can say whose
+// login it is (LoggedInElsewhere).
+func (cl *Client) TokenCredential(ctx context.Context, target, schemeID string) (*store.Credential, error) {
+	cs, err := cl.Credentials()
+	if err != nil {
+		return nil, err
+	}
+	key, err := cs.Pick(ctx, target, schemeID)
+	if err != nil {
+		return nil, err
+	}
+	return cs.Usable(ctx, key, target)
+}
+
+// LoggedInElsewhere is the target c was logged in through when that is not
+// target: an agent host with no login of its own uses the login of its
+// HTTP face, the resource on its own origin (ForTarget); "" otherwise.
+func LoggedInElsewhere(c *store.Credential, target string) string {
+	through := cmp.Or(c.Target, c.Resource)
+	if NormalizeTarget(through) == NormalizeTarget(target) || c.Resource == target {
+		return ""
+	}
+	return through
 }
 
 // Pick finds the one stored credential for target (and schemeID):

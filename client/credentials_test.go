@@ -252,7 +252,7 @@ func TestLoginCommand(t *testing.T) {
 		{"https://mcp.example.com/mcp", "gh", "agentauth login --scheme gh https://mcp.example.com/mcp"},
 		{"stdio:agentauth serve --stdio", "", "agentauth login 'stdio:agentauth serve --stdio'"},
 		{"ws://h/?tkn=s3cret", "", "agentauth login 'ws://h/?tkn=***'"},
-		{"stdio:it's", "", `agentauth login 'stdio:it'\''s'`},
+		{"stdio:it's", "", `agentauth login 'stdio:it'"'"'s'`},
 	} {
 		if got := LoginCommand(tt.target, tt.scheme); got != tt.want {
 			t.Errorf("LoginCommand(%q, %q) = %q, want %q", tt.target, tt.scheme, got, tt.want)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"al.essio.dev/pkg/shellescape"
+
 	"github.com/agentauth/agentauth/wire"
 )
 
@@ -46,15 +48,17 @@ func allowResourceLogin(target, schemeID, resource string) string {
 	return strings.Replace(LoginCommand(target, schemeID), "agentauth login ", "agentauth login --allow-resource "+ShellQuote(resource)+" ", 1)
 }
 
-// ShellQuote quotes s for a POSIX shell when it needs it.
-func ShellQuote(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:@%+=,", r))
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
+// ShellQuote is s as one word of a POSIX shell command line, so that a
+// printed command works when pasted: as it is when it holds only
+// characters no shell treats specially, else in single quotes
+// ("stdio:qwen --acp" is 'stdio:qwen --acp'; a ' inside ends the quotes,
+// comes in double quotes, and the quotes start again), as POSIX.1-2024
+// XCU 2.2.2 "Single-Quotes" allows.
+func ShellQuote(s string) string { return shellescape.Quote(s) }
+
+// CommandLine is args as a POSIX shell command line, each one ShellQuote'd:
+// the form of every command agentauth prints for a user to run.
+func CommandLine(args ...string) string { return shellescape.QuoteCommand(args) }
 
 // IsHTTPTarget reports whether target is an MCP server / protected
 // resource rather than an agent host.

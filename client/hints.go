@@ -1,6 +1,7 @@
 package client
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"syscall"
@@ -42,6 +43,27 @@ func LoginHintFor(target, schemeID string) string {
 		cmd = strings.Replace(cmd, "agentauth login ", "agentauth login --allow-resource "+ShellQuote(r)+" ", 1)
 	}
 	return cmd
+}
+
+// WithScope is the login command cmd (LoginCommand, LoginHint) asking for
+// scope too: the hint after an insufficient_scope refusal (RFC 6750
+// §3.1), since login unites --scope with the scopes the resource
+// requires, and a login without it would get the refused token's scope
+// again.
+func WithScope(cmd, scope string) string {
+	return strings.Replace(cmd, "agentauth login ", "agentauth login --scope "+ShellQuote(scope)+" ", 1)
+}
+
+// EndpointHint is the next step after a 404 at target: when the protected
+// resource metadata of target's origin names another resource there
+// (flows.ResourceAtOrigin, RFC 9728 §3.1), the same command run at that
+// resource, made by command; "" when there is none.
+func (cl *Client) EndpointHint(ctx context.Context, target string, command func(endpoint string) string) string {
+	ep := flows.ResourceAtOrigin(ctx, cl.HTTPClient, target)
+	if ep == "" {
+		return ""
+	}
+	return "The MCP endpoint here is " + ep + " (its protected resource metadata, RFC 9728); run: " + command(ep)
 }
 
 // NextSteps are the hints for err that do not depend on the command: a

@@ -187,6 +187,10 @@ type HostConn struct {
 	// accounts are the host accounts (AHP accounts-channel.md) the
 	// client-brokered deliveries were admitted to, by resource.
 	accounts map[string]string
+	// noAuthBegin is set once the host answered authBegin -32601: it
+	// advertises clientBrokered without the method, so deliveries go
+	// unbound, as to a host without the flow.
+	noAuthBegin bool
 }
 
 // authenticateAccount delivers token to an AHP 1.x host that admits
@@ -197,13 +201,15 @@ type HostConn struct {
 // client-brokered host, the first delivery of a resource is bound to an
 // admission attempt (authBegin) and later ones to the account it was
 // admitted to. A bound delivery answered without that account is an
-// error: the outcome is unconfirmed.
+// error: the outcome is unconfirmed. A host that advertises the flow but
+// answers authBegin -32601 (method not found) gets a plain authenticate,
+// the delivery of a host without it.
 func (hc *HostConn) authenticateAccount(ctx context.Context, r wire.Requirement, token string, c *store.Credential) error {
 	p := wire.AuthenticateParams{Channel: wire.RootChannel, Resource: r.Resource, Token: token}
 	if hc.Init.TakesRevocation() && c != nil && c.Issuer != "" && c.Subject != "" {
 		p.Account = &wire.AuthenticationAccount{Authority: c.Issuer, ID: c.Subject}
 	}
-	if hc.Init.ClientBrokered() && token != "" {
+	if hc.Init.ClientBrokered() && token != "" && !hc.noAuthBegin {
 		if id := hc.accounts[r.Resource]; id != "" {
 			p.Binding = &wire.AuthenticationBinding{Kind: "account", AccountID: id}
 		} else {
@@ -211,13 +217,17 @@ func (hc *HostConn) authenticateAccount(ctx context.Context, r wire.Requirement,
 			err := hc.Client.Call(ctx, wire.MethodAuthBegin, wire.AuthBeginParams{Channel: wire.AccountsChannel,
 				Target: wire.AuthBeginTarget{Consumer: wire.AccountConsumer{Kind: "agent", Provider: hc.Init.ProviderOf(r.Resource), Resource: r.Resource}},
 				Flows:  []wire.AuthFlow{{Kind: wire.AuthFlowClientBrokered}}}, &b)
-			if err != nil {
+			var rpc *wire.Error
+			switch {
+			case errors.As(err, &rpc) && rpc.Code == wire.CodeMethodNotFound:
+				hc.noAuthBegin = true
+			case err != nil:
 				return err
-			}
-			if b.Flow != wire.AuthFlowClientBrokered || b.AttemptID == "" {
+			case b.Flow != wire.AuthFlowClientBrokered || b.AttemptID == "":
 				return fmt.Errorf("authBegin answered flow %q without a client-brokered attempt", b.Flow)
+			default:
+				p.Binding = &wire.AuthenticationBinding{Kind: "attempt", AttemptID: b.AttemptID}
 			}
-			p.Binding = &wire.AuthenticationBinding{Kind: "attempt", AttemptID: b.AttemptID}
 		}
 	}
 	var res wire.AuthenticateResult

@@ -201,7 +201,7 @@ func (cl *Client) TargetStatus(ctx context.Context, target string, showToken boo
 			method = doc.AuthMethods[0].ID
 		}
 		doc.Failure = &AuthError{Err: fmt.Errorf("%s is not authenticated: %s", wire.RedactTarget(target), cmp.Or(st.Message, "no auth method is authenticated")),
-			Hint: "agentauth authenticate --method " + method + " " + wire.RedactTarget(target)}
+			Hint: CommandLine("agentauth", "authenticate", "--method", method, wire.RedactTarget(target))}
 	}
 	return doc, nil
 }

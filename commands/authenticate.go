@@ -351,7 +351,7 @@ func (opts *AuthenticateOptions) runMethod(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(opts.IO.ErrOut, "Running the agent's login command for %s: %s (up to %s)\n", id, safeText(strings.Join(cmd.Args, " ")), timeout)
+		fmt.Fprintf(opts.IO.ErrOut, "Running the agent's login command for %s: %s (up to %s)\n", id, safeText(client.CommandLine(cmd.Args...)), timeout)
 		runErr := opts.runTerminal(ctx, cmd)
 		if ctx.Err() != nil {
 			return opts.methodErr(ctx, ctx.Err(), timeout)

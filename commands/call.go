@@ -290,7 +290,15 @@ func (opts *CallOptions) rpcFailure(method string, err error, reqs []wire.Requir
 	if len(data.Challenges) == 1 {
 		id, resource = client.SchemeHint(reqs, data.Challenges[0].SchemeID), data.Challenges[0].Resource
 	}
-	return &AuthError{Err: errors.New(what), Hint: client.LoginHint(opts.Target, id, resource)}
+	hint := client.LoginHint(opts.Target, id, resource)
+	if len(data.Challenges) == 1 && data.Challenges[0].Error == wire.ErrInsufficientScope {
+		// A plain login would ask for the scope the token already has.
+		if scope := wire.JoinScope(strings.Fields(data.Challenges[0].Scope)); scope != "" {
+			what = method + " needs more scope: " + scope
+			hint = client.WithScope(hint, scope)
+		}
+	}
+	return &AuthError{Err: errors.New(what), Hint: hint}
 }
 
 // printChallenges writes each -32007 challenge for people: scheme, error,

@@ -110,6 +110,12 @@ func runCallHTTP(ctx context.Context, opts *CallOptions) error {
 	req.Choices = opts.Login.choices(secret)
 	raw, err := opts.Client.CallMCP(ctx, req)
 	var failed *client.CallError
+	var missing *wire.HTTPStatusError
+	if errors.As(err, &failed) && errors.As(failed.Err, &missing) && missing.StatusCode == http.StatusNotFound {
+		if hint := opts.Client.EndpointHint(ctx, opts.Target, opts.commandAt); hint != "" {
+			return fmt.Errorf("%w\n%s", err, hint)
+		}
+	}
 	if errors.As(err, &failed) {
 		return opts.httpFailure(failed)
 	}
@@ -117,6 +123,20 @@ func runCallHTTP(ctx context.Context, opts *CallOptions) error {
 		return err
 	}
 	return opts.printJSON(raw)
+}
+
+// commandAt is this call's command line with endpoint as TARGET: METHOD
+// and PARAMS_JSON as given, and --login when it was.
+func (opts *CallOptions) commandAt(endpoint string) string {
+	args := []string{"agentauth", "call"}
+	if opts.Login.Enabled {
+		args = append(args, "--login")
+	}
+	args = append(args, endpoint, opts.Method)
+	if opts.Params != nil {
+		args = append(args, string(opts.Params))
+	}
+	return client.CommandLine(args...)
 }
 
 // httpFailure reports a failed step: a refusal prints the challenge and

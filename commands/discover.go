@@ -162,7 +162,7 @@ func printDiscovery(info *client.TargetInfo, w io.Writer, p Painter) {
 			if m.Command != "" {
 				fmt.Fprintf(w, "    command: %s\n", safeText(m.Command))
 			}
-			fmt.Fprintf(w, "    run: agentauth authenticate --method %s %s\n", safeText(m.ID), safeText(wire.RedactTarget(info.Target)))
+			fmt.Fprintf(w, "    run: %s\n", safeText(client.CommandLine("agentauth", "authenticate", "--method", m.ID, wire.RedactTarget(info.Target))))
 		}
 	}
 	if len(info.Requirements) == 0 && len(info.AuthMethods) == 0 {

@@ -3,7 +3,6 @@ package commands
 import (
 	"fmt"
 	"io"
-	"runtime/debug"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -165,65 +164,6 @@ func commandHelpExtra(name string) string {
 	b.WriteString("\nFlags may come before or after TARGET; \"--\" ends the flags.\n")
 	// urfave renders this as a template: keep our braces literal.
 	return strings.ReplaceAll(b.String(), "{{", `{{"{{"}}`)
-}
-
-// versionString is Version with what the build information says of the
-// build (describeBuild).
-// serverVersion is the version serve announces (MCP serverInfo, the
-// landing page): Version, or the module's release version when Version is
-// the default (go install …@vX.Y.Z), as --version says.
-func serverVersion() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" && Version == "0.1.0-dev" {
-		return bi.Main.Version
-	}
-	return Version
-}
-
-func versionString() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return Version + " (no build information)"
-	}
-	return describeBuild(Version, bi)
-}
-
-// describeBuild is version with the commit and its date from bi
-// ("0.1.0-dev (commit 1a2b3c4d5e6f, 2026-11-22T21:00:00Z, modified,
-// go1.26.0)"). A build without VCS information (go run, go test,
-// GOFLAGS=-buildvcs=false) names the module version instead, "(devel)" for
-// a local build, and never an unknown commit. The default version gives way
-// to the module's when that is a release (go install …@vX.Y.Z).
-func describeBuild(version string, bi *debug.BuildInfo) string {
-	mv := bi.Main.Version
-	if mv != "" && mv != "(devel)" && version == "0.1.0-dev" {
-		version = mv
-	}
-	var rev, when, modified string
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.time":
-			when = s.Value
-		case "vcs.modified":
-			if s.Value == "true" {
-				modified = ", modified"
-			}
-		}
-	}
-	if Commit != "" { // stamped at build time (GoReleaser), where Go records none
-		rev, when, modified = Commit, Date, ""
-	}
-	switch {
-	case rev != "":
-		if len(rev) > 12 {
-			rev = rev[:12]
-		}
-		return fmt.Sprintf("%s (commit %s, %s%s, %s)", version, rev, when, modified, bi.GoVersion)
-	case mv != "" && mv != version:
-		return fmt.Sprintf("%s (module %s, %s)", version, mv, bi.GoVersion)
-	}
-	return fmt.Sprintf("%s (%s)", version, bi.GoVersion)
 }
 
 // unknownCommand refuses name, suggesting the nearest command.

@@ -24,6 +24,15 @@ store, without contacting the authorization server: the tokens stay valid at
 the server until they expire. To revoke them there too, use token-revoke.
 Output as token-revoke's, --json included.
 
+What is deleted is what TARGET uses: the credentials logged in through it;
+for an agent host (ws://H) with none of its own, the logins of its HTTP face
+(the resource on its own origin, login http://H/mcp), which it falls back
+on. When TARGET still has a credential afterwards (logout ws://H while a
+login through http://H/mcp remains, which token ws://H would print), each is
+named with the logout that removes it (--json: "remaining": [{"resource",
+"loggedInThrough", "schemeId", "logoutCommand"}]); token ws://H, using it,
+says so on stderr.
+
 --agent (agent hosts and ACP agents: ws://, wss://, stdio:) first asks the
 agent to sign out too: an ACP agent's logout, or, to an AHP 1.x host that
 advertises accountRevocation, auth/revoked for each stored credential's

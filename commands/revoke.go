@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -70,6 +71,47 @@ One line per credential on stderr; --json prints {"target", "credentials":
 type revokeDoc struct {
 	Target      string                `json:"target"`
 	Credentials []client.RevokeResult `json:"credentials"`
+	// Remaining are the credentials TARGET still uses: its HTTP face's
+	// logins, for an agent host (remainingFor).
+	Remaining []remainingCredential `json:"remaining,omitempty"`
+}
+
+// remainingCredential is a stored credential that TARGET still uses after
+// logout or token-revoke, and the command that removes it.
+type remainingCredential struct {
+	Resource      string `json:"resource"`
+	Through       string `json:"loggedInThrough"`
+	SchemeID      string `json:"schemeId,omitempty"`
+	LogoutCommand string `json:"logoutCommand"`
+}
+
+// forResource is " for resource R" when R is not the login's target itself.
+func forResource(through, resource string) string {
+	if client.NormalizeTarget(through) == client.NormalizeTarget(resource) {
+		return ""
+	}
+	return " for resource " + resource
+}
+
+// remainingFor lists what target still uses once its own credentials are
+// gone (client.StoredFor: an agent host falls back to the logins of its
+// HTTP face, the resource on its own origin), and says so on stderr with
+// the logout that removes each: token TARGET would print it otherwise.
+func (opts *RevokeOptions) remainingFor(ctx context.Context) []remainingCredential {
+	rest, err := opts.Client.StoredFor(ctx, opts.Target, opts.SchemeID)
+	if err != nil {
+		return nil
+	}
+	var out []remainingCredential
+	p := opts.IO.ErrPainter()
+	for _, c := range rest {
+		through := wire.RedactTarget(cmp.Or(c.Target, c.Resource))
+		r := remainingCredential{Resource: c.Resource, Through: through, SchemeID: c.SchemeID, LogoutCommand: client.CommandLine("agentauth", "logout", through)}
+		out = append(out, r)
+		fmt.Fprintf(opts.IO.ErrOut, "%s %s still has a credential: the login through %s%s, which it uses when it has none of its own.\nTo remove it too, run: %s\n",
+			p.Yellow("!"), safeText(wire.RedactTarget(opts.Target)), safeText(through), safeText(forResource(through, c.Resource)), safeText(r.LogoutCommand))
+	}
+	return out
 }
 
 func runRevoke(ctx context.Context, opts *RevokeOptions) error {
@@ -90,8 +132,12 @@ func runRevoke(ctx context.Context, opts *RevokeOptions) error {
 	if err != nil {
 		return err
 	}
+	var remaining []remainingCredential
+	if failed == 0 {
+		remaining = opts.remainingFor(ctx)
+	}
 	if opts.JSON {
-		doc := revokeDoc{Target: wire.RedactTarget(opts.Target), Credentials: results}
+		doc := revokeDoc{Target: wire.RedactTarget(opts.Target), Credentials: results, Remaining: remaining}
 		if err := writeJSONIndent(opts.IO.Out, doc); err != nil {
 			return err
 		}

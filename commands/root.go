@@ -29,10 +29,11 @@ import (
 	"github.com/agentauth/agentauth/wire"
 )
 
-// Version is the agentauth version, set at build time with
-// -ldflags "-X github.com/agentauth/agentauth/commands.Version=…";
-// --version adds the commit and its date from the build information.
-var Version = "0.1.0-dev"
+// Version is the version a release build stamps with
+// -ldflags "-X github.com/agentauth/agentauth/commands.Version=v1.2.3"
+// (GoReleaser); empty otherwise. What agentauth reports is buildVersion's
+// answer (version.go).
+var Version string
 
 // Commit and Date are the commit and its date, stamped at build time like
 // Version (-X …commands.Commit=… -X …commands.Date=…) where the build has
@@ -40,7 +41,7 @@ var Version = "0.1.0-dev"
 var Commit, Date string
 
 // ACP's clientInfo names this version (wire.NewInitializeParams).
-func init() { wire.ClientVersion = Version }
+func init() { wire.ClientVersion = serverVersion() }
 
 // Main runs agentauth with the process's arguments and returns the exit
 // code. The first SIGINT or SIGTERM cancels the command's context (the

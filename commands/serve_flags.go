@@ -323,7 +323,7 @@ func (opts *ServeOptions) storedToken() func(ctx context.Context, schemeID, reso
 		r := wire.Requirement{SchemeID: schemeID, Resource: resource, AuthorizationServers: servers}
 		c := client.CredentialFor(creds, resource, r)
 		if c == nil {
-			return "", fmt.Errorf("agentauth stores no credential for %s; run: agentauth login %s", resource, resource)
+			return "", fmt.Errorf("agentauth stores no credential for %s; run: %s", resource, client.LoginCommand(resource, ""))
 		}
 		cur, err := cs.Usable(ctx, c.Key, resource)
 		if err != nil {

@@ -55,7 +55,11 @@ With TARGET: connect and initialize; ask the host what it already holds
 (getAuthState or auth/status, when advertised); authenticate with the stored
 credentials (refreshed when needed); ask again. Both answers are shown per
 scheme. HTTP targets: one MCP request with the stored token, and the
-answer's status and challenge. Exits 0 when every required scheme is
+answer's status and challenge. A token the server refuses before it expires
+(revoked, or signed with a key the server no longer knows) shows X "refused
+by the server (invalid_token)"; one that expired with no refresh token shows
+X "has expired". When there is no refresh token, either way, log in again.
+Exits 0 when every required scheme is
 authenticated, 4 otherwise. --json: {"target", "kind", "dialect",
 "authenticated", "hostStateBefore", "hostStateAfter", "schemes": [a scheme of
 authenticate --json, plus "authenticated", "hostBefore", "hostAfter",
@@ -249,7 +253,7 @@ func printTargetStatus(doc *client.TargetStatusDoc, w io.Writer, p Painter) {
 	case len(doc.Schemes) == 0 && len(doc.AuthMethods) > 0:
 		fmt.Fprintln(w, "  authenticated: unknown (the agent does not report its auth state: no auth/status)")
 		printACPMethods(w, doc.AuthMethods)
-		fmt.Fprintf(w, "  To authenticate, run: agentauth authenticate --method ID %s\n", safeText(doc.Target))
+		fmt.Fprintf(w, "  To authenticate, run: %s\n", safeText(client.CommandLine("agentauth", "authenticate", "--method", "ID", doc.Target)))
 	case len(doc.Schemes) == 0:
 		fmt.Fprintln(w, "  (declares no auth requirement)")
 	}
@@ -292,6 +296,11 @@ func headline(s *client.TargetSchemeStatus, p Painter) string {
 		return p.Green("✓") + " " + s.Name() + ": authenticated with a token the host already holds (none stored here)"
 	case s.Authenticated:
 		return p.Yellow("!") + " " + s.Name() + ": authenticated with a token the host already holds; ours was refused: " + s.Reason()
+	case s.Credential != nil && s.Credential.State != client.StateExpired && s.Error == wire.ErrInvalidToken:
+		// Refused, not expired: "Stored:" below says when it expires.
+		r := s.SchemeResult
+		r.Error = "refused by the server (" + r.Error + ")"
+		return schemeLine(&r, p, "accepted")
 	}
 	return schemeLine(&s.SchemeResult, p, "accepted")
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/agentauth/agentauth/client"
+	"github.com/agentauth/agentauth/wire"
 )
 
 // TokenOptions are token's inputs.
@@ -34,7 +35,9 @@ TARGET is what you logged in to (ws://…, stdio:…, or the resource URL).
 A token that expires within 60 s is refreshed first (with the resource
 parameter; concurrent refreshes are serialised by the store lock, so a
 rotating refresh token is used once). Nothing is logged in by itself: with no
-usable credential, token exits 4 and prints the login command to run.`,
+usable credential, token exits 4 and prints the login command to run. An
+agent host (ws://H) with no login of its own uses the login of its HTTP face
+(login http://H/mcp), and says so on stderr.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "scheme", Usage: "the scheme `ID`, when TARGET has credentials for several", Destination: &opts.SchemeID},
 		},
@@ -50,10 +53,15 @@ usable credential, token exits 4 and prints the login command to run.`,
 }
 
 func runToken(ctx context.Context, opts *TokenOptions) error {
-	token, err := opts.Client.Token(ctx, opts.Target, opts.SchemeID)
+	c, err := opts.Client.TokenCredential(ctx, opts.Target, opts.SchemeID)
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintln(opts.IO.Out, token)
+	if through := client.LoggedInElsewhere(c, opts.Target); through != "" {
+		// Not silently: after logout TARGET, this is what remains.
+		fmt.Fprintf(opts.IO.ErrOut, "Using the login through %s%s: %s has none of its own.\n",
+			safeText(wire.RedactTarget(through)), safeText(forResource(through, c.Resource)), safeText(wire.RedactTarget(opts.Target)))
+	}
+	_, err = fmt.Fprintln(opts.IO.Out, c.AccessToken)
 	return err
 }

@@ -181,22 +181,26 @@ func (c *callback) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var res callbackResult
+	var refused *wire.OAuthError
 	switch {
 	case q.Has("iss") && q.Get("iss") != c.issuer:
 		res.err = fmt.Errorf("%w: it names issuer %q, the login went to %q (RFC 9207)", ErrResponseIssuer, q.Get("iss"), c.issuer)
 	case !q.Has("iss") && c.requireIss:
 		res.err = fmt.Errorf("%w: %s says it sends iss, and this response has none (RFC 9207)", ErrResponseIssuer, c.issuer)
 	case q.Get("error") != "":
-		oe := sanitized(wire.OAuthError{Code: q.Get("error"), Description: q.Get("error_description"), URI: q.Get("error_uri")})
-		res.err = fmt.Errorf("%w: %w", ErrAuthorizationRefused, oe)
+		refused = sanitized(wire.OAuthError{Code: q.Get("error"), Description: q.Get("error_description"), URI: q.Get("error_uri")})
+		res.err = fmt.Errorf("%w: %w", ErrAuthorizationRefused, refused)
 	case q.Get("code") == "":
 		res.err = errors.New("the authorization response has no code")
 	default:
 		res.code = q.Get("code")
 	}
-	if res.err != nil {
+	switch {
+	case refused != nil:
+		page(w, http.StatusBadRequest, "Login failed", refusalPage(refused))
+	case res.err != nil:
 		page(w, http.StatusBadRequest, "Login failed", res.err.Error())
-	} else {
+	default:
 		page(w, http.StatusOK, "Logged in", "agentauth received the authorization. You can close this window and return to the terminal.")
 	}
 	select {

@@ -4,6 +4,8 @@ import (
 	"html/template"
 	"net/http"
 	"sync"
+
+	"al.essio.dev/pkg/shellescape"
 )
 
 // Landing describes the server on its landing page.
@@ -22,7 +24,7 @@ type Link struct{ Title, URL string }
 // landingPage is parsed on first use (only serve shows it; a CLI command
 // would pay for the parse at start-up).
 var landingPage = sync.OnceValue(func() *template.Template {
-	return template.Must(template.New("landing").Parse(`<!doctype html>
+	return template.Must(template.New("landing").Funcs(template.FuncMap{"shellquote": shellescape.Quote}).Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>agentauth</title>
 <meta name="viewport" content="width=device-width, initial-scale=1"></head>
 <body>
@@ -30,7 +32,7 @@ var landingPage = sync.OnceValue(func() *template.Template {
 <p>This is an agentauth agent host: an MCP server at <code>{{.Resource}}</code>, an agent host
 over WebSocket on this address, and the authorization metadata below. It is meant for
 agents and command-line clients, not browsers. To sign in from a terminal, run:</p>
-<pre>agentauth login {{.Resource}}</pre>
+<pre>agentauth login {{shellquote .Resource}}</pre>
 <ul>
 {{range .Links}}<li><a href="{{.URL}}">{{.Title}}</a></li>
 {{end}}<li><a href="/healthz">/healthz</a> and <a href="/readyz">/readyz</a></li>

@@ -415,7 +415,7 @@ func (s *Server) announce(ctx context.Context) error {
 		}
 		attrs = append(attrs, "metrics", "http://"+maddr+"/metrics")
 	}
-	s.logger.Info("agent host listening", attrs...)
+	s.logger.Info("agent host listening", append(attrs, "version", opts.Version)...)
 	if opts.AddrFile != "" {
 		return atomicfile.Write(opts.AddrFile, []byte(addr+"\n"))
 	}

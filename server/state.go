@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"time"
 
+	"al.essio.dev/pkg/shellescape"
 	"github.com/zalando/go-keyring"
 
 	"github.com/agentauth/agentauth/state"
@@ -43,14 +44,14 @@ func readStateKey(path string) ([]byte, error) {
 		return nil, fmt.Errorf("cannot read --state-key-file: %w", err)
 	}
 	if runtime.GOOS != "windows" && fi.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("cannot use --state-key-file %s: others may read it (mode %v)\nTo restrict it, run: chmod 600 %s", path, fi.Mode().Perm(), path)
+		return nil, fmt.Errorf("cannot use --state-key-file %s: others may read it (mode %v)\nTo restrict it, run: %s", path, fi.Mode().Perm(), shellescape.QuoteCommand([]string{"chmod", "600", path}))
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read --state-key-file: %w", err)
 	}
 	if len(bytes.TrimSpace(b)) < minStateKeyBytes {
-		return nil, fmt.Errorf("cannot use --state-key-file %s: it holds fewer than %d bytes\nTo make one, run: head -c 32 /dev/urandom | base64 > %s; chmod 600 %s", path, minStateKeyBytes, path, path)
+		return nil, fmt.Errorf("cannot use --state-key-file %s: it holds fewer than %d bytes\nTo make one, run: head -c 32 /dev/urandom | base64 > %s; chmod 600 %[3]s", path, minStateKeyBytes, shellescape.Quote(path))
 	}
 	sum := sha256.Sum256(bytes.TrimSpace(b))
 	return sum[:], nil

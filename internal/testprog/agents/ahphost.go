@@ -26,6 +26,7 @@ import (
 func ahpVersionedHostMain() {
 	vscode := flag.Bool("vscode", false, `answer authenticate with {"authenticated": true}`)
 	brokered := flag.Bool("brokered", os.Getenv("AHP_HOST_BROKERED") != "", "advertise authentication.flows clientBrokered: authenticate needs a binding from authBegin (default: $AHP_HOST_BROKERED set)")
+	noBegin := flag.Bool("no-authbegin", os.Getenv("AHP_HOST_NO_AUTHBEGIN") != "", "with -brokered: answer authBegin -32601 and take unbound deliveries, as a host that advertises the flow without the method (default: $AHP_HOST_NO_AUTHBEGIN set)")
 	as := flag.String("as", "https://github.com/login/oauth", "the authorization server the protected resource names")
 	flag.Parse()
 	if flag.NArg() != 1 {
@@ -84,6 +85,11 @@ func ahpVersionedHostMain() {
 			}
 			send(map[string]any{"id": m.ID, "result": res})
 		case "authBegin":
+			if *noBegin {
+				fmt.Fprintln(os.Stderr, "host: authBegin refused (-32601)")
+				fail(m.ID, -32601, "method not found", nil)
+				continue
+			}
 			target, _ := m.Params["target"].(map[string]any)
 			consumer, _ := target["consumer"].(map[string]any)
 			if !*brokered || m.Params["channel"] != "ahp-accounts://" || consumer["provider"] != "copilot" || consumer["resource"] != "https://api.github.com" {
@@ -98,7 +104,7 @@ func ahpVersionedHostMain() {
 			fmt.Fprintf(os.Stderr, "host: authenticate account=%s binding=%v\n", account, binding["kind"])
 			token, _ := m.Params["token"].(string)
 			valid := token == "gho_good" || strings.Count(token, ".") == 2 // or a JWT from serve's issuer
-			if *brokered && valid {
+			if *brokered && valid && !*noBegin {
 				switch {
 				case binding["kind"] == "attempt" && binding["attemptId"] == fmt.Sprintf("attempt-%d", attempts):
 				case binding["kind"] == "account" && binding["accountId"] == "account-1":

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html"
 	"io"
 	"net"
 	"net/http"
@@ -33,7 +34,8 @@ func init() {
 	}
 	// browser-consent DECISION URL is a $BROWSER that answers the embedded
 	// issuer's consent page with Approve or Deny and follows the redirect
-	// to the loopback callback.
+	// to the loopback callback; with $BROWSER_PAGE set, it writes the text
+	// of the page it ends on there.
 	programs["browser-consent"] = browserConsent
 
 	cmds["portenv"] = portEnv
@@ -67,9 +69,26 @@ func browserConsent() {
 	if err != nil {
 		fail("%v", err)
 	}
+	page, _ = io.ReadAll(io.LimitReader(resp.Body, 1<<16))
 	resp.Body.Close()
 	fmt.Fprintf(os.Stderr, "browser-consent: %s answered, the callback said %s\n", os.Args[1], resp.Status)
+	// What a person reads there, the heading and the paragraph, goes to
+	// $BROWSER_PAGE when set (whole, by a rename: a script waits for it).
+	if name := os.Getenv("BROWSER_PAGE"); name != "" {
+		var text strings.Builder
+		for _, m := range pageTextRE.FindAllSubmatch(page, -1) {
+			text.WriteString(html.UnescapeString(string(m[1])) + "\n")
+		}
+		if err := os.WriteFile(name+".tmp", []byte(text.String()), 0o600); err != nil {
+			fail("%v", err)
+		}
+		if err := os.Rename(name+".tmp", name); err != nil {
+			fail("%v", err)
+		}
+	}
 }
+
+var pageTextRE = regexp.MustCompile(`<(?:h1|p)>([^<]*)</(?:h1|p)>`)
 
 // portEnv sets VAR to the port of the HOST:PORT in FILE (an address
 // file), to name a server by another host name. Usage: portenv VAR FILE
