@@ -373,6 +373,9 @@ func (cl *Client) standardGrant(ctx context.Context, st store.Store, md *wire.Au
 		tok, err = cl.runGrant(ctx, req, md, client, scopes, resource)
 	}
 	if err != nil {
+		if errors.Is(err, flows.ErrInvalidClient) && reg.Source == clientSourcePreregistered {
+			return nil, nil, fmt.Errorf("cannot log in: %w\nCheck the client ID (--client-id) and its secret: the server knows no such client, or refuses its secret.", err)
+		}
 		return nil, nil, loginError(err, req.Target, req.Requirement.SchemeID)
 	}
 	return tok, reg, nil
