@@ -35,7 +35,8 @@
 //     redirect URI accepts (a server requiring PKCE, as OAuth 2.1 and MCP
 //     do, answers invalid_request there and keeps nothing); a redirect
 //     elsewhere carrying error=, as ORY Hydra sends to its error page, or
-//     a 400, 404 or 410 page refuses; anything else (a sign-in page, a
+//     a 400, 404 or 410 page refuses (unless it is about the PKCE
+//     challenge the probe left out); anything else (a sign-in page, a
 //     gateway's 401 or 403, a 5xx) lets the login go on. A server that
 //     requires no PKCE answers with its sign-in page, as to a browser
 //     that went away.

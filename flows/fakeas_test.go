@@ -30,9 +30,10 @@ type fakeAS struct {
 	grantedScope string
 	// token answers the token endpoint; nil uses the default grants.
 	token func(w http.ResponseWriter, form url.Values)
-	// firstAuthorize, when set, answers the first authorization request
-	// (the one the flow sends without a browser) instead of the default.
-	firstAuthorize func(w http.ResponseWriter, r *http.Request)
+	// probe, when set, answers the authorization requests without a PKCE
+	// challenge (the ones the flow sends without a browser) instead of the
+	// default.
+	probe func(w http.ResponseWriter, r *http.Request)
 	// devicePolls are the answers to successive device token polls: an
 	// RFC 8628 error code, or "" for a token.
 	devicePolls []string
@@ -131,9 +132,9 @@ func (as *fakeAS) authorize(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	as.mu.Lock()
 	as.authorizations++
-	if first := as.firstAuthorize; first != nil && as.authorizations == 1 {
+	if probe := as.probe; probe != nil && !q.Has("code_challenge") {
 		as.mu.Unlock()
-		first(w, r)
+		probe(w, r)
 		return
 	}
 	as.authorizeQ = q

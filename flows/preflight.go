@@ -84,9 +84,12 @@ func checkClient(ctx context.Context, hc *http.Client, tokenEndpoint string, cli
 //   - a redirect elsewhere that carries error= (ORY Hydra sends its
 //     refusals to its error page this way): refused.
 //   - 400, 404 or 410: the server's own error page, which never sends the
-//     browser back: refused, with the page's words.
+//     browser back: refused, with the page's words; unless they are about
+//     the PKCE challenge the probe left out (a server that shows a page
+//     for that, rather than sending it back, checked the client first).
 //   - anything else (a sign-in page, a redirect to one, a 401 or 403 of a
-//     gateway that challenges browsers, a 5xx): the login goes on.
+//     gateway that challenges browsers, a 5xx, no answer): the login goes
+//     on.
 //
 // A refusal wraps ErrAuthorizationRequestRefused, and ErrInvalidClient too
 // when the server says invalid_client.
@@ -102,7 +105,9 @@ func probeAuthorization(ctx context.Context, hc *http.Client, authURL, redirectU
 	req.Header.Set("User-Agent", PreflightUserAgent)
 	resp, body, err := do(ctx, hc, req, DefaultFetchTimeout)
 	if err != nil {
-		return fmt.Errorf("cannot reach the authorization endpoint: %w", err)
+		// Only the browser must reach it (through a proxy, or trusting a
+		// certificate authority, of its own): nothing was learnt.
+		return nil
 	}
 	endpoint := *req.URL
 	endpoint.RawQuery, endpoint.Fragment = "", ""
@@ -123,6 +128,11 @@ func probeAuthorization(ctx context.Context, hc *http.Client, authURL, redirectU
 		return fmt.Errorf("%w: %s: %w", ErrAuthorizationRequestRefused, endpoint.String(), oe)
 	case resp.StatusCode == http.StatusBadRequest || resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusGone:
 		se := &HTTPStatusError{URL: endpoint.String(), StatusCode: resp.StatusCode, Detail: pageText(resp, body)}
+		if mentionsPKCE(se.Detail) {
+			// The probe's missing challenge, refused on a page rather than
+			// at the redirect URI: the browser's request has one.
+			return nil
+		}
 		if oe, ok := oauthError(resp, body).(*wire.OAuthError); ok {
 			if oe.Code == "invalid_client" {
 				return fmt.Errorf("%w: %s: %w: %w", ErrAuthorizationRequestRefused, endpoint.String(), ErrInvalidClient, oe)
@@ -132,6 +142,12 @@ func probeAuthorization(ctx context.Context, hc *http.Client, authURL, redirectU
 		return fmt.Errorf("%w: %w", ErrAuthorizationRequestRefused, se)
 	}
 	return nil
+}
+
+// mentionsPKCE reports whether an error page is about PKCE (RFC 7636).
+func mentionsPKCE(text string) bool {
+	t := strings.ToLower(text)
+	return strings.Contains(t, "code_challenge") || strings.Contains(t, "pkce")
 }
 
 // sameEndpoint reports whether u is redirectURI with any query.
