@@ -46,7 +46,12 @@ if [ ! -x "$bin" ]; then
 	mv "$bin.tmp" "$bin"
 	rm -rf "$src"
 fi
-"$bin" version | grep -q "$version" || { echo "run.sh: $bin is not Hydra $version" >&2; exit 1; }
+# Its whole output first: grep -q would stop reading, and pipefail take
+# Hydra's SIGPIPE for a failure.
+case "$("$bin" version)" in
+*"Version:"*"$version"*) ;;
+*) echo "run.sh: $bin is not Hydra $version" >&2; exit 1 ;;
+esac
 export AGENTAUTH_HYDRA="$bin"
 
 cd "$root"
