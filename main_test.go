@@ -17,6 +17,7 @@ import (
 	"github.com/agentauth/agentauth/internal/testprog/gateway"
 	"github.com/agentauth/agentauth/internal/testprog/github"
 	"github.com/agentauth/agentauth/internal/testprog/gosdk"
+	"github.com/agentauth/agentauth/internal/testprog/hydra"
 	"github.com/agentauth/agentauth/internal/testprog/machine"
 	"github.com/agentauth/agentauth/internal/testprog/mcp"
 	"github.com/agentauth/agentauth/internal/testprog/ops"
@@ -62,6 +63,7 @@ var testprogs = []struct {
 	{gateway.Programs, gateway.Cmds},
 	{github.Programs, github.Cmds},
 	{gosdk.Programs, nil},
+	{hydra.Programs, hydra.Cmds},
 	{machine.Programs, machine.Cmds},
 	{mcp.Programs, mcp.Cmds},
 	{ops.Programs, ops.Cmds},
@@ -135,10 +137,13 @@ func TestScripts(t *testing.T) {
 }
 
 // scriptCondition answers the custom script conditions: [oidc] (package
-// signin) and [chromium] (package browser).
+// signin), [chromium] (package browser) and [hydra] (package hydra).
 func scriptCondition(cond string) (bool, error) {
-	if cond == "chromium" {
+	switch cond {
+	case "chromium":
 		return browser.Condition(cond)
+	case "hydra":
+		return hydra.Condition(cond)
 	}
 	return signin.Condition(cond)
 }

@@ -1,8 +1,11 @@
 package client
 
 import (
+	"errors"
 	"fmt"
+	"net/http"
 
+	"github.com/agentauth/agentauth/flows"
 	"github.com/agentauth/agentauth/wire"
 )
 
@@ -32,4 +35,33 @@ func legacyMetadata(r *RequirementInfo, e Endpoints) (*wire.AuthServerMetadata, 
 	return &wire.AuthServerMetadata{Issuer: issuer, AuthorizationEndpoint: e.Authorization, TokenEndpoint: e.Token,
 		DeviceAuthorizationEndpoint: e.DeviceAuthorization, RevocationEndpoint: e.Revocation,
 		CodeChallengeMethodsSupported: []string{"S256"}}, warning
+}
+
+// guessedRegistrationError is a failed registration at the MCP 2025-03-26
+// default /register of a server without metadata: most such servers have
+// no OAuth at that path at all, so it says so (status only, never their
+// HTML) and is an ErrNoAuthServerMetadata, whose hint names the endpoint
+// flags and --client-id (NextSteps).
+func guessedRegistrationError(md *wire.AuthServerMetadata, err error) error {
+	why := err.Error()
+	var se *flows.HTTPStatusError
+	if errors.As(err, &se) {
+		why = fmt.Sprintf("HTTP %d", se.StatusCode)
+	}
+	return fmt.Errorf("cannot log in: %s publishes no OAuth metadata, and the MCP 2025-03-26 default registration endpoint %s did not register a client (%s): %w",
+		md.Issuer, md.RegistrationEndpoint, why, flows.ErrNoAuthServerMetadata)
+}
+
+// guessedEndpointError is a failed login at the MCP 2025-03-26 default
+// endpoints of a server without metadata: when they do not answer as
+// OAuth endpoints (checked before the browser opens), it says so and is an
+// ErrNoAuthServerMetadata, whose hint names the endpoint flags; any other
+// failure is loginError's.
+func guessedEndpointError(md *wire.AuthServerMetadata, err error, target, schemeID string) error {
+	var se *flows.HTTPStatusError
+	if !errors.As(err, &se) || se.StatusCode != http.StatusNotFound && se.StatusCode != http.StatusMethodNotAllowed {
+		return loginError(err, target, schemeID)
+	}
+	return fmt.Errorf("cannot log in: %s publishes no OAuth metadata, and the MCP 2025-03-26 default endpoints are not there (HTTP %d from %s): %w",
+		md.Issuer, se.StatusCode, se.URL, flows.ErrNoAuthServerMetadata)
 }

@@ -202,18 +202,21 @@ func (cl *Client) Login(ctx context.Context, req LoginRequest) (*store.Credentia
 	}
 	md := r.AuthServer
 	if gh == nil && req.Endpoints.Set() {
-		// Only where discovery found no document: the flags never replace
-		// a document that failed its checks.
-		if md == nil && r.Err != nil {
+		// Wherever discovery found no document (none, one that failed its
+		// checks, or only the MCP 2025-03-26 defaults guessed for a server
+		// without metadata), the user's endpoints are used, never invented
+		// ones; a published document wins over them.
+		switch {
+		case md == nil && r.Err != nil || md != nil && md.Guessed:
 			var warning string
 			md, warning = legacyMetadata(r, req.Endpoints)
-			if !errors.Is(r.Err, flows.ErrNoAuthServerMetadata) {
+			if r.Err != nil && !errors.Is(r.Err, flows.ErrNoAuthServerMetadata) {
 				// A document that failed its checks: the user's endpoints
 				// stand in for it, and the refusal is said first.
 				warning = "the authorization server metadata was refused: " + r.Err.Error() + "; using the endpoints given on the command line instead; nothing about this server could be verified (issuer, PKCE support, client authentication)."
 			}
 			cl.UI.Warn(warning)
-		} else if md != nil {
+		case md != nil:
 			cl.UI.Warn(md.Issuer + " publishes its metadata: the endpoints given on the command line are not used.")
 		}
 	}
@@ -373,6 +376,12 @@ func (cl *Client) standardGrant(ctx context.Context, st store.Store, md *wire.Au
 		tok, err = cl.runGrant(ctx, req, md, client, scopes, resource)
 	}
 	if err != nil {
+		if md.Guessed {
+			return nil, nil, guessedEndpointError(md, err, req.Target, req.Requirement.SchemeID)
+		}
+		if errors.Is(err, flows.ErrInvalidClient) && reg.Source == clientSourcePreregistered {
+			return nil, nil, fmt.Errorf("cannot log in: %w\nCheck the client ID (--client-id) and its secret: the server knows no such client, or refuses its secret.", err)
+		}
 		return nil, nil, loginError(err, req.Target, req.Requirement.SchemeID)
 	}
 	return tok, reg, nil
@@ -504,21 +513,6 @@ func (cl *Client) registerOnce(ctx context.Context, st store.Store, md *wire.Aut
 		cl.logger().Warn("cannot store the client registration", "issuer", md.Issuer, "err", err)
 	}
 	return reg, false, nil
-}
-
-// guessedRegistrationError is a failed registration at the MCP 2025-03-26
-// default /register of a server without metadata: most such servers have
-// no OAuth at that path at all, so it says so (status only, never their
-// HTML) and is an ErrNoAuthServerMetadata, whose hint names the endpoint
-// flags and --client-id (NextSteps).
-func guessedRegistrationError(md *wire.AuthServerMetadata, err error) error {
-	why := err.Error()
-	var se *flows.HTTPStatusError
-	if errors.As(err, &se) {
-		why = fmt.Sprintf("HTTP %d", se.StatusCode)
-	}
-	return fmt.Errorf("cannot log in: %s publishes no OAuth metadata, and the MCP 2025-03-26 default registration endpoint %s did not register a client (%s): %w",
-		md.Issuer, md.RegistrationEndpoint, why, flows.ErrNoAuthServerMetadata)
 }
 
 // registerClient registers agentauth as a public native client with the

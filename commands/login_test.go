@@ -230,8 +230,10 @@ func TestLogin(t *testing.T) {
 			},
 			wantErr: []string{`no longer accepts the stored client forgotten; choosing the client again\.$`, `✓ Logged in to`},
 			check: func(t *testing.T, as *oauthfake.Server, tf *testFactory) {
-				if as.Registered != 1 || len(as.AuthorizeQuery) != 2 || as.AuthorizeQuery[1].Get("client_id") != "dcr-1" {
-					t.Errorf("registered %d, %d authorizations", as.Registered, len(as.AuthorizeQuery))
+				// Found out before the browser was sent: one sign-in, with
+				// the new client.
+				if as.Registered != 1 || len(as.AuthorizeQuery) != 1 || as.AuthorizeQuery[0].Get("client_id") != "dcr-1" || len(as.PreflightForms) != 2 {
+					t.Errorf("registered %d, %d authorizations, %d client checks", as.Registered, len(as.AuthorizeQuery), len(as.PreflightForms))
 				}
 				c, err := tf.st.Get(context.Background(), store.Key{Resource: as.Resource(), Issuer: as.URL})
 				if err != nil || c.Client.ClientID != "dcr-1" {
@@ -246,10 +248,11 @@ func TestLogin(t *testing.T) {
 				putOther(t, tf, as, store.ClientRegistration{ClientID: "forgotten", AuthMethod: "none", Source: "preregistered"})
 			},
 			wantCode: ExitError,
-			wantErr:  []string{`^agentauth: cannot log in: cannot exchange the authorization code: the authorization server rejected the client: invalid_client`},
+			wantErr: []string{`^agentauth: cannot log in: http://127\.0\.0\.1:\d+/token does not know the client forgotten: the authorization server rejected the client: invalid_client`,
+				`^Check the client ID \(--client-id\) and its secret: the server knows no such client, or refuses its secret\.$`},
 			check: func(t *testing.T, as *oauthfake.Server, tf *testFactory) {
-				if as.Registered != 0 || len(as.AuthorizeQuery) != 1 {
-					t.Errorf("registered %d, %d authorizations; want 0 and 1", as.Registered, len(as.AuthorizeQuery))
+				if as.Registered != 0 || len(as.AuthorizeQuery) != 0 || as.Probes != 0 {
+					t.Errorf("registered %d, %d authorizations, %d probes; want none: the browser is not sent", as.Registered, len(as.AuthorizeQuery), as.Probes)
 				}
 			},
 		},

@@ -47,6 +47,9 @@ type AuthCodeRequest struct {
 	OpenURL func(url string) error
 	// Timeout bounds the wait for the browser; 0 means DefaultLoginTimeout.
 	Timeout time.Duration
+	// NoPreflight skips the checks made before the browser is sent
+	// (checkClient, probeAuthorization).
+	NoPreflight bool
 }
 
 // AuthorizationCode runs the authorization code grant: it listens on the
@@ -59,6 +62,12 @@ type AuthCodeRequest struct {
 // AS advertises authorization_response_iss_parameter_supported, ends the
 // flow (RFC 9207 §2.4). An error= response ends it with ErrAuthorizationRefused
 // and the AS's *wire.OAuthError. The listener is closed on every return.
+//
+// Before the URL is shown, the token endpoint is asked whether it knows
+// the client (checkClient) and the authorization request is sent once
+// without a browser (probeAuthorization): an unknown client, an
+// unregistered redirect URI or a missing endpoint ends the flow at once
+// instead of leaving the user at the server's error page.
 func AuthorizationCode(ctx context.Context, hc *http.Client, req AuthCodeRequest) (*Token, error) {
 	md := req.Metadata
 	if md == nil {
@@ -103,6 +112,17 @@ func AuthorizationCode(ctx context.Context, hc *http.Client, req AuthCodeRequest
 		result:     make(chan callbackResult, 1),
 	}
 	authURL := cfg.AuthCodeURL(cb.state, append([]oauth2.AuthCodeOption{oauth2.S256ChallengeOption(verifier)}, resource...)...)
+	if !req.NoPreflight {
+		// What can be checked is checked before the user is sent: a
+		// refusal the browser would stop at ends the login now.
+		if err := checkClient(ctx, hc, md.TokenEndpoint, req.Client, redirectURI, req.Resource); err != nil {
+			return nil, err
+		}
+		probeURL := cfg.AuthCodeURL(rand.Text(), resource...)
+		if err := probeAuthorization(ctx, hc, probeURL, redirectURI); err != nil {
+			return nil, err
+		}
+	}
 
 	srv := &http.Server{Handler: cb, ReadHeaderTimeout: DefaultFetchTimeout}
 	go srv.Serve(ln)

@@ -155,7 +155,9 @@ func TestAuthorizationCodeFailures(t *testing.T) {
 			as.md.AuthorizationResponseIssParameterSupported = tt.issParam
 			as.redirect = tt.redirect
 			b := &browser{}
-			_, err := AuthorizationCode(context.Background(), nil, AuthCodeRequest{Metadata: &as.md, Client: Client{ID: "pub"}, OpenURL: b.open})
+			// The callback's checks: the probe, which would see the
+			// error first, is TestAuthorizationCodePreflight's.
+			_, err := AuthorizationCode(context.Background(), nil, AuthCodeRequest{Metadata: &as.md, Client: Client{ID: "pub"}, OpenURL: b.open, NoPreflight: true})
 			if err == nil {
 				t.Fatal("AuthorizationCode succeeded")
 			}
@@ -180,7 +182,7 @@ func TestAuthorizationCodeFailures(t *testing.T) {
 	t.Run("error callback carries the OAuth error", func(t *testing.T) {
 		as := newFakeAS(t)
 		as.redirect = func(q url.Values) { q.Del("code"); q.Set("error", "invalid_scope") }
-		_, err := AuthorizationCode(context.Background(), nil, AuthCodeRequest{Metadata: &as.md, Client: Client{ID: "pub"}, OpenURL: (&browser{}).open})
+		_, err := AuthorizationCode(context.Background(), nil, AuthCodeRequest{Metadata: &as.md, Client: Client{ID: "pub"}, OpenURL: (&browser{}).open, NoPreflight: true})
 		var oe *wire.OAuthError
 		if !errors.As(err, &oe) || oe.Code != "invalid_scope" {
 			t.Fatalf("error %v does not carry invalid_scope", err)
@@ -189,7 +191,7 @@ func TestAuthorizationCodeFailures(t *testing.T) {
 	t.Run("exchange refused", func(t *testing.T) {
 		as := newFakeAS(t)
 		as.token = func(w http.ResponseWriter, form url.Values) { oauthErr(w, 401, "invalid_client", "unknown client") }
-		_, err := AuthorizationCode(context.Background(), nil, AuthCodeRequest{Metadata: &as.md, Client: Client{ID: "stale"}, OpenURL: (&browser{}).open})
+		_, err := AuthorizationCode(context.Background(), nil, AuthCodeRequest{Metadata: &as.md, Client: Client{ID: "stale"}, OpenURL: (&browser{}).open, NoPreflight: true})
 		if !errors.Is(err, ErrInvalidClient) {
 			t.Fatalf("error %v is not ErrInvalidClient", err)
 		}

@@ -15,6 +15,32 @@
 // poll). The code exchange, refresh, registration and revocation are short
 // POSTs here, each saying why.
 //
+// Before the browser is sent, AuthorizationCode checks what can be
+// checked (preflight.go), so that a login the server will refuse ends at
+// once with the server's reason rather than at the timeout, the user
+// stranded on the server's error page (RFC 6749 §4.1.2.1 forbids it to
+// send the browser back when the client or the redirect URI is wrong):
+//   - the token endpoint is asked to redeem a made-up code with the real
+//     client, redirect URI and a PKCE verifier: invalid_client (or a bare
+//     401) means the server does not know the client or its secret,
+//     invalid_grant that it does (RFC 6749 §3.2.1: the client is
+//     authenticated first); a 404 or 405, or no answer, means no token
+//     endpoint there;
+//   - the authorization request itself is sent once without a browser,
+//     with a state of its own and no PKCE challenge, following no
+//     redirect. This is the only way to learn whether the redirect URI is
+//     registered: the token endpoint does not compare it with the
+//     registration, and RFC 7592 reads need a registration access token
+//     that a pre-registered client does not have. A redirect to the
+//     redirect URI accepts (a server requiring PKCE, as OAuth 2.1 and MCP
+//     do, answers invalid_request there and keeps nothing); a redirect
+//     elsewhere carrying error=, as ORY Hydra sends to its error page, or
+//     a 400, 404 or 410 page refuses (unless it is about the PKCE
+//     challenge the probe left out); anything else (a sign-in page, a
+//     gateway's 401 or 403, a 5xx) lets the login go on. A server that
+//     requires no PKCE answers with its sign-in page, as to a browser
+//     that went away.
+//
 // github.com/cli/oauth runs GitHub's own device flow (github.go): GitHub's
 // device endpoints, its form-encoded answers and its errors in 200
 // answers. Its web flow has no PKCE, so GitHub's web flow is the

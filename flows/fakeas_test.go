@@ -30,6 +30,10 @@ type fakeAS struct {
 	grantedScope string
 	// token answers the token endpoint; nil uses the default grants.
 	token func(w http.ResponseWriter, form url.Values)
+	// probe, when set, answers the authorization requests without a PKCE
+	// challenge (the ones the flow sends without a browser) instead of the
+	// default.
+	probe func(w http.ResponseWriter, r *http.Request)
 	// devicePolls are the answers to successive device token polls: an
 	// RFC 8628 error code, or "" for a token.
 	devicePolls []string
@@ -48,6 +52,11 @@ type fakeAS struct {
 	deviceAt    time.Time
 	pollAt      []time.Time
 	revokeForms []url.Values
+	// preflightForms are the token requests of checkClient (its made-up
+	// code), kept apart from tokenForms; authorizations counts the
+	// authorization requests.
+	preflightForms []url.Values
+	authorizations int
 }
 
 func newFakeAS(t *testing.T) *fakeAS {
@@ -107,6 +116,10 @@ func (as *fakeAS) record(r *http.Request, into *url.Values) url.Values {
 	if r.URL.Path == "/device" {
 		as.deviceAt = time.Now()
 	}
+	if r.URL.Path == "/token" && strings.HasPrefix(form.Get("code"), PreflightCodePrefix) {
+		as.preflightForms = append(as.preflightForms, form)
+		return form
+	}
 	if r.URL.Path == "/token" {
 		as.pollAt = append(as.pollAt, time.Now())
 		as.tokenForms = append(as.tokenForms, form)
@@ -118,6 +131,12 @@ func (as *fakeAS) record(r *http.Request, into *url.Values) url.Values {
 func (as *fakeAS) authorize(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	as.mu.Lock()
+	as.authorizations++
+	if probe := as.probe; probe != nil && !q.Has("code_challenge") {
+		as.mu.Unlock()
+		probe(w, r)
+		return
+	}
 	as.authorizeQ = q
 	as.challenge = q.Get("code_challenge")
 	as.mu.Unlock()

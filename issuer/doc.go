@@ -38,7 +38,11 @@
 // holds a sealed session cookie (browsersession.go) that the consent and
 // device pages and serve's broker read (SignedIn). Logins under way at
 // the provider are bounded like consent pages (maxPendingConsents, the
-// first to expire evicted).
+// first to expire evicted). A sign-in there that signs nobody in (the
+// provider's error, the allow-lists) goes back to the redirect URI of the
+// authorization request that started it, with error and state (RFC 6749
+// §4.1.2.1), once that URI checks out for the client (refusal.go);
+// otherwise the browser gets a page.
 //
 // The issuer hands codes only to loopback
 // redirect URIs (http://127.0.0.1, http://[::1], http://localhost, any

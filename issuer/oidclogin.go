@@ -517,20 +517,24 @@ func (i *Issuer) serveLoginCallback(w http.ResponseWriter, r *http.Request) {
 	}
 	if e := q.Get("error"); e != "" {
 		i.log.Info("issuer: login refused by the provider", "error", wire.QuoteValue(e))
-		i.errorPage(w, http.StatusForbidden, "The login provider answered "+wire.QuoteValue(e)+": you are not signed in.")
+		code := "server_error"
+		if e == "access_denied" || e == "temporarily_unavailable" {
+			code = e
+		}
+		i.refuseSignIn(w, r, rec.ReturnTo, code, http.StatusForbidden, errorTitle, "The login provider answered "+wire.QuoteValue(e)+": you are not signed in.")
 		return
 	}
 	// RFC 9207 §2.4: a provider that sends iss must send its own.
 	if iss, ok := q["iss"]; ok && (len(iss) != 1 || iss[0] != i.login.meta.Issuer) {
 		i.log.Warn("issuer: login refused", "reason", "iss is not the provider's (RFC 9207)")
-		i.errorPage(w, http.StatusBadRequest, "The sign-in answer came from another server than the login provider. You are not signed in.")
+		i.refuseSignIn(w, r, rec.ReturnTo, "server_error", http.StatusBadRequest, errorTitle, "The sign-in answer came from another server than the login provider. You are not signed in.")
 		return
 	}
 	ctx := context.WithValue(r.Context(), oauth2.HTTPClient, i.login.hc)
 	tok, err := i.login.oauth2Config(i.opts.Issuer+pathLoginCallback).Exchange(ctx, q.Get("code"), oauth2.VerifierOption(rec.Verifier))
 	if err != nil {
 		i.log.Warn("issuer: login failed: the provider issued no token", "err", err)
-		i.errorPage(w, http.StatusBadGateway, "The login provider did not complete the sign-in. Start again from your application.")
+		i.refuseSignIn(w, r, rec.ReturnTo, "server_error", http.StatusBadGateway, errorTitle, "The login provider did not complete the sign-in. Start again from your application.")
 		return
 	}
 	spent, err := i.spendLogin(r.Context(), key)
@@ -546,18 +550,18 @@ func (i *Issuer) serveLoginCallback(w http.ResponseWriter, r *http.Request) {
 	raw, _ := tok.Extra("id_token").(string)
 	if raw == "" {
 		i.log.Warn("issuer: login failed", "reason", "the token response has no id_token")
-		i.errorPage(w, http.StatusBadGateway, "The login provider sent no ID token. Check that the openid scope is allowed for this client.")
+		i.refuseSignIn(w, r, rec.ReturnTo, "server_error", http.StatusBadGateway, errorTitle, "The login provider sent no ID token. Check that the openid scope is allowed for this client.")
 		return
 	}
 	claims, err := i.login.validate(r.Context(), raw, rec.Nonce, now)
 	if err != nil {
 		i.log.Warn("issuer: login refused: invalid ID token", "err", err)
-		i.errorPage(w, http.StatusBadGateway, "The login provider's answer did not check out, so you are not signed in. See serve's log.")
+		i.refuseSignIn(w, r, rec.ReturnTo, "server_error", http.StatusBadGateway, errorTitle, "The login provider's answer did not check out, so you are not signed in. See serve's log.")
 		return
 	}
 	if err := i.login.addUserinfo(r.Context(), tok, claims); err != nil {
 		i.log.Warn("issuer: login failed: cannot read the userinfo", "err", err)
-		i.errorPage(w, http.StatusBadGateway, "The login provider did not say who you are. Start again from your application.")
+		i.refuseSignIn(w, r, rec.ReturnTo, "server_error", http.StatusBadGateway, errorTitle, "The login provider did not say who you are. Start again from your application.")
 		return
 	}
 	subject, err := i.login.subject(claims)
@@ -566,14 +570,14 @@ func (i *Issuer) serveLoginCallback(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		i.log.Warn("issuer: login refused", "reason", err.Error())
-		i.errorPage(w, http.StatusForbidden, "You cannot sign in here: "+err.Error()+".")
+		i.refuseSignIn(w, r, rec.ReturnTo, "access_denied", http.StatusForbidden, errorTitle, "You cannot sign in here: "+err.Error()+".")
 		return
 	}
 	if !i.login.allowed(claims, subject) {
 		i.log.Warn("issuer: login refused", "sub", subject, "reason", "not in the allow-lists")
 		i.opts.Telemetry.Audit(ops.EventPolicyDenied, "sub", subject, "reason", "not_in_allow_list", "method", "login_provider")
-		i.render(w, http.StatusForbidden, "message.html", messagePage{Title: "Not allowed",
-			Message: "You signed in at the login provider as " + subject + ", and this server does not let that account in. Ask its administrator to add you to its allow-list, or sign in at the provider as another user."})
+		i.refuseSignIn(w, r, rec.ReturnTo, "access_denied", http.StatusForbidden, "Not allowed",
+			"You signed in at the login provider as "+subject+", and this server does not let that account in. Ask its administrator to add you to its allow-list, or sign in at the provider as another user.")
 		return
 	}
 	i.setBrowserSession(w, subject)

@@ -90,7 +90,7 @@ func (i *Issuer) render(w http.ResponseWriter, status int, name string, data any
 }
 
 func (i *Issuer) errorPage(w http.ResponseWriter, status int, message string) {
-	i.render(w, status, "message.html", messagePage{Title: "Authorization error", Message: message})
+	i.render(w, status, "message.html", messagePage{Title: errorTitle, Message: message})
 }
 
 // readPageForm reads a bounded consent or device form post.

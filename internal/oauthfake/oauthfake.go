@@ -18,10 +18,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/agentauth/agentauth/flows"
 	"github.com/agentauth/agentauth/store"
 	"github.com/agentauth/agentauth/wire"
 )
@@ -59,10 +61,17 @@ type Server struct {
 	Challenges map[string]string
 	TokenForms []url.Values
 	TokenAuth  []string
-	Refreshes  int
-	Refresh    string // the one valid refresh token
-	DeviceOK   bool
-	Registered int
+	// PreflightForms are the token requests of login's client check (a
+	// made-up code, flows.PreflightCodePrefix), kept apart from
+	// TokenForms; Probes counts login's authorization requests sent
+	// without a browser (flows.PreflightUserAgent), apart from
+	// AuthorizeQuery.
+	PreflightForms []url.Values
+	Probes         int
+	Refreshes      int
+	Refresh        string // the one valid refresh token
+	DeviceOK       bool
+	Registered     int
 	// RegisteredGrants are the grant_types of each registration request.
 	RegisteredGrants [][]string
 }
@@ -146,10 +155,22 @@ func AccessToken(n int, aud string) string {
 }
 
 // authorize approves at once. It leaves client checks to /token, so that a
-// forgotten client surfaces as invalid_client there.
+// forgotten client surfaces as invalid_client there. A probe (no browser)
+// is sent to a sign-in page instead, as a server with users would, or
+// gets AuthError.
 func (f *Server) authorize(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f.Lock()
+	if r.UserAgent() == flows.PreflightUserAgent {
+		f.Probes++
+		f.Unlock()
+		to := f.URL + "/signin"
+		if f.AuthError != "" {
+			to = q.Get("redirect_uri") + "?" + url.Values{"error": {f.AuthError}, "error_description": {"the user said no"}, "state": {q.Get("state")}}.Encode()
+		}
+		http.Redirect(w, r, to, http.StatusFound)
+		return
+	}
 	f.AuthorizeQuery = append(f.AuthorizeQuery, q)
 	code := fmt.Sprintf("good-code-%d", len(f.AuthorizeQuery))
 	f.Challenges[code] = q.Get("code_challenge")
@@ -180,6 +201,17 @@ func (f *Server) clientOK(r *http.Request, form url.Values) bool {
 func (f *Server) token(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	form, _ := url.ParseQuery(string(body))
+	if strings.HasPrefix(form.Get("code"), flows.PreflightCodePrefix) {
+		f.Lock()
+		f.PreflightForms = append(f.PreflightForms, form)
+		f.Unlock()
+		if !f.clientOK(r, form) {
+			WriteOAuthError(w, http.StatusUnauthorized, "invalid_client")
+			return
+		}
+		WriteOAuthError(w, http.StatusBadRequest, "invalid_grant")
+		return
+	}
 	f.Lock()
 	f.TokenForms = append(f.TokenForms, form)
 	f.TokenAuth = append(f.TokenAuth, r.Header.Get("Authorization"))

@@ -165,6 +165,12 @@ func interopASMain() {
 	})
 	mux.HandleFunc("POST /token", func(w http.ResponseWriter, r *http.Request) {
 		grant := r.PostFormValue("grant_type")
+		if grant == wire.GrantAuthorizationCode && r.PostFormValue("code") != "interop-code" {
+			// A code it never issued: login's client check.
+			logf("token grant_type=%s answer=invalid_grant", grant)
+			oauthfake.WriteOAuthError(w, http.StatusBadRequest, "invalid_grant")
+			return
+		}
 		logf("token grant_type=%s", grant)
 		if *problem && grant == wire.GrantAuthorizationCode {
 			w.Header().Set("Content-Type", "application/problem+json")

@@ -23,8 +23,9 @@ func init() {
 // on one listener, whose token endpoint answers, for every grant, with the
 // content of REPLYFILE read at each request: a script makes it answer what
 // no honest server would (expires_in 1e12, token_type mac) by copying a
-// file over it. Each token request appends "token grant_type=GRANT" to
-// LOGFILE. It listens on 127.0.0.1:0, writes its address to ADDRFILE, and
+// file over it, except to a code it did not issue (invalid_grant). Each
+// token request appends "token grant_type=GRANT" to LOGFILE (with
+// " answer=invalid_grant" for such a code). It listens on 127.0.0.1:0, writes its address to ADDRFILE, and
 // exits 0 on kill -INT.
 //
 //	token-as -reply REPLYFILE -log LOGFILE ADDRFILE
@@ -66,9 +67,20 @@ func tokenASMain() {
 		http.Redirect(w, r, q.Get("redirect_uri")+"?"+url.Values{"code": {"token-as-code"}, "state": {q.Get("state")}}.Encode(), http.StatusFound)
 	})
 	mux.HandleFunc("POST /token", func(w http.ResponseWriter, r *http.Request) {
+		grant := r.PostFormValue("grant_type")
+		unknownCode := grant == wire.GrantAuthorizationCode && r.PostFormValue("code") != "token-as-code"
 		if f, err := os.OpenFile(*logFile, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
-			fmt.Fprintf(f, "token grant_type=%s\n", r.PostFormValue("grant_type"))
+			if unknownCode {
+				fmt.Fprintf(f, "token grant_type=%s answer=invalid_grant\n", grant)
+			} else {
+				fmt.Fprintf(f, "token grant_type=%s\n", grant)
+			}
 			f.Close()
+		}
+		if unknownCode {
+			// A code it never issued (login's client check).
+			oauthfake.WriteOAuthError(w, http.StatusBadRequest, "invalid_grant")
+			return
 		}
 		body, err := os.ReadFile(*reply)
 		if err != nil {
