@@ -19,34 +19,21 @@ import (
 
 // inexactNumber finds in the JSON value raw (valid, as decoded already) a
 // number literal float64 does not hold faithfully, as above.
-func inexactNumber(raw []byte) (string, bool) {
-	inString, escaped := false, false
-	for i := 0; i < len(raw); i++ {
-		c := raw[i]
-		switch {
-		case escaped:
-			escaped = false
-		case inString:
-			switch c {
-			case '\\':
-				escaped = true
-			case '"':
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == '-' || c >= '0' && c <= '9':
-			j := i + 1
-			for j < len(raw) && strings.IndexByte("0123456789.eE+-", raw[j]) >= 0 {
-				j++
-			}
-			if lit := string(raw[i:j]); !faithful(lit) {
-				return lit, true
-			}
-			i = j - 1
+func inexactNumber(raw []byte) (lit string, found bool) {
+	outsideStrings(raw, func(i int) int {
+		if c := raw[i]; found || c != '-' && (c < '0' || c > '9') {
+			return i + 1
 		}
-	}
-	return "", false
+		j := i + 1
+		for j < len(raw) && strings.IndexByte("0123456789.eE+-", raw[j]) >= 0 {
+			j++
+		}
+		if l := string(raw[i:j]); !faithful(l) {
+			lit, found = l, true
+		}
+		return j
+	})
+	return lit, found
 }
 
 // faithful reports whether the number literal lit (RFC 8259 §6) is, in

@@ -268,8 +268,26 @@ func cutArray(v any, path []any, k int) any {
 // bytes without decoding it (brackets inside strings do not count).
 func depth(raw json.RawMessage) int {
 	d, most := 0, 0
+	outsideStrings(raw, func(i int) int {
+		switch raw[i] {
+		case '{', '[':
+			d++
+			most = max(most, d)
+		case '}', ']':
+			d--
+		}
+		return i + 1
+	})
+	return most
+}
+
+// outsideStrings calls f with the index of each byte of the JSON text raw
+// that is outside its strings (a string's quotes included), and goes on
+// from the index f returns, which is past the one it was given.
+func outsideStrings(raw []byte, f func(i int) int) {
 	inString, escaped := false, false
-	for _, c := range raw {
+	for i := 0; i < len(raw); {
+		c := raw[i]
 		switch {
 		case escaped:
 			escaped = false
@@ -282,14 +300,12 @@ func depth(raw json.RawMessage) int {
 			}
 		case c == '"':
 			inString = true
-		case c == '{' || c == '[':
-			d++
-			most = max(most, d)
-		case c == '}' || c == ']':
-			d--
+		default:
+			i = f(i)
+			continue
 		}
+		i++
 	}
-	return most
 }
 
 // ambiguousMember finds, anywhere in the JSON value raw, an object with
