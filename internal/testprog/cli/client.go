@@ -101,4 +101,3 @@ func registerClient(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(os.WriteFile(ts.MkAbs(args[1]), []byte(reg.ClientID+"\n"), 0o600))
 	ts.Check(os.WriteFile(ts.MkAbs(args[2]), []byte(reg.ClientSecret+"\n"), 0o600))
 }
-
