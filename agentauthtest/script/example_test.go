@@ -22,5 +22,5 @@ func Example() {
 	fmt.Println("commands:", slices.Sorted(maps.Keys(params.Cmds)))
 	// Output:
 	// programs: [agentauth browser-fetch]
-	// commands: [addrenv jwtpayload nosecrets waitfile]
+	// commands: [addrenv expandenv jwtpayload nosecrets waitfile]
 }

@@ -57,6 +57,8 @@
 //   - waitfile FILE: waits until FILE exists and ends with a newline (an
 //     address file), polling; fails after 30 seconds.
 //   - addrenv VAR FILE: sets $VAR to FILE's content, trimmed.
+//   - expandenv IN OUT: writes IN to OUT with $VAR and ${VAR} replaced
+//     by the script's environment (a config naming $ADDR).
 //   - jwtpayload IN OUT: writes the JSON payload of the JWT in IN to OUT
 //     (not verified: to assert claims such as aud and sub).
 //   - [!] nosecrets FILE…: fails if a FILE holds a secret of the file
@@ -93,6 +95,7 @@ func Cmds() map[string]func(ts *testscript.TestScript, neg bool, args []string) 
 	return map[string]func(ts *testscript.TestScript, neg bool, args []string){
 		"waitfile":   waitFile,
 		"addrenv":    addrEnv,
+		"expandenv":  expandEnv,
 		"jwtpayload": jwtPayload,
 		"nosecrets":  noSecrets,
 	}
@@ -152,6 +155,16 @@ func addrEnv(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("usage: addrenv VAR FILE")
 	}
 	ts.Setenv(args[0], strings.TrimSpace(ts.ReadFile(args[1])))
+}
+
+// expandEnv writes a file with the script's environment variables
+// expanded.
+func expandEnv(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: expandenv IN OUT")
+	}
+	out := os.Expand(ts.ReadFile(args[0]), ts.Getenv)
+	ts.Check(os.WriteFile(ts.MkAbs(args[1]), []byte(out), 0o600))
 }
 
 // jwtPayload writes the payload of the JWT in a file to another.
