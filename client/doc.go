@@ -49,4 +49,8 @@
 // UI, and strings from peers are made safe there. It imports flows, store
 // and wire, never commands, host or issuer. Secrets never appear in its
 // errors or logs.
+//
+// Not meant for import by other modules: client is agentauth's implementation,
+// and its API changes as agentauth needs. Go programs and tests use the
+// packages agentauthtest, agentauthtest/script and mcptransport.
 package client

@@ -98,4 +98,8 @@
 // the token first and passes what it established as a Caller. It imports
 // wire, broker, ops (its audit and metrics hook) and flows (the RFC 8693
 // client of the token exchange) only.
+//
+// Not meant for import by other modules: gateway is agentauth's implementation,
+// and its API changes as agentauth needs. Go programs and tests use the
+// packages agentauthtest, agentauthtest/script and mcptransport.
 package gateway
