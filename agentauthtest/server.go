@@ -31,7 +31,8 @@ const DefaultScope = "agent:use"
 const DefaultSubject = "alice"
 
 // Server is a running authorization server and protected MCP endpoint.
-// Its fields are set by NewServer and must not be changed.
+// Its fields are set by NewServer and must not be changed; its methods
+// are safe for concurrent use.
 type Server struct {
 	// URL is the protected MCP endpoint (Streamable HTTP), and the
 	// resource identifier (RFC 8707) its tokens are for:

@@ -187,8 +187,8 @@ func newToken(ft *flows.Token, req TokenRequest, c flows.Client) *Token {
 }
 
 // Browser returns a stand-in for a person at a browser, for a client
-// under test to open authorization URLs with (for example as agentauth's
-// client.Client.Browser): it signs in to the authorization server as
+// under test to open authorization URLs with (for example as
+// mcptransport.Options.Browser): it signs in to the authorization server as
 // subject (default Server.Subject), then GETs the URL and follows the
 // redirects; the server approves at once, so an authorization request
 // ends at the client's loopback redirect URI and a device verification

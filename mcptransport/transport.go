@@ -24,6 +24,10 @@ import (
 // MaxTargets bounds the MCP servers one Transport keeps a credential for.
 const MaxTargets = 64
 
+// MaxBody bounds a request body, which the transport keeps to send it
+// again after a login: an MCP message of agentauth's own maximum size.
+const MaxBody = wire.DefaultMaxMessageSize
+
 // Options configure a Transport. The zero value is usable.
 type Options struct {
 	// Base carries the requests (default http.DefaultTransport).
@@ -140,8 +144,8 @@ func fileStore() (store.Store, error) {
 }
 
 // RoundTrip implements http.RoundTripper (see the package documentation).
-// A request body is read once (at most wire.DefaultMaxMessageSize bytes)
-// so that it can be sent again after a login.
+// A request body is read once (at most MaxBody bytes; a longer one fails
+// the request) so that it can be sent again after a login.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.URL == nil || (req.URL.Scheme != "http" && req.URL.Scheme != "https") {
 		return t.send.RoundTrip(req)
@@ -225,12 +229,12 @@ func readBody(req *http.Request) ([]byte, error) {
 		return nil, nil
 	}
 	defer req.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(req.Body, wire.DefaultMaxMessageSize+1))
+	b, err := io.ReadAll(io.LimitReader(req.Body, MaxBody+1))
 	if err != nil {
 		return nil, err
 	}
-	if len(b) > wire.DefaultMaxMessageSize {
-		return nil, fmt.Errorf("cannot send a request body over %d bytes", wire.DefaultMaxMessageSize)
+	if len(b) > MaxBody {
+		return nil, fmt.Errorf("cannot send a request body over %d bytes", MaxBody)
 	}
 	return b, nil
 }

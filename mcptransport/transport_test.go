@@ -3,10 +3,13 @@ package mcptransport_test
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -159,4 +162,35 @@ func TestNoTokenToAnotherOrigin(t *testing.T) {
 	if !strings.Contains(out.String(), "agentauth does not send a token issued for one server to another") || strings.Contains(out.String(), "secret-token") {
 		t.Fatalf("output:\n%s", out)
 	}
+}
+
+// The transport's bounds refuse new work: a body over MaxBody is not
+// sent, and a target beyond MaxTargets fails while the known ones go on.
+func TestBounds(t *testing.T) {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	defer srv.Close()
+	tr, err := mcptransport.New(mcptransport.Options{Store: store.NewMemory(), Output: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := &http.Client{Transport: tr}
+	if _, err := hc.Post(srv.URL+"/mcp", "application/json", strings.NewReader(strings.Repeat(" ", mcptransport.MaxBody+1))); err == nil || hits.Load() != 0 {
+		t.Fatalf("a body over MaxBody: %v, %d requests sent", err, hits.Load())
+	}
+	for i := range mcptransport.MaxTargets {
+		resp, err := hc.Get(fmt.Sprintf("%s/mcp/%d?q=1", srv.URL, i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	if _, err := hc.Get(srv.URL + "/mcp/one-more"); err == nil || !strings.Contains(err.Error(), "already serves 64 MCP servers") {
+		t.Fatalf("one target too many: %v", err)
+	}
+	resp, err := hc.Get(srv.URL + "/mcp/0?q=2")
+	if err != nil {
+		t.Fatalf("a known target after the bound: %v", err)
+	}
+	resp.Body.Close()
 }
