@@ -12,7 +12,9 @@
 // whoami and echo), or, with WithHandler, serve's gateway in front of
 // your MCP server: the gateway checks each request's token and forwards
 // only accepted ones, so your handler is reached by authorized callers
-// only and its tests need no token code of their own.
+// only and its tests need no token code of their own. The gateway names
+// the caller to your handler in an identity assertion, which
+// Server.Caller checks.
 //
 // # What the server is
 //

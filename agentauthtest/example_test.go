@@ -120,3 +120,34 @@ func ExampleServer_Revoke() {
 	// DPoP alice
 	// 401 Unauthorized
 }
+
+// Your handler learns whom the gateway let through from its identity
+// assertion; Caller checks it as your server would.
+func ExampleServer_Caller() {
+	var srv *agentauthtest.Server
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := srv.Caller(r.Context(), r.Header)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusUnauthorized)
+			return
+		}
+		fmt.Println("caller:", c.Subject, c.Scopes)
+		http.Error(w, "not an MCP server", http.StatusNotFound)
+	})
+	srv, err := agentauthtest.Start(context.Background(), agentauthtest.WithHandler(handler))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+	tok, err := srv.AuthorizationCode(context.Background(), agentauthtest.TokenRequest{Subject: "erin"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	resp, err := tok.HTTPClient().Post(srv.URL, "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	if err != nil {
+		log.Fatal(err)
+	}
+	resp.Body.Close()
+	// Output:
+	// caller: erin [agent:use]
+}

@@ -55,7 +55,10 @@ type Server struct {
 	opts options
 	hc   *http.Client
 	// cimd is the client ID metadata document's URL (WithCIMD).
-	cimd    string
+	cimd string
+	// backend is the handler's URL (WithHandler), the audience of the
+	// gateway's identity assertions.
+	backend string
 	mu      sync.Mutex // guards meta, closers, stopped
 	meta    *wire.AuthServerMetadata
 	closers []func()
@@ -84,7 +87,8 @@ type options struct {
 // loopback listener of its own and reached through Server.URL only with a
 // token the gateway accepted. The gateway hands h the caller as an
 // identity assertion: Authorization: Bearer with a short-lived JWT of
-// Server.Issuer whose audience is h's URL and whose sub is the caller's.
+// Server.Issuer whose audience is h's URL and whose sub is the caller's
+// (Server.Caller checks it).
 func WithHandler(h http.Handler) Option { return func(o *options) { o.handler = h } }
 
 // WithSubject sets the user auto-approved grants sign in as when a
@@ -240,7 +244,8 @@ func (s *Server) config() (string, error) {
 	if o.handler != nil {
 		backend := httptest.NewServer(o.handler)
 		s.onClose(backend.Close)
-		doc["backends"] = []any{map[string]any{"name": "app", "url": backend.URL + "/mcp", "identity": "assertion"}}
+		s.backend = backend.URL + "/mcp"
+		doc["backends"] = []any{map[string]any{"name": "app", "url": s.backend, "identity": "assertion"}}
 		if o.toolScopes != nil {
 			doc["toolScopes"] = o.toolScopes
 		}

@@ -113,17 +113,16 @@ func TestRefreshAndRevoke(t *testing.T) {
 }
 
 // mcpServer is an MCP server made with the Go SDK, as a project under
-// test has: tool hello greets, tool admin needs scope "admin" at the
-// gateway.
-func mcpServer() http.Handler {
+// test has: tool hello greets the caller the gateway vouches for
+// (srv.Caller), tool admin needs scope "admin" at the gateway.
+func mcpServer(srv **agentauthtest.Server) http.Handler {
 	s := mcp.NewServer(&mcp.Implementation{Name: "app", Version: "1"}, nil)
-	type in struct {
-		Name string `json:"name"`
-	}
-	mcp.AddTool(s, &mcp.Tool{Name: "hello"}, func(ctx context.Context, req *mcp.CallToolRequest, a in) (*mcp.CallToolResult, any, error) {
-		// The gateway hands the caller as an identity assertion.
-		asserted := strings.HasPrefix(req.Extra.Header.Get("Authorization"), "Bearer ")
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("hello %s (asserted %v)", a.Name, asserted)}}}, nil, nil
+	mcp.AddTool(s, &mcp.Tool{Name: "hello"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		c, err := (*srv).Caller(ctx, req.Extra.Header)
+		if err != nil {
+			return nil, nil, err
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("hello %s (client %s, %v)", c.Subject, c.ClientID, c.Scopes)}}}, nil, nil
 	})
 	mcp.AddTool(s, &mcp.Tool{Name: "admin"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "admin done"}}}, nil, nil
@@ -135,7 +134,8 @@ func mcpServer() http.Handler {
 // reaches the tools, except the one that needs a scope the token lacks
 // (403 insufficient_scope), which a token with it reaches.
 func TestGateway(t *testing.T) {
-	srv := agentauthtest.NewServer(t, agentauthtest.WithHandler(mcpServer()), agentauthtest.WithToolScope("admin", "admin"))
+	var srv *agentauthtest.Server
+	srv = agentauthtest.NewServer(t, agentauthtest.WithHandler(mcpServer(&srv)), agentauthtest.WithToolScope("admin", "admin"))
 	if _, err := connect(t, srv.URL, http.DefaultClient); err == nil || !strings.Contains(err.Error(), "Unauthorized") {
 		t.Fatalf("connected without a token: %v", err)
 	}
@@ -144,8 +144,12 @@ func TestGateway(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	if text, err := callText(t, cs, "hello", map[string]any{"name": "you"}); err != nil || text != "hello you (asserted true)" {
+	if text, err := callText(t, cs, "hello", map[string]any{}); err != nil || text != "hello alice (client agentauth-cli, [agent:use])" {
 		t.Fatalf("hello: %q, %v", text, err)
+	}
+	// A request that did not come through the gateway names nobody.
+	if _, err := srv.Caller(context.Background(), http.Header{"Authorization": {"Bearer " + srv.Token(t, agentauthtest.TokenRequest{}).AccessToken}}); err == nil {
+		t.Fatal("Caller accepted the client's own token, whose audience is the gateway")
 	}
 	if text, err := callText(t, cs, "admin", map[string]any{}); err == nil || !strings.Contains(err.Error(), "insufficient") {
 		t.Fatalf("admin without its scope: %q, %v; want insufficient scope", text, err)

@@ -37,7 +37,21 @@ func call(cs *mcp.ClientSession, tool string, args map[string]any) (string, erro
 // Behind the gateway the app is reached with a token only; a token of
 // the code grant (any subject) or of the device grant works.
 func TestGreetBehindTheGateway(t *testing.T) {
-	srv := agentauthtest.NewServer(t, agentauthtest.WithHandler(app.Handler()))
+	var srv *agentauthtest.Server
+	callers := make(chan string, 10)
+	h := app.Handler()
+	srv = agentauthtest.NewServer(t, agentauthtest.WithHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The gateway names the caller to the app.
+		if c, err := srv.Caller(r.Context(), r.Header); err != nil {
+			t.Errorf("a request without the gateway's assertion: %v", err)
+		} else {
+			select {
+			case callers <- c.Subject:
+			default:
+			}
+		}
+		h.ServeHTTP(w, r)
+	})))
 	if _, err := session(t, srv.URL, http.DefaultClient); err == nil || !strings.Contains(err.Error(), "Unauthorized") {
 		t.Fatalf("no token: %v; want 401", err)
 	}
@@ -48,6 +62,9 @@ func TestGreetBehindTheGateway(t *testing.T) {
 	}
 	if got, err := call(cs, "greet", map[string]any{"name": "carol"}); err != nil || got != "hello, carol" {
 		t.Fatalf("greet: %q, %v", got, err)
+	}
+	if who := <-callers; who != "carol" {
+		t.Fatalf("the gateway named %q to the app, want carol", who)
 	}
 	dev, err := srv.DeviceCode(context.Background(), agentauthtest.TokenRequest{})
 	if err != nil {
