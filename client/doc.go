@@ -15,11 +15,10 @@
 //     invalid_token, follow auth pushes and re-authenticate (Watch);
 //   - MCP session (mcp.go, stepup.go): Streamable HTTP with the 401 / 403
 //     insufficient_scope retry and step-up state machine;
-//   - the proxy (proxy.go, proxy_upstream.go, proxy_auth.go,
-//     proxy_listen.go): another MCP client's messages forwarded over
-//     Streamable HTTP or legacy SSE with the stored credential, the MCP
-//     session's step-up state machine shared by all of them, and the same
-//     bridge as a loopback HTTP endpoint;
+//   - the shared credential (sharedauth.go): one target's credential and
+//     the MCP session's step-up state machine shared by every message a
+//     long-lived bridge forwards (the proxy and mcptransport packages,
+//     which import client; client never imports them);
 //   - discovery (discover.go), revoke (revoke.go) and status (status.go).
 //
 // Each flow takes a request struct and its dependencies (Client: the
@@ -40,6 +39,7 @@
 //
 //	main.go       os.Exit(commands.Main())
 //	commands/     flags, terminal (colour, spinner, opener), rendering, exit codes
+//	proxy/        agentauth proxy: another MCP client's messages with client's credential
 //	client/       login, credentials, host session, MCP session, revoke, status
 //	flows/        OAuth primitives: discovery, authorization code, device, token, registration, revocation
 //	host/ issuer/ the server side
@@ -47,7 +47,7 @@
 //
 // client never touches the terminal: what the person must see goes through
 // UI, and strings from peers are made safe there. It imports flows, store
-// and wire, never commands, host or issuer. Secrets never appear in its
+// and wire, never commands, proxy, host or issuer. Secrets never appear in its
 // errors or logs.
 //
 // Not meant for import by other modules: client is agentauth's implementation,

@@ -172,6 +172,29 @@ func (c *mcpCall) serverRequest(_ context.Context, m *wire.Message) (any, *wire.
 	return map[string]string{"action": "accept"}, nil
 }
 
+// AnswerServerRequest answers a request the server at target sends on a
+// response stream as call does (serverRequest): a URL-mode
+// elicitation/create is shown, opened (unless opts.NoWait) and accepted;
+// anything else is refused. The proxy package answers with it the URL
+// elicitations of a client that did not declare elicitation.url.
+func (cl *Client) AnswerServerRequest(ctx context.Context, target string, opts SignInOptions, m *wire.Message) (any, *wire.Error) {
+	c := &mcpCall{cl: cl, req: MCPCall{Target: target, SignIn: opts}, method: m.Method}
+	return c.serverRequest(ctx, m)
+}
+
+// FollowSignIns follows the URL elicitations a -32042 error e (MCP
+// 2025-11-25 "URL Elicitation Required") answering method with params
+// asks for, as call does: each shown, opened and its completion awaited
+// (token, when not "", polls an auth status URL on target's origin).
+// asked is false when e asks for none; then nothing was done.
+func (cl *Client) FollowSignIns(ctx context.Context, target, method string, e *wire.Error, params json.RawMessage, opts SignInOptions, token string) (asked bool, err error) {
+	asks, _, ok := mcpSignInAsks(e, nil, params)
+	if !ok {
+		return false, nil
+	}
+	return true, cl.followAll(ctx, method, asks, opts, signInWait{Origin: httpOrigin(target), Token: token})
+}
+
 // signInFailedError: the server says the sign-in failed at the upstream.
 type signInFailedError struct{ why string }
 

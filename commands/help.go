@@ -57,7 +57,7 @@ var commandHelps = map[string]commandHelp{
 		examples: []string{
 			"agentauth proxy http://127.0.0.1:7777/mcp             # in an MCP client's config: command + args",
 			"agentauth proxy --device http://127.0.0.1:7777/mcp    # log in without a browser here (SSH)",
-			"agentauth proxy --listen 127.0.0.1:0 --addr-file addr http://127.0.0.1:7777/mcp",
+			"agentauth proxy --listen 127.0.0.1:0 --addr-file addr --url-file url http://127.0.0.1:7777/mcp   # the URL, with its secret, in url",
 		},
 		exits: []string{"1  stdin or stdout failed, or cannot listen", "2  bad flags or arguments"},
 	},

@@ -14,6 +14,8 @@ import (
 
 	"github.com/agentauth/agentauth/client"
 	"github.com/agentauth/agentauth/host"
+	"github.com/agentauth/agentauth/internal/atomicfile"
+	"github.com/agentauth/agentauth/proxy"
 	"github.com/agentauth/agentauth/wire"
 )
 
@@ -28,7 +30,10 @@ type ProxyOptions struct {
 	// Listen is --listen: serve a loopback HTTP endpoint instead of stdio.
 	Listen string
 	// AddrFile is --addr-file: where --listen writes its address.
-	AddrFile       string
+	AddrFile string
+	// URLFile is --url-file: where --listen writes its endpoint's URL,
+	// secret included (mode 0600).
+	URLFile        string
 	AllowResources []string
 	Login          LoginChoices
 }
@@ -74,23 +79,29 @@ way. A server that cannot be reached, or a login that fails, answers the
 request with a JSON-RPC error; the proxy goes on.
 
 --listen 127.0.0.1:PORT serves the same bridge as an MCP Streamable HTTP
-endpoint, http://127.0.0.1:PORT/mcp, for local clients that speak HTTP but
-not OAuth: loopback addresses only; Host and Origin are checked as serve
-checks them (a page of another origin, or a DNS-rebound name, is refused);
-each client session gets its own session at TARGET, all with the one
-credential. --addr-file FILE writes the address once listening (port 0: a
-free one). It runs until SIGINT or SIGTERM.
+endpoint for local clients that speak HTTP but not OAuth, at
+http://127.0.0.1:PORT/SECRET/mcp: SECRET is made anew at each start (256
+random bits), and a request without it is refused (403) and never
+forwarded, so other local users (who can reach any loopback port) cannot
+use the credential. The URL is printed on stderr, or, with --url-file FILE,
+written to FILE (mode 0600) instead. Loopback addresses only; Host and
+Origin are checked as serve checks them (a page of another origin, or a
+DNS-rebound name, is refused); each client session gets its own session
+at TARGET, all with the one credential. --addr-file FILE writes the
+address (HOST:PORT, no secret) once listening (port 0: a free one). It runs
+until SIGINT or SIGTERM.
 
 Exit status: 0 stdin closed or SIGTERM (with --listen: SIGINT or SIGTERM),
 1 failure (stdin or stdout failed, the address cannot be listened on),
 2 usage. Authorization failures do not end the proxy: the request that
 needed it gets a JSON-RPC error naming the login to run.`,
 		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "transport", Value: client.ProxyHTTPFirst, Usage: "`STRATEGY`: " + strings.Join(client.ProxyTransports, ", "), Destination: &opts.Transport},
+			&cli.StringFlag{Name: "transport", Value: proxy.HTTPFirst, Usage: "`STRATEGY`: " + strings.Join(proxy.Transports, ", "), Destination: &opts.Transport},
 			&cli.StringSliceFlag{Name: "header", Usage: "send `NAME:VALUE` with every request to TARGET (repeatable)"},
 			&cli.StringSliceFlag{Name: "allow-resource", Usage: "let TARGET receive tokens for `URL`, a resource it declares on another origin (repeatable)"},
-			&cli.StringFlag{Name: "listen", Usage: "instead of stdio, serve MCP Streamable HTTP at http://`ADDR`/mcp (loopback only, e.g. 127.0.0.1:0) for local clients without OAuth", Destination: &opts.Listen},
+			&cli.StringFlag{Name: "listen", Usage: "instead of stdio, serve MCP Streamable HTTP at http://`ADDR`/SECRET/mcp (loopback only, e.g. 127.0.0.1:0) for local clients without OAuth", Destination: &opts.Listen},
 			&cli.StringFlag{Name: "addr-file", Usage: "with --listen, once listening, write the address (HOST:PORT and a newline) to `FILE`", Destination: &opts.AddrFile},
+			&cli.StringFlag{Name: "url-file", Usage: "with --listen, write the endpoint's URL, with its secret, to `FILE` (mode 0600) instead of stderr", Destination: &opts.URLFile},
 		}, proxyLoginFlags(&opts.Login)...),
 		Action: func(c *cli.Context) error {
 			target, err := targetArg(c)
@@ -101,8 +112,8 @@ needed it gets a JSON-RPC error naming the login to run.`,
 				return usageErrorf("proxy needs an http or https MCP server URL, not %q", target)
 			}
 			opts.Target = target
-			if !slices.Contains(client.ProxyTransports, opts.Transport) {
-				return usageErrorf("--transport must be one of %s, not %q", strings.Join(client.ProxyTransports, ", "), opts.Transport)
+			if !slices.Contains(proxy.Transports, opts.Transport) {
+				return usageErrorf("--transport must be one of %s, not %q", strings.Join(proxy.Transports, ", "), opts.Transport)
 			}
 			if opts.Header, err = parseHeaders(c.StringSlice("header")); err != nil {
 				return err
@@ -167,6 +178,9 @@ func (opts *ProxyOptions) checkListen() error {
 		if opts.AddrFile != "" {
 			return usageErrorf("--addr-file needs --listen")
 		}
+		if opts.URLFile != "" {
+			return usageErrorf("--url-file needs --listen")
+		}
 		return nil
 	}
 	host, _, err := net.SplitHostPort(opts.Listen)
@@ -174,7 +188,7 @@ func (opts *ProxyOptions) checkListen() error {
 		return usageErrorf("--listen must be HOST:PORT, not %q", opts.Listen)
 	}
 	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return usageErrorf("--listen must be a loopback address (127.0.0.1:PORT, [::1]:PORT or localhost:PORT), not %q: the endpoint has no authentication of its own", opts.Listen)
+		return usageErrorf("--listen must be a loopback address (127.0.0.1:PORT, [::1]:PORT or localhost:PORT), not %q: the endpoint lends the credential to whoever has its URL", opts.Listen)
 	}
 	return nil
 }
@@ -182,17 +196,21 @@ func (opts *ProxyOptions) checkListen() error {
 func runProxy(ctx context.Context, opts *ProxyOptions) error {
 	choices := opts.Login.choices("")
 	choices.AllowResources = opts.AllowResources
-	req := client.ProxyRequest{Target: opts.Target, Transport: opts.Transport, Header: opts.Header, Choices: choices}
+	req := proxy.Request{Target: opts.Target, Transport: opts.Transport, Header: opts.Header, Choices: choices}
 	if opts.Listen == "" {
-		return opts.Client.Proxy(ctx, req, opts.IO.In, opts.IO.Out)
+		return proxy.Run(ctx, opts.Client, req, opts.IO.In, opts.IO.Out)
 	}
 	return runProxyListen(ctx, opts, req)
 }
 
 // runProxyListen serves the bridge on a loopback listener behind serve's
-// Host/Origin guard (host.NewGuard) until ctx ends.
-func runProxyListen(ctx context.Context, opts *ProxyOptions, req client.ProxyRequest) error {
-	ps, err := opts.Client.NewProxyServer(ctx, req)
+// Host/Origin guard (host.NewGuard) until ctx ends. The endpoint's path
+// carries its secret (proxy.Server.Path): the URL goes to the --url-file,
+// written before the --addr-file (which a script waits for) with mode
+// 0600, else to stderr; the guard has no logger, since the paths it would
+// log may carry the secret.
+func runProxyListen(ctx context.Context, opts *ProxyOptions, req proxy.Request) error {
+	ps, err := proxy.NewServer(ctx, opts.Client, req)
 	if err != nil {
 		return err
 	}
@@ -201,7 +219,7 @@ func runProxyListen(ctx context.Context, opts *ProxyOptions, req client.ProxyReq
 		return fmt.Errorf("cannot listen on %s: %w", opts.Listen, err)
 	}
 	addr := ln.Addr().String()
-	guarded, err := host.NewGuard(ps, host.GuardOptions{Addr: addr, OriginPaths: []string{client.ProxyEndpointPath}})
+	guarded, err := host.NewGuard(ps, host.GuardOptions{Addr: addr, OriginPaths: []string{ps.Path()}})
 	if err != nil {
 		ln.Close()
 		return err
@@ -209,13 +227,20 @@ func runProxyListen(ctx context.Context, opts *ProxyOptions, req client.ProxyReq
 	srv := &http.Server{Handler: guarded, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	if opts.AddrFile != "" {
-		if err := writeFileAtomic(opts.AddrFile, []byte(addr+"\n")); err != nil {
+	for _, f := range []struct{ path, data string }{{opts.URLFile, ps.URL(addr) + "\n"}, {opts.AddrFile, addr + "\n"}} {
+		if f.path == "" {
+			continue
+		}
+		if err := atomicfile.Write(f.path, []byte(f.data)); err != nil { // mode 0600 (os.CreateTemp)
 			srv.Close()
 			return err
 		}
 	}
-	opts.Client.UI.Say(fmt.Sprintf("Serving %s at http://%s%s", wire.RedactTarget(opts.Target), addr, client.ProxyEndpointPath))
+	if opts.URLFile != "" {
+		opts.Client.UI.Say(fmt.Sprintf("Serving %s at http://%s/…%s; the URL, with its secret, is in %s", wire.RedactTarget(opts.Target), addr, proxy.EndpointPath, opts.URLFile))
+	} else {
+		opts.Client.UI.Say(fmt.Sprintf("Serving %s at %s", wire.RedactTarget(opts.Target), ps.URL(addr)))
+	}
 	select {
 	case err := <-served:
 		return fmt.Errorf("cannot serve: %w", err)

@@ -33,6 +33,10 @@ func TestProxyFlags(t *testing.T) {
 		{args: []string{"--client-secret-stdin", "--client-id", "c", "https://h/mcp"}, wantCode: ExitUsage, wantErr: "client-secret-stdin"},
 		{args: []string{"--device", "--callback-port", "1", "https://h/mcp"}, wantCode: ExitUsage, wantErr: "--callback-port does not apply to --device"},
 		{args: []string{"--allow-resource", "ftp://x", "https://h/mcp"}, wantCode: ExitUsage, wantErr: "--allow-resource must be an http(s) URL"},
+		{args: []string{"--listen", "127.0.0.1:0", "--addr-file", "a", "--url-file", "u", "https://h/mcp"},
+			want: ProxyOptions{Target: "https://h/mcp", Transport: "http-first", Header: http.Header{}, Listen: "127.0.0.1:0", AddrFile: "a", URLFile: "u",
+				Login: LoginChoices{CallbackHost: "127.0.0.1"}}},
+		{args: []string{"--url-file", "u", "https://h/mcp"}, wantCode: ExitUsage, wantErr: "--url-file needs --listen"},
 	}, proxyCommand, func(f *Factory, o *ProxyOptions) bool {
 		ok := o.IO == f.IO && o.Client != nil
 		o.IO, o.Client = nil, nil

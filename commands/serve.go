@@ -12,6 +12,7 @@ import (
 	"github.com/agentauth/agentauth/client"
 	"github.com/agentauth/agentauth/host"
 	"github.com/agentauth/agentauth/issuer"
+	"github.com/agentauth/agentauth/ops"
 	"github.com/agentauth/agentauth/state"
 )
 
@@ -98,12 +99,15 @@ type ServeOptions struct {
 	// MetricsListen is --metrics-listen: where /metrics is served (empty:
 	// nowhere). TLSCert and TLSKey are --tls-cert and --tls-key: serve
 	// HTTPS, reloaded on SIGHUP. TrustedProxies are --trusted-proxy: the
-	// peers whose forwarded headers are believed.
-	LogFormat      string
-	MetricsListen  string
-	TLSCert        string
-	TLSKey         string
-	TrustedProxies []netip.Prefix
+	// peers whose forwarded headers are believed; TrustedProxyHeader is
+	// --trusted-proxy-header, the one header their client address is read
+	// from (ops.Forwarded).
+	LogFormat          string
+	MetricsListen      string
+	TLSCert            string
+	TLSKey             string
+	TrustedProxies     []netip.Prefix
+	TrustedProxyHeader string
 }
 
 // embeddedIssuerFlags configure the embedded issuer.
@@ -193,8 +197,9 @@ tokens; audit events (logins, consents, tokens issued, refresh token reuse,
 revocations, upstream sign-in and sign-out, policy denials) are log records
 with msg "audit". --metrics-listen serves Prometheus metrics on a listener of
 its own. --tls-cert and --tls-key serve HTTPS, re-read on SIGHUP. Behind a
-reverse proxy, --trusted-proxy names the peers whose Forwarded and
-X-Forwarded-* headers are believed. SIGINT or SIGTERM close WebSocket
+reverse proxy, --trusted-proxy names the peers whose forwarded headers are
+believed, and --trusted-proxy-header the one header the client's address is
+read from (X-Forwarded-For unless set). SIGINT or SIGTERM close WebSocket
 connections with 1001 (going away) and drain HTTP for up to 5 s.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:7777", Usage: "`HOST:PORT` to listen on (port 0 picks a free one)", Destination: &opts.Listen},
@@ -234,7 +239,8 @@ connections with 1001 (going away) and drain HTTP for up to 5 s.`,
 			&cli.StringFlag{Name: "metrics-listen", Usage: "serve Prometheus metrics at http://`HOST:PORT`/metrics, a listener of their own (:PORT is loopback; off when unset)", Destination: &opts.MetricsListen},
 			&cli.StringFlag{Name: "tls-cert", Usage: "serve HTTPS with the PEM certificate chain in `FILE` (with --tls-key; both re-read on SIGHUP)", Destination: &opts.TLSCert},
 			&cli.StringFlag{Name: "tls-key", Usage: "the PEM private key `FILE` of --tls-cert", Destination: &opts.TLSKey},
-			&cli.StringSliceFlag{Name: "trusted-proxy", Usage: "believe the Forwarded and X-Forwarded-For/Host/Proto headers of requests from `CIDR` (a reverse proxy's address or range; repeatable); from any other peer they are ignored"},
+			&cli.StringSliceFlag{Name: "trusted-proxy", Usage: "believe the forwarded headers of requests from `CIDR` (a reverse proxy's address or range; repeatable); from any other peer they are ignored"},
+			&cli.StringFlag{Name: "trusted-proxy-header", Value: ops.DefaultAddressHeader, Usage: "read the client's address only from `HEADER`, the one the --trusted-proxy sets (Forwarded for RFC 7239; the right-most address that is not a trusted proxy), ignoring every other", Destination: &opts.TrustedProxyHeader},
 		},
 		Action: func(c *cli.Context) error {
 			if err := checkServeFlags(c, f, opts); err != nil {

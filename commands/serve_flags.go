@@ -289,6 +289,7 @@ func serverOptions(opts *ServeOptions) server.Options {
 		RevocationReconcile: opts.RevocationReconcile, RevocationStaleness: opts.RevocationStaleness,
 		StateKeyFile: opts.StateKeyFile, StateKeyKeyring: opts.StateKeyKeyring, KeyRotation: opts.KeyRotation, RotateKey: opts.RotateKey,
 		MetricsListen: opts.MetricsListen, TLSCert: opts.TLSCert, TLSKey: opts.TLSKey, TrustedProxies: opts.TrustedProxies,
+		TrustedProxyHeader: opts.TrustedProxyHeader,
 	}
 }
 

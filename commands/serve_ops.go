@@ -27,5 +27,11 @@ func opsFlags(c *cli.Context, opts *ServeOptions) error {
 		return usageErrorf("--trusted-proxy: %v", err)
 	}
 	opts.TrustedProxies = p
+	if opts.TrustedProxyHeader, err = ops.ParseAddressHeader(opts.TrustedProxyHeader); err != nil {
+		return usageErrorf("--trusted-proxy-header: %v", err)
+	}
+	if c.IsSet("trusted-proxy-header") && len(p) == 0 {
+		return usageErrorf("--trusted-proxy-header applies with --trusted-proxy: name the proxy it comes from")
+	}
 	return nil
 }

@@ -27,7 +27,8 @@ func TestServeFlags(t *testing.T) {
 	t.Setenv("XDG_STATE_HOME", stateHome)
 	defaults := ServeOptions{Listen: "127.0.0.1:7777", AuthScope: "connection", DevUser: issuer.DefaultSubject, LogLevel: slog.LevelInfo,
 		TokenTTL: issuer.DefaultTokenTTL, RefreshTTL: issuer.DefaultRefreshTTL, CodeTTL: issuer.DefaultCodeTTL, DeviceInterval: issuer.DefaultDeviceInterval,
-		KeyRotation: issuer.DefaultKeyRotation, RevocationReconcile: state.DefaultReconcileEvery, RevocationStaleness: defaultRevocationStaleness, LogFormat: "text"}
+		KeyRotation: issuer.DefaultKeyRotation, RevocationReconcile: state.DefaultReconcileEvery, RevocationStaleness: defaultRevocationStaleness, LogFormat: "text",
+		TrustedProxyHeader: "X-Forwarded-For"}
 	if runtime.GOOS == "linux" {
 		defaults.DataDir = filepath.Join(stateHome, "agentauth", "serve")
 	} else {
@@ -71,6 +72,12 @@ func TestServeFlags(t *testing.T) {
 		{args: []string{"--tls-cert", "c.pem"}, wantCode: ExitUsage},
 		{args: []string{"--stdio", "--tls-cert", "c.pem", "--tls-key", "k.pem"}, wantCode: ExitUsage},
 		{args: []string{"--trusted-proxy", "proxy.example"}, wantCode: ExitUsage},
+		{args: []string{"--trusted-proxy", "10.0.0.0/8", "--trusted-proxy-header", "forwarded"},
+			want: with(func(o *ServeOptions) {
+				o.TrustedProxies, o.TrustedProxyHeader = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}, "Forwarded"
+			})},
+		{args: []string{"--trusted-proxy-header", "X-Real-IP"}, wantCode: ExitUsage},
+		{args: []string{"--trusted-proxy", "10.0.0.0/8", "--trusted-proxy-header", "Host"}, wantCode: ExitUsage},
 		{args: []string{"--metrics-listen", ""}, wantCode: ExitUsage},
 		{args: []string{"--public-origin", "agents.example"}, wantCode: ExitUsage},
 		{args: []string{"--public-origin", "https://agents.example/mcp"}, wantCode: ExitUsage},

@@ -83,66 +83,6 @@ type bridge struct {
 
 var bridgeAskID atomic.Int64
 
-// refusesInitialize reports whether a backend's answer to initialize
-// (its HTTP status and first message) may mean MCP 2026-07-28 only: 404,
-// or 400 with UNSUPPORTED_PROTOCOL_VERSION, as the TypeScript SDK v2
-// answers with legacy: 'reject' (@modelcontextprotocol/server 2.4.0,
-// dist/src-DdvbAHrR.mjs, modernOnlyStrictRejection: 400,
-// {"code": -32022, "data": {"supported": [...], "requested": "..."}}).
-func refusesInitialize(status int, data []byte) bool {
-	if status == http.StatusNotFound {
-		return true
-	}
-	h, ok := readHead(data, true)
-	return status == http.StatusBadRequest && ok && h.Error != nil && h.Error.Code == wire.CodeUnsupportedMCPVersion
-}
-
-// earlierCaller reports whether initialize msg (with the caller's
-// headers out) is a caller's of MCP 2025-11-25, 2025-06-18 or 2025-03-26,
-// the revisions the bridge serves: not one of 2026-07-28 (its header, or
-// its _meta envelope), whose initialize is a removed method the backend
-// must refuse (MCP 2026-07-28 "Lifecycle"), nor of another revision.
-func earlierCaller(msg *wire.Message, out http.Header) bool {
-	var p struct {
-		ProtocolVersion string `json:"protocolVersion"`
-		Meta            struct {
-			ProtocolVersion json.RawMessage `json:"io.modelcontextprotocol/protocolVersion"`
-		} `json:"_meta"`
-	}
-	return json.Unmarshal(msg.Params, &p) == nil && p.Meta.ProtocolVersion == nil &&
-		slices.Contains(wire.BridgedVersions, p.ProtocolVersion) && out.Get("Mcp-Protocol-Version") != statelessVersion
-}
-
-// probe answers a caller's initialize that the backend refused (rep, its
-// answer): from a bridge when the caller is of an earlier revision and
-// the backend's server/discover lists MCP 2026-07-28, else with the
-// backend's refusal as it was.
-func (c *httpConn) probe(ctx context.Context, msg *wire.Message, out http.Header, rep *reply) (*reply, error) {
-	f, err := rep.next()
-	rep.close()
-	if err != nil && !errors.Is(err, io.EOF) {
-		return nil, err
-	}
-	refusal := &reply{status: rep.status, next: once(f), close: func() {}}
-	if !refusesInitialize(rep.status, f.data) || !earlierCaller(msg, out) {
-		return refusal, nil
-	}
-	b, result, err := newBridge(ctx, c.m, msg, out)
-	if err != nil {
-		c.m.g.log.Debug("backend refused initialize and cannot be bridged", "backend", c.m.b.Name, "err", err)
-		return refusal, nil
-	}
-	c.mu.Lock()
-	c.bridge = b
-	c.mu.Unlock()
-	c.m.g.log.Info("backend speaks MCP 2026-07-28 only: bridging the caller's session", "backend", c.m.b.Name)
-	m, err := wire.NewResult(msg.ID, result)
-	if err != nil {
-		return nil, err
-	}
-	return answered(m), nil
-}
-
 // once is a reply's next that yields f (when it has data), then io.EOF.
 func once(f frame) func() (frame, error) {
 	done := len(f.data) == 0 && !f.dataSeen

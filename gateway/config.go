@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/agentauth/agentauth/flows"
 )
 
 // Process modes of a stdio backend. ProcessPerSession (the default): one
@@ -275,4 +277,100 @@ func (p *Policy) upstreamsFor(backend, tool string) []string {
 		return s
 	}
 	return p.ToolUpstreams[tool]
+}
+
+// IdentityExchange is the identity mode of a backend that gets an access
+// token the configured authorization server issued for it in exchange
+// for the caller's own (RFC 8693 token exchange).
+const IdentityExchange = "exchange"
+
+// Bounds of the token exchange.
+const (
+	// MaxExchangedTokens bounds the exchanged tokens one backend keeps;
+	// at the bound a new one is used for its call and not kept.
+	MaxExchangedTokens = 4096
+	// exchangeEarly is how long before its expiry an exchanged token is
+	// no longer reused (at most half its lifetime).
+	exchangeEarly = 30 * time.Second
+	// exchangeTimeout bounds one exchange (or the discovery of the token
+	// endpoint), whoever waits for it.
+	exchangeTimeout = 10 * time.Second
+)
+
+// TokenExchange configures how a backend with identity "exchange" gets
+// its token (the config key backends[].tokenExchange): serve, as a
+// confidential client of Issuer, exchanges each caller's access token
+// (RFC 8693 §2.1, subject_token_type access_token) at Issuer's token
+// endpoint for an access token for the backend: RFC 8707 resource the
+// backend's URL (or Resource), audience Audience when set, scope Scopes
+// or the caller's.
+type TokenExchange struct {
+	// Issuer is the authorization server: the issuer of the callers'
+	// tokens (a caller's token of another issuer is never sent to it).
+	// Its token endpoint comes from its RFC 8414 / OpenID Connect
+	// Discovery metadata unless TokenEndpoint names it. serve's config
+	// may leave it out: serve then takes the one authorization server of
+	// the schemes of the backend's resource (commands/serve_gateway.go).
+	Issuer        string `json:"issuer"`
+	TokenEndpoint string `json:"tokenEndpoint,omitempty"`
+	// ClientID is serve's client at Issuer, which authenticates with
+	// AuthMethod: client_secret_basic (the default), client_secret_post
+	// (with one of ClientSecret, ClientSecretFile, ClientSecretEnv) or
+	// private_key_jwt (RFC 7523 §2.2, PrivateKeyFile a PEM key).
+	ClientID         string `json:"clientId"`
+	ClientSecret     string `json:"clientSecret,omitempty"`
+	ClientSecretFile string `json:"clientSecretFile,omitempty"`
+	ClientSecretEnv  string `json:"clientSecretEnv,omitempty"`
+	AuthMethod       string `json:"authMethod,omitempty"`
+	PrivateKeyFile   string `json:"privateKeyFile,omitempty"`
+	// Resource is the RFC 8707 resource asked for (default: the
+	// backend's URL); Audience, when set, the RFC 8693 audience.
+	Resource string `json:"resource,omitempty"`
+	Audience string `json:"audience,omitempty"`
+	// Scopes are the scopes asked for (default: the caller's).
+	Scopes []string `json:"scopes,omitempty"`
+}
+
+// check checks the tokenExchange config of a backend; p is its key path.
+func (x *TokenExchange) check(p string) error {
+	p += ".tokenExchange"
+	secrets := 0
+	for _, s := range []string{x.ClientSecret, x.ClientSecretFile, x.ClientSecretEnv} {
+		if s != "" {
+			secrets++
+		}
+	}
+	switch {
+	case x.Issuer != "" && flows.CheckURL(x.Issuer) != nil:
+		return fmt.Errorf("%s.issuer: want an https URL (http on loopback only)", p)
+	case x.TokenEndpoint != "" && flows.CheckURL(x.TokenEndpoint) != nil:
+		return fmt.Errorf("%s.tokenEndpoint: want an https URL (http on loopback only)", p)
+	case x.Resource != "" && flows.CheckURL(x.Resource) != nil:
+		return fmt.Errorf("%s.resource: want an absolute http(s) URL", p)
+	case x.ClientID == "":
+		return fmt.Errorf("%s.clientId: name serve's client at the authorization server", p)
+	case secrets > 1:
+		return fmt.Errorf("%s.clientSecret: give one of clientSecret, clientSecretFile and clientSecretEnv", p)
+	}
+	for i, s := range x.Scopes {
+		if s == "" || strings.ContainsAny(s, " \t\"\\") {
+			return fmt.Errorf("%s.scopes[%d]: %q is not a scope token (RFC 6749 §3.3)", p, i, s)
+		}
+	}
+	switch x.AuthMethod {
+	case "", flows.AuthMethodClientSecretBasic, flows.AuthMethodClientSecretPost:
+		if secrets == 0 {
+			return fmt.Errorf("%s.clientSecret: serve authenticates as a confidential client: set clientSecret, clientSecretFile or clientSecretEnv (or authMethod %s with privateKeyFile)", p, flows.AuthMethodPrivateKeyJWT)
+		}
+		if x.PrivateKeyFile != "" {
+			return fmt.Errorf("%s.privateKeyFile: for authMethod %s", p, flows.AuthMethodPrivateKeyJWT)
+		}
+	case flows.AuthMethodPrivateKeyJWT:
+		if x.PrivateKeyFile == "" || secrets > 0 {
+			return fmt.Errorf("%s.privateKeyFile: authMethod %s signs with a private key (PEM) and sends no secret", p, flows.AuthMethodPrivateKeyJWT)
+		}
+	default:
+		return fmt.Errorf("%s.authMethod: want %s, %s or %s", p, flows.AuthMethodClientSecretBasic, flows.AuthMethodClientSecretPost, flows.AuthMethodPrivateKeyJWT)
+	}
+	return nil
 }

@@ -30,13 +30,13 @@
 // (MCP 2025-11-25 "Transports", Session Management), bound to the caller
 // (subject and client id), and keeps the backend's session id to itself.
 //
-// HTTP backends are reached by backendTransport (client.go): requests
+// HTTP backends are reached by backendTransport (client.go, http.go): requests
 // written in one write and answers read by net/http's own parser, on the
 // calling goroutine, over a pool of keep-alive connections, which costs
 // serve less CPU per call than net/http's Transport; https backends use
 // the latter.
 //
-// Stdio backends (stdio.go, process.go, shared.go) run in one of two
+// Stdio backends (stdio.go, process.go, shared*.go) run in one of two
 // process modes, the config key process:
 //
 //   - "session" (the default): one process per MCP session, initialized
@@ -91,7 +91,7 @@
 // instead of caching the finding (a backend changed in place is followed
 // at once; one refused request per session). The envelope and unpacking
 // pieces live in wire (bridge.go), shared with agentauth proxy's bridge
-// (client/proxy_bridge.go), which speaks through wire.HTTPSession where
+// (proxy/proxy_bridge.go), which speaks through wire.HTTPSession where
 // the gateway speaks through its own transport.
 //
 // The gateway does not authenticate: its caller (serve's HTTP face) checks
@@ -102,4 +102,58 @@
 // Not meant for import by other modules: gateway is agentauth's implementation,
 // and its API changes as agentauth needs. Go programs and tests use the
 // packages agentauthtest, agentauthtest/script and mcptransport.
+//
+// # Layers
+//
+// The files stand in three layers over a base, read top-down in the order
+// a request travels, from the caller's POST to the backend:
+//
+// The front, the HTTP face and the session:
+//
+//   - gateway.go: Options, New, Close and the idle sweep.
+//   - front.go: Mount.Serve: POST, GET and DELETE of MCP Streamable
+//     HTTP, and the relay of a backend's answer to the caller.
+//   - session.go: the gateway's sessions (minted, bound to the caller,
+//     bounded) and the backend connection each one dials.
+//
+// The controls, applied to each call on its way:
+//
+//   - policy.go: tool scopes, upstream sign-in by URL elicitation, the
+//     filtered tools/list and the upstream token a backend gets.
+//   - schema.go: tools/call arguments checked against inputSchema.
+//   - schemacheck.go, numbers.go: a backend's inputSchema checked once,
+//     when listed, before it is used; numbers float64 cannot hold.
+//   - scrub.go: tokens and patterns replaced in every answer.
+//   - identity.go, exchange.go: the backend's own token: an identity
+//     assertion, or an RFC 8693 exchange of the caller's.
+//   - call.go: one call on its way: its refusals and its audit record.
+//
+// The transports, one conn (conn.go: post, listen, end) per session:
+//
+//   - http.go, client.go, sse.go, peer_*.go: a Streamable HTTP backend
+//     (httpConn) over backendTransport.
+//   - bridge.go: the bridge to an HTTP backend of MCP 2026-07-28 only.
+//   - process.go, sysproc_*.go: a stdio process: started, read, its
+//     messages routed, restarted with backoff.
+//   - stdio.go: process "session", one process per session.
+//   - shared.go, shared_conn.go, shared_route.go, shared_bridge.go:
+//     process "shared": the process and its callers, a caller's session,
+//     the process's messages routed to callers, and MCP 2026-07-28 callers.
+//   - roundtrip.go: the gateway's own requests (tools/list) over a conn.
+//
+// The base, read by every layer: caller.go (Caller, Broker), config.go
+// (Backend, Policy, Redact, TokenExchange and their checks), message.go
+// (reading and writing JSON-RPC messages), toolcache.go (the tools a
+// backend listed) and mount.go (Gateway and Mount: the state of the
+// gateway and of one backend, which every layer reads).
+//
+// A file uses its own layer and the layers below it: the base uses no
+// control, transport or front file, a transport no control or front file
+// (toolcache.go is base), a control no front file. Go's package boundary
+// does not enforce this inside one package; three ties run the other way
+// by design: a Mount holds its parts (mount.go names the shared process,
+// the conn, the exchanger, the scrubber and the tool cache), a stdio
+// process hands a shared backend's messages to it (process.go to
+// shared.go and shared_route.go), and a bridged HTTP session posts
+// through an httpConn of its own (bridge.go to http.go).
 package gateway

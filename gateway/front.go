@@ -6,19 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"log/slog"
 	"net/http"
 	"strings"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
-	"github.com/agentauth/agentauth/ops"
 	"github.com/agentauth/agentauth/wire"
 )
-
-// statelessVersion is the MCP revision without sessions (MCP 2026-07-28
-// "Lifecycle"), whose errors map to HTTP statuses ("Transports").
-const statelessVersion = "2026-07-28"
 
 // Serve answers one HTTP request to the backend's path for caller c, whose
 // token serve has checked (MCP Streamable HTTP: POST a message, GET the
@@ -35,22 +30,6 @@ func (m *Mount) Serve(w http.ResponseWriter, r *http.Request, c Caller) {
 		w.Header().Set("Allow", "GET, POST, DELETE")
 		writeError(w, http.StatusMethodNotAllowed, wire.ID{}, wire.Errorf(wire.CodeInvalidRequest, "invalid request: %s is not served here; POST a JSON-RPC message, GET the session's stream or DELETE the session", r.Method))
 	}
-}
-
-// call is one request on its way through the gateway.
-type call struct {
-	m         *Mount
-	c         Caller
-	msg       *wire.Message
-	tool      string
-	stateless bool
-	secrets   []string // tokens serve holds for this call: scrubbed from answers
-	started   time.Time
-	redacted  atomic.Int64
-	decision  string
-	reason    string
-	errCode   int
-	audited   bool
 }
 
 func (m *Mount) servePost(w http.ResponseWriter, r *http.Request, c Caller) {
@@ -310,59 +289,18 @@ func (k *call) isAnswer(data []byte) bool {
 	return ok && head.Method == "" && sameID(head.ID, k.msg.ID)
 }
 
-func sameID(raw json.RawMessage, id wire.ID) bool {
-	return len(raw) > 0 && string(bytes.TrimSpace(raw)) == id.String()
-}
-
-// head is what the gateway reads of a backend's message.
-type head struct {
-	ID     json.RawMessage
-	Method string
-	Error  *wire.Error
-}
-
-// readHead reads a backend's message as json.Unmarshal into a head would
-// (members matched ignoring case, the last one winning; false for what
-// is not JSON, not an object or null, or has a method, or with withError
-// an error, of the wrong type; without withError, the error is not read),
-// but from one check of the whole message (json.Valid) and a walk over
-// its member names: the result, which can be large, is not decoded.
-func readHead(data []byte, withError bool) (h head, ok bool) {
-	if !json.Valid(data) {
-		return h, false
-	}
-	t := bytes.TrimSpace(data)
-	if t[0] != '{' {
-		return h, string(t) == "null"
-	}
-	ok = true
-	wire.Members(t, func(n, v []byte) {
-		switch {
-		case bytes.EqualFold(n, []byte("id")):
-			h.ID = v
-		case bytes.EqualFold(n, []byte("method")):
-			if string(v) != "null" {
-				var isString bool
-				h.Method, isString = jsonString(v)
-				ok = ok && isString
-			}
-		case withError && bytes.EqualFold(n, []byte("error")):
-			if string(v) == "null" {
-				h.Error = nil
-			} else if h.Error = new(wire.Error); json.Unmarshal(v, h.Error) != nil {
-				ok = false
-			}
-		}
-	})
-	return h, ok
-}
-
 // process applies the gateway's controls to one backend message: the
 // answer to tools/list is filtered by policy and teaches the schemas;
 // every message is scrubbed.
 func (k *call) process(data []byte) []byte {
 	if len(data) == 0 {
 		return data
+	}
+	if !utf8.Valid(data) {
+		// JSON text is UTF-8 (RFC 8259 §8.1): what a backend sends
+		// otherwise reaches no client raw; each run of invalid bytes
+		// becomes a U+FFFD, as decoders show it.
+		data = bytes.ToValidUTF8(data, []byte("\uFFFD"))
 	}
 	// The result is not copied out (it can be large) but for tools/list.
 	head, ok := readHead(data, true)
@@ -378,7 +316,7 @@ func (k *call) process(data []byte) []byte {
 			Result json.RawMessage `json:"result"`
 		}
 		if k.msg.Method == methodToolsList && json.Unmarshal(data, &list) == nil && list.Result != nil {
-			k.m.tools.learn(list.Result)
+			k.m.learnTools(list.Result)
 			if filtered, ok := k.m.filterTools(list.Result, k.c); ok {
 				data = replaceResult(data, filtered)
 			}
@@ -400,11 +338,6 @@ func replaceResult(data []byte, result json.RawMessage) []byte {
 	if err != nil {
 		return data
 	}
-	return b
-}
-
-func mustEncode(m *wire.Message) []byte {
-	b, _ := m.MarshalJSON()
 	return b
 }
 
@@ -447,57 +380,6 @@ func (k *call) fail(w http.ResponseWriter, err error, timedOut, streaming bool) 
 		writeError(w, status, k.msg.ID, rerr)
 	}
 	k.audit()
-}
-
-// refuse answers a call the gateway does not forward, and audits it.
-func (k *call) refuse(w http.ResponseWriter, status int, rerr *wire.Error, reason string) {
-	k.decision, k.errCode = "denied", rerr.Code
-	if reason != "" {
-		k.reason = reason
-	} else if k.reason == "" {
-		k.reason = rerr.Message
-	}
-	writeError(w, status, k.msg.ID, rerr)
-	if k.msg.IsRequest() {
-		k.audit()
-	}
-}
-
-func writeError(w http.ResponseWriter, status int, id wire.ID, rerr *wire.Error) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	w.Write(mustEncode(wire.NewErrorResponse(id, rerr)))
-}
-
-// identify puts the caller's identity assertion in out when the backend
-// takes one, or answers the failure.
-func (m *Mount) identify(w http.ResponseWriter, r *http.Request, k *call, out http.Header) bool {
-	if m.b.Identity == "" {
-		return true
-	}
-	if m.b.Identity == IdentityExchange {
-		return m.exchangeIdentity(w, r, k, out)
-	}
-	a, err := m.g.assert(r.Context(), k.c.Subject(), k.c.ClientID(), m.b.URL, k.c.Scopes())
-	if err != nil {
-		m.g.log.Error("cannot mint an identity assertion", "backend", m.b.Name, "err", err)
-		k.refuse(w, http.StatusServiceUnavailable, wire.Errorf(wire.CodeInternalError, "internal error: cannot sign the identity assertion for backend %s now; try again later", m.b.Name), "no assertion")
-		return false
-	}
-	out.Set("Authorization", "Bearer "+a)
-	k.secrets = append(k.secrets, a)
-	return true
-}
-
-// bearerToken is the caller's token in the Authorization header (Bearer or
-// DPoP), to be scrubbed from every answer.
-func bearerToken(r *http.Request) string {
-	v := r.Header.Get("Authorization")
-	if i := strings.IndexByte(v, ' '); i > 0 {
-		return strings.TrimSpace(v[i+1:])
-	}
-	return ""
 }
 
 func (m *Mount) serveGet(w http.ResponseWriter, r *http.Request, c Caller) {
@@ -577,41 +459,4 @@ func (m *Mount) serveDelete(w http.ResponseWriter, r *http.Request, c Caller) {
 	m.dropSession(s)
 	s.conn.end(r.Context())
 	w.WriteHeader(http.StatusNoContent)
-}
-
-// audit writes the call's one audit record: who, which backend and
-// method or tool, the decision, redactions and latency; never arguments,
-// results or tokens.
-func (k *call) audit() {
-	if k.audited {
-		return
-	}
-	k.audited = true
-	if k.decision == "denied" {
-		k.m.g.tel.Refusal("policy")
-		k.m.g.tel.Audit(ops.EventPolicyDenied, "face", "gateway", "sub", k.c.Subject(), "client_id", k.c.ClientID(),
-			"backend", k.m.b.Name, "method", k.msg.Method, "tool", k.tool, "reason", k.reason)
-	}
-	// The record goes to the handler directly: Logger.LogAttrs would
-	// also look up its caller's program counter (runtime.Callers), which
-	// serve's handlers do not print (no AddSource).
-	h := k.m.g.callLog.Handler()
-	if !h.Enabled(context.Background(), slog.LevelInfo) {
-		return
-	}
-	now := time.Now()
-	r := slog.NewRecord(now, slog.LevelInfo, "gateway call", 0)
-	r.AddAttrs(slog.String("principal", k.c.Subject()), slog.String("client_id", k.c.ClientID()),
-		slog.String("backend", k.m.b.Name), slog.String("method", k.msg.Method), slog.String("decision", k.decision),
-		slog.Int64("redactions", k.redacted.Load()), slog.Float64("latency_ms", float64(now.Sub(k.started).Microseconds())/1000))
-	if k.tool != "" {
-		r.AddAttrs(slog.String("tool", k.tool))
-	}
-	if k.reason != "" {
-		r.AddAttrs(slog.String("reason", k.reason))
-	}
-	if k.errCode != 0 {
-		r.AddAttrs(slog.Int("error_code", k.errCode))
-	}
-	_ = h.Handle(context.Background(), r)
 }

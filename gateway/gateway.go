@@ -3,40 +3,16 @@ package gateway
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
-	"os/exec"
 	"sync"
 	"time"
 
-	"github.com/agentauth/agentauth/broker"
 	"github.com/agentauth/agentauth/ops"
 	"github.com/agentauth/agentauth/wire"
 )
-
-// Caller is what serve established about the request's token: the
-// gateway's only view of the caller's grant. It never holds the token.
-type Caller interface {
-	Subject() string
-	ClientID() string
-	Scopes() []string
-	// Issuer is the token's issuer: a sign-in link of the embedded
-	// issuer's callers is bound to them (broker.Principal).
-	Issuer() string
-}
-
-// Broker is what the gateway needs of serve's broker (package broker):
-// the caller's upstream tokens and, when one is missing, a sign-in to ask
-// for.
-type Broker interface {
-	Session(subject, clientID string) string
-	Token(ctx context.Context, sid, upstream string) (string, error)
-	Ask(ctx context.Context, who broker.Principal, upstream string) (*broker.Ask, error)
-}
 
 // Options configure a Gateway.
 type Options struct {
@@ -73,25 +49,6 @@ type Options struct {
 	// named by headerParams (mcpserver.CheckRequest); the HTTP status and
 	// error of a refusal, or nil.
 	CheckRequest func(r *http.Request, m *wire.Message, headerParams map[string]string) (int, *wire.Error)
-}
-
-// Gateway holds the mounted backends.
-type Gateway struct {
-	mounts    []*Mount
-	done      chan struct{}
-	closeOnce sync.Once
-	policy    Policy
-	broker    Broker
-	log       *slog.Logger
-	callLog   *slog.Logger
-	transport http.RoundTripper
-	// pool is transport when it is the default, whose idle connections
-	// the sweep and Close end.
-	pool     *backendTransport
-	tel      *ops.Recorder
-	check    func(r *http.Request, m *wire.Message, headerParams map[string]string) (int, *wire.Error)
-	assert   func(ctx context.Context, subject, clientID, audience string, scopes []string) (string, error)
-	scrubber *scrubber
 }
 
 // New checks the options and prepares one Mount per backend. Nothing is
@@ -219,161 +176,4 @@ func (g *Gateway) Close() {
 	if g.pool != nil {
 		g.pool.closeIdle(0)
 	}
-}
-
-// Mount is one backend at its path.
-type Mount struct {
-	g       *Gateway
-	b       Backend
-	timeout time.Duration
-	maxMsg  int64
-	tools   *toolCache
-	// metadataURL is the RFC 9728 document that challenges name.
-	metadataURL string
-	// x exchanges callers' tokens for the backend's (identity "exchange").
-	x *exchanger
-	// target is a plain-http backend's URL for backendTransport.send.
-	target *target
-
-	mu       sync.Mutex
-	sessions map[string]*session
-	// shared is a stdio backend's one process for every caller (process
-	// "shared", and MCP 2026-07-28 requests), made on first use.
-	shared *sharedBackend
-	// stateless is the HTTP backend connection of requests without a
-	// session (MCP 2026-07-28, or a backend that keeps none).
-	stateless conn
-}
-
-// Name is the backend's name; Path where it is mounted.
-func (m *Mount) Name() string { return m.b.Name }
-func (m *Mount) Path() string { return m.b.Path }
-
-// session is one MCP session of a caller with the backend.
-type session struct {
-	id    string
-	owner string // subject and client id of the caller that initialized it
-	conn  conn
-	mu    sync.Mutex
-	last  time.Time
-}
-
-// ownerOf keys a caller for session binding.
-func ownerOf(c Caller) string { return c.Subject() + "\x00" + c.ClientID() }
-
-// sessionIdle is how long an unused session is kept; evictIdle how long
-// one must have been unused to make room for a new one at the bound.
-const (
-	sessionIdle = 30 * time.Minute
-	evictIdle   = time.Minute
-)
-
-// newSession registers a session for the caller. At the bound (MaxSessions,
-// or MaxProcesses for a stdio backend) the least recently used session
-// idle for at least evictIdle makes room (a client that never ends its
-// sessions, as a command-line client run per call, would fill the table);
-// with none, the new session is refused.
-func (m *Mount) newSession(c Caller, cn conn) (*session, error) {
-	b := make([]byte, 24)
-	rand.Read(b)
-	s := &session{id: base64.RawURLEncoding.EncodeToString(b), owner: ownerOf(c), conn: cn, last: time.Now()}
-	limit := MaxSessions
-	if m.b.Command != "" && m.b.Process != ProcessShared {
-		limit = MaxProcesses
-	}
-	m.mu.Lock()
-	var evicted *session
-	var evictedLast time.Time
-	if len(m.sessions) >= limit {
-		for _, o := range m.sessions {
-			o.mu.Lock()
-			last := o.last
-			o.mu.Unlock()
-			if time.Since(last) >= evictIdle && (evicted == nil || last.Before(evictedLast)) {
-				evicted, evictedLast = o, last
-			}
-		}
-		if evicted != nil {
-			delete(m.sessions, evicted.id)
-		}
-	}
-	full := len(m.sessions) >= limit
-	if !full {
-		m.sessions[s.id] = s
-	}
-	m.mu.Unlock()
-	if evicted != nil {
-		go evicted.conn.end(context.Background())
-	}
-	if full {
-		return nil, fmt.Errorf("backend %s has %d sessions in use, the most serve keeps; try again later", m.b.Name, limit)
-	}
-	return s, nil
-}
-
-// session finds the caller's session id; another caller's is not found.
-func (m *Mount) session(id string, c Caller) *session {
-	m.mu.Lock()
-	s := m.sessions[id]
-	m.mu.Unlock()
-	if s == nil || s.owner != ownerOf(c) {
-		return nil
-	}
-	s.mu.Lock()
-	s.last = time.Now()
-	s.mu.Unlock()
-	return s
-}
-
-func (m *Mount) dropSession(s *session) {
-	m.mu.Lock()
-	if m.sessions[s.id] == s {
-		delete(m.sessions, s.id)
-	}
-	m.mu.Unlock()
-}
-
-// dial makes a backend connection for a new session of caller c.
-func (m *Mount) dial(c Caller) conn {
-	if m.b.Command != "" && m.b.Process == ProcessShared {
-		return m.sharedProcess().conn(c, false)
-	}
-	if m.b.Command != "" {
-		return newStdioConn(m, c)
-	}
-	return &httpConn{m: m}
-}
-
-// statelessConn is the HTTP connection of sessionless requests.
-func (m *Mount) statelessConn() conn {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.stateless == nil {
-		m.stateless = &httpConn{m: m, stateless: true}
-	}
-	return m.stateless
-}
-
-// Ready reports whether the backend can be reached, for serve's /readyz:
-// an HTTP backend answers a GET of its URL with any HTTP status (MCP
-// servers answer a bare GET with 405 or 400; only a failed connection or
-// no answer within ctx counts as down); a stdio backend's command is an
-// executable that can be started.
-func (m *Mount) Ready(ctx context.Context) error {
-	if m.b.Command != "" {
-		if _, err := exec.LookPath(m.b.Command); err != nil {
-			return fmt.Errorf("backend %s: cannot start %s: %w", m.b.Name, m.b.Command, err)
-		}
-		return nil
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.b.URL, nil)
-	if err != nil {
-		return fmt.Errorf("backend %s: %w", m.b.Name, err)
-	}
-	resp, err := m.g.transport.RoundTrip(req)
-	if err != nil {
-		return fmt.Errorf("backend %s: not reachable: %w", m.b.Name, err)
-	}
-	resp.Body.Close()
-	return nil
 }

@@ -1,32 +1,15 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"slices"
-	"sync/atomic"
-	"unicode/utf8"
 
 	"github.com/agentauth/agentauth/broker"
 	"github.com/agentauth/agentauth/wire"
-)
-
-// MCP method names the gateway looks into.
-const (
-	methodToolsList = "tools/list"
-	methodToolsCall = "tools/call"
-)
-
-// MCP error codes: URLElicitationRequiredError (MCP 2025-11-25
-// "Elicitation", URL mode) and MISSING_REQUIRED_CLIENT_CAPABILITY (MCP
-// 2026-07-28).
-const (
-	codeURLElicitationRequired  = -32042
-	codeMissingClientCapability = -32021
 )
 
 // inputSignIn is the input request key of an upstream sign-in (MCP
@@ -36,81 +19,6 @@ const inputSignIn = "signin"
 // SetResourceMetadata sets the RFC 9728 document URL that challenges
 // name (RFC 9728 §5.1).
 func (m *Mount) SetResourceMetadata(u string) { m.metadataURL = u }
-
-// toolsCallParams are the parts of tools/call the gateway reads.
-type toolsCallParams struct {
-	Name string
-	// Arguments are the raw arguments, a part of the message.
-	Arguments      json.RawMessage
-	InputResponses map[string]json.RawMessage
-}
-
-// toolsCallMembers are the members of tools/call params the gateway
-// reads (MCP 2025-11-25 "Tools", CallToolRequest; 2026-07-28 adds
-// inputResponses).
-var toolsCallMembers = []string{"name", "arguments", "inputResponses", "_meta"}
-
-// readToolsCall reads tools/call params (valid JSON: wire.Decode checked
-// the message) in one pass over their member names, without decoding the
-// arguments. A member it reads must be spelled exactly and appear once:
-// encoding/json (and so Go backends) takes "NAME" for "name", JSON
-// parsers differ on which of two "name" members counts, and the tool the
-// gateway checks must be the tool the backend runs. It returns why the
-// params are refused, or "".
-func readToolsCall(params []byte) (p toolsCallParams, problem string) {
-	var seen [4]bool
-	wire.Members(params, func(n, v []byte) {
-		if problem != "" {
-			return
-		}
-		for i, want := range toolsCallMembers {
-			switch {
-			case string(n) == want:
-				if seen[i] {
-					problem = fmt.Sprintf("member %q appears twice", want)
-					return
-				}
-				seen[i] = true
-				switch i {
-				case 0:
-					var ok bool
-					if p.Name, ok = jsonString(v); !ok {
-						problem = `"name" is not a string`
-					}
-				case 1:
-					p.Arguments = v
-				case 2:
-					if json.Unmarshal(v, &p.InputResponses) != nil {
-						problem = `"inputResponses" is not an object`
-					}
-				case 3:
-					if v[0] != '{' && string(v) != "null" {
-						problem = `"_meta" is not an object`
-					}
-				}
-				return
-			case bytes.EqualFold(n, []byte(want)):
-				problem = fmt.Sprintf("member %q is not %q: member names are case-sensitive", n, want)
-				return
-			}
-		}
-	})
-	if problem == "" && p.Name == "" {
-		problem = `tools/call needs {"name": "…", "arguments": {…}}`
-	}
-	return p, problem
-}
-
-// jsonString decodes a JSON value (valid JSON) that should be a string:
-// a plain one (no escape, valid UTF-8) is cut out of its quotes, others
-// go through encoding/json; null is "", as for encoding/json.
-func jsonString(v []byte) (string, bool) {
-	if len(v) >= 2 && v[0] == '"' && bytes.IndexByte(v, '\\') < 0 && utf8.Valid(v) {
-		return string(v[1 : len(v)-1]), true
-	}
-	var s string
-	return s, json.Unmarshal(v, &s) == nil
-}
 
 // check applies the policy to a request before it is forwarded: for
 // tools/call the scopes (403 insufficient_scope, RFC 6750 §3.1), the
@@ -234,21 +142,6 @@ func (k *call) signedIn(w http.ResponseWriter, r *http.Request, ups []string, p 
 	return true
 }
 
-func mustResult(id wire.ID, v any) []byte {
-	m, err := wire.NewResult(id, v)
-	if err != nil {
-		return nil
-	}
-	return mustEncode(m)
-}
-
-func writeJSON(w http.ResponseWriter, status int, b []byte) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	w.Write(b)
-}
-
 func elicitAction(raw json.RawMessage) string {
 	var r struct {
 		Action string `json:"action"`
@@ -340,11 +233,4 @@ func (m *Mount) filterTools(result json.RawMessage, c Caller) (json.RawMessage, 
 	}
 	b, err := json.Marshal(r)
 	return b, err == nil
-}
-
-// internalID numbers the gateway's own requests to a backend.
-var internalID atomic.Int64
-
-func nextInternalID() wire.ID {
-	return wire.StringID(fmt.Sprintf("agentauth-gateway-%d", internalID.Add(1)))
 }

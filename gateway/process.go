@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/agentauth/agentauth/wire"
 )
 
 // A stdio backend's running process: started with its environment, its
@@ -370,4 +373,113 @@ func (p *process) drainStderr(r io.Reader) {
 		p.m.g.log.Debug("backend stderr", "backend", p.m.b.Name, "line", line)
 	}
 	io.Copy(io.Discard, r)
+}
+
+// inheritedEnv are the variables of serve's environment a stdio backend
+// gets; anything else (serve's own secrets) stays out unless env names it.
+var inheritedEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TMPDIR", "TZ", "SYSTEMROOT", "NODE_PATH"}
+
+// Restart backoff: the first restart is at once, then each one waits twice
+// as long, up to maxRestartDelay; a process that ran for stableRun resets it.
+const (
+	firstRestartDelay = 100 * time.Millisecond
+	maxRestartDelay   = 30 * time.Second
+	stableRun         = time.Minute
+	// streamQueue bounds the messages waiting for one client stream; a
+	// full queue holds the process's output back (backpressure).
+	streamQueue = 64
+)
+
+func restartDelay(crashes int) time.Duration {
+	if crashes <= 1 {
+		return 0
+	}
+	d := firstRestartDelay << min(crashes-2, 20)
+	return min(d, maxRestartDelay)
+}
+
+// backoff is the restart schedule of a stdio backend's process, shared by
+// the two process modes.
+type backoff struct {
+	crashes   int
+	notBefore time.Time
+}
+
+// await waits until a process may be started after prev (nil: none ran
+// yet): at once after a process serve ended, else after restartDelay.
+func (b *backoff) await(ctx context.Context, name string, prev *process) error {
+	if prev != nil && !prev.killed.Load() {
+		if time.Since(prev.started) > stableRun {
+			b.crashes = 0
+		}
+		b.crashes++
+		b.notBefore = time.Now().Add(restartDelay(b.crashes))
+	}
+	if wait := time.Until(b.notBefore); wait > 0 {
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return backendErr(name, "exited and is being restarted (next attempt in %s)", wait.Round(time.Millisecond))
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
+// handshake sends initialize to a new process and waits for its answer,
+// then sends notifications/initialized (when given); it returns the
+// initialize result.
+func (p *process) handshake(ctx context.Context, init, initialized []byte, when string) (json.RawMessage, error) {
+	name := p.m.b.Name
+	var m struct {
+		ID json.RawMessage `json:"id"`
+	}
+	_ = json.Unmarshal(init, &m)
+	s, err := p.register(idKey(m.ID), "")
+	if err != nil {
+		return nil, err
+	}
+	defer p.unregister(s)
+	if err := p.write(init); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.m.timeout)
+	defer cancel()
+	for {
+		select {
+		case f, ok := <-s.ch:
+			if !ok {
+				return nil, backendErr(name, "exited while being initialized %s", when)
+			}
+			var r wire.Message
+			if json.Unmarshal(f.data, &r) == nil && r.IsResponse() {
+				if r.Error != nil {
+					return nil, backendErr(name, "refused initialize %s: %s", when, r.Error.Message)
+				}
+				if initialized != nil {
+					return r.Result, p.write(initialized)
+				}
+				return r.Result, nil
+			}
+		case <-ctx.Done():
+			return nil, backendErr(name, "did not answer initialize within %s %s", p.m.timeout, when)
+		}
+	}
+}
+
+// idKey is a JSON-RPC id or progress token as a map key.
+func idKey(raw json.RawMessage) string { return string(bytes.TrimSpace(raw)) }
+
+// progressToken is params._meta.progressToken of a request, or "".
+func progressToken(params json.RawMessage) string {
+	var p struct {
+		Meta struct {
+			ProgressToken json.RawMessage `json:"progressToken"`
+		} `json:"_meta"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return ""
+	}
+	return idKey(p.Meta.ProgressToken)
 }

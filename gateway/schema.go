@@ -4,16 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"net/http"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"unicode"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -21,88 +18,11 @@ import (
 	"github.com/agentauth/agentauth/wire"
 )
 
-// maxTools bounds the schemas kept per backend; maxListPages the pages of
-// tools/list the gateway reads itself.
-const (
-	maxTools     = 4096
-	maxListPages = 16
-)
-
-// toolCache holds the resolved inputSchema of each tool a backend listed.
-type toolCache struct {
-	mu    sync.RWMutex
-	tools map[string]*jsonschema.Resolved // nil: the schema could not be resolved
-	// headers are, by tool, the arguments MCP 2026-07-28 clients repeat
-	// in Mcp-Param-NAME (x-mcp-header of a property: argument to NAME).
-	headers map[string]map[string]string
-}
-
-func newToolCache() *toolCache {
-	return &toolCache{tools: map[string]*jsonschema.Resolved{}, headers: map[string]map[string]string{}}
-}
-
-// headerParams are a tool's x-mcp-header arguments (nil: none, or unknown).
-func (tc *toolCache) headerParams(name string) map[string]string {
-	tc.mu.RLock()
-	defer tc.mu.RUnlock()
-	return tc.headers[name]
-}
-
-// learn reads the schemas of a tools/list result and returns its nextCursor.
-func (tc *toolCache) learn(result json.RawMessage) string {
-	var r struct {
-		Tools []struct {
-			Name        string          `json:"name"`
-			InputSchema json.RawMessage `json:"inputSchema"`
-		} `json:"tools"`
-		NextCursor string `json:"nextCursor"`
-	}
-	if json.Unmarshal(result, &r) != nil {
-		return ""
-	}
-	tc.mu.Lock()
-	defer tc.mu.Unlock()
-	for _, t := range r.Tools {
-		if _, ok := tc.tools[t.Name]; !ok && len(tc.tools) >= maxTools {
-			continue
-		}
-		var s jsonschema.Schema
-		var res *jsonschema.Resolved
-		if json.Unmarshal(t.InputSchema, &s) == nil {
-			res, _ = s.Resolve(nil) // remote $refs are not fetched: such a schema is not checked
-		}
-		tc.tools[t.Name] = res
-		var props struct {
-			Properties map[string]struct {
-				Header string `json:"x-mcp-header"`
-			} `json:"properties"`
-		}
-		delete(tc.headers, t.Name)
-		if json.Unmarshal(t.InputSchema, &props) == nil {
-			for arg, p := range props.Properties {
-				if p.Header != "" {
-					if tc.headers[t.Name] == nil {
-						tc.headers[t.Name] = map[string]string{}
-					}
-					tc.headers[t.Name][arg] = p.Header
-				}
-			}
-		}
-	}
-	return r.NextCursor
-}
-
-func (tc *toolCache) get(name string) (*jsonschema.Resolved, bool) {
-	tc.mu.RLock()
-	defer tc.mu.RUnlock()
-	r, ok := tc.tools[name]
-	return r, ok
-}
-
 // validate checks tools/call arguments against the tool's inputSchema
 // (JSON Schema 2020-12 or draft-07) before the backend sees them: -32602
 // naming the failing schema location. Arguments nested deeper than
-// MaxArgumentDepth are refused unchecked. A tool the backend did not list
+// MaxArgumentDepth are refused unchecked, and so is a call of a tool whose
+// schema serve cannot check (checkSchema). A tool the backend did not list
 // is left to the backend.
 func (m *Mount) validate(ctx context.Context, cn conn, out http.Header, k *call, p toolsCallParams) *wire.Error {
 	if d := depth(p.Arguments); d > MaxArgumentDepth {
@@ -111,16 +31,22 @@ func (m *Mount) validate(ctx context.Context, cn conn, out http.Header, k *call,
 	if name, ok := ambiguousMember(p.Arguments); ok {
 		return wire.Errorf(wire.CodeInvalidParams, "invalid params: the arguments of %s name the member %q twice (names that differ only in case count as one: a backend decoding them case-insensitively could take either)", p.Name, name)
 	}
-	res, ok := m.tools.get(p.Name)
+	ts, ok := m.tools.get(p.Name)
 	if !ok {
 		m.listTools(ctx, cn, out, k)
-		if res, ok = m.tools.get(p.Name); !ok {
+		if ts, ok = m.tools.get(p.Name); !ok {
 			return nil
 		}
 	}
-	if res == nil {
-		return nil
+	if ts.refusal != "" {
+		return wire.Errorf(wire.CodeInvalidParams, "invalid params: serve cannot check the arguments of tool %s of backend %s, and calls it only checked: %s", p.Name, m.b.Name, ts.refusal)
 	}
+	if ts.numeric {
+		if lit, ok := inexactNumber(p.Arguments); ok {
+			return wire.Errorf(wire.CodeInvalidParams, "invalid params: the arguments of %s hold the number %s, which serve cannot check exactly against its inputSchema: send at most 15 significant digits, within ±1e-307 to ±1e308", p.Name, shorten(lit, 40))
+		}
+	}
+	res := ts.res
 	var args any = map[string]any{}
 	if len(p.Arguments) > 0 && string(p.Arguments) != "null" {
 		if err := json.Unmarshal(p.Arguments, &args); err != nil {
@@ -469,42 +395,18 @@ func (m *Mount) listTools(ctx context.Context, cn conn, out http.Header, k *call
 			m.g.log.Warn("cannot list the backend's tools to check arguments", "backend", m.b.Name, "err", err)
 			return
 		}
-		if cursor = m.tools.learn(result); cursor == "" {
+		if cursor = m.learnTools(result); cursor == "" {
 			return
 		}
 	}
 }
 
-// roundTrip sends the gateway's own request and returns its result,
-// skipping anything else the backend sends meanwhile.
-func (m *Mount) roundTrip(ctx context.Context, cn conn, method string, params any, out http.Header) (json.RawMessage, error) {
-	ctx, cancel := context.WithTimeout(ctx, m.timeout)
-	defer cancel()
-	req, err := wire.NewRequest(nextInternalID(), method, params)
-	if err != nil {
-		return nil, err
+// learnTools teaches the tool cache a tools/list result and logs each tool
+// whose schema it newly refuses; it returns the result's nextCursor.
+func (m *Mount) learnTools(result json.RawMessage) string {
+	cursor, refused := m.tools.learn(result)
+	for _, tool := range slices.Sorted(maps.Keys(refused)) {
+		m.g.log.Warn("the backend's tool cannot be called: its inputSchema cannot be checked", "backend", m.b.Name, "tool", tool, "reason", refused[tool])
 	}
-	raw, _ := json.Marshal(req)
-	rep, err := cn.post(ctx, req, raw, out)
-	if err != nil {
-		return nil, err
-	}
-	defer rep.close()
-	for {
-		f, err := rep.next()
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil, backendErr(m.b.Name, "did not answer %s", method)
-			}
-			return nil, err
-		}
-		var resp wire.Message
-		if json.Unmarshal(f.data, &resp) != nil || !resp.IsResponse() || resp.ID.String() != req.ID.String() {
-			continue
-		}
-		if resp.Error != nil {
-			return nil, backendErr(m.b.Name, "refused %s: %s", method, resp.Error.Message)
-		}
-		return resp.Result, nil
-	}
+	return cursor
 }

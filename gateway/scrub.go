@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -133,8 +135,25 @@ func (s *scrubber) walk(v any, held []string, n *int) any {
 			x[i] = s.walk(x[i], held, n)
 		}
 	case map[string]any:
-		for k, e := range x {
-			x[k] = s.walk(e, held, n)
+		// A member's name is scrubbed like its value: a backend can
+		// print a secret as either. Names that meet once scrubbed are
+		// told apart by a number ("[redacted] (2)").
+		for _, k := range slices.Collect(maps.Keys(x)) {
+			e := s.walk(x[k], held, n)
+			sk := s.scrubString(k, held, n)
+			if sk == k {
+				x[k] = e
+				continue
+			}
+			delete(x, k)
+			name := sk
+			for i := 2; ; i++ {
+				if _, taken := x[name]; !taken {
+					break
+				}
+				name = fmt.Sprintf("%s (%d)", sk, i)
+			}
+			x[name] = e
 		}
 	}
 	return v

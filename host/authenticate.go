@@ -209,7 +209,7 @@ func (s *session) acceptIf(ctx context.Context, cands []*scheme, token string, s
 			h.tel.Validation("error")
 			continue
 		}
-		h.log.Info("auth decision", "conn", s.id, "scheme", sc.ID, "outcome", "rejected", "reason", te.Description)
+		h.log.Info("auth decision", withHint([]any{"conn", s.id, "scheme", sc.ID, "outcome", "rejected", "reason", te.Description}, te.Hint)...)
 		h.tel.Validation("rejected")
 		h.tel.Refusal("invalid_token")
 		chs = append(chs, h.challenge(sc, statusOf(te)))

@@ -289,6 +289,7 @@ func checkValidation(p string, s Scheme) error {
 		{"clientId", ValidationIntrospection, v.ClientID != ""},
 		{"clientSecret", ValidationIntrospection, v.ClientSecret != ""},
 		{"cacheTTL", ValidationIntrospection, v.CacheTTL != 0},
+		{"allowMissingAudience", ValidationIntrospection, v.AllowMissingAudience},
 	}
 	switch v.Type {
 	case ValidationStatic, ValidationJWT, ValidationIntrospection:

@@ -40,6 +40,7 @@ func TestParseConfigErrorsNameTheKey(t *testing.T) {
 		{"jwt alg none", `{"schemes": [{"id": "dev", "authorizationServers": ["https://as.example"], "validation": {"type": "jwt", "algorithms": ["none"]}}]}`, `schemes[0].validation.algorithms[0]: "none" is not allowed`},
 		{"plain http issuer", `{"schemes": [{"id": "dev", "authorizationServers": ["http://as.example"], "validation": {"type": "jwt"}}]}`, "schemes[0].authorizationServers[0]: \"http://as.example\" must use https"},
 		{"introspection without credentials", `{"schemes": [{"id": "dev", "authorizationServers": ["https://as.example"], "validation": {"type": "introspection", "clientId": "rs"}}]}`, "schemes[0].validation.clientSecret: missing"},
+		{"allowMissingAudience outside introspection", `{"schemes": [{"id": "dev", "authorizationServers": ["https://as.example"], "validation": {"type": "jwt", "allowMissingAudience": true}}]}`, `schemes[0].validation.allowMissingAudience: only applies to type "introspection"`},
 		{"introspection bad ttl", `{"schemes": [{"id": "dev", "authorizationServers": ["https://as.example"], "validation": {"type": "introspection", "clientId": "rs", "clientSecret": "x", "cacheTTL": "soon"}}]}`, `schemes[0].validation.cacheTTL: "soon" is not a duration`},
 		{"bad resource", `{"resource": "mcp", "schemes": []}`, `resource: "mcp" must be an absolute http or https URL`},
 		{"unknown method scope", `{"schemes": [{"id": "dev", "validation": {"type": "static", "tokens": [` + tok + `]}}], "methodScopes": {"dispose": ["a"]}}`, "methodScopes.dispose: not a gated method"},

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -532,7 +533,7 @@ func TestNotifyRevoked(t *testing.T) {
 
 func TestIntrospectedTokenTurningInactiveIsPushed(t *testing.T) {
 	ti := tokenfake.NewIntrospector(t)
-	ti.Set("live", map[string]any{"active": true, "sub": "alice"})
+	ti.Set("live", map[string]any{"active": true, "sub": "alice", "aud": "http://127.0.0.1:7777/mcp"})
 	config := `{"schemes": [{"id": "corp", "authorizationServers": ["` + ti.URL + `"], "validation": {"type": "introspection",
 	  "clientId": "rs:1", "clientSecret": "s cret", "cacheTTL": "50ms"}}]}`
 	h := newTestHost(t, config, Options{HTTPClient: ti.Client()})
@@ -544,6 +545,26 @@ func TestIntrospectedTokenTurningInactiveIsPushed(t *testing.T) {
 	got := designPush(t, nextPush(t, c))
 	if got.State != wire.StateRevoked || !strings.Contains(got.Challenge.ErrorDescription, "not active") {
 		t.Errorf("push = %+v", got)
+	}
+}
+
+// An introspected token whose answer names no audience is refused with
+// the usual invalid_token; the operator's log names the option that would
+// accept it (validation.allowMissingAudience), the client's challenge
+// does not.
+func TestIntrospectionWithoutAudienceIsRefused(t *testing.T) {
+	ti := tokenfake.NewIntrospector(t)
+	ti.Set("no-aud", map[string]any{"active": true, "sub": "alice"})
+	config := `{"schemes": [{"id": "corp", "authorizationServers": ["` + ti.URL + `"], "validation": {"type": "introspection",
+	  "clientId": "rs:1", "clientSecret": "s cret"}}]}`
+	var log strings.Builder
+	h := newTestHost(t, config, Options{HTTPClient: ti.Client(), Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	g, ch, err := h.ValidateBearer(context.Background(), "no-aud")
+	if err != nil || g != nil || ch == nil || ch.Error != wire.ErrInvalidToken || strings.Contains(ch.ErrorDescription, "allowMissingAudience") {
+		t.Fatalf("grant %+v, challenge %+v, err %v; want invalid_token without the option's name", g, ch, err)
+	}
+	if !strings.Contains(log.String(), "outcome=rejected") || !strings.Contains(log.String(), "allowMissingAudience") {
+		t.Errorf("the log does not name the option:\n%s", log.String())
 	}
 }
 

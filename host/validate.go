@@ -102,6 +102,7 @@ func (h *Host) validateAmong(ctx context.Context, schemes []*scheme, token strin
 		return nil, &ch, nil
 	}
 	var rejected *wire.Challenge
+	var hint string // the first rejection's TokenError.Hint, for the log only
 	var failure error
 	for _, sc := range schemes {
 		g, err := h.validate(ctx, sc, token, false)
@@ -120,7 +121,7 @@ func (h *Host) validateAmong(ctx context.Context, schemes []*scheme, token strin
 		}
 		if rejected == nil {
 			ch := h.challenge(sc, statusOf(te))
-			rejected = &ch
+			rejected, hint = &ch, te.Hint
 		}
 	}
 	if rejected == nil {
@@ -129,8 +130,17 @@ func (h *Host) validateAmong(ctx context.Context, schemes []*scheme, token strin
 		return nil, nil, failure
 	}
 	h.refused.Add(1)
-	h.log.Info("auth decision", "face", "http", "scheme", rejected.SchemeID, "outcome", "rejected", "reason", rejected.ErrorDescription)
+	h.log.Info("auth decision", withHint([]any{"face", "http", "scheme", rejected.SchemeID, "outcome", "rejected", "reason", rejected.ErrorDescription}, hint)...)
 	h.tel.Validation("rejected")
 	h.tel.Refusal("invalid_token")
 	return nil, rejected, nil
+}
+
+// withHint adds a rejection's operator hint (TokenError.Hint: the option
+// that would accept the token) to a log record's attributes.
+func withHint(attrs []any, hint string) []any {
+	if hint == "" {
+		return attrs
+	}
+	return append(attrs, "hint", hint)
 }

@@ -114,24 +114,6 @@ func (i *Issuer) SignInURL(returnTo string) string {
 // so of the grants whose subject SignedIn can vouch for.
 func (i *Issuer) Origin() string { return i.opts.Issuer }
 
-// localPath accepts a return_to: a path on this origin ("/…", not "//…"
-// nor "/\…", which browsers read as another host), at most
-// maxReturnToBytes; anything else becomes "".
-func localPath(s string) string {
-	if len(s) > maxReturnToBytes || !strings.HasPrefix(s, "/") || strings.HasPrefix(s, "//") || strings.HasPrefix(s, "/\\") {
-		return ""
-	}
-	u, err := url.Parse(s)
-	if err != nil || u.Scheme != "" || u.Host != "" {
-		return ""
-	}
-	return s
-}
-
-// maxReturnToBytes bounds the page a login returns to: an authorization
-// request with every parameter at its bound fits.
-const maxReturnToBytes = 16 << 10
-
 // pageUser is who would approve on a consent or device page. With a login
 // provider it is the browser's signed-in subject (signedIn true); a
 // browser not signed in is sent to the provider first, coming back to

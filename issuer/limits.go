@@ -111,8 +111,9 @@ func rememberTx(tx state.Tx, kind state.Kind, l bounded.Limits, owner, id string
 
 // sourceOf names the source of a request for the per-source bounds: its
 // peer's IPv4 address, or the /64 of its IPv6 address (one host commonly
-// holds a whole /64). Forwarded headers are not trusted: behind a reverse
-// proxy every request has the proxy's source.
+// holds a whole /64). RemoteAddr is the peer's address, or behind a
+// --trusted-proxy the client's as that proxy named it (ops.Forwarded):
+// nothing the client writes in a header reaches it.
 func sourceOf(r *http.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {

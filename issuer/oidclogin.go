@@ -415,6 +415,7 @@ func (i *Issuer) serveDevLogin(w http.ResponseWriter, r *http.Request) {
 // loggedIn sends a browser that just signed in back to returnTo, or shows
 // whom it signed in as.
 func (i *Issuer) loggedIn(w http.ResponseWriter, r *http.Request, returnTo, subject string) {
+	returnTo = localPath(returnTo) // canonical already; a record written by an older serve may not be
 	if returnTo == "" {
 		i.render(w, http.StatusOK, "message.html", messagePage{Title: "Signed in", Message: "You are signed in as " + subject + "."})
 		return
@@ -425,13 +426,29 @@ func (i *Issuer) loggedIn(w http.ResponseWriter, r *http.Request, returnTo, subj
 	if r.Method == http.MethodPost {
 		status = http.StatusSeeOther
 	}
-	http.Redirect(w, r, returnTo, status)
+	// returnTo as localPath checked it: http.Redirect would clean it again.
+	w.Header().Set("Location", returnTo)
+	w.WriteHeader(status)
 }
 
 // serveLogout is POST /logout: the browser is signed out of the issuer.
 func (i *Issuer) serveLogout(w http.ResponseWriter, r *http.Request) {
 	i.clearBrowserSession(w)
 	i.render(w, http.StatusOK, "message.html", messagePage{Title: "Signed out", Message: "You are signed out of this server."})
+}
+
+// spendLogin deletes the pending sign-in key; spent is false when it was
+// gone already (another callback completed it first).
+func (i *Issuer) spendLogin(ctx context.Context, key string) (spent bool, err error) {
+	err = i.store.Update(ctx, func(tx state.Tx) error {
+		rec, err := getRecord[loginRecord](tx, kindLogin, key)
+		if err != nil || rec == nil {
+			return err
+		}
+		spent = true
+		return tx.Delete(kindLogin, key)
+	})
+	return spent, err
 }
 
 // loginCookie is the name of the cookie of the login with state st.
@@ -464,20 +481,25 @@ func (i *Issuer) startLogin(w http.ResponseWriter, r *http.Request, returnTo str
 }
 
 // serveLoginCallback is the login's redirect URI (OIDC Core §3.1.2.5): it
-// spends the state (bound to this browser), exchanges the code with the
+// checks the state (bound to this browser), exchanges the code with the
 // PKCE verifier, validates the ID token (§3.1.3.7), maps it to a subject,
 // applies the allow-lists and signs the browser in.
+//
+// The pending sign-in is spent only once the provider has redeemed the
+// code for it: a callback refused before that (another browser, an iss
+// that is not the provider's, an error or code the provider did not send)
+// leaves it, and the binding cookie, for the owner's real callback, as
+// the broker's links are kept. The provider's single-use code and the
+// delete in one transaction make it complete at most once.
 func (i *Issuer) serveLoginCallback(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	key := hash(q.Get("state"))
 	now := i.clock(r.Context())
 	var rec *loginRecord
-	err := i.store.Update(r.Context(), func(tx state.Tx) error {
+	err := i.store.View(r.Context(), func(tx state.Tx) error {
 		var err error
-		if rec, err = getRecord[loginRecord](tx, kindLogin, key); err != nil || rec == nil {
-			return err
-		}
-		return tx.Delete(kindLogin, key)
+		rec, err = getRecord[loginRecord](tx, kindLogin, key)
+		return err
 	})
 	if err != nil {
 		i.storePage(w, err)
@@ -493,7 +515,6 @@ func (i *Issuer) serveLoginCallback(w http.ResponseWriter, r *http.Request) {
 		i.errorPage(w, http.StatusBadRequest, "This sign-in was started in another browser. Start again from your application in this browser.")
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: loginCookie(q.Get("state")), Value: "", Path: pathLoginCallback, MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: i.secureCookies()})
 	if e := q.Get("error"); e != "" {
 		i.log.Info("issuer: login refused by the provider", "error", wire.QuoteValue(e))
 		i.errorPage(w, http.StatusForbidden, "The login provider answered "+wire.QuoteValue(e)+": you are not signed in.")
@@ -512,6 +533,16 @@ func (i *Issuer) serveLoginCallback(w http.ResponseWriter, r *http.Request) {
 		i.errorPage(w, http.StatusBadGateway, "The login provider did not complete the sign-in. Start again from your application.")
 		return
 	}
+	spent, err := i.spendLogin(r.Context(), key)
+	if err != nil {
+		i.storePage(w, err)
+		return
+	}
+	if !spent { // another callback completed it first
+		i.errorPage(w, http.StatusBadRequest, "This sign-in is unknown, expired or was already completed. Start again from your application.")
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: loginCookie(q.Get("state")), Value: "", Path: pathLoginCallback, MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: i.secureCookies()})
 	raw, _ := tok.Extra("id_token").(string)
 	if raw == "" {
 		i.log.Warn("issuer: login failed", "reason", "the token response has no id_token")

@@ -29,7 +29,7 @@ type fakeOP struct {
 	now  func() time.Time
 }
 
-func newFakeOP(t *testing.T, now func() time.Time) *fakeOP {
+func newFakeOP(t testing.TB, now func() time.Time) *fakeOP {
 	op := &fakeOP{code: map[string]map[string]any{}, now: now}
 	op.key, _ = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	mux := http.NewServeMux()
@@ -119,19 +119,46 @@ func TestLoginAtProvider(t *testing.T) {
 
 	r, jar := login("/device")
 	q := op.approve(t, r.header.Get("Location"), "alice", nil)
-	// Another browser (without the login's cookie) cannot complete it.
-	if got := finish(q, nil); got.status != http.StatusBadRequest || !strings.Contains(string(got.body), "another browser") {
-		t.Fatalf("callback without the cookie: %d %s", got.status, got.body)
+	// Refused callbacks: another browser (without the login's cookie), and
+	// in the owner's browser an iss that is not the provider's, a
+	// provider error and a code the provider never issued. None of them
+	// spends the owner's pending sign-in or clears its cookie.
+	with := func(change func(url.Values)) url.Values {
+		c := url.Values{}
+		for k, v := range q {
+			c[k] = append([]string(nil), v...)
+		}
+		change(c)
+		return c
 	}
-	// And the state is spent.
-	if got := finish(q, jar); got.status != http.StatusBadRequest || !strings.Contains(string(got.body), "unknown, expired") {
-		t.Fatalf("replayed callback: %d %s", got.status, got.body)
+	for _, refused := range []struct {
+		name   string
+		q      url.Values
+		jar    []*http.Cookie
+		status int
+		page   string
+	}{
+		{"another browser", q, nil, http.StatusBadRequest, "another browser"},
+		{"another iss", with(func(c url.Values) { c.Set("iss", "https://evil.example/") }), jar, http.StatusBadRequest, "another server"},
+		{"a forged error", with(func(c url.Values) { c.Del("code"); c.Set("error", "access_denied") }), jar, http.StatusForbidden, "access_denied"},
+		{"a forged code", with(func(c url.Values) { c.Set("code", "forged") }), jar, http.StatusBadGateway, "did not complete"},
+	} {
+		got := finish(refused.q, refused.jar)
+		if got.status != refused.status || !strings.Contains(string(got.body), refused.page) {
+			t.Fatalf("callback with %s: %d %s", refused.name, got.status, got.body)
+		}
+		if len(cookies(got)) != 0 {
+			t.Fatalf("callback with %s set or cleared cookies: %v", refused.name, got.header["Set-Cookie"])
+		}
 	}
-
-	r, jar = login("/device")
-	done := finish(op.approve(t, r.header.Get("Location"), "alice", nil), jar)
+	// The owner's real callback still completes.
+	done := finish(q, jar)
 	if done.status != http.StatusFound || done.header.Get("Location") != "/device" {
 		t.Fatalf("callback: %d %q %s", done.status, done.header.Get("Location"), done.body)
+	}
+	// And then the state is spent.
+	if got := finish(q, jar); got.status != http.StatusBadRequest || !strings.Contains(string(got.body), "unknown, expired") {
+		t.Fatalf("replayed callback: %d %s", got.status, got.body)
 	}
 	var session *http.Cookie
 	for _, c := range cookies(done) {

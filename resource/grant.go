@@ -64,9 +64,12 @@ const (
 
 // TokenError is a rejected token. Description is the RFC 6750 §3
 // error_description shown to the client; it never contains the token.
+// Hint, when set, is for the operator's log only (a configuration option
+// that would accept the token): it is never sent to the client.
 type TokenError struct {
 	Kind        TokenErrorKind
 	Description string
+	Hint        string
 }
 
 func (e *TokenError) Error() string {

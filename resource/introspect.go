@@ -19,7 +19,11 @@ import (
 // introspectionValidator asks the authorization server about each token
 // (RFC 7662), authenticating with client_secret_basic (RFC 6749 §2.3.1).
 // The endpoint is configured or read from the first authorization server's
-// RFC 8414 metadata on first use. active:false means revoked.
+// RFC 8414 metadata on first use. active:false means revoked. An active
+// token is accepted only when its aud names this resource (RFC 7662 §2.2
+// aud, with RFC 8707 §2 resource indicators and RFC 9068 §4's rule for
+// JWTs): an answer without aud is refused unless the scheme sets
+// allowMissingAudience (noAudience).
 type introspectionValidator struct {
 	client       *http.Client
 	now          func() time.Time
@@ -27,6 +31,8 @@ type introspectionValidator struct {
 	resource     string
 	clientID     string
 	clientSecret string
+	// noAudience is validation.allowMissingAudience.
+	noAudience bool
 
 	mu       sync.Mutex
 	endpoint string
@@ -34,7 +40,8 @@ type introspectionValidator struct {
 
 func newIntrospectionValidator(s Scheme, resource string, client *http.Client, now func() time.Time) *introspectionValidator {
 	return &introspectionValidator{client: client, now: now, issuers: s.AuthorizationServers, resource: resource,
-		clientID: s.Validation.ClientID, clientSecret: s.Validation.ClientSecret, endpoint: s.Validation.IntrospectionEndpoint}
+		clientID: s.Validation.ClientID, clientSecret: s.Validation.ClientSecret, endpoint: s.Validation.IntrospectionEndpoint,
+		noAudience: s.Validation.AllowMissingAudience}
 }
 
 // introspection is the RFC 7662 §2.2 response.
@@ -117,6 +124,10 @@ func (v *introspectionValidator) Validate(ctx context.Context, token string) (*G
 	switch {
 	case r.Iss != "" && len(v.issuers) > 0 && !slices.Contains(v.issuers, r.Iss):
 		return nil, invalidf(fmt.Sprintf("The access token's issuer %s is not trusted", wire.Clip(r.Iss)))
+	case len(r.Aud) == 0 && !v.noAudience:
+		return nil, &TokenError{Kind: TokenInvalid, Description: "The access token was not issued for " + v.resource,
+			Hint: "the introspection answer names no audience (aud), so nothing says the token was issued for this resource; " +
+				"to accept such tokens, set allowMissingAudience: true in the scheme's validation"}
 	case len(r.Aud) > 0 && !r.Aud.Contains(v.resource):
 		return nil, invalidf("The access token's audience does not include " + v.resource)
 	case r.Nbf != nil && now.Add(jwtLeeway).Before(unixTime(*r.Nbf)):

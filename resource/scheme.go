@@ -72,6 +72,13 @@ type Validation struct {
 	ClientID              string   `json:"clientId"`
 	ClientSecret          string   `json:"clientSecret"`
 	CacheTTL              Duration `json:"cacheTTL"`
+	// AllowMissingAudience accepts an active token whose introspection
+	// answer has no aud. Without it such a token is refused: nothing
+	// says it was issued for this resource (RFC 8707 §2, RFC 9068 §4),
+	// and an authorization server that omits aud (ORY Hydra for a token
+	// issued without an audience) would let a token meant for another
+	// resource server in.
+	AllowMissingAudience bool `json:"allowMissingAudience"`
 }
 
 // StaticToken is a token accepted without asking anyone: for tests

@@ -94,10 +94,10 @@ func TestIntrospection(t *testing.T) {
 	ctx := context.Background()
 	exp := clock.Now().Add(time.Hour).Unix()
 	ti.Set("good", map[string]any{"active": true, "sub": "alice", "client_id": "cli", "scope": "agent:use", "exp": exp, "iss": ti.URL, "aud": testResource, "jti": "j1"})
-	ti.Set("expired", map[string]any{"active": true, "sub": "alice", "exp": clock.Now().Add(-time.Second).Unix()})
+	ti.Set("expired", map[string]any{"active": true, "sub": "alice", "aud": testResource, "exp": clock.Now().Add(-time.Second).Unix()})
 	ti.Set("other-aud", map[string]any{"active": true, "sub": "alice", "aud": []string{"https://other.example"}})
 	ti.Set("other-iss", map[string]any{"active": true, "sub": "alice", "iss": "https://evil.example"})
-	ti.Set("username", map[string]any{"active": true, "username": "bob"})
+	ti.Set("username", map[string]any{"active": true, "username": "bob", "aud": []string{"https://other.example", testResource}})
 
 	// The endpoint is discovered from the RFC 8414 metadata.
 	v := newIntrospectionValidator(introspectionScheme(ti, ""), testResource, ti.Client(), clock.Now)
@@ -144,7 +144,7 @@ func TestIntrospectionCacheTTL(t *testing.T) {
 	ti := tokenfake.NewIntrospector(t)
 	clock := tokenfake.NewClock()
 	ctx := context.Background()
-	ti.Set("good", map[string]any{"active": true, "sub": "alice", "exp": clock.Now().Add(time.Hour).Unix()})
+	ti.Set("good", map[string]any{"active": true, "sub": "alice", "aud": testResource, "exp": clock.Now().Add(time.Hour).Unix()})
 	s := introspectionScheme(ti, ti.URL+"/introspect")
 	c := &Checker{scheme: "corp", v: newIntrospectionValidator(s, testResource, ti.Client(), clock.Now), cache: newGrantCache(clock.Now, 30*time.Second)}
 	for range 3 {
@@ -171,7 +171,7 @@ func TestIntrospectionDPoPBinding(t *testing.T) {
 	ti := tokenfake.NewIntrospector(t)
 	clock := tokenfake.NewClock()
 	ctx := context.Background()
-	ti.Set("bound", map[string]any{"active": true, "sub": "alice", "token_type": "DPoP", "cnf": map[string]string{"jkt": "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I"}})
+	ti.Set("bound", map[string]any{"active": true, "sub": "alice", "aud": testResource, "token_type": "DPoP", "cnf": map[string]string{"jkt": "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I"}})
 	ti.Set("mtls", map[string]any{"active": true, "sub": "alice", "cnf": map[string]string{"x5t#S256": "bwcK0esc3ACC3DB2Y5_lESsXE8o9ltc05O89jdN-dg2"}})
 	v := newIntrospectionValidator(introspectionScheme(ti, ""), testResource, ti.Client(), clock.Now)
 	g, err := v.Validate(ctx, "bound")

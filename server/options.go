@@ -107,9 +107,11 @@ type Options struct {
 
 	// MetricsListen is where /metrics is served (empty: nowhere). TLSCert
 	// and TLSKey serve HTTPS, reloaded on SIGHUP. TrustedProxies are the
-	// peers whose forwarded headers are believed.
-	MetricsListen  string
-	TLSCert        string
-	TLSKey         string
-	TrustedProxies []netip.Prefix
+	// peers whose forwarded headers are believed; TrustedProxyHeader the
+	// one header their client address is read from (ops.Forwarded).
+	MetricsListen      string
+	TLSCert            string
+	TLSKey             string
+	TrustedProxies     []netip.Prefix
+	TrustedProxyHeader string
 }

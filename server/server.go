@@ -351,7 +351,7 @@ func (s *Server) buildHTTP(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.srv = newHTTPServer(s.tel.Instrument(ops.Forwarded(opts.TrustedProxies, refuseWhenStale(ctx, guarded, s.st, opts.RevocationStaleness, s.logger))), s.logger)
+	s.srv = newHTTPServer(s.tel.Instrument(ops.Forwarded(opts.TrustedProxies, opts.TrustedProxyHeader, refuseWhenStale(ctx, guarded, s.st, opts.RevocationStaleness, s.logger))), s.logger)
 	return nil
 }
 

@@ -146,9 +146,13 @@ func (r *ForwardReply) Read(ctx context.Context, deliver func(m *Message, raw []
 			return fmt.Errorf("cannot read the response to %s: %w", r.method, err)
 		}
 		resp.Body.Close()
-		if resp, err = r.s.resume(ctx, lastID, retry); err != nil {
+		// A failed resume leaves resp, closed, for the deferred Close: a
+		// nil one there was a crash (an event id the GET cannot carry).
+		next, err := r.s.resume(ctx, lastID, retry)
+		if err != nil {
 			return fmt.Errorf("cannot resume the response stream of %s: %w", r.method, err)
 		}
+		resp = next
 	}
 }
 

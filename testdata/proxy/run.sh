@@ -16,7 +16,8 @@
 #     2026-07-28 only (modern-server.mjs, the SDK v2's createMcpHandler
 #     with legacy requests refused: the 2025-era clients reach it through
 #     the proxy's bridge, elicitation included);
-#   the Inspector is also the HTTP client of `agentauth proxy --listen`;
+#   the Inspector is also the HTTP client of `agentauth proxy --listen`
+#     (at the URL with its secret; refused without it);
 #   the Inspector passes its stdio server only the environment it was
 #     given (-e), as MCP clients' configurations do, so it gets
 #     -e AGENTAUTH_STORE=file; it speaks MCP 2026-07-28 to the proxy too
@@ -269,14 +270,18 @@ fi
 
 # The Inspector as an HTTP client of `agentauth proxy --listen` (no OAuth
 # of its own), which reaches serve with the credential stored above; in
-# both protocol eras.
-"$aa" proxy --listen 127.0.0.1:0 --addr-file "$work/listen.addr" "http://$serve/mcp" 2>"$work/listen.log" &
+# both protocol eras. It is given the URL the proxy wrote to --url-file
+# (http://ADDR/SECRET/mcp); at the URL without the secret it is refused.
+"$aa" proxy --listen 127.0.0.1:0 --addr-file "$work/listen.addr" --url-file "$work/listen.url" "http://$serve/mcp" 2>"$work/listen.log" &
 pids+=($!)
-listen="http://$(waitaddr "$work/listen.addr")/mcp"
+listenaddr="$(waitaddr "$work/listen.addr")"
+listen="$(cat "$work/listen.url")"
 check inspector-proxy-listen '\\"subject\\":\\"alice\\"' \
 	"${inspector[@]}" --method tools/call --tool-name whoami "$listen"
 check inspector-proxy-listen-modern $'"io.modelcontextprotocol/serverInfo"\n\\\\"subject\\\\":\\\\"alice\\\\"' \
 	"${inspector[@]}" --protocol-era modern --method tools/call --tool-name whoami "$listen"
+check inspector-proxy-listen-no-secret $'"status":403\nURL carries a secret' \
+	bash -c '! "$@" 2>&1' _ "${inspector[@]}" --method tools/call --tool-name whoami "http://$listenaddr/mcp"
 
 # The Inspector without the proxy: its own OAuth client (the TypeScript SDK
 # v2's: dynamic registration, PKCE, RFC 8707 resource) logs in at serve's

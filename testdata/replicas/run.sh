@@ -9,7 +9,10 @@
 #   the token accepted by each replica directly;
 #   revoked at replica A, refused by replica B (401 invalid_token);
 #   the replicas' logs name the client's address from HAProxy's
-#   X-Forwarded-For (--trusted-proxy) and hold no token.
+#   X-Forwarded-For (--trusted-proxy) and hold no token;
+#   a client-sent Forwarded or X-Forwarded-For changes neither the
+#   registration bound's key (429 at the 101st registration from one
+#   address, with or without forged headers) nor the address logged.
 # Needs: go, haproxy, curl, PostgreSQL's initdb and pg_ctl (.ci/run installs
 # them). Exits non-zero when a check fails.
 set -euo pipefail
@@ -117,6 +120,36 @@ check "replica B refuses the revoked token" refused_by_b
 check "replica A refuses the revoked token" test "$(post "$a")" = 401
 no_token_logged() { [ -n "$token" ] && ! grep -qF "$token" "$work/a.log" "$work/b.log" "$work/haproxy.log"; }
 check "no token in the logs" no_token_logged
+
+# Registrations are bounded per source address (100 per 10 minutes): from
+# 127.0.0.2 plainly, then from 127.0.0.3 with a forged Forwarded and
+# X-Forwarded-For on every request (a new address each time). HAProxy
+# appends the address it sees; serve must take that one and nothing the
+# client wrote, so both sources are refused at their 101st.
+register() { # register SOURCE N [forge]: print the status of N registrations from SOURCE
+	local src=$1 n=$2 forge=${3:-} i
+	for i in $(seq "$n"); do
+		local hdrs=()
+		if [ -n "$forge" ]; then
+			hdrs=(-H "Forwarded: for=198.51.100.$((i % 250));proto=https" -H "X-Forwarded-For: 203.0.113.$((i % 250))")
+		fi
+		curl -sS --interface "$src" -o "$work/reg.out" -w '%{http_code}\n' -X POST -H 'Content-Type: application/json' "${hdrs[@]}" \
+			--data '{"client_name":"flood","redirect_uris":["http://127.0.0.1/callback"],"token_endpoint_auth_method":"none"}' "http://$lb/register"
+	done
+}
+refused_at_101st() { # refused_at_101st SOURCE [forge]
+	local codes
+	codes=$(register "$1" 101 "${2:-}" | sort | uniq -c | tr -s ' ' | tr '\n' ';')
+	echo "from $1${2:+ with forged headers}: $codes"
+	[ "$codes" = " 100 201; 1 429;" ] && grep -q "registered from $1 " "$work/reg.out"
+}
+check "101 registrations from one address: the 101st refused" refused_at_101st 127.0.0.2
+check "forged Forwarded and X-Forwarded-For: still refused at the 101st" refused_at_101st 127.0.0.3 forge
+logged_source() { # the refusal is logged with the client's real address, never a forged one
+	grep -h 'registration refused, too many from one source' "$work/a.log" "$work/b.log" >"$work/refusals"
+	grep -q '"source":"127.0.0.3"' "$work/refusals" && ! grep -qE '198\.51\.100\.|203\.0\.113\.' "$work/a.log" "$work/b.log"
+}
+check "the logged address is HAProxy's, not the client's forgery" logged_source
 
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]

@@ -1,4 +1,4 @@
-package client
+package proxy
 
 import (
 	"context"
@@ -6,27 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"sync"
 	"time"
 
+	"github.com/agentauth/agentauth/client"
 	"github.com/agentauth/agentauth/wire"
 )
-
-// The proxy (agentauth proxy TARGET): an MCP server on stdio for its
-// parent process that forwards every message to TARGET, an MCP server
-// over Streamable HTTP or the legacy HTTP+SSE transport, adding
-// agentauth's credential (login on a 401, refresh, step-up on a 403
-// insufficient_scope). Messages pass through as the client and the server
-// wrote them: the proxy does not initialize by itself, the client's
-// initialize goes through, and what the server sends (responses,
-// requests, notifications, progress) comes back on stdout as it came.
-// Two things it adds: the elicitation.url capability when the client did
-// not declare it (URL elicitations are then opened by agentauth, as call
-// does), and a JSON-RPC error for a request the server could not be
-// reached for. One exception to passing through: a client of an earlier
-// revision talking to a server of MCP 2026-07-28 only is bridged to it
-// (proxy_bridge.go).
 
 // Bounds of the proxy's queues (refusing new work when reached).
 const (
@@ -45,27 +32,27 @@ const (
 // Internal error (JSON-RPC 2.0 §5.1), the message says why.
 const codeProxyError = wire.CodeInternalError
 
-// ProxyRequest is what proxy serves.
-type ProxyRequest struct {
+// Request is what proxy serves.
+type Request struct {
 	// Target is the MCP server's URL (http or https).
 	Target string
-	// Transport is one of ProxyTransports ("": http-first).
+	// Transport is one of Transports ("": http-first).
 	Transport string
 	// Header is added to every request to the server (proxy --header).
 	Header http.Header
 	// Choices are how to log in when the server asks.
-	Choices Choices
+	Choices client.Choices
 	// SignIn says how a URL elicitation agentauth answers itself is
 	// followed.
-	SignIn SignInOptions
+	SignIn client.SignInOptions
 }
 
 // proxy is one run of the bridge.
 type proxy struct {
-	cl   *Client
-	req  ProxyRequest
+	cl   *client.Client
+	req  Request
 	hc   *http.Client
-	auth *proxyAuth
+	auth *client.SharedAuth
 	out  chan []byte
 	ctx  context.Context
 
@@ -88,23 +75,23 @@ type pendingRequest struct {
 	settled sync.Once
 }
 
-// Proxy serves req: JSON-RPC messages read from in (one per line) go to
-// the target, the server's come back on out, one per line; nothing else
-// is written to out. It returns nil when in ends or ctx is done, after
-// cancelling the requests under way (notifications/cancelled to the
-// server) and ending the session. A request the server cannot be reached
-// for, or refuses for good, is answered with a JSON-RPC error; the proxy
-// goes on.
-func (cl *Client) Proxy(ctx context.Context, req ProxyRequest, in io.Reader, out io.Writer) error {
-	if !IsHTTPTarget(req.Target) {
-		return Usagef("proxy needs an http or https MCP server URL, not %q", wire.RedactTarget(req.Target))
+// Run serves req for cl's user: JSON-RPC messages read from in (one per
+// line) go to the target, the server's come back on out, one per line;
+// nothing else is written to out. It returns nil when in ends or ctx is
+// done, after cancelling the requests under way (notifications/cancelled
+// to the server) and ending the session. A request the server cannot be
+// reached for, or refuses for good, is answered with a JSON-RPC error;
+// the proxy goes on.
+func Run(ctx context.Context, cl *client.Client, req Request, in io.Reader, out io.Writer) error {
+	if !client.IsHTTPTarget(req.Target) {
+		return client.Usagef("proxy needs an http or https MCP server URL, not %q", wire.RedactTarget(req.Target))
 	}
-	return cl.proxy(ctx, req, newProxyAuth(ctx, cl, req.Target, req.Choices), in, out)
+	return serve(ctx, cl, req, cl.NewSharedAuth(ctx, req.Target, req.Choices), in, out)
 }
 
-// proxy is Proxy with the credential auth, which several bridges of one
+// serve is Run with the credential auth, which several bridges of one
 // process share (proxy --listen).
-func (cl *Client) proxy(ctx context.Context, req ProxyRequest, auth *proxyAuth, in io.Reader, out io.Writer) error {
+func serve(ctx context.Context, cl *client.Client, req Request, auth *client.SharedAuth, in io.Reader, out io.Writer) error {
 	hc := http.Client{}
 	if cl.HTTPClient != nil {
 		hc = *cl.HTTPClient
@@ -263,15 +250,15 @@ func (p *proxy) finish(ctx context.Context, pr *pendingRequest, read readFunc, e
 // on stderr, opened in the browser, completion awaited as call does) and
 // sends the request once more, its answer going to the client.
 func (p *proxy) followAndRetry(ctx context.Context, pr *pendingRequest, answer *wire.Message) error {
-	asks, _, ok := mcpSignInAsks(answer.Error, nil, pr.request.Params)
-	if !ok {
+	token := ""
+	if held := p.auth.Current(); held != nil {
+		token = held.AccessToken
+	}
+	asked, err := p.cl.FollowSignIns(ctx, p.req.Target, pr.method, answer.Error, pr.request.Params, p.req.SignIn, token)
+	if !asked {
 		return p.fromServerMessage(answer)
 	}
-	w := signInWait{Origin: httpOrigin(p.req.Target)}
-	if held := p.auth.current(); held != nil {
-		w.Token = held.AccessToken
-	}
-	if err := p.cl.followAll(ctx, pr.method, asks, p.req.SignIn, w); err != nil {
+	if err != nil {
 		p.cl.UI.Warn(err.Error())
 		return p.fromServerMessage(answer)
 	}
@@ -330,7 +317,7 @@ func (p *proxy) settle(pr *pendingRequest) {
 // sends none).
 func (p *proxy) cancelled(ctx context.Context, m *wire.Message) {
 	if _, err := p.send(ctx, m); err != nil && ctx.Err() == nil {
-		p.cl.logger().Debug("cannot forward the cancellation", "err", err)
+		logger(p.cl).Debug("cannot forward the cancellation", "err", err)
 	}
 	var params struct {
 		RequestID wire.ID `json:"requestId"`
@@ -371,8 +358,7 @@ func (p *proxy) fromServer(m *wire.Message, raw []byte) error {
 
 // elicit answers a URL elicitation as call does (show, open, accept).
 func (p *proxy) elicit(ctx context.Context, m *wire.Message) {
-	c := &mcpCall{cl: p.cl, req: MCPCall{Target: p.req.Target, SignIn: p.req.SignIn}, method: m.Method}
-	res, rerr := c.serverRequest(ctx, m)
+	res, rerr := p.cl.AnswerServerRequest(ctx, p.req.Target, p.req.SignIn, m)
 	reply := wire.NewErrorResponse(m.ID, rerr)
 	if rerr == nil {
 		var err error
@@ -450,7 +436,7 @@ func (p *proxy) fail(pr *pendingRequest, err error) {
 		return
 	}
 	msg := fmt.Sprintf("agentauth proxy: %s failed: %v", pr.method, err)
-	var auth *AuthError
+	var auth *client.AuthError
 	if errors.As(err, &auth) && auth.Hint != "" {
 		msg += " (to log in, run: " + auth.Hint + ")"
 	}
@@ -557,4 +543,12 @@ func describe(m *wire.Message) string {
 		return m.Method
 	}
 	return "the response to request " + m.ID.String()
+}
+
+// logger is cl's Logger, or one that discards.
+func logger(cl *client.Client) *slog.Logger {
+	if cl.Logger == nil {
+		return slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return cl.Logger
 }

@@ -1,4 +1,4 @@
-package client
+package proxy
 
 import (
 	"bufio"
@@ -73,12 +73,12 @@ func (f *fakeMCP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // runProxy starts Proxy on pipes; lines reads what it writes.
 func runProxy(t *testing.T, target string) (in io.WriteCloser, lines <-chan string, done <-chan error) {
 	t.Helper()
-	cl, _, _ := newTestClient(t)
+	cl := newTestClient(t)
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	errc := make(chan error, 1)
 	go func() {
-		errc <- cl.Proxy(context.Background(), ProxyRequest{Target: target}, inR, outW)
+		errc <- Run(context.Background(), cl, Request{Target: target}, inR, outW)
 		outW.Close()
 	}()
 	out := make(chan string, 16)

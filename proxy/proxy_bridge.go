@@ -1,4 +1,4 @@
-package client
+package proxy
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/agentauth/agentauth/client"
 	"github.com/agentauth/agentauth/wire"
 )
 
@@ -89,15 +90,15 @@ func (p *proxy) bridge(ctx context.Context, m *wire.Message) (*bridgeUpstream, r
 	if err := json.Unmarshal(m.Params, &params); err != nil {
 		return nil, nil, fmt.Errorf("cannot read the client's initialize: %w", err)
 	}
-	sess, err := wire.NewHTTPSession(p.req.Target, p.hc, p.auth.token)
+	sess, err := wire.NewHTTPSession(p.req.Target, p.hc, p.auth.Token)
 	if err != nil {
-		return nil, nil, &UsageError{Err: err}
+		return nil, nil, &client.UsageError{Err: err}
 	}
 	sess.Header = p.req.Header
 	sess.Version = wire.MCPStatelessVersion
 	sess.Capabilities = params.Capabilities
 	var res *wire.MCPInitializeResult
-	err = p.auth.do(ctx, wire.MethodServerDiscover, func(ctx context.Context) error {
+	err = p.auth.Do(ctx, wire.MethodServerDiscover, func(ctx context.Context) error {
 		var err error
 		res, err = sess.Initialize(ctx, params.ClientInfo.Name, params.ClientInfo.Version)
 		return err
@@ -116,7 +117,7 @@ func (p *proxy) bridge(ctx context.Context, m *wire.Message) (*bridgeUpstream, r
 		ProtocolVersion string `json:"protocolVersion"`
 	}
 	_ = json.Unmarshal(b.initialize, &answered)
-	p.cl.logger().Info("the server speaks MCP 2026-07-28 only: bridging the client's MCP " + answered.ProtocolVersion)
+	logger(p.cl).Info("the server speaks MCP 2026-07-28 only: bridging the client's MCP " + answered.ProtocolVersion)
 	return b, b.answer(m.ID, b.initialize), nil
 }
 
@@ -203,7 +204,7 @@ func (b *bridgeUpstream) envelope(m *wire.Message) (*wire.Message, error) {
 // forward posts a request, logging in or refreshing as the proxy does.
 func (b *bridgeUpstream) forward(ctx context.Context, m *wire.Message) (*wire.ForwardReply, error) {
 	var reply *wire.ForwardReply
-	err := b.p.auth.do(ctx, m.Method, func(ctx context.Context) error {
+	err := b.p.auth.Do(ctx, m.Method, func(ctx context.Context) error {
 		var err error
 		reply, err = b.sess.Forward(ctx, m)
 		return err

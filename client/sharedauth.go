@@ -11,10 +11,12 @@ import (
 	"github.com/agentauth/agentauth/wire"
 )
 
-// proxyAuth is the proxy's credential for its target, shared by every
-// message it forwards: the step-up state machine (authRetry) runs per
+// SharedAuth is one target's credential shared by every message a
+// long-lived bridge forwards for another MCP client (agentauth proxy, the
+// proxy package): the step-up state machine (authRetry) runs per
 // message, one recovery at a time, and what it obtains serves the others.
-type proxyAuth struct {
+// Build it with NewSharedAuth.
+type SharedAuth struct {
 	cl     *Client
 	target string
 	call   MCPCall
@@ -27,12 +29,12 @@ type proxyAuth struct {
 	storeErr error
 }
 
-// newProxyAuth reads the stored credential for target (useStored, but a
+// NewSharedAuth reads the stored credential for target (useStored, but a
 // store that does not work is only a warning: a server that needs no
 // token is served all the same, and a 401 then reports the store's
 // error).
-func newProxyAuth(ctx context.Context, cl *Client, target string, choices Choices) *proxyAuth {
-	a := &proxyAuth{cl: cl, target: target, call: MCPCall{Target: target, Login: true, Choices: choices}}
+func (cl *Client) NewSharedAuth(ctx context.Context, target string, choices Choices) *SharedAuth {
+	a := &SharedAuth{cl: cl, target: target, call: MCPCall{Target: target, Login: true, Choices: choices}}
 	c := &mcpCall{cl: cl, req: a.call, retry: &authRetry{Login: true}}
 	if a.storeErr = c.useStored(ctx); a.storeErr != nil {
 		// One line: the client shows its server's stderr as a log.
@@ -46,19 +48,19 @@ func newProxyAuth(ctx context.Context, cl *Client, target string, choices Choice
 	return a
 }
 
-// current is the credential sent now (nil: none).
-func (a *proxyAuth) current() *store.Credential {
+// Current is the credential sent now (nil: none).
+func (a *SharedAuth) Current() *store.Credential {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.held
 }
 
-// token is the access token to send: the held one, refreshed first when it
+// Token is the access token to send: the held one, refreshed first when it
 // expires within the leeway (Credentials.Usable, under the store lock, so
 // concurrent proxies refresh once). A failed refresh keeps the token: the
 // server's 401 then starts a recovery.
-func (a *proxyAuth) token(ctx context.Context) (string, error) {
-	held := a.current()
+func (a *SharedAuth) Token(ctx context.Context) (string, error) {
+	held := a.Current()
 	if held == nil {
 		return "", nil
 	}
@@ -78,22 +80,22 @@ func (a *proxyAuth) token(ctx context.Context) (string, error) {
 	return held.AccessToken, nil
 }
 
-// maxProxyRetries bounds the sends of one message: each refusal is either
+// maxSharedRetries bounds the sends of one message: each refusal is either
 // recovered by the state machine (at most a refresh and maxAuthorizations
 // logins) or met by a credential another message obtained meanwhile.
-const maxProxyRetries = 2*maxAuthorizations + 2
+const maxSharedRetries = 2*maxAuthorizations + 2
 
-// do runs send until the server stops refusing it with a 401 or 403, or
+// Do runs send until the server stops refusing it with a 401 or 403, or
 // the state machine gives up (a *RefusedError, or the login's error).
-func (a *proxyAuth) do(ctx context.Context, method string, send func(context.Context) error) error {
+func (a *SharedAuth) Do(ctx context.Context, method string, send func(context.Context) error) error {
 	r := &authRetry{Login: true, Refresh: a.refresh}
 	c := &mcpCall{cl: a.cl, req: a.call, retry: r, method: method}
 	r.Authorize = a.loginOnce(c.authorize)
 	for try := 0; ; try++ {
-		sent := a.current()
+		sent := a.Current()
 		err := send(ctx)
 		var refusal *wire.HTTPAuthError
-		if !errors.As(err, &refusal) || try == maxProxyRetries {
+		if !errors.As(err, &refusal) || try == maxSharedRetries {
 			return err
 		}
 		if a.storeErr != nil {
@@ -119,8 +121,8 @@ func (a *proxyAuth) do(ctx context.Context, method string, send func(context.Con
 // loginOnce runs login under an inter-process lock on the target, so
 // that of several proxies refused at once only the first logs in: the
 // others, once they hold the lock, find its credential in the store and
-// use it. It runs under a.mu (do), so a.held is the credential refused.
-func (a *proxyAuth) loginOnce(login func(context.Context, *wire.HTTPAuthError, []string) (*store.Credential, error)) func(context.Context, *wire.HTTPAuthError, []string) (*store.Credential, error) {
+// use it. It runs under a.mu (Do), so a.held is the credential refused.
+func (a *SharedAuth) loginOnce(login func(context.Context, *wire.HTTPAuthError, []string) (*store.Credential, error)) func(context.Context, *wire.HTTPAuthError, []string) (*store.Credential, error) {
 	return func(ctx context.Context, refusal *wire.HTTPAuthError, scopes []string) (*store.Credential, error) {
 		refused := a.held
 		unlock, err := a.cs.Store.Lock(ctx, store.Key{Resource: "login " + NormalizeTarget(a.target)})
@@ -141,7 +143,7 @@ func (a *proxyAuth) loginOnce(login func(context.Context, *wire.HTTPAuthError, [
 // credential but the one refused counts (refused, nil when the request
 // carried none): a time taken at the refusal would miss a login that
 // ended between this process's reading the store and its 401.
-func (a *proxyAuth) loggedInElsewhere(ctx context.Context, refused *store.Credential, scopes []string) *store.Credential {
+func (a *SharedAuth) loggedInElsewhere(ctx context.Context, refused *store.Credential, scopes []string) *store.Credential {
 	creds, err := a.cs.ForTarget(ctx, a.target, "")
 	if err != nil {
 		return nil

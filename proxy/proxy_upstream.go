@@ -1,4 +1,4 @@
-package client
+package proxy
 
 import (
 	"context"
@@ -8,19 +8,20 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentauth/agentauth/client"
 	"github.com/agentauth/agentauth/wire"
 )
 
 // Transport strategies of proxy --transport (mcp-remote's names).
 const (
-	ProxyHTTPFirst = "http-first"
-	ProxySSEFirst  = "sse-first"
-	ProxyHTTPOnly  = "http-only"
-	ProxySSEOnly   = "sse-only"
+	HTTPFirst = "http-first"
+	SSEFirst  = "sse-first"
+	HTTPOnly  = "http-only"
+	SSEOnly   = "sse-only"
 )
 
-// ProxyTransports lists the strategies, the default first.
-var ProxyTransports = []string{ProxyHTTPFirst, ProxySSEFirst, ProxyHTTPOnly, ProxySSEOnly}
+// Transports lists the strategies, the default first.
+var Transports = []string{HTTPFirst, SSEFirst, HTTPOnly, SSEOnly}
 
 // upstream is the proxy's connection to its target, whatever the
 // transport.
@@ -55,9 +56,9 @@ type streamableUpstream struct {
 }
 
 func (p *proxy) newStreamable() (*streamableUpstream, error) {
-	sess, err := wire.NewHTTPSession(p.req.Target, p.hc, p.auth.token)
+	sess, err := wire.NewHTTPSession(p.req.Target, p.hc, p.auth.Token)
 	if err != nil {
-		return nil, &UsageError{Err: err}
+		return nil, &client.UsageError{Err: err}
 	}
 	sess.Header = p.req.Header
 	return &streamableUpstream{p: p, sess: sess}, nil
@@ -65,7 +66,7 @@ func (p *proxy) newStreamable() (*streamableUpstream, error) {
 
 func (u *streamableUpstream) send(ctx context.Context, m *wire.Message) (readFunc, error) {
 	var reply *wire.ForwardReply
-	err := u.p.auth.do(ctx, m.Method, func(ctx context.Context) error {
+	err := u.p.auth.Do(ctx, m.Method, func(ctx context.Context) error {
 		var err error
 		reply, err = u.sess.Forward(ctx, m)
 		return err
@@ -101,13 +102,13 @@ const listenOpenWait = 5 * time.Second
 // listen keeps the GET stream open for the session's life.
 func (u *streamableUpstream) listen(ctx context.Context, opened func()) {
 	defer opened()
-	err := u.p.auth.do(ctx, "GET stream", func(ctx context.Context) error {
+	err := u.p.auth.Do(ctx, "GET stream", func(ctx context.Context) error {
 		return u.sess.Listen(ctx, u.p.fromServer, opened)
 	})
 	switch {
 	case ctx.Err() != nil:
 	case errors.Is(err, wire.ErrNoListenStream):
-		u.p.cl.logger().Debug("the server offers no GET stream")
+		logger(u.p.cl).Debug("the server offers no GET stream")
 	case err != nil:
 		u.p.cl.UI.Warn(fmt.Sprintf("the stream of the server's own messages ended: %v", err))
 	}
@@ -115,7 +116,7 @@ func (u *streamableUpstream) listen(ctx context.Context, opened func()) {
 
 func (u *streamableUpstream) close(ctx context.Context) {
 	if err := u.sess.Close(ctx); err != nil {
-		u.p.cl.logger().Debug("cannot end the MCP session", "err", err)
+		logger(u.p.cl).Debug("cannot end the MCP session", "err", err)
 	}
 }
 
@@ -134,12 +135,12 @@ type legacyUpstream struct {
 // connectLegacy opens the SSE stream and reads it until it ends; a stream
 // that ends fails the requests under way.
 func (p *proxy) connectLegacy(ctx context.Context) (*legacyUpstream, error) {
-	sess, err := wire.NewLegacySSESession(p.req.Target, p.hc, p.auth.token)
+	sess, err := wire.NewLegacySSESession(p.req.Target, p.hc, p.auth.Token)
 	if err != nil {
-		return nil, &UsageError{Err: err}
+		return nil, &client.UsageError{Err: err}
 	}
 	sess.SetHeader(p.req.Header)
-	if err := p.auth.do(ctx, "GET (SSE)", sess.Connect); err != nil {
+	if err := p.auth.Do(ctx, "GET (SSE)", sess.Connect); err != nil {
 		return nil, err
 	}
 	u := &legacyUpstream{p: p, sess: sess}
@@ -154,7 +155,7 @@ func (p *proxy) connectLegacy(ctx context.Context) (*legacyUpstream, error) {
 }
 
 func (u *legacyUpstream) send(ctx context.Context, m *wire.Message) (readFunc, error) {
-	return nil, u.p.auth.do(ctx, m.Method, func(ctx context.Context) error { return u.sess.Send(ctx, m) })
+	return nil, u.p.auth.Do(ctx, m.Method, func(ctx context.Context) error { return u.sess.Send(ctx, m) })
 }
 
 func (u *legacyUpstream) close(context.Context) { _ = u.sess.Close() }
@@ -176,7 +177,7 @@ func (p *proxy) connect(ctx context.Context, m *wire.Message) (upstream, readFun
 			if b, read, berr := p.bridge(ctx, m); berr == nil {
 				return b, read, nil
 			} else {
-				p.cl.logger().Debug("the server refused initialize and is no MCP 2026-07-28 server either", "err", berr)
+				logger(p.cl).Debug("the server refused initialize and is no MCP 2026-07-28 server either", "err", berr)
 			}
 		}
 		return u, read, err
@@ -191,14 +192,14 @@ func (p *proxy) connect(ctx context.Context, m *wire.Message) (upstream, readFun
 		return u, read, err
 	}
 	switch p.req.Transport {
-	case ProxyHTTPOnly:
+	case HTTPOnly:
 		return tryHTTP()
-	case ProxySSEOnly:
+	case SSEOnly:
 		return trySSE()
-	case ProxySSEFirst:
+	case SSEFirst:
 		u, read, err := trySSE()
 		if fallsBack(err) {
-			p.cl.logger().Info("the server refused the SSE transport; trying Streamable HTTP", "err", err)
+			logger(p.cl).Info("the server refused the SSE transport; trying Streamable HTTP", "err", err)
 			u, read, err2 := tryHTTP()
 			if err2 != nil {
 				err2 = fmt.Errorf("over HTTP+SSE: %v; over Streamable HTTP: %w", err, err2)
@@ -209,7 +210,7 @@ func (p *proxy) connect(ctx context.Context, m *wire.Message) (upstream, readFun
 	}
 	u, read, err := tryHTTP()
 	if fallsBack(err) {
-		p.cl.logger().Info("the server refused Streamable HTTP; trying the HTTP+SSE transport", "err", err)
+		logger(p.cl).Info("the server refused Streamable HTTP; trying the HTTP+SSE transport", "err", err)
 		u, read, err2 := trySSE()
 		if err2 != nil {
 			err2 = fmt.Errorf("over Streamable HTTP: %v; over HTTP+SSE: %w", err, err2)

@@ -1,4 +1,4 @@
-package client
+package proxy
 
 import (
 	"bufio"
@@ -12,13 +12,15 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/agentauth/agentauth/client"
 	"github.com/agentauth/agentauth/wire"
 )
 
 // proxy --listen: the bridge as a Streamable HTTP endpoint (MCP
 // 2025-11-25 "Transports") on loopback for local clients that speak HTTP
-// but not OAuth. Each client session (an initialize without
-// Mcp-Session-Id) is a bridge of its own (Proxy over pipes, with its own
+// but not OAuth, at a URL that carries a secret: callers without it are
+// refused (proxy_listenauth.go). Each client session (an initialize without
+// Mcp-Session-Id) is a bridge of its own (Run over pipes, with its own
 // session at the target); the credential is shared. A request's answer
 // comes on its POST as an event stream, with what the server sends
 // meanwhile; what the server sends outside any request goes to the
@@ -32,16 +34,20 @@ const (
 	// listenStreamQueue bounds the messages waiting for one stream; a
 	// message for a stream that is full is dropped and logged.
 	listenStreamQueue = 64
-	// ProxyEndpointPath is where proxy --listen serves MCP.
-	ProxyEndpointPath = "/mcp"
+	// EndpointPath is where proxy --listen serves MCP, under its secret
+	// (Server.Path).
+	EndpointPath = "/mcp"
 )
 
-// ProxyServer serves the bridge over HTTP; build it with NewProxyServer.
-type ProxyServer struct {
-	cl   *Client
-	req  ProxyRequest
-	auth *proxyAuth
+// Server serves the bridge over HTTP; build it with NewServer.
+type Server struct {
+	cl   *client.Client
+	req  Request
+	auth *client.SharedAuth
 	ctx  context.Context
+	// secret is the first segment of the endpoint's path
+	// (proxy_listenauth.go).
+	secret string
 
 	mu       sync.Mutex
 	sessions map[string]*listenSession
@@ -50,18 +56,23 @@ type ProxyServer struct {
 	wg        sync.WaitGroup
 }
 
-// NewProxyServer prepares the endpoint; its sessions end when ctx does
-// (Wait waits for them).
-func (cl *Client) NewProxyServer(ctx context.Context, req ProxyRequest) (*ProxyServer, error) {
-	if !IsHTTPTarget(req.Target) {
-		return nil, Usagef("proxy needs an http or https MCP server URL, not %q", wire.RedactTarget(req.Target))
+// NewServer prepares the endpoint serving req for cl's user, with a new
+// secret (Path, URL); its sessions end when ctx does (Wait waits for
+// them).
+func NewServer(ctx context.Context, cl *client.Client, req Request) (*Server, error) {
+	if !client.IsHTTPTarget(req.Target) {
+		return nil, client.Usagef("proxy needs an http or https MCP server URL, not %q", wire.RedactTarget(req.Target))
 	}
-	return &ProxyServer{cl: cl, req: req, auth: newProxyAuth(ctx, cl, req.Target, req.Choices), ctx: ctx,
+	secret, err := newSecret()
+	if err != nil {
+		return nil, err
+	}
+	return &Server{cl: cl, req: req, auth: cl.NewSharedAuth(ctx, req.Target, req.Choices), ctx: ctx, secret: secret,
 		sessions: map[string]*listenSession{}}, nil
 }
 
 // Wait waits for the sessions' bridges to end their sessions at the target.
-func (s *ProxyServer) Wait() { s.wg.Wait() }
+func (s *Server) Wait() { s.wg.Wait() }
 
 // listenSession is one client session: a bridge and the routing of what
 // it writes.
@@ -76,9 +87,16 @@ type listenSession struct {
 	done    chan struct{}
 }
 
-func (s *ProxyServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != ProxyEndpointPath {
-		http.Error(w, "not found: the MCP endpoint is "+ProxyEndpointPath, http.StatusNotFound)
+// ServeHTTP refuses a request without the secret (403), then serves MCP
+// at Path.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rest, ok := s.authenticate(r.URL.Path)
+	if !ok {
+		refuseCaller(w)
+		return
+	}
+	if rest != EndpointPath {
+		http.Error(w, "not found: the MCP endpoint is the URL proxy --listen printed, ending in "+EndpointPath, http.StatusNotFound)
 		return
 	}
 	switch r.Method {
@@ -101,7 +119,7 @@ func (s *ProxyServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // session is the request's session (Mcp-Session-Id), or nil after an
 // error answer.
-func (s *ProxyServer) session(w http.ResponseWriter, r *http.Request) *listenSession {
+func (s *Server) session(w http.ResponseWriter, r *http.Request) *listenSession {
 	id := r.Header.Get("Mcp-Session-Id")
 	if id == "" {
 		http.Error(w, "bad request: no Mcp-Session-Id; initialize first", http.StatusBadRequest)
@@ -116,7 +134,7 @@ func (s *ProxyServer) session(w http.ResponseWriter, r *http.Request) *listenSes
 	return sess
 }
 
-func (s *ProxyServer) post(w http.ResponseWriter, r *http.Request) {
+func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 	if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct != "application/json" {
 		http.Error(w, "unsupported media type: POST application/json", http.StatusUnsupportedMediaType)
 		return
@@ -201,7 +219,7 @@ func (s *ProxyServer) post(w http.ResponseWriter, r *http.Request) {
 }
 
 // listen is the GET stream: what the server sends outside any request.
-func (s *ProxyServer) listen(w http.ResponseWriter, r *http.Request) {
+func (s *Server) listen(w http.ResponseWriter, r *http.Request) {
 	if !strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
 		http.Error(w, "not acceptable: GET opens a text/event-stream", http.StatusNotAcceptable)
 		return
@@ -242,7 +260,7 @@ func (s *ProxyServer) listen(w http.ResponseWriter, r *http.Request) {
 
 // statelessSession is the bridge MCP 2026-07-28 requests share, opened
 // on first use.
-func (s *ProxyServer) statelessSession() *listenSession {
+func (s *Server) statelessSession() *listenSession {
 	s.mu.Lock()
 	sess := s.sessions[s.stateless]
 	s.mu.Unlock()
@@ -258,7 +276,7 @@ func (s *ProxyServer) statelessSession() *listenSession {
 }
 
 // open starts a session and its bridge, or returns nil at the bound.
-func (s *ProxyServer) open() *listenSession {
+func (s *Server) open() *listenSession {
 	var b [18]byte
 	_, _ = rand.Read(b[:])
 	inR, inW := io.Pipe()
@@ -275,7 +293,7 @@ func (s *ProxyServer) open() *listenSession {
 	s.wg.Add(2)
 	go func() {
 		defer s.wg.Done()
-		if err := s.cl.proxy(s.ctx, s.req, s.auth, inR, outW); err != nil {
+		if err := serve(s.ctx, s.cl, s.req, s.auth, inR, outW); err != nil {
 			s.cl.UI.Warn(fmt.Sprintf("a session of the proxy ended: %v", err))
 		}
 		outW.Close()
@@ -291,7 +309,7 @@ func (s *ProxyServer) open() *listenSession {
 
 // end forgets a session and ends its bridge (stdin closed: the bridge
 // cancels what is under way and ends the session at the target).
-func (s *ProxyServer) end(sess *listenSession) {
+func (s *Server) end(sess *listenSession) {
 	s.mu.Lock()
 	if s.sessions[sess.id] == sess {
 		delete(s.sessions, sess.id)
@@ -304,7 +322,7 @@ func (s *ProxyServer) end(sess *listenSession) {
 // route hands each message the bridge writes to the stream it belongs on:
 // a response to the POST that sent its request; anything else to the GET
 // stream, else to a POST stream under way, else nowhere (logged).
-func (sess *listenSession) route(cl *Client, out io.Reader) {
+func (sess *listenSession) route(cl *client.Client, out io.Reader) {
 	r := bufio.NewReaderSize(out, 64<<10)
 	for {
 		line, err := r.ReadBytes('\n')
@@ -327,7 +345,7 @@ func (sess *listenSession) route(cl *Client, out io.Reader) {
 		select {
 		case to <- line:
 		default:
-			cl.logger().Warn("proxy --listen: a message of the server had no stream to go to, or its stream was full; dropped", "method", m.Method)
+			logger(cl).Warn("proxy --listen: a message of the server had no stream to go to, or its stream was full; dropped", "method", m.Method)
 		}
 	}
 }

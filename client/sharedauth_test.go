@@ -30,15 +30,15 @@ func TestProxyUsesAnotherProcesssLogin(t *testing.T) {
 	}))
 	defer srv.Close()
 	target := srv.URL + "/mcp"
-	a := newProxyAuth(ctx, cl, target, Choices{})
-	if a.storeErr != nil || a.current() != nil {
-		t.Fatalf("a new proxy over an empty store: %v, holding %v", a.storeErr, a.current())
+	a := cl.NewSharedAuth(ctx, target, Choices{})
+	if a.storeErr != nil || a.Current() != nil {
+		t.Fatalf("a new proxy over an empty store: %v, holding %v", a.storeErr, a.Current())
 	}
 	other := &store.Credential{Key: store.Key{Resource: target, Issuer: srv.URL}, Target: target,
 		AccessToken: "from-another-process", TokenType: "Bearer", Expiry: time.Now().Add(time.Hour), Scopes: []string{"agent:use"}}
 	var sent []string
-	err := a.do(ctx, "tools/list", func(ctx context.Context) error {
-		token, err := a.token(ctx)
+	err := a.Do(ctx, "tools/list", func(ctx context.Context) error {
+		token, err := a.Token(ctx)
 		if err != nil {
 			return err
 		}

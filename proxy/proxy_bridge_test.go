@@ -1,4 +1,4 @@
-package client
+package proxy
 
 import (
 	"encoding/json"

@@ -1,0 +1,295 @@
+package gateway
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// deepSchema is an inputSchema nesting n objects by properties.
+func deepSchema(n int) string {
+	return strings.Repeat(`{"type":"object","properties":{"a":`, n) + `{"type":"string"}` + strings.Repeat(`}}`, n)
+}
+
+// doublingSchema is an inputSchema whose $defs each apply the next one
+// twice (allOf), n deep: 2^n evaluations of the last.
+func doublingSchema(n int) string {
+	var defs []string
+	for i := range n {
+		defs = append(defs, fmt.Sprintf(`"d%d":{"allOf":[{"$ref":"#/$defs/d%d"},{"$ref":"#/$defs/d%d"}]}`, i, i+1, i+1))
+	}
+	defs = append(defs, fmt.Sprintf(`"d%d":{"type":"string"}`, n))
+	return `{"type":"object","properties":{"x":{"$ref":"#/$defs/d0"}},"$defs":{` + strings.Join(defs, ",") + `}}`
+}
+
+const cyclicSchema = `{"type":"object","properties":{"x":{"$ref":"#/$defs/a"}},"$defs":{"a":{"$ref":"#/$defs/b"},"b":{"$ref":"#/$defs/a"}}}`
+
+// TestCheckSchema: the schemas a hostile backend lists are refused with
+// the reason; the recursive, referencing and anchored schemas real
+// servers list are checked.
+func TestCheckSchema(t *testing.T) {
+	for _, tc := range []struct{ name, schema, refusal string }{
+		{"ref cycle", cyclicSchema, `refers to itself without descending into the arguments, at "#/$defs/`},
+		{"self through allOf", `{"type":"object","allOf":[{"$ref":"#"}]}`, "refers to itself"},
+		{"dynamic ref cycle", `{"$dynamicAnchor":"n","anyOf":[{"$dynamicRef":"#n"}]}`, "refers to itself"},
+		{"2,000 deep", deepSchema(2000), "nests 4001 deep, more than 128"},
+		{"doubling", doublingSchema(30), "subschema evaluations per argument"},
+		{"remote ref", `{"type":"object","properties":{"x":{"$ref":"https://schemas.example/x.json"}}}`, "has a $ref outside the schema"},
+		{"ref to nothing", `{"type":"object","properties":{"x":{"$ref":"#/$defs/missing"}}}`, "has a $ref to no subschema"},
+		{"not an object", `"string"`, "is not a JSON Schema"},
+		{"missing", ``, "lists no inputSchema"},
+		{"too big", `{"type":"object","description":"` + strings.Repeat("x", maxSchemaBytes) + `"}`, "bytes, more than"},
+
+		{"recursive tree", `{"type":"object","properties":{"name":{"type":"string"},"children":{"type":"array","items":{"$ref":"#"}}}}`, ""},
+		{"pydantic $defs", `{"$defs":{"Point":{"properties":{"x":{"type":"number"}},"required":["x"],"type":"object"}},"properties":{"p":{"$ref":"#/$defs/Point"}},"type":"object"}`, ""},
+		{"draft-07 definitions", `{"$schema":"http://json-schema.org/draft-07/schema#","definitions":{"s":{"type":"string"}},"properties":{"a":{"$ref":"#/definitions/s"}}}`, ""},
+		{"anchor", `{"$defs":{"s":{"$anchor":"str","type":"string"}},"properties":{"a":{"$ref":"#str"}}}`, ""},
+		{"embedded resource", `{"$id":"https://example.test/root","$defs":{"s":{"$id":"s.json","type":"string"}},"properties":{"a":{"$ref":"s.json"},"b":{"$ref":"https://example.test/s.json"}}}`, ""},
+		{"escaped pointer", `{"$defs":{"a/b c":{"type":"string"}},"properties":{"a":{"$ref":"#/$defs/a~1b%20c"}}}`, ""},
+		{"doubling, shallow", doublingSchema(10), ""},
+		{"deep within bounds", deepSchema(60), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ts := checkSchema(json.RawMessage(tc.schema))
+			switch {
+			case tc.refusal == "" && ts.refusal != "":
+				t.Errorf("refused: %s", ts.refusal)
+			case tc.refusal == "" && ts.res == nil:
+				t.Error("no resolved schema")
+			case tc.refusal != "" && !strings.Contains(ts.refusal, tc.refusal):
+				t.Errorf("refusal %q, want it to say %q", ts.refusal, tc.refusal)
+			case tc.refusal != "" && ts.res != nil:
+				t.Error("refused, yet resolved")
+			}
+		})
+	}
+}
+
+// hostileSchemas is a backend, JSON-RPC by hand, that lists tools with
+// the given inputSchemas and answers every call with the tool's name;
+// calls records the tools it ran.
+func hostileSchemas(t *testing.T, schemas map[string]string) (*httptest.Server, *callLog) {
+	t.Helper()
+	var tools []string
+	for name, s := range schemas {
+		tools = append(tools, fmt.Sprintf(`{"name":%q,"inputSchema":%s}`, name, s))
+	}
+	list := `{"tools":[` + strings.Join(tools, ",") + `]}`
+	log := &callLog{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				Name string `json:"name"`
+			} `json:"params"`
+		}
+		body, _ := io.ReadAll(r.Body)
+		if r.Method != http.MethodPost || json.Unmarshal(body, &msg) != nil || msg.ID == nil {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		result := `{}`
+		switch msg.Method {
+		case "initialize":
+			result = `{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"hostile","version":"1"}}`
+		case methodToolsList:
+			result = list
+		case methodToolsCall:
+			log.add(msg.Params.Name)
+			result = fmt.Sprintf(`{"content":[{"type":"text","text":%q}]}`, "ran "+msg.Params.Name)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`, msg.ID, result)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, log
+}
+
+// TestHostileSchemas: a backend whose tools carry a $ref cycle, a
+// 2,000-deep schema or exponential applicators cannot end or stall
+// serve: tools/list lists them, a call of each is refused naming the
+// backend and the tool, the backend runs none, and the next call of an
+// ordinary tool is answered. (Before schemas were checked, the first call
+// ended the process: "fatal error: stack overflow".)
+func TestHostileSchemas(t *testing.T) {
+	be, log := hostileSchemas(t, map[string]string{
+		"cyclic":   cyclicSchema,
+		"deep":     deepSchema(2000),
+		"doubling": doublingSchema(40),
+		"echo":     `{"type":"object","properties":{"text":{"type":"string"}}}`,
+	})
+	srv, logs := front(t, Backend{Name: "hostile", URL: be.URL}, Policy{})
+	sid := sessionOf(t, srv.URL, "tok-writer-0123456789")
+	_, _, body := post(t, srv.URL, "tok-writer-0123456789", sid, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	for _, name := range []string{"cyclic", "deep", "doubling", "echo"} {
+		if !strings.Contains(body, `"name":"`+name+`"`) {
+			t.Errorf("tools/list lacks %s: %.300s", name, body)
+		}
+	}
+	for _, name := range []string{"cyclic", "deep", "doubling"} {
+		_, _, body := post(t, srv.URL, "tok-writer-0123456789", sid, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"`+name+`","arguments":{"x":"y"}}}`)
+		if !strings.Contains(body, `"code":-32602`) || !strings.Contains(body, "serve cannot check the arguments of tool "+name+" of backend hostile") {
+			t.Errorf("tools/call %s: %s", name, body)
+		}
+	}
+	if log.ran("cyclic") || log.ran("deep") || log.ran("doubling") {
+		t.Error("the backend ran a tool whose schema serve could not check")
+	}
+	_, _, body = post(t, srv.URL, "tok-writer-0123456789", sid, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`)
+	if !strings.Contains(body, "ran echo") {
+		t.Errorf("an ordinary call after the refusals: %s", body)
+	}
+	for _, name := range []string{"cyclic", "deep", "doubling"} {
+		if !strings.Contains(logs.String(), `"tool":"`+name+`"`) {
+			t.Errorf("no warning names tool %s: %s", name, logs.String())
+		}
+	}
+}
+
+// TestInexactNumbers: where a schema compares numbers, a number float64
+// would round into passing is refused; ordinary numbers pass.
+func TestInexactNumbers(t *testing.T) {
+	be, log := hostileSchemas(t, map[string]string{
+		"bounded": `{"type":"object","properties":{"n":{"type":"number","maximum":10},"z":{"type":"number","maximum":0},"i":{"type":"integer"}}}`,
+	})
+	srv, _ := front(t, Backend{Name: "numbers", URL: be.URL}, Policy{})
+	sid := sessionOf(t, srv.URL, "tok-writer-0123456789")
+	for args, refused := range map[string]bool{
+		`{"n":10.0000000000000000001}`: true,
+		`{"z":1e-400}`:                 true,
+		`{"i":9007199254740993}`:       true,
+		`{"i":1.00000000000000000001}`: true,
+		`{"n":10}`:                     false,
+		`{"n":0.1,"z":-0.5}`:           false,
+		`{"n":9.999999999999998}`:      false,
+		`{"i":9007199254740991}`:       false,
+		`{"z":-0,"n":1E1}`:             false,
+	} {
+		_, _, body := post(t, srv.URL, "tok-writer-0123456789", sid, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"bounded","arguments":`+args+`}}`)
+		if got := strings.Contains(body, "cannot check exactly"); got != refused {
+			t.Errorf("arguments %s: refused %v, want %v: %s", args, got, refused, body)
+		}
+	}
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	if len(log.tools) != 5 {
+		t.Errorf("the backend ran %d calls, want the 5 exact ones", len(log.tools))
+	}
+}
+
+func TestFaithful(t *testing.T) {
+	for lit, want := range map[string]bool{
+		"0": true, "-0": true, "0.0e10": true, "10": true, "1e308": true, "1.7976931348623157e308": true,
+		"0.1": true, "123456789012345": true, "0.30000000000000004": true, "5e-324": true,
+		"1e309": false, "1e-400": false, "10.0000000000000000001": false, "9007199254740993": false,
+		"2.2250738585072011e-308": false, "1e99999999999999999999": false,
+	} {
+		if got := faithful(lit); got != want {
+			t.Errorf("faithful(%s) = %v, want %v", lit, got, want)
+		}
+	}
+}
+
+// BenchmarkLearnHostileSchemas is the cost of a tools/list answer with a
+// 2,000-deep and an exponential schema (both refused), against one tool
+// of an ordinary schema.
+func BenchmarkLearnHostileSchemas(b *testing.B) {
+	for _, bc := range []struct{ name, schema string }{
+		{"ordinary", `{"type":"object","properties":{"text":{"type":"string"}}}`},
+		{"deep2000", deepSchema(2000)},
+		{"doubling40", doublingSchema(40)},
+		{"cyclic", cyclicSchema},
+	} {
+		result := json.RawMessage(`{"tools":[{"name":"t","inputSchema":` + bc.schema + `}]}`)
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				newToolCache().learn(result)
+			}
+		})
+	}
+}
+
+// TestInvalidUTF8: a backend's answer with bytes that are not UTF-8
+// reaches the client as valid UTF-8, each run of them a U+FFFD.
+func TestInvalidUTF8(t *testing.T) {
+	be := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		body, _ := io.ReadAll(r.Body)
+		if json.Unmarshal(body, &msg) != nil || msg.ID == nil {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		result := "{\"content\":[{\"type\":\"text\",\"text\":\"a\xff\xfeb\xc0\"}]}"
+		switch msg.Method {
+		case "initialize":
+			result = `{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"bytes","version":"1"}}`
+		case methodToolsList:
+			result = `{"tools":[{"name":"bytes","inputSchema":{"type":"object"}}]}`
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`, msg.ID, result)
+	}))
+	t.Cleanup(be.Close)
+	srv, _ := front(t, Backend{Name: "bytes", URL: be.URL}, Policy{})
+	sid := sessionOf(t, srv.URL, "tok-writer-0123456789")
+	_, _, body := post(t, srv.URL, "tok-writer-0123456789", sid, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"bytes","arguments":{}}}`)
+	if !utf8.ValidString(body) || !strings.Contains(body, "a\uFFFDb\uFFFD") {
+		t.Errorf("answer: %q", body)
+	}
+}
+
+// FuzzCheckSchema: whatever a backend lists, checking it ends, and a
+// schema it passes validates arguments without running away.
+func FuzzCheckSchema(f *testing.F) {
+	for _, s := range []string{cyclicSchema, deepSchema(10), doublingSchema(5), `{"$dynamicAnchor":"n","anyOf":[{"$dynamicRef":"#n"}]}`,
+		`{"type":"object","properties":{"children":{"type":"array","items":{"$ref":"#"}}}}`, `{"$id":"https://x.test/a","$defs":{"b":{"$id":"b","$anchor":"c"}},"$ref":"b#c"}`} {
+		f.Add(s, `{"children":[{"children":[]}]}`)
+	}
+	f.Fuzz(func(t *testing.T, schema, args string) {
+		ts := checkSchema(json.RawMessage(schema))
+		if (ts.refusal == "") != (ts.res != nil) {
+			t.Fatalf("refusal %q with resolved %v", ts.refusal, ts.res != nil)
+		}
+		var v any
+		if ts.res == nil || depth([]byte(args)) > MaxArgumentDepth || json.Unmarshal([]byte(args), &v) != nil {
+			return
+		}
+		_ = ts.res.Validate(v)
+	})
+}
+
+// FuzzFaithful: the digits and exponent decimal reads from a literal
+// faithful passes are the same number (but for the sign, which decimal
+// drops) in float64.
+func FuzzFaithful(f *testing.F) {
+	for _, lit := range []string{"0", "10.0000000000000000001", "1e-400", "9007199254740993", "0.30000000000000004", "-1.5E+3"} {
+		f.Add(lit)
+	}
+	f.Fuzz(func(t *testing.T, lit string) {
+		var n json.Number
+		if json.Unmarshal([]byte(lit), &n) != nil || !faithful(lit) {
+			return
+		}
+		digits, exp, ok := decimal(lit)
+		if !ok || len(digits) > 15 {
+			return
+		}
+		a, _ := strconv.ParseFloat(lit, 64)
+		b, _ := strconv.ParseFloat(digits+"e"+strconv.Itoa(exp), 64)
+		if math.Abs(a) != b && !(digits == "" && a == 0) {
+			t.Fatalf("%s: %v, as digits %s e%d: %v", lit, a, digits, exp, b)
+		}
+	})
+}
