@@ -1,13 +1,8 @@
 package main
 
 import (
-	"fmt"
-	"net/http"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/agentauth/agentauth/internal/testprog/agents"
 	"github.com/agentauth/agentauth/internal/testprog/ahp"
@@ -26,29 +21,25 @@ import (
 	"github.com/agentauth/agentauth/internal/testprog/signin"
 	"github.com/agentauth/agentauth/internal/testprog/upstream"
 
-	"github.com/agentauth/agentauth/commands"
+	"github.com/agentauth/agentauth/agentauthtest/script"
 	"github.com/agentauth/agentauth/internal/testprog/newcomer"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
-// scriptPrograms are the programs testscript puts on PATH for `exec`; the
-// test programs of internal/testprog add theirs in init below.
+// scriptPrograms are the programs testscript puts on PATH for `exec`:
+// those of package script (agentauth, browser-fetch), which other
+// modules' suites use too, xdg-open, and the test programs of
+// internal/testprog, added in init below.
 var scriptPrograms = map[string]func(){
-	"agentauth": func() { os.Exit(commands.Main()) },
-	// browser-fetch URL is a $BROWSER for tests: it GETs the URL and follows
-	// redirects (an auto-approving authorization server redirects straight
-	// to the loopback callback), failing on a non-2xx final status.
-	"browser-fetch": browserFetch,
 	// xdg-open URL is the platform opener of a Linux desktop, for the
 	// scripts that set $DISPLAY: it does what browser-fetch does.
-	"xdg-open": browserFetch,
+	"xdg-open": script.Programs()["browser-fetch"],
 }
 
-// scriptCmds are the custom script commands; internal/testprog adds more in init below.
-var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
-	"waitfile": waitFile,
-	"addrenv":  addrEnv,
-}
+// scriptCmds are the custom script commands: package script's (waitfile,
+// addrenv, jwtpayload, nosecrets) and internal/testprog's, added in init
+// below.
+var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){}
 
 // testprogs are the packages of test programs (internal/testprog), each
 // with its Programs and its script commands, when it has them.
@@ -76,6 +67,8 @@ var testprogs = []struct {
 }
 
 func init() {
+	register(scriptPrograms, script.Programs())
+	register(scriptCmds, script.Cmds())
 	for _, p := range testprogs {
 		if p.programs != nil {
 			register(scriptPrograms, p.programs())
@@ -101,38 +94,16 @@ func TestMain(m *testing.M) {
 	testscript.Main(m, scriptPrograms)
 }
 
-func browserFetch() {
-	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: browser-fetch URL")
-		os.Exit(2)
-	}
-	resp, err := http.Get(os.Args[1])
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "browser-fetch:", err)
-		os.Exit(1)
-	}
-	resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		fmt.Fprintln(os.Stderr, "browser-fetch: final status", resp.Status)
-		os.Exit(1)
-	}
-}
-
 // TestScripts runs the end-to-end suite in testdata/script. Each script gets
-// its own HOME and config dir under $WORK and the file credential store.
+// its own HOME and config dir under $WORK and the file credential store
+// (script.Setup).
 func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:                 filepath.Join("testdata", "script"),
 		RequireExplicitExec: true,
-		Setup: func(env *testscript.Env) error {
-			env.Setenv("HOME", filepath.Join(env.WorkDir, "home"))
-			env.Setenv("AGENTAUTH_CONFIG_DIR", filepath.Join(env.WorkDir, "config"))
-			env.Setenv("AGENTAUTH_STORE", "file")
-			env.Setenv("NO_COLOR", "1")
-			return nil
-		},
-		Cmds:      scriptCmds,
-		Condition: scriptCondition,
+		Setup:               script.Setup,
+		Cmds:                scriptCmds,
+		Condition:           scriptCondition,
 	})
 }
 
@@ -146,30 +117,4 @@ func scriptCondition(cond string) (bool, error) {
 		return hydra.Condition(cond)
 	}
 	return signin.Condition(cond)
-}
-
-// waitFile waits until a file exists and is non-empty (a server's address
-// file), polling; it fails after 30 s. Usage: waitfile FILE
-func waitFile(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 1 {
-		ts.Fatalf("usage: waitfile FILE")
-	}
-	path := ts.MkAbs(args[0])
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if b, err := os.ReadFile(path); err == nil && len(b) > 0 && b[len(b)-1] == '\n' {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	ts.Fatalf("%s", fmt.Sprintf("timed out waiting for %s", args[0]))
-}
-
-// addrEnv sets an environment variable to a file's content without
-// surrounding whitespace (a server's address file). Usage: addrenv VAR FILE
-func addrEnv(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 2 {
-		ts.Fatalf("usage: addrenv VAR FILE")
-	}
-	ts.Setenv(args[0], strings.TrimSpace(ts.ReadFile(args[1])))
 }

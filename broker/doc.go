@@ -32,4 +32,8 @@
 // The upstream tokens are kept (the refresh token must be used, so it is
 // not hashed), sealed with AES-256-GCM under the state key when serve has
 // one (--state-key-file), in clear in the store otherwise.
+//
+// Not meant for import by other modules: broker is agentauth's implementation,
+// and its API changes as agentauth needs. Go programs and tests use the
+// packages agentauthtest, agentauthtest/script and mcptransport.
 package broker

@@ -17,8 +17,8 @@
 //     insufficient_scope retry and step-up state machine;
 //   - the shared credential (sharedauth.go): one target's credential and
 //     the MCP session's step-up state machine shared by every message a
-//     long-lived bridge forwards (the proxy package, which imports client;
-//     client never imports it);
+//     long-lived bridge forwards (the proxy and mcptransport packages,
+//     which import client; client never imports them);
 //   - discovery (discover.go), revoke (revoke.go) and status (status.go).
 //
 // Each flow takes a request struct and its dependencies (Client: the
@@ -49,4 +49,8 @@
 // UI, and strings from peers are made safe there. It imports flows, store
 // and wire, never commands, proxy, host or issuer. Secrets never appear in its
 // errors or logs.
+//
+// Not meant for import by other modules: client is agentauth's implementation,
+// and its API changes as agentauth needs. Go programs and tests use the
+// packages agentauthtest, agentauthtest/script and mcptransport.
 package client

@@ -9,6 +9,10 @@
 // It sits on top: it may import every other agentauth package (serve's
 // flags become server.Options, and package server assembles the rest),
 // and none imports it.
+//
+// Not meant for import by other modules: commands is agentauth's implementation,
+// and its API changes as agentauth needs. Go programs and tests use the
+// packages agentauthtest, agentauthtest/script and mcptransport.
 package commands
 
 import (

@@ -52,4 +52,8 @@
 // https, or http to a loopback address; every response is bounded to
 // MaxBodySize and every request to a timeout. Secrets (tokens, codes,
 // verifiers, client secrets) never appear in its errors.
+//
+// Not meant for import by other modules: flows is agentauth's implementation,
+// and its API changes as agentauth needs. Go programs and tests use the
+// packages agentauthtest, agentauthtest/script and mcptransport.
 package flows

@@ -99,6 +99,10 @@
 // wire, broker, ops (its audit and metrics hook) and flows (the RFC 8693
 // client of the token exchange) only.
 //
+// Not meant for import by other modules: gateway is agentauth's implementation,
+// and its API changes as agentauth needs. Go programs and tests use the
+// packages agentauthtest, agentauthtest/script and mcptransport.
+//
 // # Layers
 //
 // The files stand in three layers over a base, read top-down in the order

@@ -53,4 +53,8 @@
 // agentauth package; it knows nothing of flags, colour or exit codes
 // (that is commands). The layers: commands → host → mcpserver → resource
 // → wire, state.
+//
+// Not meant for import by other modules: host is agentauth's implementation,
+// and its API changes as agentauth needs. Go programs and tests use the
+// packages agentauthtest, agentauthtest/script and mcptransport.
 package host

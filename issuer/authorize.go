@@ -112,8 +112,9 @@ func (i *Issuer) serveAuthorize(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if i.opts.AutoApprove {
+		// As whom the development box signed this browser in, else as
+		// Options.Subject (pageUser).
 		if !signedIn {
-			subject = i.opts.Subject
 			i.setBrowserSession(w, subject)
 		}
 		i.approveCode(w, r, req, subject)

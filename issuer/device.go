@@ -298,9 +298,6 @@ func (i *Issuer) serveDevicePage(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if i.opts.AutoApprove && !signedIn {
-		user = i.opts.Subject
-	}
 	var pageSubject string
 	if signedIn {
 		pageSubject = user

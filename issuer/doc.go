@@ -90,4 +90,8 @@
 // for the metadata and error types, state for its Store, and must not
 // import commands, flows, store or the agent host: a host learns about
 // revocations through OnRevoke (ids: jtis and family ids).
+//
+// Not meant for import by other modules: issuer is agentauth's implementation,
+// and its API changes as agentauth needs. Go programs and tests use the
+// packages agentauthtest, agentauthtest/script and mcptransport.
 package issuer

@@ -97,7 +97,9 @@ type Options struct {
 	DeviceInterval time.Duration // default 5s; faster polling gets slow_down (RFC 8628 §3.5)
 	// AutoApprove skips the consent page: /authorize redirects with a code
 	// at once and opening verification_uri_complete approves a device code,
-	// as Subject; with Login, as the user after their sign-in there.
+	// as Subject, or as the name the browser signed in as with the
+	// development box (POST /login); with Login, as the user after their
+	// sign-in there.
 	AutoApprove bool
 	// Subject is the dev user every approval signs in as; default "alice".
 	// The consent and device pages let the user type another one.

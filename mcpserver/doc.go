@@ -18,4 +18,8 @@
 // resource.Bearer before its body is read.
 //
 // mcpserver imports resource and wire and no other agentauth package.
+//
+// Not meant for import by other modules: mcpserver is agentauth's implementation,
+// and its API changes as agentauth needs. Go programs and tests use the
+// packages agentauthtest, agentauthtest/script and mcptransport.
 package mcpserver

@@ -33,6 +33,10 @@
 // No event carries a token, an authorization or device code, a PKCE
 // verifier, a client secret or any other secret: only identifiers
 // (client_id, sub, upstream, scheme) and counts.
+//
+// Not meant for import by other modules: ops is agentauth's implementation,
+// and its API changes as agentauth needs. Go programs and tests use the
+// packages agentauthtest, agentauthtest/script and mcptransport.
 package ops
 
 import (

@@ -36,4 +36,8 @@
 // Client.AnswerServerRequest for URL elicitations): proxy imports client
 // and wire, and client never imports proxy. The terminal is not touched:
 // what the person must see goes through client.UI.
+//
+// Not meant for import by other modules: proxy is agentauth's implementation,
+// and its API changes as agentauth needs. Go programs and tests use the
+// packages agentauthtest, agentauthtest/script and mcptransport.
 package proxy

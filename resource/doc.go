@@ -47,4 +47,8 @@
 //
 // resource imports wire (and may import state) and no other agentauth package (no
 // host, no mcpserver, no commands): host, mcpserver and a gateway use it.
+//
+// Not meant for import by other modules: resource is agentauth's implementation,
+// and its API changes as agentauth needs. Go programs and tests use the
+// packages agentauthtest, agentauthtest/script and mcptransport.
 package resource

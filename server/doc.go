@@ -25,4 +25,8 @@
 // a value or combination the caller got wrong is an *OptionsError, which
 // the caller maps as it likes. (Its messages name serve's flags, as the
 // user's next step; it reads none.)
+//
+// Not meant for import by other modules: server is agentauth's implementation,
+// and its API changes as agentauth needs. Go programs and tests use the
+// packages agentauthtest, agentauthtest/script and mcptransport.
 package server

@@ -13,6 +13,10 @@
 // state owns the database schema and its migrations (versioned in the
 // binary: a newer binary migrates an older database, an older binary
 // refuses a newer schema). It imports no other agentauth package.
+//
+// Not meant for import by other modules: state is agentauth's implementation,
+// and its API changes as agentauth needs. Go programs and tests use the
+// packages agentauthtest, agentauthtest/script and mcptransport.
 package state
 
 import (

@@ -36,4 +36,9 @@
 // reported with its path and never overwritten.
 //
 // store imports none of agentauth's other packages and never prints.
+//
+// Other modules use store only through mcptransport.Options.Store: the
+// Store interface, Credential, Key and NewMemory are kept compatible for
+// that. The rest is agentauth's implementation, not meant for import: its
+// API changes as agentauth needs.
 package store

@@ -8,4 +8,8 @@
 // through it) and of the legacy HTTP+SSE transport (LegacySSESession).
 //
 // wire imports none of agentauth's other packages.
+//
+// Not meant for import by other modules: wire is agentauth's implementation,
+// and its API changes as agentauth needs. Go programs and tests use the
+// packages agentauthtest, agentauthtest/script and mcptransport.
 package wire

@@ -2,6 +2,10 @@
 // and pg_ctl (Debian's postgresql package) in a temporary directory,
 // reachable only through a Unix socket in that directory.
 // It imports no agentauth package; only tests import it.
+//
+// Not meant for import by other modules: statetest is agentauth's implementation,
+// and its API changes as agentauth needs. Go programs and tests use the
+// packages agentauthtest, agentauthtest/script and mcptransport.
 package statetest
 
 import (

@@ -2,8 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,7 +11,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 
@@ -21,7 +18,6 @@ import (
 	"github.com/zalando/go-keyring"
 
 	"github.com/agentauth/agentauth/commands"
-	"github.com/agentauth/agentauth/store"
 )
 
 // Programs and commands for the client scripts (discover_*, login_*, token_*).
@@ -39,9 +35,7 @@ func init() {
 	programs["browser-consent"] = browserConsent
 
 	cmds["portenv"] = portEnv
-	cmds["jwtpayload"] = jwtPayload
 	cmds["registerclient"] = registerClient
-	cmds["nosecrets"] = noSecrets
 }
 
 var consentNonceRE = regexp.MustCompile(`name="nonce" value="([^"]+)"`)
@@ -101,28 +95,6 @@ func portEnv(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Setenv(args[0], port)
 }
 
-// jwtPayload writes the decoded payload (claims) of the JWT in IN to OUT,
-// for grep. Usage: jwtpayload IN OUT
-func jwtPayload(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 2 {
-		ts.Fatalf("usage: jwtpayload IN OUT")
-	}
-	parts := strings.Split(strings.TrimSpace(ts.ReadFile(args[0])), ".")
-	if len(parts) != 3 {
-		ts.Fatalf("%s does not hold a JWT", args[0])
-	}
-	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
-	ts.Check(err)
-	ts.Check(os.WriteFile(ts.MkAbs(args[1]), append(payload, '\n'), 0o600))
-}
-
-// fileStore opens the script's file store.
-func fileStore(ts *testscript.TestScript) store.Store {
-	st, err := store.Open(store.KindFile, ts.Getenv(store.EnvConfigDir))
-	ts.Check(err)
-	return st
-}
-
 // registerClient registers a confidential client (client_secret_basic) at
 // the issuer by RFC 7591 and writes its id and secret to two files.
 // Usage: registerclient ISSUER IDFILE SECRETFILE
@@ -147,38 +119,4 @@ func registerClient(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	ts.Check(os.WriteFile(ts.MkAbs(args[1]), []byte(reg.ClientID+"\n"), 0o600))
 	ts.Check(os.WriteFile(ts.MkAbs(args[2]), []byte(reg.ClientSecret+"\n"), 0o600))
-}
-
-// noSecrets fails when one of the FILEs holds a secret: a token or client
-// secret now in the store, or the content of any *.tok file in $WORK
-// (tokens printed by earlier `token` runs). Usage: nosecrets FILE...
-func noSecrets(ts *testscript.TestScript, neg bool, args []string) {
-	if len(args) == 0 {
-		ts.Fatalf("usage: nosecrets FILE...")
-	}
-	var secrets []string
-	creds, err := fileStore(ts).List(context.Background())
-	ts.Check(err)
-	for _, c := range creds {
-		secrets = append(secrets, c.AccessToken, c.RefreshToken, c.Client.ClientSecret)
-	}
-	toks, _ := filepath.Glob(filepath.Join(ts.Getenv("WORK"), "*.tok"))
-	for _, f := range toks {
-		secrets = append(secrets, strings.TrimSpace(ts.ReadFile(f)))
-	}
-	var found []string
-	for _, f := range args {
-		text := ts.ReadFile(f)
-		for _, s := range secrets {
-			if len(s) >= 8 && strings.Contains(text, s) {
-				found = append(found, fmt.Sprintf("%s holds a secret (%s…)", f, s[:4]))
-			}
-		}
-	}
-	switch {
-	case neg && len(found) == 0:
-		ts.Fatalf("no secret found in %s", strings.Join(args, " "))
-	case !neg && len(found) > 0:
-		ts.Fatalf("%s", strings.Join(found, "\n"))
-	}
 }

@@ -15,26 +15,14 @@ import (
 	"sync"
 
 	"github.com/agentauth/agentauth/internal/testprog/progutil"
-	"github.com/rogpeppe/go-internal/testscript"
 )
 
 // The github_*.txtar and legacy_*.txtar scripts' helpers: fakegithub, an
 // authorization server that behaves as GitHub documents its OAuth apps'
-// flows, or as a legacy OAuth 2.0 server; expandenv, which writes a config
-// file naming the fake's address.
+// flows, or as a legacy OAuth 2.0 server (expandenv, which writes a config
+// file naming the fake's address, is package script's).
 func init() {
 	programs["fakegithub"] = fakeGitHubMain
-	cmds["expandenv"] = expandEnv
-}
-
-// expandEnv copies IN to OUT with $VAR and ${VAR} replaced by the script's
-// environment. Usage: expandenv IN OUT
-func expandEnv(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 2 {
-		ts.Fatalf("usage: expandenv IN OUT")
-	}
-	out := os.Expand(ts.ReadFile(args[0]), ts.Getenv)
-	ts.Check(os.WriteFile(ts.MkAbs(args[1]), []byte(out), 0o600))
 }
 
 // fakeGitHubUsage says what the fake does in each mode.

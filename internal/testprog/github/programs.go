@@ -1,4 +1,4 @@
-// Package github holds test programs for the testscripts: fakegithub, a GitHub-like OAuth server (device flow, web flow, GHES and legacy modes), and the expandenv script command.
+// Package github holds test programs for the testscripts: fakegithub, a GitHub-like OAuth server (device flow, web flow, GHES and legacy modes).
 // It is test support (see internal/testprog); only main_test.go imports it.
 package github
 
