@@ -100,7 +100,7 @@ command to run is printed on stderr).`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "scheme", Usage: "authenticate only the scheme `ID`", Destination: &opts.SchemeID},
 			&cli.StringFlag{Name: "method", Usage: "ACP agents: authenticate with the advertised auth method `ID` (agent, terminal or env_var)", Destination: &opts.MethodID},
-			&cli.DurationFlag{Name: "timeout", Usage: "with --method: stop the agent's sign-in after `DURATION` (default 5m)", Destination: &opts.Timeout},
+			&cli.DurationFlag{Name: "timeout", Usage: "ACP agents: stop the agent's sign-in after `DURATION` (default 5m)", Destination: &opts.Timeout},
 			&cli.BoolFlag{Name: "token-stdin", Usage: "authenticate one scheme with a token read from stdin instead of the store", Destination: &opts.TokenStdin},
 			&cli.BoolFlag{Name: "watch", Usage: "stay connected: print auth-state notifications and re-authenticate after expiry", Destination: &opts.Watch},
 			&cli.BoolFlag{Name: "json", Usage: "print the result (and, with --watch, each event) as JSON lines on stdout", Destination: &opts.JSON},
@@ -110,8 +110,8 @@ command to run is printed on stderr).`,
 			if opts.Target, err = targetArg(c); err != nil {
 				return err
 			}
-			if opts.Timeout != 0 && opts.MethodID == "" {
-				return usageErrorf("--timeout applies with --method")
+			if opts.Timeout != 0 && (client.IsHTTPTarget(opts.Target) || opts.SchemeID != "" || opts.TokenStdin || opts.Watch) {
+				return usageErrorf("--timeout applies to an ACP agent's sign-in (ws://, wss:// or stdio:), without --scheme, --token-stdin or --watch")
 			}
 			if opts.MethodID != "" && (client.IsHTTPTarget(opts.Target) || opts.SchemeID != "" || opts.TokenStdin || opts.Watch) {
 				return usageErrorf("--method applies alone, to an ACP agent (ws://, wss:// or stdio:)")
