@@ -25,6 +25,7 @@ import (
 //	broken "login" (agent, no command), to which authenticate answers {}
 //	       without signing in, and session/new fails with -32603, as
 //	       opencode's does here
+//	mute   nothing: it never answers, not even initialize
 //	raw    "login", whose command (--raw-login FILE) puts the terminal
 //	       in raw mode, hides the cursor, starts a helper, writes "pid
 //	       helper pgid tpgid" to FILE (-pids) and waits for ever
@@ -41,7 +42,7 @@ func metaAgentMain() {
 		rawLogin(os.Args[2])
 		return
 	}
-	methods := flag.String("methods", "one", "one, two, none, broken or raw")
+	methods := flag.String("methods", "one", "one, two, none, broken, mute or raw")
 	pids := flag.String("pids", "", "the file --raw-login writes its pids to")
 	flag.Parse()
 	out := json.NewEncoder(os.Stdout)
@@ -61,6 +62,9 @@ func metaAgentMain() {
 			Params map[string]any
 		}
 		if json.Unmarshal(in.Bytes(), &m) != nil || m.ID == nil {
+			continue
+		}
+		if *methods == "mute" {
 			continue
 		}
 		switch m.Method {
