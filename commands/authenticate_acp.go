@@ -278,7 +278,11 @@ func (opts *AuthenticateOptions) methodErr(ctx context.Context, err error, timeo
 // stopped reports that ctx ended the command.
 func (opts *AuthenticateOptions) runTerminal(ctx context.Context, cmd *exec.Cmd) (stopped bool, err error) {
 	if tty, ok := opts.IO.In.(*os.File); ok && opts.IO.StdinTTY {
-		return runOnTerminal(ctx, cmd, tty)
+		out, ok := opts.IO.ErrOut.(*os.File)
+		if !ok {
+			out = tty
+		}
+		return runOnTerminal(ctx, cmd, tty, out)
 	}
 	out := agentOutput(opts.IO.ErrOut)
 	defer out.Flush()

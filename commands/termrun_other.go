@@ -13,8 +13,8 @@ import (
 // runOnTerminal runs cmd on the terminal tty in a process group of its own
 // that ends with it; job control and the terminal's settings are handled
 // only where agentauth knows them (termrun_unix.go).
-func runOnTerminal(ctx context.Context, cmd *exec.Cmd, tty *os.File) (stopped bool, err error) {
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
+func runOnTerminal(ctx context.Context, cmd *exec.Cmd, tty, out *os.File) (stopped bool, err error) {
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, out, out
 	err = client.RunInGroup(ctx, cmd)
 	return ctx.Err() != nil, err
 }

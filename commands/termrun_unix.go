@@ -25,16 +25,16 @@ import (
 // ctx ends (--timeout, SIGTERM), SIGTERM and then, 2 s later, SIGKILL go to
 // the whole group, whatever the command started. When agentauth is not in
 // the terminal's foreground (started with &), the group stays in the
-// background and only the settings are restored. The output goes to the
-// terminal itself (stdout carries data only). stopped reports that ctx
-// ended the command.
-func runOnTerminal(ctx context.Context, cmd *exec.Cmd, tty *os.File) (stopped bool, err error) {
+// background and only the settings are restored. The command's output
+// goes to out, agentauth's stderr (stdout carries data only). stopped
+// reports that ctx ended the command.
+func runOnTerminal(ctx context.Context, cmd *exec.Cmd, tty, out *os.File) (stopped bool, err error) {
 	fd := int(tty.Fd())
 	saved, terr := unix.IoctlGetTermios(fd, ioctlGetTermios)
 	if terr == nil {
 		defer func() { _ = unix.IoctlSetTermios(fd, ioctlSetTermios, saved) }()
 	}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, out, out
 	fg, ferr := unix.IoctlGetInt(fd, unix.TIOCGPGRP)
 	foreground := ferr == nil && fg == unix.Getpgrp()
 	if foreground {
@@ -55,10 +55,10 @@ func runOnTerminal(ctx context.Context, cmd *exec.Cmd, tty *os.File) (stopped bo
 	if foreground {
 		takeTerminalBack(fd)
 	}
-	if stopped {
+	if _, err := unix.IoctlGetTermios(int(out.Fd()), ioctlGetTermios); stopped && err == nil {
 		// A full-screen command ended by a signal leaves the cursor
 		// hidden (DECTCEM): show it again.
-		io.WriteString(tty, "\x1b[?25h")
+		io.WriteString(out, "\x1b[?25h")
 	}
 	return stopped, err
 }
