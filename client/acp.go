@@ -40,6 +40,10 @@ type ACPOptions struct {
 	// and the lines of its stdout that are not JSON (a sign-in URL, a
 	// progress line); nil discards them. The caller sanitises them.
 	Output io.Writer
+	// Step, when set, is told which step OpenACP is in: "start-up"
+	// (connecting, starting the program), then "initialize" (waiting for
+	// its answer), so that a timeout can name it.
+	Step func(step string)
 }
 
 // OpenACP connects to an ACP agent and initializes as an ACP client:
@@ -50,10 +54,16 @@ func (cl *Client) OpenACP(ctx context.Context, target string, o ACPOptions) (*AC
 		out := o.Output
 		dopts.NonJSON = func(line []byte) { out.Write(append(bytes.TrimRight(line, "\r"), '\n')) }
 	}
+	step := func(string) {}
+	if o.Step != nil {
+		step = o.Step
+	}
+	step("start-up")
 	conn, err := wire.DialTarget(ctx, target, dopts)
 	if err != nil {
 		return nil, err
 	}
+	step("initialize")
 	c := wire.NewClient(conn)
 	var res wire.InitializeResult
 	if err := c.Call(ctx, wire.MethodInitialize, wire.NewInitializeParams(wire.DialectACP, ""), &res); err != nil {
@@ -248,29 +258,47 @@ func MissingVars(m wire.AuthMethod) []string {
 	return missing
 }
 
-// TerminalCommand is the process a terminal method runs (ACP schema
-// 1.7.0, AuthMethodTerminal; docs/protocol/v1/authentication.mdx
-// "Terminal authentication"): the agent's own command line with the
-// method's args appended and its env applied over agentauth's. Only a
-// stdio: target names a program to run.
+// TerminalCommand is the process a method that runs a command signs in
+// with (wire.AuthMethod.RunsCommand). A terminal method (ACP schema 1.7.0,
+// AuthMethodTerminal; docs/protocol/v1/authentication.mdx "Terminal
+// authentication"): the agent's own command line with the method's args
+// appended and its env applied over agentauth's; only a stdio: target
+// names a program to run. An agent method with _meta["terminal-auth"]
+// (Zed's convention, wire.TerminalAuth): that command, looked up in PATH
+// when it has no slash, with its args and env. A command that cannot be
+// found is an *AuthError naming it and the method's own words.
 func TerminalCommand(ctx context.Context, target string, m wire.AuthMethod) (*exec.Cmd, error) {
-	if !strings.HasPrefix(target, "stdio:") {
-		return nil, Usagef("method %s runs the agent's program in a terminal: that needs a stdio: target, not %s", m.ID, wire.RedactTarget(target))
+	var args []string
+	env := m.Env
+	if ta := m.TerminalAuth(); m.Kind() != wire.AuthMethodTerminal && ta != nil {
+		args, env = append([]string{ta.Command}, ta.Args...), ta.Env
+		if _, err := exec.LookPath(ta.Command); err != nil {
+			e := fmt.Errorf("cannot authenticate with method %s: the agent's login command %s cannot be run: %v", m.ID, ShellQuote(ta.Command), err)
+			if m.Description != "" {
+				e = fmt.Errorf("%w\nThe agent says: %s", e, m.Description)
+			}
+			return nil, &AuthError{Err: e}
+		}
+	} else {
+		if !strings.HasPrefix(target, "stdio:") {
+			return nil, Usagef("method %s runs the agent's program in a terminal: that needs a stdio: target, not %s", m.ID, wire.RedactTarget(target))
+		}
+		var err error
+		args, err = wire.SplitCommandLine(strings.TrimPrefix(target, "stdio:"))
+		if err != nil || len(args) == 0 {
+			return nil, Usagef("cannot run the agent's program: %v", err)
+		}
+		args = append(args, m.Args...)
 	}
-	args, err := wire.SplitCommandLine(strings.TrimPrefix(target, "stdio:"))
-	if err != nil || len(args) == 0 {
-		return nil, Usagef("cannot run the agent's program: %v", err)
-	}
-	args = append(args, m.Args...)
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.Env = os.Environ()
-	keys := make([]string, 0, len(m.Env))
-	for k := range m.Env {
+	keys := make([]string, 0, len(env))
+	for k := range env {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		cmd.Env = append(cmd.Env, k+"="+m.Env[k])
+		cmd.Env = append(cmd.Env, k+"="+env[k])
 	}
 	return cmd, nil
 }

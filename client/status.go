@@ -146,6 +146,8 @@ type TargetStatusDoc struct {
 	// auth/status), so that status cannot say whether it is signed in.
 	AuthMethods []wire.AuthMethod `json:"authMethods,omitempty"`
 	AuthState   string            `json:"authState,omitempty"`
+	// CheckedWith is "session/new" when status --check asked the agent.
+	CheckedWith string `json:"checkedWith,omitempty"`
 	// Upstreams are the services the server signs the user in to
 	// (issue 15), from its /auth-status; absent when it brokers none.
 	Upstreams []wire.UpstreamStatus `json:"upstreams,omitempty"`
@@ -153,6 +155,10 @@ type TargetStatusDoc struct {
 	// authenticated.
 	Failure *AuthError `json:"-"`
 }
+
+// AuthStateUnknown is TargetStatusDoc.AuthState for an ACP agent that
+// reports no auth state.
+const AuthStateUnknown = "unknown"
 
 // TargetStatus asks target whether it accepts the stored credentials: for
 // an agent host, what it holds before (AuthState), the stored credentials
@@ -189,8 +195,8 @@ func (cl *Client) TargetStatus(ctx context.Context, target string, showToken boo
 	// itself through auth/status (ACP RFD get-auth-state) or getAuthState
 	// (seed 003); one that lists methods but answers neither cannot be
 	// said to be signed in or not.
-	if st := doc.HostStateBefore; len(doc.Schemes) == 0 && st == nil && len(doc.AuthMethods) > 0 {
-		doc.Authenticated, doc.AuthState = false, "unknown"
+	if st := doc.HostStateBefore; len(doc.Schemes) == 0 && st == nil && (len(doc.AuthMethods) > 0 || doc.Dialect == wire.DialectACP.String()) {
+		doc.Authenticated, doc.AuthState = false, AuthStateUnknown
 	}
 	if st := doc.HostStateBefore; len(doc.Schemes) == 0 && st != nil && !st.Authenticated {
 		doc.Authenticated = false

@@ -1,14 +1,12 @@
 package commands
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os/exec"
-	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -73,22 +71,36 @@ authenticate exits 4 with the login command. With --json, each event is one
 more JSON line: {"event" ("notification"|"reauthenticated"|"failed"),
 "time", "schemeId", "state", "challenge", "result" (a scheme as above)}.
 
-ACP agents: --method ID authenticates with one of the auth methods the agent
-advertises (see discover), as its type says: agent — authenticate {methodId},
-showing what the agent prints (a sign-in URL) until it answers or --timeout
-(default 5m) passes; terminal — runs the agent's own command with the method's
-args and env on this terminal (stdin closed without one), then connects again;
-env_var — the variables must be set in agentauth's environment, which the agent
-inherits. Each ends by asking the agent (auth/status, else session/new).
-With --json: {"target", "methodId", "type", "authenticated", "checkedWith"}.
-Exits 2 for a method the agent does not advertise.
+ACP agents: without --method, an agent that already works (its auth state,
+else session/new in an empty directory) needs no sign-in (exit 0); an agent
+with one auth method uses it; one with several lists them, each with its
+description and the command that uses it (exit 2). --method ID authenticates
+with one of the methods the agent advertises (see discover), as its type
+says: agent — authenticate {methodId}, showing what the agent prints (a
+sign-in URL) until it answers or --timeout (default 5m) passes; terminal —
+runs the agent's own command with the method's args and env; env_var — the
+variables must be set in agentauth's environment, which the agent inherits.
+A login command runs on this terminal as its foreground job, and the
+terminal's settings are restored afterwards (stdin closed without a
+terminal); when --timeout passes, its whole process group is stopped.
+Compatibility: an agent method with _meta["terminal-auth"] {command, args,
+env, label} (Zed's convention, used by GitHub Copilot CLI, opencode, kilo
+and auggie; agentauth declares clientCapabilities._meta["terminal-auth"])
+runs that command as a terminal method. Each ends by asking the agent
+(auth/status, else session/new): ✓ only when it says signed in. A timeout
+names the step that ran out (start-up, initialize, sign-in, final check).
+With --json: {"target", "methodId", "type", "authenticated", "checkedWith"},
+or {"target", "kind", "authenticated", "signInNeeded": false, "checkedWith"}.
+Exits 2 for a method the agent does not advertise, or a choice to make; 4
+when the agent refused (any JSON-RPC error), the login command failed, or
+the agent still requires authentication; the next step is on stderr.
 
 Exits 0 only when every required scheme is accepted, 4 otherwise (the login
 command to run is printed on stderr).`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "scheme", Usage: "authenticate only the scheme `ID`", Destination: &opts.SchemeID},
 			&cli.StringFlag{Name: "method", Usage: "ACP agents: authenticate with the advertised auth method `ID` (agent, terminal or env_var)", Destination: &opts.MethodID},
-			&cli.DurationFlag{Name: "timeout", Usage: "with --method: stop the agent's sign-in after `DURATION` (default 5m)", Destination: &opts.Timeout},
+			&cli.DurationFlag{Name: "timeout", Usage: "ACP agents: stop the agent's sign-in after `DURATION` (default 5m)", Destination: &opts.Timeout},
 			&cli.BoolFlag{Name: "token-stdin", Usage: "authenticate one scheme with a token read from stdin instead of the store", Destination: &opts.TokenStdin},
 			&cli.BoolFlag{Name: "watch", Usage: "stay connected: print auth-state notifications and re-authenticate after expiry", Destination: &opts.Watch},
 			&cli.BoolFlag{Name: "json", Usage: "print the result (and, with --watch, each event) as JSON lines on stdout", Destination: &opts.JSON},
@@ -98,8 +110,8 @@ command to run is printed on stderr).`,
 			if opts.Target, err = targetArg(c); err != nil {
 				return err
 			}
-			if opts.Timeout != 0 && opts.MethodID == "" {
-				return usageErrorf("--timeout applies with --method")
+			if opts.Timeout != 0 && (client.IsHTTPTarget(opts.Target) || opts.SchemeID != "" || opts.TokenStdin || opts.Watch) {
+				return usageErrorf("--timeout applies to an ACP agent's sign-in (ws://, wss:// or stdio:), without --scheme, --token-stdin or --watch")
 			}
 			if opts.MethodID != "" && (client.IsHTTPTarget(opts.Target) || opts.SchemeID != "" || opts.TokenStdin || opts.Watch) {
 				return usageErrorf("--method applies alone, to an ACP agent (ws://, wss:// or stdio:)")
@@ -183,6 +195,11 @@ func runAuthenticate(ctx context.Context, opts *AuthenticateOptions) error {
 	reqs, err := client.SelectRequirements(sess.Reqs, opts.SchemeID, token != "")
 	if err != nil {
 		return err
+	}
+	if len(sess.Reqs) == 0 && sess.Init.IsACPAgent() && token == "" {
+		// An ACP agent's own sign-in: its auth methods, checked with
+		// the agent (runAgent).
+		return opts.runAgent(ctx, setupCtx, sess)
 	}
 	if len(reqs) == 0 {
 		fmt.Fprintf(opts.IO.ErrOut, "%s declares no auth requirement: nothing to authenticate.\n", wire.RedactTarget(opts.Target))
@@ -299,142 +316,6 @@ func writeJSONLine(w io.Writer, v any) error {
 	}
 	_, err = fmt.Fprintln(w, string(b))
 	return err
-}
-
-// acpMethodTimeout is how long authenticate --method waits for an ACP
-// agent to sign in (an agent method that opens a browser, a terminal
-// method's login command) unless --timeout says otherwise.
-const acpMethodTimeout = 5 * time.Minute
-
-// runMethod authenticates an ACP agent with one of its advertised methods,
-// as its type says (ACP schema 1.7.0 AuthMethod;
-// docs/protocol/v1/authentication.mdx): agent — authenticate {methodId}
-// (auth/login in the v2 draft), the agent's output shown as it signs in;
-// terminal — the agent's own command with the method's args and env on
-// the user's terminal, then a new connection and initialize; env_var —
-// the variables must be set in agentauth's environment, which the agent
-// inherits. Each ends with the agent's own state (auth/status when it
-// reports it, else session/new). Not authenticated is exit 4.
-func (opts *AuthenticateOptions) runMethod(ctx context.Context) error {
-	timeout := cmp.Or(opts.Timeout, acpMethodTimeout)
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	out := agentOutput(opts.IO.ErrOut)
-	defer out.Flush()
-	agent, err := opts.Client.OpenACP(ctx, opts.Target, client.ACPOptions{Output: out})
-	if err != nil {
-		return opts.methodErr(ctx, err, timeout)
-	}
-	defer func() { agent.Close() }()
-	m, err := agent.Method(opts.MethodID)
-	if err != nil {
-		return err
-	}
-	p := opts.IO.ErrPainter()
-	id := safeText(m.ID)
-	switch m.Kind() {
-	case wire.AuthMethodEnvVar:
-		if missing := client.MissingVars(m); len(missing) > 0 {
-			hint := "Set " + strings.Join(missing, " and ") + " in agentauth's environment (the agent inherits it) and run again"
-			if m.Link != "" {
-				hint += "; get the value at " + m.Link
-			}
-			return &AuthError{Err: fmt.Errorf("cannot authenticate with method %s: %s not set\n%s", m.ID, strings.Join(missing, ", "), hint)}
-		}
-		fmt.Fprintf(opts.IO.ErrOut, "Authenticating with %s (%s set in the agent's environment)…\n", id, safeText(strings.Join(m.VarNames(), ", ")))
-		if err := agent.Login(ctx, m.ID); err != nil {
-			return opts.loginErr(ctx, m, err, timeout)
-		}
-	case wire.AuthMethodTerminal:
-		agent.Close()
-		cmd, err := client.TerminalCommand(ctx, opts.Target, m)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(opts.IO.ErrOut, "Running the agent's login command for %s: %s (up to %s)\n", id, safeText(client.CommandLine(cmd.Args...)), timeout)
-		runErr := opts.runTerminal(ctx, cmd)
-		if ctx.Err() != nil {
-			return opts.methodErr(ctx, ctx.Err(), timeout)
-		}
-		if runErr != nil {
-			return &AuthError{Err: fmt.Errorf("cannot authenticate with method %s: the login command %s", m.ID, exitText(runErr))}
-		}
-		fmt.Fprintf(opts.IO.ErrOut, "The login command exited with status 0; connecting to the agent again…\n")
-		if agent, err = opts.Client.OpenACP(ctx, opts.Target, client.ACPOptions{Output: out}); err != nil {
-			return opts.methodErr(ctx, err, timeout)
-		}
-	default:
-		fmt.Fprintf(opts.IO.ErrOut, "Waiting for the agent to sign in with %s (up to %s; Ctrl-C to stop)…\n", id, timeout)
-		if err := agent.Login(ctx, m.ID); err != nil {
-			return opts.loginErr(ctx, m, err, timeout)
-		}
-	}
-	st, err := agent.State(ctx, true)
-	if err != nil {
-		return opts.methodErr(ctx, err, timeout)
-	}
-	if st.Known && !st.Authenticated {
-		return &AuthError{Err: fmt.Errorf("cannot authenticate with method %s: the agent still requires authentication (%s: %s)", m.ID, st.Via, cmp.Or(st.Message, "not authenticated"))}
-	}
-	if opts.JSON {
-		return writeJSONLine(opts.IO.Out, map[string]any{"target": wire.RedactTarget(opts.Target), "methodId": m.ID, "type": m.Kind(), "authenticated": true, "checkedWith": st.Via})
-	}
-	fmt.Fprintf(opts.IO.ErrOut, "%s %s: authenticated by the agent%s\n", p.Green("✓"), id, checkedWith(st))
-	return nil
-}
-
-func checkedWith(st client.ACPState) string {
-	if st.Via == "" {
-		return ""
-	}
-	return " (checked with " + st.Via + ")"
-}
-
-// loginErr explains a failed authenticate: -32000 (ACP auth_required) or
-// -32007 is exit 4 with the agent's message and data, and so is an error
-// that names the environment variables the agent wants (ErrorEnvVars).
-func (opts *AuthenticateOptions) loginErr(ctx context.Context, m wire.AuthMethod, err error, timeout time.Duration) error {
-	if ctx.Err() != nil {
-		return opts.methodErr(ctx, err, timeout)
-	}
-	var rpc *wire.Error
-	if errors.As(err, &rpc) {
-		if vars := client.ErrorEnvVars(err); len(vars) > 0 {
-			// The agent reads the key from its environment, which is
-			// agentauth's: exit 4 as for an env_var method's missing variable.
-			return &AuthError{Err: fmt.Errorf("cannot authenticate with method %s: %s (%d)\nSet %s in the environment agentauth runs in, and run again", m.ID, rpc.Message, rpc.Code, strings.Join(vars, " or "))}
-		}
-		e := fmt.Errorf("cannot authenticate with method %s: %s", m.ID, client.RPCText(err))
-		if rpc.Code == wire.CodeACPAuthRequired || rpc.Code == wire.CodeAuthRequired {
-			return &AuthError{Err: e}
-		}
-		return e
-	}
-	return fmt.Errorf("cannot authenticate with method %s: %w", m.ID, err)
-}
-
-// methodErr says the agent did not finish within --timeout, or passes
-// err on (Ctrl-C ends the command as any other).
-func (opts *AuthenticateOptions) methodErr(ctx context.Context, err error, timeout time.Duration) error {
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return &AuthError{Err: fmt.Errorf("cannot authenticate with method %s: the agent did not finish within %s; it was stopped\nTo wait longer, run again with --timeout", opts.MethodID, timeout)}
-	}
-	return err
-}
-
-// runTerminal runs a terminal method's command: on the user's terminal
-// (stdin a TTY) in agentauth's foreground process group; otherwise in a
-// group of its own that ends with it.
-func (opts *AuthenticateOptions) runTerminal(ctx context.Context, cmd *exec.Cmd) error {
-	// stdout carries data only: the login command's screen goes to
-	// stderr, the user's terminal.
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = opts.IO.In, opts.IO.ErrOut, opts.IO.ErrOut
-	if opts.IO.StdinTTY {
-		cmd.WaitDelay = 2 * time.Second
-		return cmd.Run()
-	}
-	cmd.Stdin = nil // no terminal: the command reads end of file
-	return client.RunInGroup(ctx, cmd)
 }
 
 // exitText says how a command ended.

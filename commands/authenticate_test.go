@@ -220,7 +220,8 @@ func TestAuthenticateFlags(t *testing.T) {
 		{args: []string{"--bogus", "ws://h"}, wantCode: ExitUsage},
 		{args: []string{"--method", "login", "--timeout", "30s", "stdio:agent --acp"},
 			want: AuthenticateOptions{Target: "stdio:agent --acp", MethodID: "login", Timeout: 30 * time.Second}},
-		{args: []string{"--timeout", "30s", "stdio:agent"}, wantCode: ExitUsage, wantErr: "--timeout applies with --method"},
+		{args: []string{"--timeout", "30s", "stdio:agent"}, want: AuthenticateOptions{Target: "stdio:agent", Timeout: 30 * time.Second}},
+		{args: []string{"--timeout", "30s", "http://127.0.0.1:7777/mcp"}, wantCode: ExitUsage, wantErr: "--timeout applies to an ACP agent's sign-in"},
 		{args: []string{"--method", "login", "--watch", "stdio:agent"}, wantCode: ExitUsage, wantErr: "--method applies alone"},
 	}, authenticateCommand, func(f *Factory, o *AuthenticateOptions) bool {
 		ok := o.IO == f.IO && o.Client == f.Client() && o.Now != nil

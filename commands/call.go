@@ -188,7 +188,7 @@ func runCall(ctx context.Context, opts *CallOptions) error {
 		sess, raw, err = opts.Client.OpenHostWith(callCtx, opts.Target, noStore, wire.NewInitializeParams(opts.Dialect, callClientID))
 	}
 	if errors.As(err, &failed) {
-		return opts.rpcFailure(failed.Method, failed.Err, nil)
+		return opts.rpcFailure(failed.Method, failed.Err, nil, nil)
 	}
 	if err != nil {
 		return err
@@ -209,7 +209,7 @@ func runCall(ctx context.Context, opts *CallOptions) error {
 			return err
 		}
 		if err := wire.Authenticate(callCtx, sess.Client, sess.Dialect, req, token); err != nil {
-			return opts.rpcFailure(wire.MethodAuthenticate, err, reqs)
+			return opts.rpcFailure(wire.MethodAuthenticate, err, reqs, sess.Init)
 		}
 	}
 	refused := func(res client.SchemeResult) {
@@ -246,7 +246,7 @@ func runCall(ctx context.Context, opts *CallOptions) error {
 			}
 		}
 		if err != nil {
-			return opts.rpcFailure(opts.Method, err, reqs)
+			return opts.rpcFailure(opts.Method, err, reqs, sess.Init)
 		}
 	}
 	if err := opts.printJSON(raw); err != nil {
@@ -259,9 +259,10 @@ func runCall(ctx context.Context, opts *CallOptions) error {
 }
 
 // rpcFailure reports a failed call: a -32007 prints its challenges and
-// becomes an AuthError (exit 4) whose hint is the login command; any other
-// JSON-RPC error exits 1.
-func (opts *CallOptions) rpcFailure(method string, err error, reqs []wire.Requirement) error {
+// becomes an AuthError (exit 4) whose hint is the login command, and so
+// does an ACP agent's -32000 (init, the initialize result, says it is
+// one; nil before it); any other JSON-RPC error exits 1.
+func (opts *CallOptions) rpcFailure(method string, err error, reqs []wire.Requirement, init *wire.InitializeResult) error {
 	var rpc *wire.Error
 	if errors.Is(err, wire.ErrTokenNotAccepted) {
 		return &AuthError{Err: err, Hint: client.LoginCommand(opts.Target, "")}
@@ -273,6 +274,9 @@ func (opts *CallOptions) rpcFailure(method string, err error, reqs []wire.Requir
 		if b, merr := json.Marshal(rpc); merr == nil {
 			fmt.Fprintln(opts.IO.Out, string(b))
 		}
+	}
+	if init != nil && init.IsACPAgent() && rpc.Code == wire.CodeACPAuthRequired {
+		return opts.acpAuthRequired(method, rpc, init.AuthMethods)
 	}
 	data, ok := rpc.AuthRequired()
 	if !ok {
@@ -367,4 +371,16 @@ func (opts *CallOptions) watch(ctx context.Context, client *wire.Client) error {
 		}
 	}
 	return nil
+}
+
+// acpAuthRequired is an ACP agent's auth_required (-32000, ACP schema
+// 1.7.0 ErrorCode): exit 4, with the authenticate command that signs in
+// with the agent's one method, or that lists its methods.
+func (opts *CallOptions) acpAuthRequired(method string, rpc *wire.Error, methods []wire.AuthMethod) error {
+	cmd := "agentauth authenticate "
+	if len(methods) == 1 {
+		cmd += "--method " + client.ShellQuote(methods[0].ID) + " "
+	}
+	return &AuthError{Err: fmt.Errorf("%s failed: the agent requires authentication: %s", method, client.RPCText(rpc)),
+		Hint: cmd + client.ShellQuote(wire.RedactTarget(opts.Target))}
 }

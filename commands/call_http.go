@@ -158,7 +158,7 @@ func (opts *CallOptions) httpFailure(failed *client.CallError) error {
 		}
 		return &AuthError{Err: err, Hint: hint}
 	case errors.As(failed.Err, &rpc):
-		return opts.rpcFailure(failed.Method, failed.Err, nil)
+		return opts.rpcFailure(failed.Method, failed.Err, nil, nil)
 	}
 	return failed
 }

@@ -156,6 +156,9 @@ func printDiscovery(info *client.TargetInfo, w io.Writer, p Painter) {
 		fmt.Fprintln(w, p.Bold("auth methods"))
 		for _, m := range acpMethodDocs(info) {
 			fmt.Fprintf(w, "  %s (%s): %s\n", safeText(m.ID), safeText(m.Type), safeText(m.Name))
+			if m.Description != "" {
+				fmt.Fprintf(w, "    %s\n", safeText(m.Description))
+			}
 			if len(m.Vars) > 0 {
 				fmt.Fprintf(w, "    set %s%s\n", safeText(strings.Join(m.Vars, ", ")), safeText(cmpSuffix(" (get it at ", m.Link, ")")))
 			}
@@ -195,13 +198,19 @@ func acpMethodDocs(info *client.TargetInfo) []acpMethodDoc {
 	out := []acpMethodDoc{}
 	for _, m := range info.AuthMethods {
 		d := acpMethodDoc{ID: m.ID, Name: m.Name, Type: m.Kind(), Description: m.Description, Vars: m.VarNames(), Link: m.Link}
-		if d.Type == "terminal" {
+		if m.RunsCommand() {
+			// The login command, shell-quoted, after the variables it
+			// sets (a terminal method's env, or terminal-auth's).
+			vars := m.Env
+			if ta := m.TerminalAuth(); ta != nil && m.Kind() != wire.AuthMethodTerminal {
+				vars = ta.Env
+			}
 			var env []string
-			for k, v := range m.Env {
-				env = append(env, k+"="+v)
+			for k, v := range vars {
+				env = append(env, client.ShellQuote(k+"="+v))
 			}
 			slices.Sort(env)
-			d.Command = strings.Join(append(append(env, strings.TrimPrefix(info.Target, "stdio:")), m.Args...), " ")
+			d.Command = strings.Join(append(env, methodCommandLine(info.Target, m)), " ")
 		}
 		out = append(out, d)
 	}

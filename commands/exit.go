@@ -21,6 +21,10 @@ const (
 	// ExitAuth means authentication is needed: no token, a token that was
 	// rejected or could not be refreshed, a 401/403/-32007.
 	ExitAuth = 4
+	// ExitUnknown means the answer is unknown: status on an ACP agent
+	// that reports no auth state (status --check asks it with
+	// session/new).
+	ExitUnknown = 3
 	// ExitInterrupted is the shell's code for a command ended by SIGINT
 	// (128+2): the command was interrupted before it finished.
 	ExitInterrupted = 130

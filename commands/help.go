@@ -21,6 +21,7 @@ EXIT CODES:
    0    success
    1    failure
    2    usage error (bad flags or arguments)
+   3    unknown: an ACP agent that reports no auth state (status --check asks it)
    4    authentication needed (no token, a rejected or unrefreshable token, a 401/403/-32007)
    130  interrupted (Ctrl-C)
 
@@ -50,7 +51,7 @@ var commandHelps = map[string]commandHelp{
 			"agentauth call http://127.0.0.1:7777/mcp tools/list --login",
 			`agentauth call http://127.0.0.1:7777/mcp tools/call '{"name":"whoami"}' --json`,
 		},
-		exits: []string{"1  a JSON-RPC error or a failure", "2  bad flags or arguments", "4  authentication needed (-32007, 401, 403), or an upstream sign-in that did not happen"},
+		exits: []string{"1  a JSON-RPC error or a failure", "2  bad flags or arguments", "4  authentication needed (-32007, 401, 403; an ACP agent's -32000), or an upstream sign-in that did not happen"},
 	},
 	"proxy": {
 		examples: []string{
@@ -89,14 +90,14 @@ var commandHelps = map[string]commandHelp{
 			"agentauth authenticate ws://127.0.0.1:7777",
 			"agentauth authenticate ws://127.0.0.1:7777 --watch --json",
 		},
-		exits: []string{"1  failure", "2  bad flags or arguments", "4  a scheme was not authenticated"},
+		exits: []string{"1  failure, or an ACP agent that cannot be checked", "2  bad flags or arguments; an ACP agent with several auth methods and no --method", "4  a scheme was not authenticated; an ACP agent refused, or still requires authentication"},
 	},
 	"status": {
 		examples: []string{
 			"agentauth status",
 			"agentauth status ws://127.0.0.1:7777 --json",
 		},
-		exits: []string{"1  failure", "2  bad flags or arguments", "4  a credential is not usable (expired, rejected) or none is stored"},
+		exits: []string{"1  failure", "2  bad flags or arguments", "3  an ACP agent that reports no auth state (--check asks it with session/new)", "4  a credential is not usable (expired, rejected) or none is stored; an ACP agent not signed in"},
 	},
 	"token-revoke": {
 		examples: []string{

@@ -26,6 +26,9 @@ type StatusOptions struct {
 	Target    string
 	JSON      bool
 	ShowToken bool
+	// Check asks an ACP agent that reports no auth state with
+	// session/new.
+	Check bool
 }
 
 func newStatusCommand(f *Factory) *cli.Command {
@@ -65,6 +68,13 @@ authenticated, 4 otherwise. --json: {"target", "kind", "dialect",
 authenticate --json, plus "authenticated", "hostBefore", "hostAfter",
 "credential" (as above)]}.
 
+ACP agents: the state the agent reports (auth/status, getAuthState, or the
+_auth/status_update it pushes), with its auth methods and their
+descriptions. An agent that reports none is "authenticated: unknown" and
+exit 3 ("authState": "unknown"); --check then asks it with session/new in
+an empty temporary directory (the agent's -32000 is "no", exit 4; a session
+is "yes", exit 0; "checkedWith": "session/new").
+
 A server that signs you in to other services itself (serve "upstreams")
 adds each one's sign-in from its /auth-status, for example
 "✓ Rally (rally1.rallydev.com): signed in, expires in 59m" or "X Rally: not
@@ -76,6 +86,7 @@ status and git status); errors and the login hint go to stderr.`,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON document on stdout", Destination: &opts.JSON},
 			&cli.BoolFlag{Name: "show-token", Usage: "show access tokens in full instead of masked", Destination: &opts.ShowToken},
+			&cli.BoolFlag{Name: "check", Usage: "ACP agents that report no auth state: ask with session/new", Destination: &opts.Check},
 		},
 		Action: func(c *cli.Context) error {
 			if c.Args().Len() > 1 {
@@ -86,6 +97,9 @@ status and git status); errors and the login hint go to stderr.`,
 				if opts.Target, err = normalTarget(c, t); err != nil {
 					return err
 				}
+			}
+			if opts.Check && (opts.Target == "" || client.IsHTTPTarget(opts.Target)) {
+				return usageErrorf("--check applies to an ACP agent (stdio:, ws:// or wss://)")
 			}
 			opts.IO, opts.Client = f.IO, f.Client()
 			if opts.Target == "" {
@@ -217,6 +231,11 @@ func runTargetStatus(ctx context.Context, opts *StatusOptions) error {
 	if err != nil {
 		return err
 	}
+	if opts.Check && doc.AuthState == client.AuthStateUnknown {
+		if err := opts.checkAgent(ctx, doc); err != nil {
+			return err
+		}
+	}
 	if opts.JSON {
 		if err := writeJSONIndent(opts.IO.Out, doc); err != nil {
 			return err
@@ -230,6 +249,41 @@ func runTargetStatus(ctx context.Context, opts *StatusOptions) error {
 	if doc.Failure != nil {
 		return doc.Failure
 	}
+	if doc.AuthState == client.AuthStateUnknown {
+		fmt.Fprintf(opts.IO.ErrOut, "agentauth: %s does not report whether it is signed in\nTo ask it with session/new, run: agentauth status --check %s\n",
+			safeText(doc.Target), safeText(client.ShellQuote(doc.Target)))
+		return &SilentError{Code: ExitUnknown}
+	}
+	return nil
+}
+
+// checkAgent asks an ACP agent that reports no auth state with
+// session/new (client.ACPAgent.State), on a connection of its own, and
+// completes doc with the answer.
+func (opts *StatusOptions) checkAgent(ctx context.Context, doc *client.TargetStatusDoc) error {
+	ctx, cancel := context.WithTimeout(ctx, client.AuthTimeout)
+	defer cancel()
+	agent, err := opts.Client.OpenACP(ctx, opts.Target, client.ACPOptions{})
+	if err != nil {
+		return err
+	}
+	defer agent.Close()
+	st, err := agent.State(ctx, true)
+	if err != nil {
+		return err
+	}
+	doc.Authenticated, doc.AuthState, doc.CheckedWith = st.Authenticated, "no", st.Via
+	doc.HostStateBefore = &wire.AuthStateResult{Authenticated: st.Authenticated, Message: st.Message}
+	if st.Authenticated {
+		doc.AuthState = "yes"
+		return nil
+	}
+	cmd := "agentauth authenticate "
+	if len(doc.AuthMethods) == 1 {
+		cmd += "--method " + client.ShellQuote(doc.AuthMethods[0].ID) + " "
+	}
+	doc.Failure = &AuthError{Err: fmt.Errorf("%s is not authenticated (%s: %s)", doc.Target, st.Via, cmp.Or(st.Message, "authentication required")),
+		Hint: cmd + client.ShellQuote(doc.Target)}
 	return nil
 }
 
@@ -247,13 +301,12 @@ func printTargetStatus(doc *client.TargetStatusDoc, w io.Writer, p Painter) {
 			fmt.Fprintf(w, "  %s %s: %s\n", mark, safeText(m.AuthMethodID), safeText(orNone(m.Message)))
 		}
 		if len(st.AuthMethods) == 0 {
-			fmt.Fprintf(w, "  authenticated: %s%s\n", yesNo(st.Authenticated), safeText(cmpSuffix(" (", st.Message, ")")))
+			fmt.Fprintf(w, "  authenticated: %s%s\n", yesNo(st.Authenticated), safeText(cmpSuffix(" (", st.Message, ")")+cmpSuffix(" (checked with ", doc.CheckedWith, ")")))
 			printACPMethods(w, doc.AuthMethods)
 		}
-	case len(doc.Schemes) == 0 && len(doc.AuthMethods) > 0:
+	case doc.AuthState == client.AuthStateUnknown:
 		fmt.Fprintln(w, "  authenticated: unknown (the agent does not report its auth state: no auth/status)")
 		printACPMethods(w, doc.AuthMethods)
-		fmt.Fprintf(w, "  To authenticate, run: %s\n", safeText(client.CommandLine("agentauth", "authenticate", "--method", "ID", doc.Target)))
 	case len(doc.Schemes) == 0:
 		fmt.Fprintln(w, "  (declares no auth requirement)")
 	}
@@ -368,11 +421,14 @@ func printACPMethods(w io.Writer, methods []wire.AuthMethod) {
 	}
 	fmt.Fprintln(w, "  auth methods:")
 	for _, m := range methods {
-		line := fmt.Sprintf("    %s (%s): %s", m.ID, m.Kind(), m.Name)
+		line := "    " + methodTitle(m)
 		if vars := m.VarNames(); len(vars) > 0 {
 			line += " — set " + strings.Join(vars, ", ")
 		}
 		fmt.Fprintln(w, safeText(line))
+		if m.Description != "" {
+			fmt.Fprintf(w, "      %s\n", safeText(m.Description))
+		}
 	}
 }
 

@@ -19,6 +19,9 @@ func TestStatusFlags(t *testing.T) {
 		{args: []string{"--json", "ws://h"}, want: StatusOptions{Target: "ws://h", JSON: true}},
 		{args: []string{"ws://a", "ws://b"}, wantCode: ExitUsage},
 		{args: []string{"--token", "ws://a"}, wantCode: ExitUsage},
+		{args: []string{"--check", "stdio:agent --acp"}, want: StatusOptions{Target: "stdio:agent --acp", Check: true}},
+		{args: []string{"--check"}, wantCode: ExitUsage, wantErr: "--check applies to an ACP agent"},
+		{args: []string{"--check", "http://127.0.0.1:7777/mcp"}, wantCode: ExitUsage, wantErr: "--check applies to an ACP agent"},
 	}, statusCommand, func(f *Factory, o *StatusOptions) bool {
 		ok := o.IO == f.IO && o.Client == f.Client()
 		o.IO, o.Client = nil, nil

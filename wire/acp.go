@@ -98,3 +98,52 @@ func (r *InitializeResult) acpRequirements() []Requirement {
 	}
 	return out
 }
+
+// TerminalAuthMetaKey is the _meta key of Zed's terminal-auth convention:
+// in clientCapabilities._meta, true says the client runs login commands;
+// in an auth method's _meta, the command to run (TerminalAuth).
+const TerminalAuthMetaKey = "terminal-auth"
+
+// TerminalAuth is an auth method's _meta["terminal-auth"]: a command line
+// to run on the user's terminal to sign in, with env applied over the
+// client's. Unlike an ACP terminal method (Args appended to the agent's
+// own command), Command is a program of its own, looked up in PATH when it
+// has no slash. GitHub Copilot CLI 1.0 ("copilot login"), opencode 1.18,
+// kilo 7.7, auggie 0.36 and qodercli 1.1 advertise it.
+type TerminalAuth struct {
+	Command string            `json:"command"`
+	Args    []string          `json:"args,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	Label   string            `json:"label,omitempty"`
+}
+
+// maxTerminalAuthArgs bounds the arguments read from a peer's
+// terminal-auth command.
+const maxTerminalAuthArgs = 64
+
+// TerminalAuth reads the method's _meta["terminal-auth"]; nil when it has
+// none, or one without a command (or with more than 64 arguments or
+// variables).
+func (m AuthMethod) TerminalAuth() *TerminalAuth {
+	raw, ok := m.Meta[TerminalAuthMetaKey]
+	if !ok {
+		return nil
+	}
+	b, err := json.Marshal(raw)
+	if err != nil {
+		return nil
+	}
+	var t TerminalAuth
+	if json.Unmarshal(b, &t) != nil || t.Command == "" || len(t.Args) > maxTerminalAuthArgs || len(t.Env) > maxTerminalAuthArgs {
+		return nil
+	}
+	return &t
+}
+
+// RunsCommand reports whether the method signs in by running a command on
+// the user's terminal: an ACP terminal method, or an agent method with a
+// terminal-auth command (which is run rather than sending authenticate,
+// to which such agents answer -32000 or {} without signing in).
+func (m AuthMethod) RunsCommand() bool {
+	return m.Kind() == AuthMethodTerminal || (m.Kind() == AuthMethodAgent && m.TerminalAuth() != nil)
+}

@@ -310,8 +310,12 @@ func NewInitializeParams(d Dialect, clientID string) InitializeParams {
 
 // acpClientCapabilities are the ACP client capabilities agentauth has:
 // terminal auth methods (it runs their command on the user's terminal),
-// no file system and no terminal/* methods.
-var acpClientCapabilities = json.RawMessage(`{"auth":{"terminal":true}}`)
+// no file system and no terminal/* methods. _meta["terminal-auth"] is
+// Zed's convention, which agents such as GitHub Copilot CLI, opencode,
+// kilo and auggie read before they offer their login command
+// (AuthMethod.TerminalAuth); agentauth runs that command as it runs a
+// terminal method.
+var acpClientCapabilities = json.RawMessage(`{"auth":{"terminal":true},"_meta":{"terminal-auth":true}}`)
 
 // Initialize runs initialize in dialect d (PROTOCOL.md "initialize"): the
 // design dialect offers protocolVersion 1, the published dialect offers

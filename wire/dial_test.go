@@ -204,7 +204,7 @@ func TestInitializeAndAuthenticateDialects(t *testing.T) {
 		wantInit, wantAuth string
 	}{
 		{wire.DialectDesign,
-			`initialize {"protocolVersion":1,"clientId":"cli-1","clientCapabilities":{"auth":{"terminal":true}},"clientInfo":{"name":"agentauth","version":"0.0.0-dev"}}`,
+			`initialize {"protocolVersion":1,"clientId":"cli-1","clientCapabilities":{"auth":{"terminal":true},"_meta":{"terminal-auth":true}},"clientInfo":{"name":"agentauth","version":"0.0.0-dev"}}`,
 			`authenticate {"schemeId":"dev","scheme":"bearer","token":"tok"}`},
 		{wire.DialectPublished,
 			`initialize {"channel":"ahp-root://","protocolVersions":["1.1.0","1.0.0","0.9.0"],"clientId":"cli-1-<uuid>","initialSubscriptions":["ahp-root://"]}`,

@@ -21,7 +21,7 @@ import (
 
 // Programs are the programs testscript puts on PATH.
 func Programs() map[string]func() {
-	return map[string]func(){"acp-slow-agent": slowAgentMain, "ahp-versioned-host": ahpVersionedHostMain}
+	return map[string]func(){"acp-slow-agent": slowAgentMain, "acp-meta-agent": metaAgentMain, "ahp-versioned-host": ahpVersionedHostMain}
 }
 
 // Cmds are the custom script commands.

@@ -1,0 +1,10 @@
+package commands
+
+import "golang.org/x/sys/unix"
+
+// The ioctls that read and write a terminal's settings (tcgetattr,
+// tcsetattr TCSANOW).
+const (
+	ioctlGetTermios = unix.TCGETS
+	ioctlSetTermios = unix.TCSETS
+)
