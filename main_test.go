@@ -17,6 +17,7 @@ import (
 	"github.com/agentauth/agentauth/internal/testprog/gateway"
 	"github.com/agentauth/agentauth/internal/testprog/github"
 	"github.com/agentauth/agentauth/internal/testprog/gosdk"
+	"github.com/agentauth/agentauth/internal/testprog/hostile"
 	"github.com/agentauth/agentauth/internal/testprog/machine"
 	"github.com/agentauth/agentauth/internal/testprog/mcp"
 	"github.com/agentauth/agentauth/internal/testprog/ops"
@@ -62,6 +63,7 @@ var testprogs = []struct {
 	{gateway.Programs, gateway.Cmds},
 	{github.Programs, github.Cmds},
 	{gosdk.Programs, nil},
+	{hostile.Programs, hostile.Cmds},
 	{machine.Programs, machine.Cmds},
 	{mcp.Programs, mcp.Cmds},
 	{ops.Programs, ops.Cmds},

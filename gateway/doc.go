@@ -13,6 +13,10 @@
 //     server issues in exchange for the caller's (RFC 8693, exchange.go;
 //     the caller's token goes to that server, which issued it, and to
 //     no backend);
+//   - deny by default: a tools/call for a name the backend did not list
+//     in tools/list, exactly, is refused (-32602) before it sees it, so
+//     a policy, which names listed tools, cannot be stepped around by a
+//     name the backend matches loosely (names.go);
 //   - tool policy: toolScopes hides a tool from tools/list and refuses
 //     tools/call with HTTP 403 insufficient_scope (RFC 6750 §3.1) when
 //     the caller's grant lacks a scope; toolUpstreams asks for an
@@ -114,6 +118,10 @@
 //
 // The controls, applied to each call on its way:
 //
+//   - names.go: deny by default: a tools/call goes on only for a name
+//     the backend listed, matched exactly (listed by serve itself when
+//     the name is new; a list serve cannot read or hold whole refuses
+//     the names it lacks).
 //   - policy.go: tool scopes, upstream sign-in by URL elicitation, the
 //     filtered tools/list and the upstream token a backend gets.
 //   - schema.go: tools/call arguments checked against inputSchema.

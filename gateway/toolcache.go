@@ -24,6 +24,9 @@ type toolCache struct {
 	// headers are, by tool, the arguments MCP 2026-07-28 clients repeat
 	// in Mcp-Param-NAME (x-mcp-header of a property: argument to NAME).
 	headers map[string]map[string]string
+	// overflow: a listing named more tools than maxTools; the names past
+	// the bound are not held, and calls to them are refused (names.go).
+	overflow bool
 }
 
 func newToolCache() *toolCache {
@@ -53,6 +56,7 @@ func (tc *toolCache) learn(result json.RawMessage) string {
 	defer tc.mu.Unlock()
 	for _, t := range r.Tools {
 		if _, ok := tc.tools[t.Name]; !ok && len(tc.tools) >= maxTools {
+			tc.overflow = true
 			continue
 		}
 		var s jsonschema.Schema
@@ -79,6 +83,13 @@ func (tc *toolCache) learn(result json.RawMessage) string {
 		}
 	}
 	return r.NextCursor
+}
+
+// overflowed reports whether a listing named more tools than are held.
+func (tc *toolCache) overflowed() bool {
+	tc.mu.RLock()
+	defer tc.mu.RUnlock()
+	return tc.overflow
 }
 
 func (tc *toolCache) get(name string) (*jsonschema.Resolved, bool) {
