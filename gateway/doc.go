@@ -122,6 +122,9 @@
 //     the backend listed, matched exactly (listed by serve itself when
 //     the name is new; a list serve cannot read or hold whole refuses
 //     the names it lacks).
+//   - headers.go: MCP 2026-07-28's standard headers (Mcp-Method,
+//     Mcp-Name, Mcp-Param-*) checked against the body and rebuilt from
+//     it; the caller's never reach the backend.
 //   - policy.go: tool scopes, upstream sign-in by URL elicitation, the
 //     filtered tools/list and the upstream token a backend gets.
 //   - schema.go: tools/call arguments checked against inputSchema.
@@ -145,7 +148,8 @@
 //
 // The base, read by every layer: caller.go (Caller, Broker), config.go
 // (Backend, Policy, Redact, TokenExchange and their checks), message.go
-// (reading and writing JSON-RPC messages), toolcache.go (the tools a
+// (reading and writing JSON-RPC messages; a member named twice in an
+// envelope, which front.go refuses: 400 -32600), toolcache.go (the tools a
 // backend listed) and mount.go (Gateway and Mount: the state of the
 // gateway and of one backend, which every layer reads).
 //

@@ -54,6 +54,12 @@ func (m *Mount) servePost(w http.ResponseWriter, r *http.Request, c Caller) {
 		writeError(w, http.StatusBadRequest, id, derr)
 		return
 	}
+	// The body goes on as sent: it must say one thing to every parser.
+	if name, dup := envelopeDuplicate(body); dup {
+		writeError(w, http.StatusBadRequest, wire.ID{}, wire.Errorf(wire.CodeInvalidRequest,
+			"invalid request: the message names the member %s twice (names that differ only in case count as one); send each once", wire.QuoteValue(name)))
+		return
+	}
 	k := &call{m: m, c: c, msg: msg, started: time.Now(), decision: "allowed",
 		stateless: strings.TrimSpace(r.Header.Get("Mcp-Protocol-Version")) == statelessVersion}
 	if tok := bearerToken(r); tok != "" {
@@ -137,6 +143,9 @@ func (m *Mount) servePost(w http.ResponseWriter, r *http.Request, c Caller) {
 				}
 			}
 		}
+	}
+	if !k.standardHeaders(w, r, out) {
+		return
 	}
 
 	ctx, cancel := context.WithCancel(r.Context())

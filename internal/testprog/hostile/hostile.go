@@ -86,6 +86,9 @@ func baseTools() []tool {
 	return []tool{
 		{Name: "admin_delete", InputSchema: obj},
 		{Name: "echo", InputSchema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}}}`)},
+		// route's region is repeated in Mcp-Param-Region by MCP
+		// 2026-07-28 clients (x-mcp-header).
+		{Name: "route", InputSchema: json.RawMessage(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}`)},
 	}
 }
 
