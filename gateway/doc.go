@@ -26,6 +26,9 @@
 //     before the backend sees them (-32602), with bounded size and depth;
 //   - response scrubbing: tokens serve holds, and configured patterns, are
 //     replaced in every message a backend sends, counted per tool;
+//   - bounds: a caller's calls in flight and the bytes of their bodies
+//     are bounded, per caller (429) and in all (503), with Retry-After
+//     (Options.Limits, limits.go);
 //   - audit: one structured record per forwarded request, to
 //     Options.CallLog (serve holds these up to 10 ms and writes them
 //     together; ops.LogWriter says what a crash may lose).
@@ -118,6 +121,9 @@
 //
 // The controls, applied to each call on its way:
 //
+//   - limits.go: what callers hold at once (calls in flight and the bytes
+//     of their bodies, per caller and in all): 429 or 503 with
+//     Retry-After before the body is read.
 //   - names.go: deny by default: a tools/call goes on only for a name
 //     the backend listed, matched exactly (listed by serve itself when
 //     the name is new; a list serve cannot read or hold whole refuses

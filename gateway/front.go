@@ -32,6 +32,11 @@ func (m *Mount) Serve(w http.ResponseWriter, r *http.Request, c Caller) {
 }
 
 func (m *Mount) servePost(w http.ResponseWriter, r *http.Request, c Caller) {
+	release, ok := m.admit(w, r, c)
+	if !ok {
+		return
+	}
+	defer release()
 	body, err := readBody(w, r, m.maxMsg)
 	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
