@@ -13,6 +13,7 @@ import (
 	"github.com/agentauth/agentauth/internal/testprog/github"
 	"github.com/agentauth/agentauth/internal/testprog/gosdk"
 	"github.com/agentauth/agentauth/internal/testprog/hydra"
+	"github.com/agentauth/agentauth/internal/testprog/hostile"
 	"github.com/agentauth/agentauth/internal/testprog/machine"
 	"github.com/agentauth/agentauth/internal/testprog/mcp"
 	"github.com/agentauth/agentauth/internal/testprog/ops"
@@ -55,6 +56,7 @@ var testprogs = []struct {
 	{github.Programs, github.Cmds},
 	{gosdk.Programs, nil},
 	{hydra.Programs, hydra.Cmds},
+	{hostile.Programs, hostile.Cmds},
 	{machine.Programs, machine.Cmds},
 	{mcp.Programs, mcp.Cmds},
 	{ops.Programs, ops.Cmds},

@@ -13,6 +13,10 @@
 //     server issues in exchange for the caller's (RFC 8693, exchange.go;
 //     the caller's token goes to that server, which issued it, and to
 //     no backend);
+//   - deny by default: a tools/call for a name the backend did not list
+//     in tools/list, exactly, is refused (-32602) before it sees it, so
+//     a policy, which names listed tools, cannot be stepped around by a
+//     name the backend matches loosely (names.go);
 //   - tool policy: toolScopes hides a tool from tools/list and refuses
 //     tools/call with HTTP 403 insufficient_scope (RFC 6750 §3.1) when
 //     the caller's grant lacks a scope; toolUpstreams asks for an
@@ -22,6 +26,9 @@
 //     before the backend sees them (-32602), with bounded size and depth;
 //   - response scrubbing: tokens serve holds, and configured patterns, are
 //     replaced in every message a backend sends, counted per tool;
+//   - bounds: a caller's calls in flight and the bytes of their bodies
+//     are bounded, per caller (429) and in all (503), with Retry-After
+//     (Options.Limits, limits.go);
 //   - audit: one structured record per forwarded request, to
 //     Options.CallLog (serve holds these up to 10 ms and writes them
 //     together; ops.LogWriter says what a crash may lose).
@@ -118,6 +125,16 @@
 //
 // The controls, applied to each call on its way:
 //
+//   - limits.go: what callers hold at once (calls in flight and the bytes
+//     of their bodies, per caller and in all): 429 or 503 with
+//     Retry-After before the body is read.
+//   - names.go: deny by default: a tools/call goes on only for a name
+//     the backend listed, matched exactly (listed by serve itself when
+//     the name is new; a list serve cannot read or hold whole refuses
+//     the names it lacks).
+//   - headers.go: MCP 2026-07-28's standard headers (Mcp-Method,
+//     Mcp-Name, Mcp-Param-*) checked against the body and rebuilt from
+//     it; the caller's never reach the backend.
 //   - policy.go: tool scopes, upstream sign-in by URL elicitation, the
 //     filtered tools/list and the upstream token a backend gets.
 //   - schema.go: tools/call arguments checked against inputSchema.
@@ -143,7 +160,8 @@
 //
 // The base, read by every layer: caller.go (Caller, Broker), config.go
 // (Backend, Policy, Redact, TokenExchange and their checks), message.go
-// (reading and writing JSON-RPC messages), toolcache.go (the tools a
+// (reading and writing JSON-RPC messages; a member named twice in an
+// envelope, which front.go refuses: 400 -32600), toolcache.go (the tools a
 // backend listed) and mount.go (Gateway and Mount: the state of the
 // gateway and of one backend, which every layer reads).
 //

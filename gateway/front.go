@@ -33,26 +33,13 @@ func (m *Mount) Serve(w http.ResponseWriter, r *http.Request, c Caller) {
 }
 
 func (m *Mount) servePost(w http.ResponseWriter, r *http.Request, c Caller) {
-	body, err := readBody(w, r, m.maxMsg)
-	if err != nil {
-		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			writeError(w, http.StatusRequestEntityTooLarge, wire.ID{}, wire.Errorf(wire.CodeInvalidRequest, "invalid request: the message exceeds %d bytes", m.maxMsg))
-			return
-		}
-		writeError(w, http.StatusBadRequest, wire.ID{}, wire.Errorf(wire.CodeParseError, "parse error: cannot read the body"))
+	release, ok := m.admit(w, r, c)
+	if !ok {
 		return
 	}
-	if t := bytes.TrimSpace(body); len(t) > 0 && t[0] == '[' {
-		writeError(w, http.StatusBadRequest, wire.ID{}, wire.Errorf(wire.CodeInvalidRequest, "invalid request: this gateway takes one JSON-RPC message per POST, not a batch"))
-		return
-	}
-	msg, derr := wire.Decode(body)
-	if derr != nil {
-		var id wire.ID
-		if msg != nil {
-			id = msg.ID
-		}
-		writeError(w, http.StatusBadRequest, id, derr)
+	defer release()
+	body, msg, ok := m.readMessage(w, r)
+	if !ok {
 		return
 	}
 	k := &call{m: m, c: c, msg: msg, started: time.Now(), decision: "allowed",
@@ -91,6 +78,7 @@ func (m *Mount) servePost(w http.ResponseWriter, r *http.Request, c Caller) {
 		return
 	case msg.Method == wire.MethodInitialize:
 		cn = m.dial(c)
+		var err error
 		if s, err = m.newSession(c, cn); err != nil {
 			k.refuse(w, http.StatusServiceUnavailable, wire.Errorf(wire.CodeInternalError, "internal error: %v", err), "too many sessions")
 			return
@@ -139,6 +127,9 @@ func (m *Mount) servePost(w http.ResponseWriter, r *http.Request, c Caller) {
 			}
 		}
 	}
+	if !k.standardHeaders(w, r, out) {
+		return
+	}
 
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
@@ -174,6 +165,41 @@ func (m *Mount) servePost(w http.ResponseWriter, r *http.Request, c Caller) {
 		s.conn.end(context.Background())
 	}
 	k.audit()
+}
+
+// readMessage reads a POST's JSON-RPC message, or answers why not (413,
+// 400) and reports false: one message, not a batch, that names no member
+// of its envelope twice, since the body goes on as sent and must say one
+// thing to every parser.
+func (m *Mount) readMessage(w http.ResponseWriter, r *http.Request) ([]byte, *wire.Message, bool) {
+	body, err := readBody(w, r, m.maxMsg)
+	if err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			writeError(w, http.StatusRequestEntityTooLarge, wire.ID{}, wire.Errorf(wire.CodeInvalidRequest, "invalid request: the message exceeds %d bytes", m.maxMsg))
+			return nil, nil, false
+		}
+		writeError(w, http.StatusBadRequest, wire.ID{}, wire.Errorf(wire.CodeParseError, "parse error: cannot read the body"))
+		return nil, nil, false
+	}
+	if t := bytes.TrimSpace(body); len(t) > 0 && t[0] == '[' {
+		writeError(w, http.StatusBadRequest, wire.ID{}, wire.Errorf(wire.CodeInvalidRequest, "invalid request: this gateway takes one JSON-RPC message per POST, not a batch"))
+		return nil, nil, false
+	}
+	msg, derr := wire.Decode(body)
+	if derr != nil {
+		var id wire.ID
+		if msg != nil {
+			id = msg.ID
+		}
+		writeError(w, http.StatusBadRequest, id, derr)
+		return nil, nil, false
+	}
+	if name, dup := envelopeDuplicate(body); dup {
+		writeError(w, http.StatusBadRequest, wire.ID{}, wire.Errorf(wire.CodeInvalidRequest,
+			"invalid request: the message names the member %s twice (names that differ only in case count as one); send each once", wire.QuoteValue(name)))
+		return nil, nil, false
+	}
+	return body, msg, true
 }
 
 // readBody reads a request's body of at most max bytes: into a buffer of

@@ -49,6 +49,9 @@ type Options struct {
 	// named by headerParams (mcpserver.CheckRequest); the HTTP status and
 	// error of a refusal, or nil.
 	CheckRequest func(r *http.Request, m *wire.Message, headerParams map[string]string) (int, *wire.Error)
+	// Limits bound the calls in flight and their bytes, per caller and
+	// in all (limits.go; zero fields take the defaults).
+	Limits Limits
 }
 
 // New checks the options and prepares one Mount per backend. Nothing is
@@ -56,6 +59,7 @@ type Options struct {
 func New(opts Options) (*Gateway, error) {
 	g := &Gateway{done: make(chan struct{}), assert: opts.Assert, policy: opts.Policy, broker: opts.Broker, log: cmp.Or(opts.Log, slog.New(slog.DiscardHandler)), transport: opts.Transport, tel: opts.Telemetry, check: opts.CheckRequest}
 	g.callLog = cmp.Or(opts.CallLog, g.log)
+	g.limits = newLimiter(opts.Limits)
 	if g.transport == nil {
 		g.pool = newBackendTransport()
 		g.transport = g.pool

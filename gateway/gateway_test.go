@@ -550,8 +550,8 @@ func TestRefusals(t *testing.T) {
 	}
 	// A tool name the backend could read otherwise than the gateway.
 	for _, params := range []string{`{"name":"echo","NAME":"create_story","arguments":{"text":"x"}}`, `{"name":"create_story","name":"echo","arguments":{"text":"x"}}`} {
-		_, _, body = post(t, srv.URL, "tok-writer-0123456789", sid, `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":`+params+`}`)
-		if !strings.Contains(body, `"code":-32602`) {
+		status, _, body := post(t, srv.URL, "tok-writer-0123456789", sid, `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":`+params+`}`)
+		if status != http.StatusBadRequest || !strings.Contains(body, `"code":-32600`) || !strings.Contains(body, "twice") {
 			t.Errorf("tools/call %s: %s", params, body)
 		}
 	}

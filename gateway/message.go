@@ -243,3 +243,68 @@ func statelessStatus(data []byte) int {
 	}
 	return http.StatusOK
 }
+
+// envelopeDuplicate finds a member named twice in a message's envelope:
+// among its top-level members (jsonrpc, id, method, params, result,
+// error) or among the members of its params. Parsers differ on which of
+// two members counts (encoding/json: the last, matched ignoring case;
+// others the first, or exactly), so serve, which checked one copy, must
+// not forward a body whose backend may run the other. Names equal once
+// case-folded count as one. It returns the second name; body is valid
+// JSON (wire.Decode accepted it).
+func envelopeDuplicate(body []byte) (string, bool) {
+	var params []byte
+	found, ok := duplicateMember(body, func(name, value []byte) {
+		if bytes.EqualFold(name, []byte("params")) {
+			params = value
+		}
+	})
+	if ok || params == nil {
+		return found, ok
+	}
+	if found, ok = duplicateMember(params, nil); ok {
+		return "params." + found, true
+	}
+	return "", false
+}
+
+// duplicateMember finds two members of the JSON object obj whose names
+// are equal once case-folded (foldName), calling each, when set, with
+// every member; it returns the second name.
+func duplicateMember(obj []byte, each func(name, value []byte)) (string, bool) {
+	var small [16][]byte // the names so far, compared pairwise
+	names := small[:0]
+	var folded map[string]bool // past 16 names
+	found, dup := "", false
+	wire.Members(obj, func(name, value []byte) {
+		if dup {
+			return
+		}
+		if each != nil {
+			each(name, value)
+		}
+		if folded == nil && len(names) < len(small) {
+			for _, n := range names {
+				if bytes.EqualFold(n, name) {
+					found, dup = string(name), true
+					return
+				}
+			}
+			names = append(names, name)
+			return
+		}
+		if folded == nil {
+			folded = map[string]bool{}
+			for _, n := range names {
+				folded[foldName(n)] = true
+			}
+		}
+		k := foldName(name)
+		if folded[k] {
+			found, dup = string(name), true
+			return
+		}
+		folded[k] = true
+	})
+	return found, dup
+}

@@ -31,6 +31,8 @@ type Gateway struct {
 	check    func(r *http.Request, m *wire.Message, headerParams map[string]string) (int, *wire.Error)
 	assert   func(ctx context.Context, subject, clientID, audience string, scopes []string) (string, error)
 	scrubber *scrubber
+	// limits counts what callers hold in serve at once (limits.go).
+	limits *limiter
 }
 
 // Mount is one backend at its path.

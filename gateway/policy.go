@@ -21,7 +21,7 @@ const inputSignIn = "signin"
 func (m *Mount) SetResourceMetadata(u string) { m.metadataURL = u }
 
 // check applies the policy to a request before it is forwarded: for
-// tools/call the scopes (403 insufficient_scope, RFC 6750 §3.1), the
+// tools/call a name the backend listed (names.go), the scopes (403 insufficient_scope, RFC 6750 §3.1), the
 // upstream sign-ins (asked for by URL elicitation) and the arguments
 // (-32602). It returns the message to forward, or false when it answered.
 func (k *call) check(w http.ResponseWriter, r *http.Request, cn conn, out http.Header, raw []byte) ([]byte, bool) {
@@ -35,6 +35,9 @@ func (k *call) check(w http.ResponseWriter, r *http.Request, cn conn, out http.H
 		return nil, false
 	}
 	k.tool = p.Name
+	if !k.listedTool(w, r, cn, out, p.Name) {
+		return nil, false
+	}
 	if need := m.g.policy.scopesFor(m.b.Name, p.Name); len(need) > 0 {
 		var missing []string
 		have := k.c.Scopes()
@@ -63,7 +66,7 @@ func (k *call) check(w http.ResponseWriter, r *http.Request, cn conn, out http.H
 		// The answer to the gateway's own sign-in ask: not the backend's.
 		raw = withoutInputResponse(k.msg, inputSignIn)
 	}
-	if rerr := m.validate(r.Context(), cn, out, k, p); rerr != nil {
+	if rerr := m.validate(p); rerr != nil {
 		k.refuse(w, k.status(http.StatusBadRequest), rerr, "invalid arguments")
 		return nil, false
 	}

@@ -208,3 +208,78 @@ func referenceAmbiguous(data []byte) string {
 		}
 	}
 }
+
+// TestEnvelopeDuplicate: a member named twice in the envelope or in
+// params, exactly or but for its case, is found; deeper repeats are left
+// to the checks of arguments (ambiguousMember).
+func TestEnvelopeDuplicate(t *testing.T) {
+	for body, want := range map[string]string{
+		`{"jsonrpc":"2.0","id":1,"method":"ping"}`:                                   "",
+		`{"jsonrpc":"2.0","id":1,"method":"a","params":{"x":1},"params":{}}`:         "params",
+		`{"jsonrpc":"2.0","id":1,"id":2,"method":"ping"}`:                            "id",
+		`{"jsonrpc":"2.0","JSONRPC":"2.0","id":1,"method":"ping"}`:                   "JSONRPC",
+		`{"jsonrpc":"2.0","id":1,"method":"a","params":{"name":"x","Name":"y"}}`:     "params.Name",
+		`{"jsonrpc":"2.0","id":1,"method":"a","params":{"arguments":{"a":1,"a":2}}}`: "",
+		`{"jsonrpc":"2.0","id":1,"method":"a","params":{"name":"x","arguments":{},"_meta":{},"cursor":"c","uri":"u","a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":9,"j":10,"k":11,"l":12,"K":13}}`: "params.K",
+	} {
+		got, ok := envelopeDuplicate([]byte(body))
+		if got != want || ok != (want != "") {
+			t.Errorf("%s: %q, %v; want %q", body, got, ok, want)
+		}
+	}
+}
+
+// FuzzEnvelopeDuplicate: envelopeDuplicate agrees with encoding/json's
+// tokens on whether a message's top level or params name a member twice
+// (bytes.EqualFold).
+func FuzzEnvelopeDuplicate(f *testing.F) {
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"a","params":{"x":1},"params":{}}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"a","params":{"name":"x","NAME":"y"}}`))
+	f.Add([]byte(`{"a":1,"b":{"c":1,"c":2}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !json.Valid(data) || len(bytes.TrimSpace(data)) == 0 || bytes.TrimSpace(data)[0] != '{' {
+			return
+		}
+		_, got := envelopeDuplicate(data)
+		var top map[string]json.RawMessage
+		want := referenceDuplicate(data)
+		if !want && json.Unmarshal(data, &top) == nil {
+			for k, v := range top {
+				if strings.EqualFold(k, "params") && len(bytes.TrimSpace(v)) > 0 && bytes.TrimSpace(v)[0] == '{' {
+					want = referenceDuplicate(v)
+				}
+			}
+		}
+		if got != want {
+			t.Errorf("%s: duplicate %v; want %v", data, got, want)
+		}
+	})
+}
+
+// referenceDuplicate reports whether the top level of the JSON object
+// data names a member twice, by bytes.EqualFold, over encoding/json's
+// tokens.
+func referenceDuplicate(data []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if _, err := dec.Token(); err != nil {
+		return false
+	}
+	var names []string
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		for _, n := range names {
+			if bytes.EqualFold([]byte(n), []byte(k.(string))) {
+				return true
+			}
+		}
+		names = append(names, k.(string))
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			return false
+		}
+	}
+	return false
+}

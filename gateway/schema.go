@@ -2,11 +2,9 @@ package gateway
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
-	"net/http"
 	"slices"
 	"sort"
 	"strconv"
@@ -22,9 +20,9 @@ import (
 // (JSON Schema 2020-12 or draft-07) before the backend sees them: -32602
 // naming the failing schema location. Arguments nested deeper than
 // MaxArgumentDepth are refused unchecked, and so is a call of a tool whose
-// schema serve cannot check (checkSchema). A tool the backend did not list
-// is left to the backend.
-func (m *Mount) validate(ctx context.Context, cn conn, out http.Header, k *call, p toolsCallParams) *wire.Error {
+// schema serve cannot check (checkSchema). The tool is one the backend
+// listed (listedTool runs first).
+func (m *Mount) validate(p toolsCallParams) *wire.Error {
 	if d := depth(p.Arguments); d > MaxArgumentDepth {
 		return wire.Errorf(wire.CodeInvalidParams, "invalid params: the arguments of %s nest %d deep, more than %d", p.Name, d, MaxArgumentDepth)
 	}
@@ -33,10 +31,7 @@ func (m *Mount) validate(ctx context.Context, cn conn, out http.Header, k *call,
 	}
 	ts, ok := m.tools.get(p.Name)
 	if !ok {
-		m.listTools(ctx, cn, out, k)
-		if ts, ok = m.tools.get(p.Name); !ok {
-			return nil
-		}
+		return wire.Errorf(wire.CodeInvalidParams, "invalid params: unknown tool %s", wire.QuoteValue(p.Name))
 	}
 	if ts.refusal != "" {
 		return wire.Errorf(wire.CodeInvalidParams, "invalid params: serve cannot check the arguments of tool %s of backend %s, and calls it only checked: %s", p.Name, m.b.Name, ts.refusal)
@@ -381,40 +376,6 @@ func foldName(name []byte) string {
 		b.WriteRune(r)
 	}
 	return b.String()
-}
-
-// listTools asks the backend for its tools (all pages) on the caller's
-// session, to learn a schema the client called without listing.
-func (m *Mount) listTools(ctx context.Context, cn conn, out http.Header, k *call) {
-	cursor := ""
-	for range maxListPages {
-		params := map[string]any{}
-		if cursor != "" {
-			params["cursor"] = cursor
-		}
-		h := out.Clone()
-		h.Del("Mcp-Name")
-		for name := range h {
-			if strings.HasPrefix(name, "Mcp-Param-") {
-				h.Del(name)
-			}
-		}
-		h.Set("Accept", "application/json, text/event-stream")
-		h.Set("Content-Type", "application/json")
-		if k.stateless {
-			h.Set("Mcp-Method", methodToolsList)
-			params["_meta"] = map[string]any{wire.MetaProtocolVersion: statelessVersion,
-				wire.MetaClientCapabilities: map[string]any{}}
-		}
-		result, err := m.roundTrip(ctx, cn, methodToolsList, params, h)
-		if err != nil {
-			m.g.log.Warn("cannot list the backend's tools to check arguments", "backend", m.b.Name, "err", err)
-			return
-		}
-		if cursor = m.learnTools(result); cursor == "" {
-			return
-		}
-	}
 }
 
 // learnTools teaches the tool cache a tools/list result and logs each tool

@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentauth/agentauth/mcpserver"
+	"github.com/agentauth/agentauth/wire"
 )
 
 func sharedBackendOf(t *testing.T) Backend {
@@ -161,6 +162,9 @@ func statelessPost(t *testing.T, url, body string) (int, map[string]any) {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Mcp-Protocol-Version", statelessVersion)
+	if m, err := wire.Decode([]byte(body)); err == nil {
+		wire.SetStandardHeaders(req.Header, m) // as MCP 2026-07-28 clients must
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

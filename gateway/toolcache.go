@@ -23,6 +23,9 @@ type toolCache struct {
 	// headers are, by tool, the arguments MCP 2026-07-28 clients repeat
 	// in Mcp-Param-NAME (x-mcp-header of a property: argument to NAME).
 	headers map[string]map[string]string
+	// overflow: a listing named more tools than maxTools; the names past
+	// the bound are not held, and calls to them are refused (names.go).
+	overflow bool
 }
 
 func newToolCache() *toolCache {
@@ -72,9 +75,13 @@ func (tc *toolCache) learn(result json.RawMessage) (cursor string, refused map[s
 	}
 	tc.mu.Lock()
 	defer tc.mu.Unlock()
+	if len(keep) < len(r.Tools) {
+		tc.overflow = true
+	}
 	for i, t := range keep {
 		prev, ok := tc.tools[t.Name]
 		if !ok && len(tc.tools) >= maxTools {
+			tc.overflow = true
 			continue
 		}
 		if ts := checked[i]; ts.refusal != "" && prev.refusal != ts.refusal {
@@ -90,6 +97,13 @@ func (tc *toolCache) learn(result json.RawMessage) (cursor string, refused map[s
 		}
 	}
 	return r.NextCursor, refused
+}
+
+// overflowed reports whether a listing named more tools than are held.
+func (tc *toolCache) overflowed() bool {
+	tc.mu.RLock()
+	defer tc.mu.RUnlock()
+	return tc.overflow
 }
 
 func (tc *toolCache) get(name string) (toolSchema, bool) {
