@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/agentauth/agentauth/wire"
 )
@@ -18,8 +19,9 @@ import (
 
 // listedTool checks that the backend listed a tool named name, listing
 // its tools itself (all pages, up to maxListPages) when the name is not
-// known yet: the client may call a tool it did not list, or one added
-// since (notifications/tools/list_changed). It refuses the call, and
+// known yet and serve did not read the whole list within relistAfter: the
+// client may call a tool it did not list, or one added since
+// (notifications/tools/list_changed). It refuses the call, and
 // reports false, when the name is not listed, or when the list could not
 // be read or held whole (more than maxTools tools or maxListPages pages,
 // a list over the message bound, a failed tools/list): a check serve
@@ -28,6 +30,10 @@ func (k *call) listedTool(w http.ResponseWriter, r *http.Request, cn conn, out h
 	m := k.m
 	if _, ok := m.tools.get(name); ok {
 		return true
+	}
+	if m.tools.listedSince(time.Now()) {
+		k.refuseUnlisted(w, name)
+		return false
 	}
 	whole, err := m.listAll(r.Context(), cn, out, k.stateless)
 	if _, ok := m.tools.get(name); ok {
@@ -43,10 +49,15 @@ func (k *call) listedTool(w http.ResponseWriter, r *http.Request, cn conn, out h
 			"invalid params: unknown tool %s: backend %s lists more tools than serve holds (%d tools, %d pages of tools/list) and did not list this one among them",
 			wire.QuoteValue(name), m.b.Name, maxTools, maxListPages), "unlisted tool")
 	default:
-		k.refuse(w, k.status(http.StatusBadRequest), wire.Errorf(wire.CodeInvalidParams,
-			"invalid params: unknown tool %s: backend %s does not list it in tools/list (tool names are matched exactly)", wire.QuoteValue(name), m.b.Name), "unlisted tool")
+		k.refuseUnlisted(w, name)
 	}
 	return false
+}
+
+// refuseUnlisted refuses a call of a tool the backend does not list.
+func (k *call) refuseUnlisted(w http.ResponseWriter, name string) {
+	k.refuse(w, k.status(http.StatusBadRequest), wire.Errorf(wire.CodeInvalidParams,
+		"invalid params: unknown tool %s: backend %s does not list it in tools/list (tool names are matched exactly)", wire.QuoteValue(name), k.m.b.Name), "unlisted tool")
 }
 
 // listAll asks the backend for its tools on the caller's conn, every page
@@ -80,6 +91,7 @@ func (m *Mount) listAll(ctx context.Context, cn conn, out http.Header, stateless
 			return false, err
 		}
 		if cursor = m.learnTools(result); cursor == "" {
+			m.tools.listedWhole(time.Now())
 			return true, nil
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -101,6 +102,7 @@ func hostileSchemas(t *testing.T, schemas map[string]string) (*httptest.Server, 
 		case "initialize":
 			result = `{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"hostile","version":"1"}}`
 		case methodToolsList:
+			log.add("tools/list")
 			result = list
 		case methodToolsCall:
 			log.add(msg.Params.Name)
@@ -180,6 +182,9 @@ func TestInexactNumbers(t *testing.T) {
 	}
 	log.mu.Lock()
 	defer log.mu.Unlock()
+	if n := slices.Index(log.tools, "tools/list"); n >= 0 {
+		log.tools = slices.Delete(log.tools, n, n+1)
+	}
 	if len(log.tools) != 5 {
 		t.Errorf("the backend ran %d calls, want the 5 exact ones", len(log.tools))
 	}
@@ -292,4 +297,24 @@ func FuzzFaithful(f *testing.F) {
 			t.Fatalf("%s: %v, as digits %s e%d: %v", lit, a, digits, exp, b)
 		}
 	})
+}
+
+// TestUnknownNamesListOnce: calls of names the backend does not list are
+// refused, and make the backend list its tools once in relistAfter, not
+// once a call.
+func TestUnknownNamesListOnce(t *testing.T) {
+	be, log := hostileSchemas(t, map[string]string{"echo": `{"type":"object"}`})
+	srv, _ := front(t, Backend{Name: "listing", URL: be.URL}, Policy{})
+	sid := sessionOf(t, srv.URL, "tok-writer-0123456789")
+	for i := range 20 {
+		_, _, body := post(t, srv.URL, "tok-writer-0123456789", sid, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"nope%d","arguments":{}}}`, i+2, i))
+		if !strings.Contains(body, "unknown tool") {
+			t.Fatalf("call %d: %s", i, body)
+		}
+	}
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	if n := len(log.tools); n != 1 || log.tools[0] != "tools/list" {
+		t.Errorf("the backend listed its tools %d times for 20 unknown names, want once", n)
+	}
 }

@@ -3,6 +3,7 @@ package gateway
 import (
 	"encoding/json"
 	"sync"
+	"time"
 )
 
 // What the gateway learned of a backend's tools: their resolved
@@ -15,6 +16,13 @@ const (
 	maxListPages = 16
 )
 
+// relistAfter is how long a whole tools/list serve read itself answers
+// for a name it lacks: a caller naming unknown tools makes the backend
+// list its tools at most once in this time, not once a call. A client
+// that saw tools/list_changed lists again itself, which teaches the
+// cache at once.
+const relistAfter = 5 * time.Second
+
 // toolCache holds the checked inputSchema of each tool a backend listed
 // (checkSchema).
 type toolCache struct {
@@ -26,6 +34,8 @@ type toolCache struct {
 	// overflow: a listing named more tools than maxTools; the names past
 	// the bound are not held, and calls to them are refused (names.go).
 	overflow bool
+	// listed is when serve last read the whole list itself (listAll).
+	listed time.Time
 }
 
 func newToolCache() *toolCache {
@@ -135,4 +145,19 @@ func headerArguments(schema json.RawMessage) map[string]string {
 		}
 	}
 	return h
+}
+
+// listedWhole notes that serve read the whole list just now.
+func (tc *toolCache) listedWhole(now time.Time) {
+	tc.mu.Lock()
+	tc.listed = now
+	tc.mu.Unlock()
+}
+
+// listedSince reports whether serve read the whole list itself within
+// relistAfter of now.
+func (tc *toolCache) listedSince(now time.Time) bool {
+	tc.mu.RLock()
+	defer tc.mu.RUnlock()
+	return !tc.listed.IsZero() && now.Sub(tc.listed) < relistAfter
 }
