@@ -39,7 +39,7 @@ func (i *Issuer) serveToken(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, resp)
 }
 
-func (i *Issuer) token(w http.ResponseWriter, r *http.Request) (*tokenResponse, *oauthError) {
+func (i *Issuer) token(w http.ResponseWriter, r *http.Request) (resp *tokenResponse, _ *oauthError) {
 	form, e := parseForm(w, r)
 	if e != nil {
 		return nil, e
@@ -80,6 +80,18 @@ func (i *Issuer) token(w http.ResponseWriter, r *http.Request) (*tokenResponse, 
 	if err != nil {
 		return nil, i.storeFailed(err)
 	}
+	// A grant that keeps no record counts against the client's live
+	// tokens (liveTokens), and gives its count back if it issues none.
+	if grantType == wire.GrantClientCredentials || grantType == GrantJWTBearer {
+		if full := i.live.take(c.id, now); full != nil {
+			return nil, limitError(full, "access tokens")
+		}
+		defer func() {
+			if resp == nil {
+				i.live.give(c.id, now)
+			}
+		}()
+	}
 	dp := &issuing{now: now, key: key}
 	if e := i.checkTokenDPoP(r, dp); e != nil {
 		return nil, e
@@ -87,7 +99,6 @@ func (i *Issuer) token(w http.ResponseWriter, r *http.Request) (*tokenResponse, 
 	if dp.nonce != "" {
 		w.Header().Set(wire.HeaderDPoPNonce, dp.nonce)
 	}
-	var resp *tokenResponse
 	var revoked []string
 	var logs []func()
 	var ended *grantRecord
@@ -414,8 +425,11 @@ func (i *Issuer) issueTx(is *issuing, c *client, id string, g *grantRecord, scop
 			return nil, nil, nil, err
 		}
 	}
-	if err := putRecord(tx, kindGrant, id, g, i.grantExpiry(now)); err != nil {
-		return nil, nil, nil, err
+	// A grant without a refresh token keeps no record: see liveTokens.
+	if !is.noRefresh {
+		if err := putRecord(tx, kindGrant, id, g, i.grantExpiry(now)); err != nil {
+			return nil, nil, nil, err
+		}
 	}
 	if err := i.issuedClientTx(tx, c.id); err != nil {
 		return nil, nil, nil, err

@@ -26,6 +26,9 @@
 //	       WebSocket authenticate): how many validations serve ran (the
 //	       "token validated" lines of its debug log, --log-level debug), the
 //	       burst's wall time and serve's CPU.
+//	grants -grants client_credentials grants per store from -conns
+//	       clients: rate and CPU per tenth, RSS after the first tenth and
+//	       at the end (grants.go).
 package main
 
 import (
@@ -56,10 +59,11 @@ import (
 
 func main() {
 	bin := flag.String("agentauth", "agentauth", "the agentauth binary")
-	mode := flag.String("mode", "http", "http, ws, idle, burst, refresh or exchange")
+	mode := flag.String("mode", "http", "http, ws, idle, burst, refresh, exchange or grants")
 	stores := flag.String("stores", "memory,sqlite,postgres", "refresh, exchange: the state stores to measure")
 	oidc := flag.String("oidc", "", "refresh: the directory of the oidc-provider reference (testdata/bench/oidc, npm ci done); none when empty")
 	conns := flag.Int("conns", 64, "connections")
+	grantCount := flag.Int("grants", 1000000, "grants: how many client_credentials grants per store")
 	duration := flag.Duration("duration", 5*time.Second, "length of one round")
 	rounds := flag.Int("rounds", 3, "rounds per server, interleaved")
 	reference := flag.String("reference", "", "internal: run the reference server, writing its address to this file")
@@ -78,7 +82,7 @@ func main() {
 		os.Exit(2)
 	}
 	defer os.RemoveAll(dir)
-	b := &bench{bin: *bin, dir: dir, conns: *conns, duration: *duration, rounds: *rounds, stores: strings.Split(*stores, ","), oidc: *oidc}
+	b := &bench{bin: *bin, dir: dir, conns: *conns, duration: *duration, rounds: *rounds, stores: strings.Split(*stores, ","), oidc: *oidc, grantCount: *grantCount}
 	switch *mode {
 	case "http":
 		err = b.http()
@@ -92,8 +96,10 @@ func main() {
 		err = b.refresh()
 	case "exchange":
 		err = b.exchange()
+	case "grants":
+		err = b.grants()
 	default:
-		err = fmt.Errorf("unknown -mode %q: http, ws, idle, burst, refresh or exchange", *mode)
+		err = fmt.Errorf("unknown -mode %q: http, ws, idle, burst, refresh, exchange or grants", *mode)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "perf:", err)
@@ -109,6 +115,8 @@ type bench struct {
 	rounds   int
 	stores   []string
 	oidc     string
+	// grantCount is how many grants the grants mode runs per store.
+	grantCount int
 }
 
 // proc is a server process under test.
