@@ -72,6 +72,11 @@ func BenchmarkIdleWebSocketSetup(b *testing.B) {
 	wait := clients(b.N)
 	b.StopTimer()
 	runtime.GC()
+	if os.Getenv("IDLE_GC") != "" {
+		for range 5 {
+			runtime.GC()
+		}
+	}
 	runtime.ReadMemStats(&after)
 	g := runtime.NumGoroutine() - g0
 	if os.Getenv("IDLE_STACKS") != "" {
