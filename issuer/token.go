@@ -1,6 +1,7 @@
 package issuer
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
@@ -103,7 +104,12 @@ func (i *Issuer) token(w http.ResponseWriter, r *http.Request) (resp *tokenRespo
 	var logs []func()
 	var ended *grantRecord
 	var access *accessClaims
-	err = i.store.Update(ctx, func(tx state.Tx) error {
+	update := i.store.Update
+	if grantType == wire.GrantClientCredentials && (!c.registered || c.issued) {
+		// Nothing to write (see liveTokens and issueTx): no transaction.
+		update = func(_ context.Context, fn func(state.Tx) error) error { return fn(nil) }
+	}
+	err = update(ctx, func(tx state.Tx) error {
 		is := &issuing{tx: tx, now: now, key: key, jkt: dp.jkt, grantType: grantType}
 		var err error
 		resp, revoked, e, err = redeem(is, c, form)
@@ -431,8 +437,10 @@ func (i *Issuer) issueTx(is *issuing, c *client, id string, g *grantRecord, scop
 			return nil, nil, nil, err
 		}
 	}
-	if err := i.issuedClientTx(tx, c.id); err != nil {
-		return nil, nil, nil, err
+	if c.registered && !c.issued {
+		if err := i.issuedClientTx(tx, c.id); err != nil {
+			return nil, nil, nil, err
+		}
 	}
 	is.logAfter(func() {
 		i.log.Info("issuer: access token issued", "client_id", c.id, "sub", g.Subject, "aud", g.Resource, "scope", scope, "jti", jti)
