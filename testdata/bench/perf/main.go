@@ -68,6 +68,7 @@ func main() {
 	oidc := flag.String("oidc", "", "refresh: the directory of the oidc-provider reference (testdata/bench/oidc, npm ci done); none when empty")
 	conns := flag.Int("conns", 64, "connections")
 	grantCount := flag.Int("grants", 1000000, "grants: how many client_credentials grants per store")
+	serveArgs := flag.String("serve-args", "", "refresh, exchange, grants: more arguments for serve, separated by spaces (--log-level warn)")
 	maxReplicas := flag.Int("replicas", 3, "replicas: measure 1 to this many replicas")
 	revocations := flag.Int("revocations", 100, "replicas: revocations whose enforcement across replicas is timed")
 	duration := flag.Duration("duration", 5*time.Second, "length of one round")
@@ -89,7 +90,7 @@ func main() {
 	}
 	defer os.RemoveAll(dir)
 	b := &bench{bin: *bin, dir: dir, conns: *conns, duration: *duration, rounds: *rounds, stores: strings.Split(*stores, ","), oidc: *oidc, grantCount: *grantCount,
-		maxReplicas: *maxReplicas, revocations: *revocations}
+		maxReplicas: *maxReplicas, revocations: *revocations, serveArgs: strings.Fields(*serveArgs)}
 	switch *mode {
 	case "http":
 		err = b.http()
@@ -128,6 +129,8 @@ type bench struct {
 	grantCount int
 	// maxReplicas and revocations are the replicas mode's (replicas.go).
 	maxReplicas, revocations int
+	// serveArgs are more arguments for the stores' serve.
+	serveArgs []string
 }
 
 // proc is a server process under test.
