@@ -55,8 +55,10 @@ func BenchmarkTokenEndpoint(b *testing.B) {
 			})
 			b.Run("client_credentials", func(b *testing.B) {
 				w := httptest.NewRecorder()
-				h.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/register", strings.NewReader(
-					`{"grant_types":["client_credentials"],"token_endpoint_auth_method":"client_secret_post"}`)))
+				r := httptest.NewRequest(http.MethodPost, "/register", strings.NewReader(
+					`{"grant_types":["client_credentials"],"token_endpoint_auth_method":"client_secret_post"}`))
+				r.Header.Set("Content-Type", "application/json")
+				h.ServeHTTP(w, r)
 				var reg struct {
 					ID     string `json:"client_id"`
 					Secret string `json:"client_secret"`
