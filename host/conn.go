@@ -216,14 +216,24 @@ func (h *Host) WebSocketHandler(connectionToken string) http.Handler {
 		// The session runs on a goroutine of its own and the handler
 		// returns: net/http's goroutine for the connection ends, with its
 		// grown stack and the buffers it keeps after the hijack (half the
-		// memory of an idle connection).
-		go h.ServeConn(h.ctx, &wsConn{WSConn: wire.NewWSConn(c, h.maxMsg), ws: c})
+		// memory of an idle connection). The session is opened (and
+		// logged) here, and its first messages handled aside
+		// (asideMessages), so that the goroutine that reads it keeps the
+		// small stack reading needs (4 KiB, not 8) while it idles.
+		conn := &wsConn{WSConn: wire.NewWSConn(c, h.maxMsg), ws: c}
+		if s := h.open(h.ctx, conn); s != nil {
+			go h.run(s)
+		} else {
+			conn.Close()
+		}
 	})
 }
 
 // wsBufferSize is the size of a WebSocket connection's read and write
-// buffers: JSON-RPC messages are small, and an idle connection keeps both.
-const wsBufferSize = 1 << 10
+// buffers: JSON-RPC messages are small, and an idle connection keeps both
+// (a longer message is read into its own buffer past this one, and
+// written in parts of this size).
+const wsBufferSize = 512
 
 // smallBuffers hands coder/websocket, which keeps the buffers of the
 // hijacked HTTP connection for the WebSocket's life, buffers of
@@ -239,6 +249,9 @@ func (w smallBuffers) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	n := brw.Reader.Buffered()
 	if n > wsBufferSize {
 		return c, brw, nil
+	}
+	if n == 0 { // the usual case: read c itself, one call less deep
+		return c, bufio.NewReadWriter(bufio.NewReaderSize(c, wsBufferSize), bufio.NewWriterSize(c, wsBufferSize)), nil
 	}
 	buffered, _ := brw.Reader.Peek(n)
 	br := bufio.NewReaderSize(io.MultiReader(bytes.NewReader(bytes.Clone(buffered)), c), wsBufferSize)

@@ -45,7 +45,16 @@ type session struct {
 	// waits for a sign-in (authenticateUpstream); waits counts them.
 	upstreamWaits map[string]bool
 	waits         sync.WaitGroup
+	// handled counts the messages handled aside (asideMessages).
+	handled int
 }
+
+// asideMessages is how many of a connection's first messages are handled
+// on a goroutine of their own, which ends with the message: initialize
+// and authenticate run the deepest code (a token's verification, the
+// log), and a reader that ran them keeps a grown stack (8 KiB) for as
+// long as its connection idles, where one that only read keeps 2 to 4.
+const asideMessages = 4
 
 func (s *session) table() *grantTable {
 	if s.own != nil {
@@ -86,11 +95,15 @@ func (s *session) push(sc *scheme, state string, ch *wire.Challenge) {
 // status 1008 with the reason), so that a peer that does not read stalls
 // no one else. An idle connection has one goroutine, its reader.
 func (h *Host) ServeConn(ctx context.Context, c wire.Conn) {
-	s := h.open(ctx, c)
-	if s == nil {
+	if s := h.open(ctx, c); s != nil {
+		h.run(s)
+	} else {
 		c.Close()
-		return
 	}
+}
+
+// run is ServeConn once the session is open.
+func (h *Host) run(s *session) {
 	reason := s.serve()
 	if s.ctx.Err() == nil { // the peer closed: flush what is queued
 		s.flushQueue()
@@ -110,7 +123,8 @@ func (h *Host) ServeConn(ctx context.Context, c wire.Conn) {
 }
 
 // serve reads and answers messages until the connection or the session
-// ends, and says why.
+// ends, and says why. What a message needs beyond its read is in took, so
+// that the stack an idle connection's reader holds is the read's alone.
 func (s *session) serve() string {
 	for {
 		var data []byte
@@ -120,27 +134,40 @@ func (s *session) serve() string {
 		} else {
 			data, err = s.conn.Read(s.ioCtx)
 		}
-		switch {
-		case s.ctx.Err() != nil:
-			if cause := context.Cause(s.ctx); !errors.Is(cause, context.Canceled) {
-				return cause.Error()
-			}
-			return errShuttingDown.Error()
-		case errors.Is(err, wire.ErrSkippedMessage):
-			s.h.log.Warn("message refused", "conn", s.id, "reason", err.Error())
-			s.send(s.ctx, wire.NewErrorResponse(wire.ID{}, wire.Errorf(wire.CodeInvalidRequest, "invalid request: %v", err)))
-		case err != nil:
-			switch {
-			case s.ioEnded.Load(): // the read ended with the host
-				return errShuttingDown.Error()
-			case !errors.Is(err, io.EOF) && websocket.CloseStatus(err) != websocket.StatusNormalClosure:
-				return err.Error()
-			}
-			return "closed by peer"
-		default:
-			s.handle(s.ctx, data)
+		if reason, end := s.took(data, err); end {
+			return reason
 		}
 	}
+}
+
+// took handles what one read returned, or says why the session ends.
+func (s *session) took(data []byte, err error) (reason string, end bool) {
+	switch {
+	case s.ctx.Err() != nil:
+		if cause := context.Cause(s.ctx); !errors.Is(cause, context.Canceled) {
+			return cause.Error(), true
+		}
+		return errShuttingDown.Error(), true
+	case errors.Is(err, wire.ErrSkippedMessage):
+		s.h.log.Warn("message refused", "conn", s.id, "reason", err.Error())
+		s.send(s.ctx, wire.NewErrorResponse(wire.ID{}, wire.Errorf(wire.CodeInvalidRequest, "invalid request: %v", err)))
+	case err != nil:
+		switch {
+		case s.ioEnded.Load(): // the read ended with the host
+			return errShuttingDown.Error(), true
+		case !errors.Is(err, io.EOF) && websocket.CloseStatus(err) != websocket.StatusNormalClosure:
+			return err.Error(), true
+		}
+		return "closed by peer", true
+	case s.handled < asideMessages:
+		s.handled++
+		done := make(chan struct{})
+		go func() { s.handle(s.ctx, data); close(done) }()
+		<-done
+	default:
+		s.handle(s.ctx, data)
+	}
+	return "", false
 }
 
 // stop ends the session with a cause, once: it writes nothing more and

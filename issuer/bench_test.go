@@ -53,6 +53,34 @@ func BenchmarkTokenEndpoint(b *testing.B) {
 				}
 				reportCPU(b, benchstat.SelfCPU()-start)
 			})
+			b.Run("client_credentials", func(b *testing.B) {
+				w := httptest.NewRecorder()
+				r := httptest.NewRequest(http.MethodPost, "/register", strings.NewReader(
+					`{"grant_types":["client_credentials"],"token_endpoint_auth_method":"client_secret_post"}`))
+				r.Header.Set("Content-Type", "application/json")
+				h.ServeHTTP(w, r)
+				var reg struct {
+					ID     string `json:"client_id"`
+					Secret string `json:"client_secret"`
+				}
+				if w.Code != http.StatusCreated || json.Unmarshal(w.Body.Bytes(), &reg) != nil {
+					b.Fatalf("register: %d %s", w.Code, w.Body)
+				}
+				body := url.Values{"grant_type": {"client_credentials"}, "client_id": {reg.ID}, "client_secret": {reg.Secret}}.Encode()
+				b.ReportAllocs()
+				start := benchstat.SelfCPU()
+				for b.Loop() {
+					clock.advance(time.Millisecond)
+					w := httptest.NewRecorder()
+					r := httptest.NewRequest(http.MethodPost, "/token", strings.NewReader(body))
+					r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+					h.ServeHTTP(w, r)
+					if w.Code != http.StatusOK {
+						b.Fatalf("token: %d %s", w.Code, w.Body)
+					}
+				}
+				reportCPU(b, benchstat.SelfCPU()-start)
+			})
 		})
 	}
 }

@@ -1,6 +1,7 @@
 package issuer
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -12,6 +13,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -67,13 +69,33 @@ func (i *Issuer) clientTx(tx state.Tx, id string) (*client, error) {
 	if c := i.static[id]; c != nil {
 		return c, nil
 	}
-	r, err := getRecord[clientRecord](tx, kindClient, id)
+	b, err := tx.Get(kindClient, id)
+	if errors.Is(err, state.ErrNotFound) {
+		i.clients.drop(id)
+		return i.cachedCIMD(id), nil
+	}
 	if err != nil {
 		return nil, err
 	}
-	if r == nil {
-		return i.cachedCIMD(id), nil
+	if c := i.clients.get(id, b); c != nil {
+		return c, nil
 	}
+	r, err := decodeRecord[clientRecord](kindClient, b, nil)
+	if err != nil {
+		return nil, err
+	}
+	c, err := decodeClient(r)
+	if err != nil {
+		return nil, err
+	}
+	i.clients.put(id, b, c)
+	cp := *c
+	return &cp, nil
+}
+
+// decodeClient makes a client of its record.
+func decodeClient(r *clientRecord) (*client, error) {
+	var err error
 	c := &client{id: r.ID, name: r.Name, authMethod: r.AuthMethod, redirectURIs: r.RedirectURIs, grantTypes: r.GrantTypes,
 		registered: true, issued: r.Issued, lastActive: r.LastActive}
 	if len(r.JWKS) > 0 {
@@ -83,6 +105,54 @@ func (i *Issuer) clientTx(tx state.Tx, id string) (*client, error) {
 	}
 	copy(c.secretHash[:], r.SecretHash)
 	return c, nil
+}
+
+// clientCache keeps the registered clients decoded, each with the record
+// it was decoded from: a read of the record that finds the same bytes
+// reuses the decoded client, so a client's JSON (and its JWKS) is decoded
+// once per change, on every replica, whichever replica changed it. It
+// holds at most max clients (Limits.Clients): beyond, a client is decoded
+// on every request, as none is evicted.
+type clientCache struct {
+	mu  sync.Mutex
+	max int
+	m   map[string]cachedClient
+}
+
+type cachedClient struct {
+	record []byte
+	c      *client
+}
+
+// get returns a copy of the client id decoded from record, or nil.
+func (cc *clientCache) get(id string, record []byte) *client {
+	cc.mu.Lock()
+	e, ok := cc.m[id]
+	cc.mu.Unlock()
+	if !ok || !bytes.Equal(e.record, record) {
+		return nil
+	}
+	c := *e.c
+	return &c
+}
+
+// put keeps c, decoded from record, unless the cache is full.
+func (cc *clientCache) put(id string, record []byte, c *client) {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if cc.m == nil {
+		cc.m = map[string]cachedClient{}
+	}
+	if _, ok := cc.m[id]; ok || len(cc.m) < cc.max {
+		cc.m[id] = cachedClient{record: bytes.Clone(record), c: c}
+	}
+}
+
+// drop forgets the client id, whose record is gone.
+func (cc *clientCache) drop(id string) {
+	cc.mu.Lock()
+	delete(cc.m, id)
+	cc.mu.Unlock()
 }
 
 // putClientTx stores a registered client. Until it is issued a token it

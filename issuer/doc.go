@@ -79,7 +79,21 @@
 //     userCodeLockout (5 minutes). The count is issuer-wide.
 //
 // Issued grants (used codes, refresh and access tokens) are kept until
-// their tokens expire. A grant (a login and its refreshes) is a family
+// their tokens expire, except those without a refresh token (client
+// credentials, RFC 6749 §4.4, and JWT bearer, RFC 7523 §2.1), which keep
+// no record at all: their access token is a self-contained JWT, checked
+// by its signature and the revocation log, and revoked (RFC 7009) by the
+// jti it carries; no refresh token names the grant, so reuse detection
+// needs nothing of it. The trade-off: such a token is revoked one at a
+// time, by presenting it (there is no list of a client's tokens to revoke
+// them all at once), and what one client can hold is bounded by a count,
+// per process, of its tokens that may still live, not by records:
+// Limits.ClientTokens (100,000 per client by default), beyond which a
+// grant is refused with 429 and a Retry-After (when its oldest counted
+// token expires). A grant's memory is then the same whatever the volume
+// (about 100 bytes per client holding a live token). Registered clients
+// are decoded from their record once per change of that record, not on
+// every request. A grant (a login and its refreshes) is a family
 // whose access tokens carry its id as their sid claim: revoking it puts
 // that one id in the Store's revocation log (state.Revocation), however
 // many tokens it issued, and a refresh revokes nothing. A revoked access

@@ -171,6 +171,10 @@ type Issuer struct {
 	login *oidcLogin
 	// cookieAEAD seals the browser session cookies.
 	cookieAEAD cipher.AEAD
+	// live counts the access tokens of grants that keep no record.
+	live *liveTokens
+	// clients caches decoded client records (clientCache).
+	clients clientCache
 
 	mu        sync.Mutex
 	cimd      map[string]cimdEntry // fetched client ID metadata documents, by URL
@@ -232,7 +236,8 @@ func New(opts Options) (*Issuer, error) {
 		opts.Now = time.Now
 	}
 
-	i := &Issuer{opts: opts, log: opts.Logger, now: opts.Now, store: opts.Store, static: map[string]*client{}, cimd: map[string]cimdEntry{}}
+	i := &Issuer{opts: opts, log: opts.Logger, now: opts.Now, store: opts.Store, static: map[string]*client{}, cimd: map[string]cimdEntry{},
+		live: newLiveTokens(opts.Limits.ClientTokens, opts.TokenTTL), clients: clientCache{max: opts.Limits.Clients}}
 	cli := Client{
 		ID:           CLIClientID,
 		Name:         "agentauth CLI",

@@ -35,6 +35,12 @@ type Limits struct {
 	// IPv4 address, or an IPv6 /64) within RegistrationWindow.
 	Registrations      bounded.Limits
 	RegistrationWindow time.Duration
+	// ClientTokens are the access tokens from grants that keep no record
+	// (client credentials, JWT bearer) that may still live, per client and
+	// per process (see liveTokens): PerOwner per client, Owners clients
+	// holding one; Retry is unused, a refusal's Retry-After being when the
+	// client's oldest counted token expires.
+	ClientTokens bounded.Limits
 	// Clients bounds the clients registered at the registration endpoint
 	// in all; beyond it a registration is refused with 503
 	// temporarily_unavailable. A client never issued a token is dropped
@@ -49,6 +55,7 @@ var DefaultLimits = Limits{
 	GrantAssertions:    bounded.Limits{PerOwner: 100, Owners: 10000, Retry: maxGrantAssertionLifetime + assertionLeeway},
 	Codes:              bounded.Limits{PerOwner: 1000, Owners: 10000, Retry: DefaultCodeTTL},
 	Registrations:      bounded.Limits{PerOwner: 100, Owners: 1000, Retry: 10 * time.Minute},
+	ClientTokens:       bounded.Limits{PerOwner: 100000, Owners: 100000, Retry: time.Minute},
 	RegistrationWindow: 10 * time.Minute,
 	Clients:            10000,
 }
@@ -61,6 +68,7 @@ func (l *Limits) setDefaults() {
 		{&l.GrantAssertions, &DefaultLimits.GrantAssertions},
 		{&l.Codes, &DefaultLimits.Codes},
 		{&l.Registrations, &DefaultLimits.Registrations},
+		{&l.ClientTokens, &DefaultLimits.ClientTokens},
 	} {
 		setDefault(&p.l.PerOwner, p.d.PerOwner)
 		setDefault(&p.l.Owners, p.d.Owners)

@@ -1,6 +1,7 @@
 package issuer
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
@@ -39,7 +40,7 @@ func (i *Issuer) serveToken(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, resp)
 }
 
-func (i *Issuer) token(w http.ResponseWriter, r *http.Request) (*tokenResponse, *oauthError) {
+func (i *Issuer) token(w http.ResponseWriter, r *http.Request) (resp *tokenResponse, _ *oauthError) {
 	form, e := parseForm(w, r)
 	if e != nil {
 		return nil, e
@@ -80,6 +81,18 @@ func (i *Issuer) token(w http.ResponseWriter, r *http.Request) (*tokenResponse, 
 	if err != nil {
 		return nil, i.storeFailed(err)
 	}
+	// A grant that keeps no record counts against the client's live
+	// tokens (liveTokens), and gives its count back if it issues none.
+	if grantType == wire.GrantClientCredentials || grantType == GrantJWTBearer {
+		if full := i.live.take(c.id, now); full != nil {
+			return nil, limitError(full, "access tokens")
+		}
+		defer func() {
+			if resp == nil {
+				i.live.give(c.id, now)
+			}
+		}()
+	}
 	dp := &issuing{now: now, key: key}
 	if e := i.checkTokenDPoP(r, dp); e != nil {
 		return nil, e
@@ -87,12 +100,16 @@ func (i *Issuer) token(w http.ResponseWriter, r *http.Request) (*tokenResponse, 
 	if dp.nonce != "" {
 		w.Header().Set(wire.HeaderDPoPNonce, dp.nonce)
 	}
-	var resp *tokenResponse
 	var revoked []string
 	var logs []func()
 	var ended *grantRecord
 	var access *accessClaims
-	err = i.store.Update(ctx, func(tx state.Tx) error {
+	update := i.store.Update
+	if grantType == wire.GrantClientCredentials && (!c.registered || c.issued) {
+		// Nothing to write (see liveTokens and issueTx): no transaction.
+		update = func(_ context.Context, fn func(state.Tx) error) error { return fn(nil) }
+	}
+	err = update(ctx, func(tx state.Tx) error {
 		is := &issuing{tx: tx, now: now, key: key, jkt: dp.jkt, grantType: grantType}
 		var err error
 		resp, revoked, e, err = redeem(is, c, form)
@@ -414,11 +431,16 @@ func (i *Issuer) issueTx(is *issuing, c *client, id string, g *grantRecord, scop
 			return nil, nil, nil, err
 		}
 	}
-	if err := putRecord(tx, kindGrant, id, g, i.grantExpiry(now)); err != nil {
-		return nil, nil, nil, err
+	// A grant without a refresh token keeps no record: see liveTokens.
+	if !is.noRefresh {
+		if err := putRecord(tx, kindGrant, id, g, i.grantExpiry(now)); err != nil {
+			return nil, nil, nil, err
+		}
 	}
-	if err := i.issuedClientTx(tx, c.id); err != nil {
-		return nil, nil, nil, err
+	if c.registered && !c.issued {
+		if err := i.issuedClientTx(tx, c.id); err != nil {
+			return nil, nil, nil, err
+		}
 	}
 	is.logAfter(func() {
 		i.log.Info("issuer: access token issued", "client_id", c.id, "sub", g.Subject, "aud", g.Resource, "scope", scope, "jti", jti)

@@ -12,6 +12,8 @@ sh burst.sh 50
 sh status.sh 3
 sh refresh.sh 1s 2 2
 sh exchange.sh 1s 1 2
+sh grants.sh 2000 2
+sh replicas.sh 1s 2 2 3
 sh gateway.sh 1s 1 8
 sh proxy.sh 20 1
 echo "bench smoke: every script ran"

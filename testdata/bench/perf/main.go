@@ -26,6 +26,13 @@
 //	       WebSocket authenticate): how many validations serve ran (the
 //	       "token validated" lines of its debug log, --log-level debug), the
 //	       burst's wall time and serve's CPU.
+//	grants -grants client_credentials grants per store from -conns
+//	       clients: rate and CPU per tenth, RSS after the first tenth and
+//	       at the end (grants.go).
+//	replicas  -replicas serve replicas on one PostgreSQL: the window
+//	       between a revocation's answer on one and its enforcement on
+//	       another; grants/s, CPU, RSS, PostgreSQL connections for 1 to
+//	       -replicas replicas (replicas.go).
 package main
 
 import (
@@ -56,10 +63,14 @@ import (
 
 func main() {
 	bin := flag.String("agentauth", "agentauth", "the agentauth binary")
-	mode := flag.String("mode", "http", "http, ws, idle, burst, refresh or exchange")
+	mode := flag.String("mode", "http", "http, ws, idle, burst, refresh, exchange, grants or replicas")
 	stores := flag.String("stores", "memory,sqlite,postgres", "refresh, exchange: the state stores to measure")
 	oidc := flag.String("oidc", "", "refresh: the directory of the oidc-provider reference (testdata/bench/oidc, npm ci done); none when empty")
 	conns := flag.Int("conns", 64, "connections")
+	grantCount := flag.Int("grants", 1000000, "grants: how many client_credentials grants per store")
+	serveArgs := flag.String("serve-args", "", "refresh, exchange, grants: more arguments for serve, separated by spaces (--log-level warn)")
+	maxReplicas := flag.Int("replicas", 3, "replicas: measure 1 to this many replicas")
+	revocations := flag.Int("revocations", 100, "replicas: revocations whose enforcement across replicas is timed")
 	duration := flag.Duration("duration", 5*time.Second, "length of one round")
 	rounds := flag.Int("rounds", 3, "rounds per server, interleaved")
 	reference := flag.String("reference", "", "internal: run the reference server, writing its address to this file")
@@ -78,7 +89,8 @@ func main() {
 		os.Exit(2)
 	}
 	defer os.RemoveAll(dir)
-	b := &bench{bin: *bin, dir: dir, conns: *conns, duration: *duration, rounds: *rounds, stores: strings.Split(*stores, ","), oidc: *oidc}
+	b := &bench{bin: *bin, dir: dir, conns: *conns, duration: *duration, rounds: *rounds, stores: strings.Split(*stores, ","), oidc: *oidc, grantCount: *grantCount,
+		maxReplicas: *maxReplicas, revocations: *revocations, serveArgs: strings.Fields(*serveArgs)}
 	switch *mode {
 	case "http":
 		err = b.http()
@@ -92,8 +104,12 @@ func main() {
 		err = b.refresh()
 	case "exchange":
 		err = b.exchange()
+	case "grants":
+		err = b.grants()
+	case "replicas":
+		err = b.replicas()
 	default:
-		err = fmt.Errorf("unknown -mode %q: http, ws, idle, burst, refresh or exchange", *mode)
+		err = fmt.Errorf("unknown -mode %q: http, ws, idle, burst, refresh, exchange, grants or replicas", *mode)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "perf:", err)
@@ -109,6 +125,12 @@ type bench struct {
 	rounds   int
 	stores   []string
 	oidc     string
+	// grantCount is how many grants the grants mode runs per store.
+	grantCount int
+	// maxReplicas and revocations are the replicas mode's (replicas.go).
+	maxReplicas, revocations int
+	// serveArgs are more arguments for the stores' serve.
+	serveArgs []string
 }
 
 // proc is a server process under test.

@@ -109,7 +109,7 @@ func (b *bench) startStores() ([]*storeServer, error) {
 		default:
 			return out, fmt.Errorf("unknown store %q: memory, sqlite or postgres", name)
 		}
-		p, err := b.start(name, args...)
+		p, err := b.start(name, append(args, b.serveArgs...)...)
 		if err != nil {
 			stop()
 			return out, err
