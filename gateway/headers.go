@@ -66,12 +66,25 @@ func (k *call) standardHeaders(w http.ResponseWriter, r *http.Request, out http.
 			return k.mismatch(w, problem)
 		}
 	}
-	if !k.stateless {
+	if !k.stateless && !laterRevision(r.Header.Get("Mcp-Protocol-Version")) {
 		return true
 	}
 	wire.SetStandardHeaders(out, msg)
 	if len(params) > 0 {
 		wire.SetParamHeaders(out, args, params)
+	}
+	return true
+}
+
+// laterRevision reports whether an MCP-Protocol-Version header names a
+// revision other than those before the standard headers (2025-11-25 and
+// earlier; none is 2025-03-26): a later one, or one serve does not know,
+// whose backend may need the headers to route or to refuse the revision
+// itself (-32022); it gets them as checked and rebuilt from the body.
+func laterRevision(version string) bool {
+	switch strings.TrimSpace(version) {
+	case "", wire.MCPProtocolVersion, "2025-06-18", "2025-03-26", "2024-11-05":
+		return false
 	}
 	return true
 }
