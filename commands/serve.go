@@ -79,6 +79,9 @@ type ServeOptions struct {
 	// issuers whose JWT bearer assertions (RFC 7523) the embedded issuer
 	// accepts, with their keys.
 	AssertionIssuers []issuer.AssertionIssuer
+	// CIMD is --cimd, --cimd-host and --cimd-document: which client ID
+	// metadata documents the embedded issuer uses.
+	CIMD issuer.CIMDOptions
 	// IssuerFlags lists the embedded issuer's flags given on the command
 	// line: an error when the embedded issuer does not run.
 	IssuerFlags []string
@@ -126,7 +129,7 @@ const (
 
 // embeddedIssuerFlags configure the embedded issuer.
 var embeddedIssuerFlags = []string{"auto-approve", "dev-login", "dev-user", "token-ttl", "refresh-ttl", "code-ttl", "device-interval", "allow-redirect-origin",
-	"trust-assertion-issuer", "assertion-subjects", "state-key-file", "state-key-keyring", "key-rotation", "rotate-key"}
+	"trust-assertion-issuer", "assertion-subjects", "cimd", "cimd-host", "cimd-document", "state-key-file", "state-key-keyring", "key-rotation", "rotate-key"}
 
 // minStateKeyBytes is the least a --state-key-file holds.
 const minStateKeyBytes = 32
@@ -245,6 +248,9 @@ connections with 1001 (going away) and drain HTTP for up to 5 s.`,
 			&cli.DurationFlag{Name: "code-ttl", Value: issuer.DefaultCodeTTL, Usage: "embedded issuer: authorization code lifetime `DURATION`", Destination: &opts.CodeTTL},
 			&cli.DurationFlag{Name: "device-interval", Value: issuer.DefaultDeviceInterval, Usage: "embedded issuer: the device flow's polling interval `DURATION` (faster polls get slow_down)", Destination: &opts.DeviceInterval},
 			&cli.StringSliceFlag{Name: "allow-redirect-origin", Usage: "embedded issuer: also accept client redirect URIs on the https `ORIGIN` (repeatable; loopback http is always accepted)"},
+			&cli.StringFlag{Name: "cimd", Value: issuer.CIMDFetch, Usage: "embedded issuer: client ID metadata documents (a client_id that is an https URL): `MODE` fetch (pinned ones, else fetched), pinned (only --cimd-document, nothing fetched: an offline serve) or off (not advertised, not accepted)"},
+			&cli.StringSliceFlag{Name: "cimd-host", Usage: "embedded issuer: fetch client ID metadata documents only from `HOST` (claude.ai, host:port; repeatable; default any public host)"},
+			&cli.StringSliceFlag{Name: "cimd-document", Usage: "embedded issuer: pin the client ID metadata documents in `FILE` (a JSON document, or an array of them, each standing for its client_id URL; used instead of fetching it; repeatable; examples in deploy/cimd)"},
 			&cli.StringSliceFlag{Name: "trust-assertion-issuer", Usage: "embedded issuer: accept JWT bearer assertions (RFC 7523: workload identity, ID-JAG) whose iss is `ISS=KEYFILE`, signed by a key of KEYFILE (a JWKS document or a PEM public key); the token's subject is ISS#sub (see --assertion-subjects) (repeatable)"},
 			&cli.StringSliceFlag{Name: "assertion-subjects", Usage: "embedded issuer: the token subject of a trusted issuer's assertions is `ISS=PREFIX` followed by their sub instead of ISS#sub; ISS= takes sub as is, for an issuer whose users are this server's browser users (repeatable)"},
 			&cli.StringFlag{Name: "data-dir", Usage: "keep the state (issuer, agent sessions) in an SQLite file in `DIR` (default $XDG_STATE_HOME/agentauth/serve; '' is --ephemeral)"},
@@ -311,6 +317,9 @@ connections with 1001 (going away) and drain HTTP for up to 5 s.`,
 			}
 			if err := assertionSubjects(c.StringSlice("assertion-subjects"), opts.AssertionIssuers); err != nil {
 				return usageErrorf("--assertion-subjects: %v", err)
+			}
+			if err := cimdFlags(c, opts); err != nil {
+				return err
 			}
 			if err := stateFlags(c, opts); err != nil {
 				return err
@@ -532,7 +541,7 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 			TokenTTL: opts.TokenTTL, RefreshTTL: opts.RefreshTTL, CodeTTL: opts.CodeTTL, DeviceInterval: opts.DeviceInterval,
 			AutoApprove: opts.AutoApprove, Subject: opts.DevUser, ScopesSupported: scopes, Clients: clients,
 			ScopeDescriptions:      cfg.ScopeDescriptions,
-			AllowedRedirectOrigins: opts.AllowRedirectOrigins, AssertionIssuers: opts.AssertionIssuers, Logger: logger, Now: opts.Now,
+			AllowedRedirectOrigins: opts.AllowRedirectOrigins, AssertionIssuers: opts.AssertionIssuers, CIMD: opts.CIMD, Logger: logger, Now: opts.Now,
 			Store: st, StateKey: key, KeyRotation: opts.KeyRotation, RotateKey: opts.RotateKey, Login: login, Telemetry: tel,
 		})
 		if err != nil {
