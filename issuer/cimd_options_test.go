@@ -147,7 +147,7 @@ func TestCIMDOptionsRefused(t *testing.T) {
 // its host sends.
 func TestShippedCIMDPins(t *testing.T) {
 	files, _ := filepath.Glob("../deploy/cimd/*.json")
-	if len(files) < 2 {
+	if len(files) < 3 {
 		t.Fatalf("deploy/cimd holds %d documents", len(files))
 	}
 	var all [][]byte
@@ -163,7 +163,8 @@ func TestShippedCIMDPins(t *testing.T) {
 		all = append(all, docs...)
 	}
 	s := start(t, issuer.Options{AutoApprove: true, CIMD: issuer.CIMDOptions{Mode: issuer.CIMDPinned, Pinned: all}})
-	for _, id := range []string{"https://claude.ai/oauth/claude-code-client-metadata", "https://chatgpt.com/oauth/codex/client.json"} {
+	for _, id := range []string{"https://claude.ai/oauth/claude-code-client-metadata", "https://chatgpt.com/oauth/codex/client.json",
+		"https://github.com/copilot/cli/client-metadata.json"} {
 		a := newAuthz(id, "http://127.0.0.1:40123/callback")
 		wantOK(t, s.exchange(a, s.code(a)))
 	}
