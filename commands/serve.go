@@ -69,6 +69,9 @@ type ServeOptions struct {
 	// issuers whose JWT bearer assertions (RFC 7523) the embedded issuer
 	// accepts, with their keys.
 	AssertionIssuers []issuer.AssertionIssuer
+	// CIMD is --cimd, --cimd-host and --cimd-document: which client ID
+	// metadata documents the embedded issuer uses.
+	CIMD issuer.CIMDOptions
 	// IssuerFlags lists the embedded issuer's flags given on the command
 	// line: an error when the embedded issuer does not run.
 	IssuerFlags []string
@@ -112,7 +115,7 @@ type ServeOptions struct {
 
 // embeddedIssuerFlags configure the embedded issuer.
 var embeddedIssuerFlags = []string{"auto-approve", "dev-login", "dev-user", "token-ttl", "refresh-ttl", "code-ttl", "device-interval", "allow-redirect-origin",
-	"trust-assertion-issuer", "assertion-subjects", "state-key-file", "state-key-keyring", "key-rotation", "rotate-key"}
+	"trust-assertion-issuer", "assertion-subjects", "cimd", "cimd-host", "cimd-document", "state-key-file", "state-key-keyring", "key-rotation", "rotate-key"}
 
 // serveLogLevels are the values of serve --log-level.
 var serveLogLevels = map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError}
@@ -214,7 +217,7 @@ connections with 1001 (going away) and drain HTTP for up to 5 s.`,
 			&cli.StringFlag{Name: "connection-token", Usage: "require ?tkn=`TOKEN` on WebSocket upgrades (HTTP 403 otherwise)", Destination: &opts.ConnectionToken},
 			&cli.BoolFlag{Name: "stdio", Usage: "serve one session on stdin/stdout (logs stay on stderr); the embedded issuer and the HTTP face still listen on --listen when a scheme uses the embedded issuer", Destination: &opts.Stdio},
 			&cli.StringFlag{Name: "log-file", Usage: "append the logs to `FILE` instead of stderr", Destination: &opts.LogFile},
-			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "log at `LEVEL` and above: debug (also every accepted request), info (refusals, connections, a per-minute summary of accepted and refused requests), warn or error (default info; --verbose means debug)"},
+			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "log at `LEVEL` and above: debug (also every accepted request, and an access log: msg \"http\", one record per request with method, path, query parameter names, status, duration and client, never a token, code or secret), info (refusals, connections, a per-minute summary of accepted and refused requests), warn or error (default info; --verbose means debug)"},
 			&cli.BoolFlag{Name: "conformance-fixtures", Usage: "also serve the official MCP conformance suite's fixtures on /mcp (its test_* tools, the test://static-text resource and two test_* prompts), which clients would otherwise never see", Destination: &opts.ConformanceFixtures},
 			&cli.BoolFlag{Name: "auto-approve", Usage: "embedded issuer: approve every authorization and device code at once, without the consent page (tests, scripts)", Destination: &opts.AutoApprove},
 			&cli.BoolFlag{Name: "dev-login", Usage: "embedded issuer: sign users in with the development \"Sign in as\" box, without a password (default when the config has no login; loopback listeners only)"},
@@ -224,6 +227,9 @@ connections with 1001 (going away) and drain HTTP for up to 5 s.`,
 			&cli.DurationFlag{Name: "code-ttl", Value: issuer.DefaultCodeTTL, Usage: "embedded issuer: authorization code lifetime `DURATION`", Destination: &opts.CodeTTL},
 			&cli.DurationFlag{Name: "device-interval", Value: issuer.DefaultDeviceInterval, Usage: "embedded issuer: the device flow's polling interval `DURATION` (faster polls get slow_down)", Destination: &opts.DeviceInterval},
 			&cli.StringSliceFlag{Name: "allow-redirect-origin", Usage: "embedded issuer: also accept client redirect URIs on the https `ORIGIN` (repeatable; loopback http is always accepted)"},
+			&cli.StringFlag{Name: "cimd", Value: issuer.CIMDFetch, Usage: "embedded issuer: client ID metadata documents (a client_id that is an https URL): `MODE` fetch (pinned ones, else fetched), pinned (only --cimd-document, nothing fetched: an offline serve) or off (not advertised, not accepted)"},
+			&cli.StringSliceFlag{Name: "cimd-host", Usage: "embedded issuer: fetch client ID metadata documents only from `HOST` (claude.ai, host:port; repeatable; default any public host)"},
+			&cli.StringSliceFlag{Name: "cimd-document", Usage: "embedded issuer: pin the client ID metadata documents in `FILE` (a JSON document, or an array of them, each standing for its client_id URL; used instead of fetching it; repeatable; examples in deploy/cimd)"},
 			&cli.StringSliceFlag{Name: "trust-assertion-issuer", Usage: "embedded issuer: accept JWT bearer assertions (RFC 7523: workload identity, ID-JAG) whose iss is `ISS=KEYFILE`, signed by a key of KEYFILE (a JWKS document or a PEM public key); the token's subject is ISS#sub (see --assertion-subjects) (repeatable)"},
 			&cli.StringSliceFlag{Name: "assertion-subjects", Usage: "embedded issuer: the token subject of a trusted issuer's assertions is `ISS=PREFIX` followed by their sub instead of ISS#sub; ISS= takes sub as is, for an issuer whose users are this server's browser users (repeatable)"},
 			&cli.StringFlag{Name: "data-dir", Usage: "keep the state (issuer, agent sessions) in an SQLite file in `DIR` (default $XDG_STATE_HOME/agentauth/serve; '' is --ephemeral)"},

@@ -28,7 +28,7 @@ func TestServeFlags(t *testing.T) {
 	defaults := ServeOptions{Listen: "127.0.0.1:7777", AuthScope: "connection", DevUser: issuer.DefaultSubject, LogLevel: slog.LevelInfo,
 		TokenTTL: issuer.DefaultTokenTTL, RefreshTTL: issuer.DefaultRefreshTTL, CodeTTL: issuer.DefaultCodeTTL, DeviceInterval: issuer.DefaultDeviceInterval,
 		KeyRotation: issuer.DefaultKeyRotation, RevocationReconcile: state.DefaultReconcileEvery, RevocationStaleness: defaultRevocationStaleness, LogFormat: "text",
-		TrustedProxyHeader: "X-Forwarded-For"}
+		TrustedProxyHeader: "X-Forwarded-For", CIMD: issuer.CIMDOptions{Mode: issuer.CIMDFetch}}
 	if runtime.GOOS == "linux" {
 		defaults.DataDir = filepath.Join(stateHome, "agentauth", "serve")
 	} else {
@@ -68,6 +68,16 @@ func TestServeFlags(t *testing.T) {
 				o.LogFormat, o.MetricsListen, o.TLSCert, o.TLSKey = "json", ":9090", "c.pem", "k.pem"
 				o.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("127.0.0.1/32")}
 			})},
+		{args: []string{"--cimd", "off"}, want: with(func(o *ServeOptions) {
+			o.CIMD, o.IssuerFlags = issuer.CIMDOptions{Mode: issuer.CIMDOff}, []string{"--cimd"}
+		})},
+		{args: []string{"--cimd-host", "claude.ai", "--cimd-host", "chatgpt.com"}, want: with(func(o *ServeOptions) {
+			o.CIMD, o.IssuerFlags = issuer.CIMDOptions{Mode: issuer.CIMDFetch, Hosts: []string{"claude.ai", "chatgpt.com"}}, []string{"--cimd-host"}
+		})},
+		{args: []string{"--cimd", "sometimes"}, wantCode: ExitUsage},
+		{args: []string{"--cimd", "off", "--cimd-host", "claude.ai"}, wantCode: ExitUsage},
+		{args: []string{"--cimd", "pinned"}, wantCode: ExitUsage},
+		{args: []string{"--cimd-document", "missing.json"}, wantCode: ExitUsage},
 		{args: []string{"--log-format", "xml"}, wantCode: ExitUsage},
 		{args: []string{"--tls-cert", "c.pem"}, wantCode: ExitUsage},
 		{args: []string{"--stdio", "--tls-cert", "c.pem", "--tls-key", "k.pem"}, wantCode: ExitUsage},

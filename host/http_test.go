@@ -64,14 +64,18 @@ func TestHTTPResourceMetadata(t *testing.T) {
 	for _, tc := range []struct {
 		resource, metadataURL string
 		paths                 []string
+		// root is the resource the root document names: the origin,
+		// which its URL is built from (RFC 9728 §3.3).
+		root string
 	}{
 		{"http://127.0.0.1:7777/mcp", testMetadataURL,
-			[]string{"/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"}},
+			[]string{"/.well-known/oauth-protected-resource/mcp"}, "http://127.0.0.1:7777"},
 		{"https://mcp.example/api/v1/", "https://mcp.example/.well-known/oauth-protected-resource/api/v1",
-			[]string{"/.well-known/oauth-protected-resource/api/v1"}},
+			[]string{"/.well-known/oauth-protected-resource/api/v1"}, "https://mcp.example"},
 		{"http://127.0.0.1:7777", "http://127.0.0.1:7777/.well-known/oauth-protected-resource",
-			[]string{"/.well-known/oauth-protected-resource"}},
+			[]string{"/.well-known/oauth-protected-resource"}, "http://127.0.0.1:7777"},
 	} {
+		tc.paths = append(tc.paths, "/.well-known/oauth-protected-resource")
 		config := `{"resource": "` + tc.resource + `", "schemes": [{"id": "dev", "authorizationServers": ["embedded"], "scopesSupported": ["agent:use"],
 		  "validation": {"type": "static", "tokens": [{"token": "t", "subject": "s"}]}}]}`
 		h := newTestHost(t, config, Options{})
@@ -85,7 +89,11 @@ func TestHTTPResourceMetadata(t *testing.T) {
 			if err := json.Unmarshal(w.Body.Bytes(), &md); w.Code != http.StatusOK || err != nil {
 				t.Fatalf("GET %s: %d %s", p, w.Code, w.Body)
 			}
-			want := wire.ProtectedResourceMetadata{Resource: tc.resource, AuthorizationServers: []string{"http://127.0.0.1:7777"},
+			res := tc.resource
+			if p == "/.well-known/oauth-protected-resource" {
+				res = tc.root
+			}
+			want := wire.ProtectedResourceMetadata{Resource: res, AuthorizationServers: []string{"http://127.0.0.1:7777"},
 				ScopesSupported: []string{"agent:use"}, BearerMethodsSupported: []string{"header"}, DPoPSigningAlgValuesSupported: []string{"ES256"}}
 			if diff := cmp.Diff(want, md); diff != "" {
 				t.Errorf("GET %s (-want +got):\n%s", p, diff)
@@ -192,10 +200,28 @@ func TestHTTPChallengeEscaping(t *testing.T) {
 func TestHTTPRequestShape(t *testing.T) {
 	h := newTestHost(t, baseConfig, Options{MaxMessageSize: 1024}).HTTPHandler()
 
+	// Without a token, every method but OPTIONS gets 401 and the
+	// challenge (no 405 first); with one, GET, HEAD and the like get 405.
+	for _, method := range []string{http.MethodGet, http.MethodHead, http.MethodDelete, http.MethodPut} {
+		w := httptest.NewRecorder()
+		r := httptest.NewRequest(method, "/mcp", nil)
+		r.Header.Set("Content-Type", "application/json") // else PUT is 415 first
+		h.ServeHTTP(w, r)
+		ch, ok := wire.BearerChallenge(w.Header().Values("WWW-Authenticate"))
+		if w.Code != http.StatusUnauthorized || !ok || ch.Param("resource_metadata") != testMetadataURL {
+			t.Errorf("%s /mcp without a token: %d WWW-Authenticate %q", method, w.Code, w.Header().Get("WWW-Authenticate"))
+		}
+		w = httptest.NewRecorder()
+		r.Header.Set("Authorization", "Bearer t-alice")
+		h.ServeHTTP(w, r)
+		if w.Code != http.StatusMethodNotAllowed || w.Header().Get("Allow") != "POST" {
+			t.Errorf("%s /mcp with a token: %d Allow %q", method, w.Code, w.Header().Get("Allow"))
+		}
+	}
 	w := httptest.NewRecorder()
-	h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/mcp", nil))
-	if w.Code != http.StatusMethodNotAllowed || w.Header().Get("Allow") != "POST" {
-		t.Errorf("GET /mcp: %d Allow %q", w.Code, w.Header().Get("Allow"))
+	h.ServeHTTP(w, httptest.NewRequest(http.MethodOptions, "/mcp", nil))
+	if w.Code == http.StatusUnauthorized {
+		t.Errorf("OPTIONS /mcp (a CORS preflight, never with credentials): 401")
 	}
 	w = httptest.NewRecorder()
 	h.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/elsewhere", nil))

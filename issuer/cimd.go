@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -31,6 +33,103 @@ const (
 	maxCIMDClients = 256
 )
 
+// The CIMD modes (CIMDOptions.Mode).
+const (
+	// CIMDFetch uses the pinned documents and fetches any other document
+	// URL (from CIMDOptions.Hosts only, when given). The default.
+	CIMDFetch = "fetch"
+	// CIMDPinned uses the pinned documents only and fetches nothing: a
+	// deployment with no way out to the internet.
+	CIMDPinned = "pinned"
+	// CIMDOff turns client ID metadata documents off: the metadata does
+	// not advertise them and a client_id URL is an unknown client unless
+	// it was registered.
+	CIMDOff = "off"
+)
+
+// CIMDOptions say which client ID metadata documents (draft-ietf-oauth-
+// client-id-metadata-document §3, §4) the issuer uses. A pinned document
+// is used whenever its client_id is sent, online or not, and never
+// fetched: the operator vetted it, it does not change under the issuer's
+// feet, and a login does not wait on a host that cannot be reached (an
+// air-gapped or egress-filtered deployment). A client whose hosted
+// document changes (a new redirect URI) needs its pin updated.
+type CIMDOptions struct {
+	// Mode is CIMDFetch (default, ""), CIMDPinned or CIMDOff.
+	Mode string
+	// Hosts, when not empty, are the only hosts whose documents are
+	// fetched ("claude.ai", or "host:port" for a port other than the
+	// scheme's), compared case-insensitively with the URL's host; the
+	// SSRF checks (cimdDialControl) still apply. Pinned documents are
+	// used whatever their host.
+	Hosts []string
+	// Pinned are documents held in the configuration, each a JSON client
+	// metadata object whose client_id is the URL it stands for
+	// (ParseCIMDDocuments). They pass the checks of a fetched document.
+	Pinned [][]byte
+}
+
+// ParseCIMDDocuments reads a file of pinned client ID metadata documents:
+// one JSON object, or an array of them. Each is checked at New.
+func ParseCIMDDocuments(data []byte) ([][]byte, error) {
+	var many []json.RawMessage
+	if err := json.Unmarshal(data, &many); err != nil {
+		var one map[string]any
+		if err := json.Unmarshal(data, &one); err != nil {
+			return nil, errors.New("want a JSON client metadata object, or an array of them")
+		}
+		many = []json.RawMessage{data}
+	}
+	if len(many) == 0 {
+		return nil, errors.New("it holds no document")
+	}
+	out := make([][]byte, len(many))
+	for k, d := range many {
+		out[k] = []byte(d)
+	}
+	return out, nil
+}
+
+// setupCIMD checks opts.CIMD and keeps the pinned documents' clients.
+func (i *Issuer) setupCIMD() error {
+	o := &i.opts.CIMD
+	switch o.Mode {
+	case "":
+		o.Mode = CIMDFetch
+	case CIMDFetch, CIMDPinned, CIMDOff:
+	default:
+		return fmt.Errorf("cannot use the client ID metadata document mode %q: want %s, %s or %s", o.Mode, CIMDFetch, CIMDPinned, CIMDOff)
+	}
+	if o.Mode == CIMDPinned && len(o.Pinned) == 0 {
+		return errors.New("client ID metadata documents are pinned-only, and none is pinned")
+	}
+	o.Hosts = slices.Clone(o.Hosts)
+	for k, h := range o.Hosts {
+		if h == "" || strings.ContainsAny(h, "/?#@ ") {
+			return fmt.Errorf("cannot fetch client ID metadata documents from the host %q: want a host name, or host:port", h)
+		}
+		o.Hosts[k] = strings.ToLower(h)
+	}
+	i.pinned = map[string]*client{}
+	for _, d := range o.Pinned {
+		c, err := i.checkCIMD(d, "")
+		if err != nil {
+			return fmt.Errorf("cannot pin the client ID metadata document %.80s: %w", d, err)
+		}
+		if i.pinned[c.id] != nil {
+			return fmt.Errorf("cannot pin two client ID metadata documents for %s", c.id)
+		}
+		i.pinned[c.id] = c
+	}
+	return nil
+}
+
+// cimdError says why a client ID metadata document cannot be used: the
+// client's fault (400), unlike a failing state store.
+type cimdError struct{ msg string }
+
+func (e *cimdError) Error() string { return e.msg }
+
 // cimdEntry is a cached document's client.
 type cimdEntry struct {
 	client  *client
@@ -48,18 +147,21 @@ func isCIMDClientID(id string) bool {
 	return u.Scheme == "https" || u.Scheme == "http" && isLoopback(u.Hostname())
 }
 
-// cimdError says why a client ID metadata document cannot be used: the
-// client's fault (400), unlike a failing state store.
-type cimdError struct{ msg string }
-
-func (e *cimdError) Error() string { return e.msg }
-
 // cimdClient is lookupClient for a client_id that is a document URL
 // (isCIMDClientID) and no registered client: the public client its
 // document describes, fetched, or from the cache while it is fresh.
+// Off, it is an unknown client (nil); pinned, the pinned document's
+// client; otherwise fetched only in CIMDFetch mode from an allowed host.
 func (i *Issuer) cimdClient(ctx context.Context, id string) (*client, error) {
+	if i.opts.CIMD.Mode == CIMDOff {
+		return nil, nil
+	}
 	if c := i.cachedCIMD(id); c != nil {
 		return c, nil
+	}
+	if err := i.mayFetchCIMD(id); err != nil {
+		i.log.Warn("issuer: client ID metadata document refused", "client_id", id, "reason", err)
+		return nil, &cimdError{msg: fmt.Sprintf("cannot use the client ID metadata document %s: %v", id, err)}
 	}
 	c, err := i.fetchCIMD(ctx, id)
 	if err != nil {
@@ -81,8 +183,31 @@ func (i *Issuer) cimdClient(ctx context.Context, id string) (*client, error) {
 	return c, nil
 }
 
-// cachedCIMD is the client of a fresh cached document, or nil.
+// mayFetchCIMD refuses a document URL the options do not let the issuer
+// fetch: any in CIMDPinned mode, one off CIMDOptions.Hosts.
+func (i *Issuer) mayFetchCIMD(id string) error {
+	o := i.opts.CIMD
+	if o.Mode == CIMDPinned {
+		return errors.New("this server uses only the client ID metadata documents pinned in its configuration, and fetches none; " +
+			"pin this client's document (serve --cimd-document), or register the client another way (dynamic client registration)")
+	}
+	u, _ := url.Parse(id) // isCIMDClientID parsed it
+	if len(o.Hosts) > 0 && !slices.Contains(o.Hosts, strings.ToLower(u.Host)) {
+		return fmt.Errorf("this server fetches client ID metadata documents only from %s; pin this client's document (serve --cimd-document), or allow its host (serve --cimd-host %s)",
+			strings.Join(o.Hosts, ", "), strings.ToLower(u.Host))
+	}
+	return nil
+}
+
+// cachedCIMD is the client of a pinned document (CIMDOptions.Pinned), or
+// of a fresh cached one, or nil. Off, it is nil.
 func (i *Issuer) cachedCIMD(id string) *client {
+	if i.opts.CIMD.Mode == CIMDOff {
+		return nil
+	}
+	if c := i.pinned[id]; c != nil {
+		return c
+	}
 	now := i.now()
 	i.mu.Lock()
 	defer i.mu.Unlock()
@@ -92,11 +217,8 @@ func (i *Issuer) cachedCIMD(id string) *client {
 	return nil
 }
 
-// fetchCIMD fetches and checks a document: 200 application/json within
-// maxCIMDBytes and cimdFetchTimeout, no redirect, client_id equal to the
-// URL, a public client (token_endpoint_auth_method none: the document
-// cannot carry a shared secret), and the registration checks of
-// checkRegistration (redirect URIs on loopback or an allowed origin).
+// fetchCIMD fetches a document: 200 application/json within maxCIMDBytes
+// and cimdFetchTimeout, no redirect; then checkCIMD.
 func (i *Issuer) fetchCIMD(ctx context.Context, id string) (*client, error) {
 	ctx, cancel := context.WithTimeout(ctx, cimdFetchTimeout)
 	defer cancel()
@@ -137,12 +259,30 @@ func (i *Issuer) fetchCIMD(ctx context.Context, id string) (*client, error) {
 	if len(body) > maxCIMDBytes {
 		return nil, fmt.Errorf("it is larger than %d bytes", maxCIMDBytes)
 	}
+	return i.checkCIMD(body, id)
+}
+
+// checkCIMD checks a document (fetched from id, or pinned when id is ""):
+// client_id equal to its URL (a document URL, isCIMDClientID), a public
+// client (token_endpoint_auth_method none: the document cannot carry a
+// shared secret), and the registration checks of checkRegistration
+// (redirect URIs on loopback or an allowed origin).
+func (i *Issuer) checkCIMD(body []byte, id string) (*client, error) {
+	if len(body) > maxCIMDBytes {
+		return nil, fmt.Errorf("it is larger than %d bytes", maxCIMDBytes)
+	}
 	var doc struct {
 		ClientID string `json:"client_id"`
 		registration
 	}
 	if err := json.Unmarshal(body, &doc); err != nil {
 		return nil, errors.New("it is not a JSON client metadata object")
+	}
+	if id == "" {
+		if !isCIMDClientID(doc.ClientID) {
+			return nil, fmt.Errorf("its client_id %q is not a document URL (https with a path)", doc.ClientID)
+		}
+		id = doc.ClientID
 	}
 	if doc.ClientID != id {
 		return nil, fmt.Errorf("its client_id %q is not its URL", doc.ClientID)

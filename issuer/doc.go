@@ -44,6 +44,17 @@
 // §4.1.2.1), once that URI checks out for the client (refusal.go);
 // otherwise the browser gets a page.
 //
+// A client_id that is an https URL is a client ID metadata document
+// (draft-ietf-oauth-client-id-metadata-document; cimd.go), as
+// Options.CIMD says: a document pinned in the configuration stands for its
+// URL and is never fetched (so an offline server logs in Claude Code,
+// Codex or Copilot CLI: examples in deploy/cimd); any other is fetched
+// (CIMDFetch, from CIMDOptions.Hosts only when given; never from a
+// private, link-local or, unless the issuer is, loopback address) and
+// cached for cimdCacheTTL, or refused (CIMDPinned). CIMDOff neither
+// accepts nor advertises documents (client_id_metadata_document_supported
+// is then absent from the metadata).
+//
 // The issuer hands codes only to loopback
 // redirect URIs (http://127.0.0.1, http://[::1], http://localhost, any
 // port; RFC 8252 §7.3), at registration and for pre-registered clients,

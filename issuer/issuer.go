@@ -117,6 +117,9 @@ type Options struct {
 	// have redirect URIs besides loopback http (RFC 8252 §7.3), which is
 	// always allowed. Registration and Clients are checked against them.
 	AllowedRedirectOrigins []string
+	// CIMD says which client ID metadata documents are used: pinned,
+	// fetched (from which hosts), or none (CIMDOptions).
+	CIMD CIMDOptions
 	// Clients are pre-registered in addition to agentauth-cli. They live
 	// in the process, not in Store.
 	Clients []Client
@@ -178,6 +181,7 @@ type Issuer struct {
 
 	mu        sync.Mutex
 	cimd      map[string]cimdEntry // fetched client ID metadata documents, by URL
+	pinned    map[string]*client   // the clients of CIMDOptions.Pinned, by URL (read only)
 	guesses   userCodeGuard
 	nextSweep time.Time
 	onRevoke  []func(jtis []string)
@@ -248,6 +252,9 @@ func New(opts Options) (*Issuer, error) {
 			return nil, err
 		}
 	}
+	if err := i.setupCIMD(); err != nil {
+		return nil, err
+	}
 	for _, c := range append([]Client{cli}, opts.Clients...) {
 		rc, err := i.newClient(c)
 		if err != nil {
@@ -295,7 +302,7 @@ func New(opts Options) (*Issuer, error) {
 		DeviceAuthorizationEndpoint:                origin + pathDeviceAuthorization,
 		CodeChallengeMethodsSupported:              []string{"S256"},
 		AuthorizationResponseIssParameterSupported: true,
-		ClientIDMetadataDocumentSupported:          true,
+		ClientIDMetadataDocumentSupported:          i.opts.CIMD.Mode != CIMDOff,
 	}
 	if len(opts.AssertionIssuers) == 0 {
 		i.meta.GrantTypesSupported = slices.DeleteFunc(i.meta.GrantTypesSupported, func(g string) bool { return g == GrantJWTBearer })

@@ -68,8 +68,12 @@ type Options struct {
 }
 
 // Server is the MCP face, to be mounted as the catch-all of a mux:
-//   - GET on /.well-known/oauth-protected-resource and on its path-aware
-//     form for the resource (RFC 9728 §3.1): the RFC 9728 document;
+//   - GET on the resource's path-aware /.well-known/oauth-protected-resource
+//     URL (RFC 9728 §3.1): the RFC 9728 document; on the root one, when
+//     the resource has a path, the same naming the origin
+//     (resource.RootMetadata);
+//   - any method but OPTIONS on the resource's path without a valid token:
+//     401 and the challenge; POST (any other method with a token: 405);
 //   - POST on the resource's path (/mcp by default): one JSON-RPC message
 //     with a bearer token in the Authorization header (RFC 6750 §2.1,
 //     checked by resource.Bearer), answered with application/json or, when
@@ -119,8 +123,10 @@ func (f *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case f.path:
 		f.serveMCP(w, r)
-	case resource.WellKnownResourceMetadata, f.metadataPath:
+	case f.metadataPath:
 		f.serveMetadata(w, r)
+	case resource.WellKnownResourceMetadata:
+		f.serveRootMetadata(w, r)
 	default:
 		http.NotFound(w, r)
 	}
@@ -131,25 +137,34 @@ func (f *Server) serveMetadata(w http.ResponseWriter, r *http.Request) {
 	resource.ServeMetadata(w, r, f.opts.Metadata())
 }
 
+// serveRootMetadata answers the root well-known URL of a resource with a
+// path (see resource.RootMetadata).
+func (f *Server) serveRootMetadata(w http.ResponseWriter, r *http.Request) {
+	resource.ServeMetadata(w, r, resource.RootMetadata(f.opts.Metadata()))
+}
+
 func (f *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 	if origin := f.origin(r.Context()); origin != "" {
 		resource.AllowOrigin(w, origin, "WWW-Authenticate")
 	}
-	switch r.Method {
-	case http.MethodPost:
-	case http.MethodOptions:
+	if r.Method == http.MethodOptions {
 		resource.Preflight(w, r, "POST")
 		return
-	default:
+	}
+	// The token first, whatever the method: a request without a valid one
+	// gets 401 and the challenge (RFC 6750 §3, RFC 9728 §5.1) before any
+	// 405, so that a client probing with HEAD or GET (Gemini CLI does when
+	// it loses a POST's WWW-Authenticate) still finds the metadata.
+	grant, ref := f.bearer.Check(w, r)
+	if ref != nil {
+		f.refuse(w, wire.ID{}, ref)
+		return
+	}
+	if r.Method != http.MethodPost {
 		// MCP Streamable HTTP: no server-sent event stream to GET.
 		w.Header().Set("Allow", "POST")
 		f.refuse(w, wire.ID{}, &resource.Refusal{Status: http.StatusMethodNotAllowed,
 			Err: wire.Errorf(wire.CodeInvalidRequest, "invalid request: %s is not served here; POST one JSON-RPC message", r.Method)})
-		return
-	}
-	grant, ref := f.bearer.Check(w, r)
-	if ref != nil {
-		f.refuse(w, wire.ID{}, ref)
 		return
 	}
 	data, err := readBody(w, r, f.opts.MaxBody)

@@ -196,20 +196,23 @@ func (r *Recorder) RevocationLagFrom(lag func() time.Duration) {
 }
 
 // Instrument wraps the listener's handler (an *http.ServeMux, which sets
-// Request.Pattern) with the latency histogram. WebSocket upgrades, which
-// last as long as their connection, are not timed.
+// Request.Pattern) with the latency histogram and the access log
+// (accessLog). WebSocket upgrades, which last as long as their
+// connection, are not timed; they are logged as they start.
 func (r *Recorder) Instrument(next http.Handler) http.Handler {
 	if r == nil {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if req.Header.Get("Upgrade") != "" {
+			r.accessLog(req, 0, 0)
 			next.ServeHTTP(w, req)
 			return
 		}
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
 		next.ServeHTTP(sw, req)
+		r.accessLog(req, sw.code, time.Since(start))
 		// The mux's pattern, without its method ("POST /token"): a
 		// bounded label, unlike the path.
 		route := req.Pattern

@@ -36,7 +36,17 @@
 //     an accepted request reaches the next handler with its grant in the
 //     context (GrantFromContext). Bearer is the same check for a handler
 //     that answers refusals itself (the MCP face).
-//   - metadata.go: RFC 9728 §3 metadata addresses and answers.
+//   - metadata.go: RFC 9728 §3 metadata addresses and answers. The
+//     root document (/.well-known/oauth-protected-resource) of a resource
+//     with a path names the origin, not the path: §3.3 has clients check
+//     the resource against the identifier the URL was built from, and
+//     the MCP Go SDK, Gemini CLI and the TypeScript SDK (mcp-remote, the
+//     Inspector) each accept that, each in its own way (RootMetadata says
+//     how); tokens are still accepted for the path only.
+//
+// A protected resource answers a request without a valid token with 401
+// and the challenge whatever its method (GET and HEAD included), before
+// any 405: a client that probes with HEAD to find the challenge finds it.
 //
 // A handler outside the host is protected with the host's schemes by
 //

@@ -39,6 +39,42 @@ func MetadataURL(resource string) string {
 	return origin + path
 }
 
+// RootMetadata is doc as served at the root well-known URL
+// (/.well-known/oauth-protected-resource) of a resource with a path, such
+// as http://127.0.0.1:7777/mcp: the same document, its resource the
+// origin (http://127.0.0.1:7777), because RFC 9728 §3.3 has a client
+// check that the resource equals the identifier the URL was built from,
+// and the root URL is built from the origin. For a resource without a
+// path the root URL is its own, and doc is returned as is.
+//
+// The clients that read it:
+//   - the MCP Go SDK (auth.AuthorizationCodeHandler) tries the root URL
+//     last, after the challenge's resource_metadata and the path-aware
+//     URL, and wants the resource exactly equal to the origin with no
+//     path ("http://host:port", not "http://host:port/");
+//   - Gemini CLI (OAuthUtils.discoverOAuthConfig) fetches it when it
+//     falls back to the origin, and throws ResourceMismatchError unless
+//     the resource, normalized, is the origin ("/" path); it then asks
+//     for tokens for its own server URL (.../mcp), whatever the document
+//     says;
+//   - the TypeScript SDK (and with it mcp-remote and the Inspector) reads
+//     it only when the path-aware URL is missing, and accepts any resource
+//     on the same origin whose path is a prefix of the server's
+//     (checkResourceAllowed); it would then ask for tokens for the origin,
+//     which the resource does not accept: it never gets there, as every
+//     challenge names the path-aware document, which is always served.
+//
+// The document does not make the origin a resource: tokens are still
+// accepted only for their resource (RFC 8707), the path.
+func RootMetadata(doc wire.ProtectedResourceMetadata) wire.ProtectedResourceMetadata {
+	u, err := url.Parse(doc.Resource)
+	if err != nil || u.Host == "" || strings.TrimSuffix(u.EscapedPath(), "/") == "" && u.RawQuery == "" {
+		return doc
+	}
+	doc.Resource = u.Scheme + "://" + u.Host
+	return doc
+}
+
 // ServeMetadata answers an RFC 9728 §3.2 metadata request with doc,
 // readable from any origin (CORS).
 func ServeMetadata(w http.ResponseWriter, r *http.Request, doc wire.ProtectedResourceMetadata) {

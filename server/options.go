@@ -82,6 +82,9 @@ type Options struct {
 	// AssertionIssuers are the issuers whose JWT bearer assertions (RFC
 	// 7523) the embedded issuer accepts, with their keys.
 	AssertionIssuers []issuer.AssertionIssuer
+	// CIMD is which client ID metadata documents the embedded issuer
+	// uses: fetched, pinned, or none.
+	CIMD issuer.CIMDOptions
 	// IssuerFlags names the embedded issuer's settings the user gave
 	// ("--token-ttl", …): an error when the embedded issuer does not run.
 	IssuerFlags []string

@@ -260,7 +260,7 @@ func (s *Server) startIssuer() error {
 		TokenTTL: opts.TokenTTL, RefreshTTL: opts.RefreshTTL, CodeTTL: opts.CodeTTL, DeviceInterval: opts.DeviceInterval,
 		AutoApprove: opts.AutoApprove, Subject: opts.DevUser, ScopesSupported: s.scopes, Clients: s.clients,
 		ScopeDescriptions:      cfg.ScopeDescriptions,
-		AllowedRedirectOrigins: opts.AllowRedirectOrigins, AssertionIssuers: opts.AssertionIssuers, Logger: s.logger, Now: opts.Now,
+		AllowedRedirectOrigins: opts.AllowRedirectOrigins, AssertionIssuers: opts.AssertionIssuers, CIMD: opts.CIMD, Logger: s.logger, Now: opts.Now,
 		Store: s.st, StateKey: s.key, KeyRotation: opts.KeyRotation, RotateKey: opts.RotateKey, Login: s.login, Telemetry: s.tel,
 	})
 	if err != nil {

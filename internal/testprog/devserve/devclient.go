@@ -180,10 +180,11 @@ func (d *devclient) metadata(args []string) error {
 	if err := getJSON(d.hc, u.Scheme+"://"+u.Host+"/.well-known/oauth-protected-resource", &root); err != nil {
 		return err
 	}
-	if root.Resource != disc.Resource {
-		return fmt.Errorf("the root protected resource metadata names %q", root.Resource)
+	// The root document names the origin its URL is built from (RFC 9728 §3.3).
+	if want := u.Scheme + "://" + u.Host; root.Resource != want {
+		return fmt.Errorf("the root protected resource metadata names %q, not the origin %q", root.Resource, want)
 	}
-	d.printf("root protected resource metadata: same resource")
+	d.printf("root protected resource metadata: the origin")
 
 	// flows checked issuer equality (RFC 8414 §3.3) and S256.
 	d.printf("issuer: %s", md.Issuer)

