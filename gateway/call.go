@@ -21,7 +21,8 @@ type call struct {
 	msg       *wire.Message
 	tool      string
 	stateless bool
-	secrets   []string // tokens serve holds for this call: scrubbed from answers
+	secrets   []string  // tokens serve holds for this call: scrubbed from answers
+	secretBuf [2]string // secrets' first backing array
 	started   time.Time
 	redacted  atomic.Int64
 	decision  string
@@ -45,8 +46,7 @@ func (k *call) refuse(w http.ResponseWriter, status int, rerr *wire.Error, reaso
 }
 
 func writeError(w http.ResponseWriter, status int, id wire.ID, rerr *wire.Error) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
+	setJSONHeaders(w.Header())
 	w.WriteHeader(status)
 	w.Write(mustEncode(wire.NewErrorResponse(id, rerr)))
 }
@@ -89,8 +89,21 @@ func (k *call) audit() {
 }
 
 func writeJSON(w http.ResponseWriter, status int, b []byte) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
+	setJSONHeaders(w.Header())
 	w.WriteHeader(status)
 	w.Write(b)
+}
+
+// The values setJSONHeaders shares between answers: a header's value
+// slice is replaced, never written in place (Header.Add appends to a
+// full slice, which copies it).
+var (
+	jsonContentType = []string{"application/json"}
+	noStore         = []string{"no-store"}
+)
+
+// setJSONHeaders is Set of Content-Type application/json and
+// Cache-Control no-store without allocating their values.
+func setJSONHeaders(h http.Header) {
+	h["Content-Type"], h["Cache-Control"] = jsonContentType, noStore
 }

@@ -44,6 +44,7 @@ func (m *Mount) servePost(w http.ResponseWriter, r *http.Request, c Caller) {
 	}
 	k := &call{m: m, c: c, msg: msg, started: time.Now(), decision: "allowed",
 		stateless: strings.TrimSpace(r.Header.Get("Mcp-Protocol-Version")) == statelessVersion}
+	k.secrets = k.secretBuf[:0]
 	if tok := bearerToken(r); tok != "" {
 		k.secrets = append(k.secrets, tok)
 	}
@@ -241,8 +242,7 @@ func (k *call) relay(w http.ResponseWriter, rep *reply, timer *time.Timer, timed
 	}
 	if !rep.stream || rep.flexible && k.isAnswer(first.data) {
 		data := k.process(first.data)
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Cache-Control", "no-store")
+		setJSONHeaders(w.Header())
 		status := rep.status
 		if rep.statusOf != nil {
 			status = rep.statusOf(data)
@@ -338,19 +338,28 @@ func (k *call) process(data []byte) []byte {
 		if head.Error != nil {
 			k.errCode = head.Error.Code
 		}
-		var list struct {
-			Result json.RawMessage `json:"result"`
-		}
-		if k.msg.Method == methodToolsList && json.Unmarshal(data, &list) == nil && list.Result != nil {
-			k.m.learnTools(list.Result)
-			if filtered, ok := k.m.filterTools(list.Result, k.c); ok {
-				data = replaceResult(data, filtered)
-			}
+		if k.msg.Method == methodToolsList {
+			data = k.listed(data)
 		}
 	}
 	out, n := k.m.g.scrubber.scrub(data, k.secrets)
 	k.redacted.Add(int64(n))
 	return out
+}
+
+// listed learns the tools of the answer data to tools/list and returns
+// it with the tools the caller may not call taken out.
+func (k *call) listed(data []byte) []byte {
+	var list struct {
+		Result json.RawMessage `json:"result"`
+	}
+	if json.Unmarshal(data, &list) == nil && list.Result != nil {
+		k.m.learnTools(list.Result)
+		if filtered, ok := k.m.filterTools(list.Result, k.c); ok {
+			data = replaceResult(data, filtered)
+		}
+	}
+	return data
 }
 
 // replaceResult swaps a response's result.
@@ -427,6 +436,7 @@ func (m *Mount) serveGet(w http.ResponseWriter, r *http.Request, c Caller) {
 		return
 	}
 	k := &call{m: m, c: c, msg: &wire.Message{}, started: time.Now()}
+	k.secrets = k.secretBuf[:0]
 	if tok := bearerToken(r); tok != "" {
 		k.secrets = append(k.secrets, tok)
 	}

@@ -41,6 +41,9 @@ func (m *Mount) validate(p toolsCallParams) *wire.Error {
 			return wire.Errorf(wire.CodeInvalidParams, "invalid params: the arguments of %s hold the number %s, which serve cannot check exactly against its inputSchema: send at most 15 significant digits, within ±1e-307 to ±1e308", p.Name, shorten(lit, 40))
 		}
 	}
+	if ts.flat != nil && ts.flat.accepts(p.Arguments) {
+		return nil
+	}
 	res := ts.res
 	var args any = map[string]any{}
 	if len(p.Arguments) > 0 && string(p.Arguments) != "null" {

@@ -52,6 +52,8 @@ type toolSchema struct {
 	// float64 jsonschema-go decodes arguments into must hold each
 	// argument's number exactly (inexactNumber).
 	numeric bool
+	// flat, when not nil, accepts matching arguments undecoded.
+	flat *flatSchema
 }
 
 // checkSchema decodes, bounds and resolves a tool's inputSchema.
@@ -80,7 +82,7 @@ func checkSchema(raw json.RawMessage) toolSchema {
 	if err != nil {
 		return toolSchema{refusal: "its inputSchema cannot be resolved: " + err.Error()}
 	}
-	return toolSchema{res: res, numeric: g.numeric}
+	return toolSchema{res: res, numeric: g.numeric, flat: newFlatSchema(&s)}
 }
 
 // schemaGraph is a schema's subschemas and the ways validation goes from

@@ -160,8 +160,13 @@ func run(bin string, conns int, d time.Duration, rounds int, logLevel string) er
 		return err
 	}
 	defer be.stop()
+	metrics, err := freeAddr()
+	if err != nil {
+		return err
+	}
 	srv, err := start(dir, "serve", bin, "serve", "--listen", "127.0.0.1:0", "--ephemeral", "--auto-approve",
-		"--log-level", logLevel, "--log-file", filepath.Join(dir, "serve.log"), "--backend", "http://"+be.addr+"/mcp")
+		"--log-level", logLevel, "--log-file", filepath.Join(dir, "serve.log"), "--backend", "http://"+be.addr+"/mcp",
+		"--metrics-listen", metrics)
 	if err != nil {
 		return err
 	}
@@ -193,7 +198,7 @@ func run(bin string, conns int, d time.Duration, rounds int, logLevel string) er
 	} else {
 		fmt.Printf("layout: shared, every process on every CPU\n")
 	}
-	var served float64
+	var served, mallocs float64
 	// CPU time by process and target: "mid" (serve or the reverse proxy),
 	// "backend" and "load" (this program, the load generator), and the
 	// calls of each target.
@@ -210,7 +215,11 @@ func run(bin string, conns int, d time.Duration, rounds int, logLevel string) er
 				c0 = t.mid.cpu()
 			}
 			b0, l0 := be.cpu(), gen.cpu()
+			m0 := mallocsOf(metrics)
 			n, lat, errs := load(t.url, t.token, conns, d)
+			if t.name == "serve" {
+				mallocs += mallocsOf(metrics) - m0
+			}
 			calls[t.name] += float64(n)
 			if t.mid != nil {
 				cpu[t.name]["mid"] += float64(t.mid.cpu() - c0)
@@ -242,6 +251,10 @@ func run(bin string, conns int, d time.Duration, rounds int, logLevel string) er
 		fmt.Printf("CPU per call, %-6s %-13s %6.1f µs  backend %6.1f µs  load generator %6.1f µs  sum %6.1f µs\n",
 			t, map[string]string{"serve": "serve", "proxy": "reverse proxy", "direct": "-"}[t], c["mid"]/n, c["backend"]/n, c["load"]/n, (c["mid"]+c["backend"]+c["load"])/n)
 	}
+	// Serve's own allocations, from its Go runtime's count
+	// (go_memstats_mallocs_total, read before and after each of its
+	// rounds: the reads themselves are in it, a few thousand objects).
+	fmt.Printf("serve's allocations per call: %.1f (%.0f calls)\n", mallocs/served, served)
 	if logLevel == "info" || logLevel == "debug" {
 		// The audit records must all be there: one per call.
 		srv.stop()
@@ -250,6 +263,35 @@ func run(bin string, conns int, d time.Duration, rounds int, logLevel string) er
 		fmt.Printf("audit records: %d for %d calls through serve\n", n, int(served)+1)
 	}
 	return nil
+}
+
+// freeAddr is a loopback address free a moment ago, for serve's
+// --metrics-listen, which writes no address file.
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// mallocsOf reads go_memstats_mallocs_total from the metrics at addr (0
+// when it cannot).
+func mallocsOf(addr string) float64 {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "go_memstats_mallocs_total "); ok {
+			f, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return f
+		}
+	}
+	return 0
 }
 
 const body = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello through the gateway"}}}`
