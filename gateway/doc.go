@@ -138,8 +138,10 @@
 //   - policy.go: tool scopes, upstream sign-in by URL elicitation, the
 //     filtered tools/list and the upstream token a backend gets.
 //   - schema.go: tools/call arguments checked against inputSchema.
-//   - schemacheck.go, numbers.go: a backend's inputSchema checked once,
-//     when listed, before it is used; numbers float64 cannot hold.
+//   - schemacheck.go, numbers.go, flatschema.go: a backend's inputSchema
+//     checked once, when listed, before it is used (and the tool cache
+//     taught); numbers float64 cannot hold; arguments of a flat schema
+//     accepted without decoding them (refusals are jsonschema-go's).
 //   - scrub.go: tokens and patterns replaced in every answer.
 //   - identity.go, exchange.go: the backend's own token: an identity
 //     assertion, or an RFC 8693 exchange of the caller's.
@@ -161,8 +163,9 @@
 // The base, read by every layer: caller.go (Caller, Broker), config.go
 // (Backend, Policy, Redact, TokenExchange and their checks), message.go
 // (reading and writing JSON-RPC messages; a member named twice in an
-// envelope, which front.go refuses: 400 -32600), toolcache.go (the tools a
-// backend listed) and mount.go (Gateway and Mount: the state of the
+// envelope, which front.go refuses: 400 -32600), jsontext.go (JSON text
+// read as bytes: nesting, strings, names a decoder could confuse),
+// toolcache.go (the tools a backend listed) and mount.go (Gateway and Mount: the state of the
 // gateway and of one backend, which every layer reads).
 //
 // A file uses its own layer and the layers below it: the base uses no

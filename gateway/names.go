@@ -2,7 +2,10 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -96,4 +99,14 @@ func (m *Mount) listAll(ctx context.Context, cn conn, out http.Header, stateless
 		}
 	}
 	return false, nil
+}
+
+// learnTools teaches the tool cache a tools/list result and logs each tool
+// whose schema it newly refuses; it returns the result's nextCursor.
+func (m *Mount) learnTools(result json.RawMessage) string {
+	cursor, refused := m.tools.learn(result)
+	for _, tool := range slices.Sorted(maps.Keys(refused)) {
+		m.g.log.Warn("the backend's tool cannot be called: its inputSchema cannot be checked", "backend", m.b.Name, "tool", tool, "reason", refused[tool])
+	}
+	return cursor
 }

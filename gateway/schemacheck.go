@@ -41,21 +41,6 @@ const (
 	maxSchemaFrames = 2_000
 )
 
-// toolSchema is what the gateway learned of one listed tool's
-// inputSchema.
-type toolSchema struct {
-	res *jsonschema.Resolved // nil exactly when refusal is set
-	// refusal says why serve cannot check the tool's arguments.
-	refusal string
-	// numeric is whether the schema compares numbers or tells integers
-	// apart (bounds, multipleOf, enum, const, type integer), where the
-	// float64 jsonschema-go decodes arguments into must hold each
-	// argument's number exactly (inexactNumber).
-	numeric bool
-	// flat, when not nil, accepts matching arguments undecoded.
-	flat *flatSchema
-}
-
 // checkSchema decodes, bounds and resolves a tool's inputSchema.
 func checkSchema(raw json.RawMessage) toolSchema {
 	switch {
@@ -369,4 +354,88 @@ func (g *schemaGraph) bound() error {
 		onStack[k] = true
 		stack = append(stack, frame{node: child, left: left, c: cost{1, 1}})
 	}
+}
+
+// learn reads the schemas of a tools/list result and returns its
+// nextCursor, and the tools whose schema it newly refuses, with the
+// reasons (checkSchema).
+func (tc *toolCache) learn(result json.RawMessage) (cursor string, refused map[string]string) {
+	var r struct {
+		Tools []struct {
+			Name        string          `json:"name"`
+			InputSchema json.RawMessage `json:"inputSchema"`
+		} `json:"tools"`
+		NextCursor string `json:"nextCursor"`
+	}
+	if json.Unmarshal(result, &r) != nil {
+		return "", nil
+	}
+	// The schemas are checked outside the lock, which calls need.
+	tc.mu.RLock()
+	held, keep := len(tc.tools), r.Tools[:0]
+	for _, t := range r.Tools {
+		if _, ok := tc.tools[t.Name]; !ok {
+			if held >= maxTools {
+				continue
+			}
+			held++
+		}
+		keep = append(keep, t)
+	}
+	tc.mu.RUnlock()
+	checked := make([]toolSchema, len(keep))
+	headers := make([]map[string]string, len(keep))
+	for i, t := range keep {
+		if checked[i] = checkSchema(t.InputSchema); checked[i].refusal == "" {
+			headers[i] = headerArguments(t.InputSchema)
+		}
+	}
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	if len(keep) < len(r.Tools) {
+		tc.overflow = true
+	}
+	for i, t := range keep {
+		prev, ok := tc.tools[t.Name]
+		if !ok && len(tc.tools) >= maxTools {
+			tc.overflow = true
+			continue
+		}
+		if ts := checked[i]; ts.refusal != "" && prev.refusal != ts.refusal {
+			if refused == nil {
+				refused = map[string]string{}
+			}
+			refused[t.Name] = ts.refusal
+		}
+		tc.tools[t.Name] = checked[i]
+		delete(tc.headers, t.Name)
+		if headers[i] != nil {
+			tc.headers[t.Name] = headers[i]
+		}
+	}
+	return r.NextCursor, refused
+}
+
+// headerArguments are the arguments of an inputSchema that MCP 2026-07-28
+// clients repeat in Mcp-Param-NAME (x-mcp-header of a property: argument
+// to NAME); nil for none.
+func headerArguments(schema json.RawMessage) map[string]string {
+	var props struct {
+		Properties map[string]struct {
+			Header string `json:"x-mcp-header"`
+		} `json:"properties"`
+	}
+	if json.Unmarshal(schema, &props) != nil {
+		return nil
+	}
+	var h map[string]string
+	for arg, p := range props.Properties {
+		if p.Header != "" {
+			if h == nil {
+				h = map[string]string{}
+			}
+			h[arg] = p.Header
+		}
+	}
+	return h
 }
