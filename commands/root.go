@@ -145,7 +145,9 @@ func RunContext(ctx context.Context, f *Factory, args []string) int {
 		err = errInterrupted
 	}
 	if err != nil {
-		if wantsJSON(app, cmdName, args) && out.n == 0 {
+		// With --jq, stdout holds the expression's results only: the
+		// error goes to stderr (as in gh).
+		if wantsJSON(app, cmdName, args) && out.n == 0 && !hasFlag(args, "jq") {
 			printJSONError(out, err, cmdName)
 		}
 		printError(f.IO.ErrOut, err, cmdName)
@@ -196,6 +198,19 @@ func wantsJSON(app *cli.App, name string, args []string) bool {
 	return false
 }
 
+// hasFlag says whether the command line gives flag --name (before "--").
+func hasFlag(args []string, name string) bool {
+	for _, a := range args[1:] {
+		if a == "--" {
+			return false
+		}
+		if isFlag(a) && flagName(a) == name {
+			return true
+		}
+	}
+	return false
+}
+
 // NewApp builds the urfave/cli application.
 func NewApp(f *Factory) *cli.App {
 	app := &cli.App{
@@ -239,6 +254,10 @@ func NewApp(f *Factory) *cli.App {
 		return cli.ShowAppHelp(c)
 	}
 	for _, cmd := range app.Commands {
+		if flagNames(cmd.Flags)["json"] && cmd.Action != nil {
+			cmd.Flags = append(cmd.Flags, jqFlag)
+			cmd.Action = withJQ(f, cmd.Action)
+		}
 		if action := cmd.Action; action != nil && !offlineCommands[cmd.Name] {
 			cmd.Action = func(c *cli.Context) error {
 				listenForInterrupts(c.Context)

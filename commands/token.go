@@ -34,7 +34,8 @@ TARGET is what you logged in to (ws://…, stdio:…, or the resource URL).
 A token that expires within 60 s is refreshed first (with the resource
 parameter; concurrent refreshes are serialised by the store lock, so a
 rotating refresh token is used once). Nothing is logged in by itself: with no
-usable credential, token exits 4 and prints the login command to run.`,
+usable credential, token exits 4 and prints the login command to run.
+When $AGENTAUTH_TOKEN is set, token prints it instead of the stored one.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "scheme", Usage: "the scheme `ID`, when TARGET has credentials for several", Destination: &opts.SchemeID},
 		},
@@ -50,6 +51,10 @@ usable credential, token exits 4 and prints the login command to run.`,
 }
 
 func runToken(ctx context.Context, opts *TokenOptions) error {
+	if t := envToken(); t != "" { // AGENTAUTH_TOKEN wins over the store, as GH_TOKEN in gh auth token
+		_, err := fmt.Fprintln(opts.IO.Out, t)
+		return err
+	}
 	token, err := opts.Client.Token(ctx, opts.Target, opts.SchemeID)
 	if err != nil {
 		return err
