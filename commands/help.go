@@ -25,8 +25,12 @@ EXIT CODES:
    4    authentication needed (no token, a rejected or unrefreshable token, a 401/403/-32007)
    130  interrupted (Ctrl-C)
 
+HELP TOPICS:
+   agentauth help exit-codes     # every exit code and what it means
+   agentauth help environment    # every environment variable agentauth reads
+
 Flags may come before or after the arguments; "--" ends the flags.
-Shell completion: agentauth completion bash|zsh|fish.
+Shell completion: agentauth completion bash|zsh|fish|powershell.
 `
 
 // commandHelp is each command's EXAMPLES and EXIT CODES section.

@@ -135,6 +135,9 @@ func Run(f *Factory, args []string) int { return RunContext(context.Background()
 func RunContext(ctx context.Context, f *Factory, args []string) int {
 	out := &countingWriter{w: f.IO.Out}
 	f.IO.Out = out
+	if len(args) == 3 && args[1] == "help" && printHelpTopic(f.IO.Out, args[2]) {
+		return ExitOK
+	}
 	app := NewApp(f)
 	args, cmdName := reorderArgs(app, expandHelp(args))
 	err := app.RunContext(ctx, args)
