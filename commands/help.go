@@ -117,6 +117,13 @@ var commandHelps = map[string]commandHelp{
 		},
 		exits: []string{"1  failure", "2  bad flags or arguments", "4  nothing is stored for TARGET (as token says)"},
 	},
+	"healthcheck": {
+		examples: []string{
+			"agentauth healthcheck --url http://127.0.0.1:7777/readyz",
+			"agentauth healthcheck --url http://127.0.0.1:7777/healthz --timeout 2s   # liveness only",
+		},
+		exits: []string{"1  not ready: no answer, or not 200 OK", "2  bad flags (a --url off loopback without --allow-remote)"},
+	},
 	"completion": {
 		examples: []string{
 			`source <(agentauth completion bash)         # bash, e.g. in ~/.bashrc`,

@@ -300,6 +300,7 @@ func commandList(f *Factory) []*cli.Command {
 		newStatusCommand(f),
 		newRevokeCommand(f),
 		newLogoutCommand(f),
+		newHealthcheckCommand(f),
 		newCompletionCommand(),
 		newCompleteCommand(),
 	}
