@@ -18,7 +18,9 @@
 #   and completions;
 #   the deb installed into an empty root (dpkg-deb -x) runs
 #   `agentauth --version` (the snapshot's version), its man page renders,
-#   and `systemd-analyze verify` accepts its unit there.
+#   and `systemd-analyze verify --root` accepts its unit there (the root
+#   also gets the host's systemd units and kill, as any system running
+#   systemd has).
 # Needs dpkg-deb, rpm2cpio and cpio, systemd-analyze, man, jq
 # (.ci/run installs them). GORELEASER=path skips the install.
 set -euo pipefail
@@ -78,8 +80,8 @@ one() { # one GLOB: the single file matching GLOB
 	[ -n "$f" ] && echo "$f"
 }
 archive=$(one 'dist/agentauth_*_linux_amd64.tar.gz' || true)
-deb=$(one 'dist/agentauth_*_amd64.deb' || true)
-rpm=$(one 'dist/agentauth-*.x86_64.rpm' || true)
+deb=$(one 'dist/agentauth_*_linux_amd64.deb' || true)
+rpm=$(one 'dist/agentauth_*_linux_amd64.rpm' || true)
 
 archive_contents() {
 	local got want
@@ -138,8 +140,12 @@ installed() {
 }
 check "deb installed into an empty root: agentauth --version" installed
 check "installed man page renders" bash -c "man -l '$root/usr/share/man/man1/agentauth.1.gz' 2>/dev/null | grep -q 'agentauth help exit-codes\|EXIT STATUS'"
-check "systemd-analyze verify accepts the installed unit" \
+verify_unit() { # the root also gets what a system with systemd has: its units and kill
+	cp -an /usr/lib/systemd/system/. "$root/usr/lib/systemd/system/"
+	mkdir -p "$root/bin" && cp "$(type -P kill)" "$root/bin/kill"
 	systemd-analyze verify --root="$root" "$root/usr/lib/systemd/system/agentauth.service"
+}
+check "systemd-analyze verify accepts the installed unit" verify_unit
 
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
