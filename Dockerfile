@@ -3,8 +3,21 @@
 #
 # The binary and the CA bundle are put beside this file first (as the release
 # does), so the build pulls no base image:
-#   sh deploy/container/build.sh            # docker, or buildah when docker is absent
+#   sh deploy/container/build.sh            # docker, podman or buildah: whichever works
 FROM scratch
+ARG VERSION=dev
+ARG REVISION=unknown
+ARG CREATED
+# OCI image annotations (github.com/opencontainers/image-spec, annotations.md).
+LABEL org.opencontainers.image.title="agentauth" \
+      org.opencontainers.image.description="Standards-based authentication for agent protocols: agent host, MCP resource server and gateway, authorization server" \
+      org.opencontainers.image.url="https://github.com/agentauth/agentauth" \
+      org.opencontainers.image.source="https://github.com/agentauth/agentauth" \
+      org.opencontainers.image.documentation="https://github.com/agentauth/agentauth#readme" \
+      org.opencontainers.image.licenses="MIT" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.created="${CREATED}"
 COPY deploy/container/agentauth /agentauth
 COPY deploy/container/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
 COPY deploy/container/passwd /etc/passwd
@@ -15,6 +28,9 @@ ENV HOME=/var/lib/agentauth
 # State goes to this volume; replicas use --database postgres://… instead.
 VOLUME ["/var/lib/agentauth"]
 EXPOSE 7777
+# No shell or curl here: the binary checks its own /readyz (loopback only).
+HEALTHCHECK --interval=30s --timeout=5s --start-period=10s --retries=3 \
+  CMD ["/agentauth", "healthcheck", "--url", "http://127.0.0.1:7777/readyz", "--timeout", "4s"]
 ENTRYPOINT ["/agentauth"]
 # The serve config (schemes, the login provider or an external issuer) is
 # mounted at /etc/agentauth/serve.json: serve on 0.0.0.0 needs one, since

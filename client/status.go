@@ -298,6 +298,10 @@ func (cl *Client) httpStatus(ctx context.Context, target string, showToken bool)
 	return doc, nil
 }
 
+// MaskToken is t as status shows it: the first 4 characters and ***,
+// or all of it with show.
+func MaskToken(t string, show bool) string { return maskToken(t, show) }
+
 // maskToken shows the first 4 characters of a token and ***, or all of it.
 func maskToken(t string, show bool) string {
 	switch {

@@ -178,6 +178,8 @@ func runAuthenticate(ctx context.Context, opts *AuthenticateOptions) error {
 		if token, err = readStdinSecret(opts.IO.In, "--token-stdin", "token"); err != nil {
 			return err
 		}
+	} else if opts.MethodID == "" {
+		token = envToken() // AGENTAUTH_TOKEN (envtoken.go)
 	}
 	setupCtx, cancel := context.WithTimeout(ctx, client.AuthTimeout)
 	defer cancel()

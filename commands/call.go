@@ -26,8 +26,11 @@ type CallOptions struct {
 	Target string
 	Method string
 	// Params is PARAMS_JSON, nil when not given.
-	Params           json.RawMessage
-	TokenStdin       bool
+	Params     json.RawMessage
+	TokenStdin bool
+	// EnvToken is $AGENTAUTH_TOKEN when neither --token-stdin nor
+	// --login is given (envtoken.go).
+	EnvToken         string
 	SetAuthToken     bool
 	SchemeID         string
 	Watch            bool
@@ -75,8 +78,8 @@ func callCommand(f *Factory, run func(context.Context, *CallOptions) error) *cli
 (run as a child process; its stderr is passed through).
 
 call runs initialize, authenticates with the token read from stdin when
---token-stdin is given (else with the credentials stored for TARGET by
-login, refreshed when they expire within 60 s, and refreshed and sent once
+--token-stdin is given (else with $AGENTAUTH_TOKEN when set, sent to TARGET
+only; else with the credentials stored for TARGET by login, refreshed when they expire within 60 s, and refreshed and sent once
 more when the host answers invalid_token), calls METHOD with PARAMS_JSON and
 prints the result JSON on stdout. METHOD initialize prints the initialize
 result (PARAMS_JSON, if given, replaces the default initialize params).
@@ -112,6 +115,9 @@ again in AHP's published dialect, offering AHP 1.1.0, 1.0.0 and 0.9.0.
 					return usageErrorf("PARAMS_JSON must be a JSON object or array")
 				}
 				opts.Params = p
+			}
+			if !opts.TokenStdin && !opts.Login.Enabled {
+				opts.EnvToken = envToken()
 			}
 			opts.DialectAuto = !c.IsSet("dialect")
 			switch dialect {
@@ -150,10 +156,10 @@ again in AHP's published dialect, offering AHP 1.1.0, 1.0.0 and 0.9.0.
 // checkHost rejects flag combinations an agent host cannot use.
 func (opts *CallOptions) checkHost() error {
 	switch {
-	case opts.SchemeID != "" && !opts.TokenStdin:
-		return usageErrorf("--scheme needs --token-stdin")
-	case opts.SetAuthToken && (!opts.TokenStdin || opts.SchemeID != ""):
-		return usageErrorf("--set-auth-token needs --token-stdin and takes no --scheme (setAuthToken has no scheme)")
+	case opts.SchemeID != "" && !opts.hasToken():
+		return usageErrorf("--scheme needs --token-stdin (or AGENTAUTH_TOKEN)")
+	case opts.SetAuthToken && (!opts.hasToken() || opts.SchemeID != ""):
+		return usageErrorf("--set-auth-token needs --token-stdin (or AGENTAUTH_TOKEN) and takes no --scheme (setAuthToken has no scheme)")
 	case opts.MaxNotifications < 0 || (opts.MaxNotifications > 0 && !opts.Watch):
 		return usageErrorf("--max-notifications needs --watch and a positive count")
 	}
@@ -161,18 +167,15 @@ func (opts *CallOptions) checkHost() error {
 }
 
 func runCall(ctx context.Context, opts *CallOptions) error {
-	var token string
-	if opts.TokenStdin {
-		var err error
-		if token, err = readStdinSecret(opts.IO.In, "--token-stdin", "token"); err != nil {
-			return err
-		}
+	token, err := opts.bearer()
+	if err != nil {
+		return err
 	}
 	callCtx, cancel := context.WithTimeout(ctx, client.CallTimeout)
 	defer cancel()
 	// Stored credentials are used when no token comes from stdin, unless
 	// the call is initialize alone (which needs none).
-	noStore := opts.TokenStdin || (opts.Method == wire.MethodInitialize && !opts.Watch)
+	noStore := token != "" || (opts.Method == wire.MethodInitialize && !opts.Watch)
 	var params any = wire.NewInitializeParams(opts.Dialect, callClientID)
 	if opts.Method == wire.MethodInitialize && opts.Params != nil {
 		params = opts.Params

@@ -98,8 +98,8 @@ func runCallHTTP(ctx context.Context, opts *CallOptions) error {
 	var secret string
 	var err error
 	switch {
-	case opts.TokenStdin:
-		if req.Token, err = readStdinSecret(opts.IO.In, "--token-stdin", "token"); err != nil {
+	case opts.hasToken():
+		if req.Token, err = opts.bearer(); err != nil {
 			return err
 		}
 	case opts.Login.ClientSecretStdin:

@@ -64,11 +64,9 @@ func (opts *CallOptions) checkSignIn(waitTimeoutSet bool) error {
 // runCallREST calls a plain HTTP tool (client.Client.CallREST).
 func runCallREST(ctx context.Context, opts *CallOptions) error {
 	req := client.RESTCall{Target: opts.Target, Tool: opts.Method, Args: opts.Params, SignIn: opts.SignIn}
-	if opts.TokenStdin {
-		var err error
-		if req.Token, err = readStdinSecret(opts.IO.In, "--token-stdin", "token"); err != nil {
-			return err
-		}
+	var err error
+	if req.Token, err = opts.bearer(); err != nil {
+		return err
 	}
 	raw, err := opts.Client.CallREST(ctx, req)
 	if err != nil {

@@ -82,7 +82,7 @@ func completeWords(app *cli.App, words []string, targets func() []string) []stri
 				flags = append(flags, cmd.Flags...)
 			}
 		case cmd == nil && w == "help":
-			return matching(commandNames(app), cur)
+			return matching(append(commandNames(app), helpTopicNames()...), cur)
 		default:
 			positional++
 		}
@@ -98,7 +98,7 @@ func completeWords(app *cli.App, words []string, targets func() []string) []stri
 		return matching(append(commandNames(app), "help"), cur)
 	case cmd.Name == "completion":
 		if positional == 0 {
-			return matching([]string{"bash", "zsh", "fish"}, cur)
+			return matching([]string{"bash", "zsh", "fish", "powershell"}, cur)
 		}
 	case slices.Contains(targetCommands, cmd.Name) && positional == 0:
 		return matching(targets(), cur)

@@ -16,16 +16,18 @@ import (
 func newCompletionCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "completion",
-		Usage:     "print a shell completion script (bash, zsh or fish)",
-		ArgsUsage: "bash|zsh|fish",
+		Usage:     "print a shell completion script (bash, zsh, fish or powershell)",
+		ArgsUsage: "bash|zsh|fish|powershell",
 		Description: `Prints a script that completes agentauth's commands, flags, flag values
 (--store keyring|file, …) and the targets you have logged in to. Load it once
 per shell (see the examples), or save it where your shell looks for
 completions: zsh's script starts with #compdef and goes in a directory of
-$fpath (it does not run compinit: your ~/.zshrc does).`,
+$fpath (it does not run compinit: your ~/.zshrc does). PowerShell (7, or
+Windows PowerShell 5.1) loads it with this line, in $PROFILE for every session:
+  agentauth completion powershell | Out-String | Invoke-Expression`,
 		Action: func(c *cli.Context) error {
 			if c.Args().Len() != 1 {
-				return usageErrorf("completion expects one shell: bash, zsh or fish")
+				return usageErrorf("completion expects one shell: bash, zsh, fish or powershell")
 			}
 			var script string
 			switch shell := c.Args().First(); shell {
@@ -35,8 +37,10 @@ $fpath (it does not run compinit: your ~/.zshrc does).`,
 				script = zshCompletion
 			case "fish":
 				script = fishCompletion
+			case "powershell":
+				script = powershellCompletion
 			default:
-				return usageErrorf("completion: unknown shell %q: use bash, zsh or fish", safeText(shell))
+				return usageErrorf("completion: unknown shell %q: use bash, zsh, fish or powershell", safeText(shell))
 			}
 			_, err := fmt.Fprint(c.App.Writer, script)
 			return err
@@ -119,4 +123,36 @@ function __agentauth_complete
     printf '%s\n' $out
 end
 complete -c agentauth -f -a '(__agentauth_complete)'
+`
+
+// powershellCompletion registers a native argument completer that asks
+// __complete, like the other scripts. urfave/cli/v2's own PowerShell
+// script (autocomplete/powershell_autocomplete.ps1 in its repository, not
+// in the Go package) drives --generate-bash-completion, which agentauth
+// does not use: its candidates come from __complete. PowerShell before
+// 7.3 drops an empty argument to a native command, so the word being
+// started is passed as '""' there.
+const powershellCompletion = `# PowerShell completion for agentauth:
+#   agentauth completion powershell | Out-String | Invoke-Expression
+# (add that line to $PROFILE to load it in every session)
+Register-ArgumentCompleter -Native -CommandName 'agentauth', 'agentauth.exe' -ScriptBlock {
+    param($wordToComplete, $commandAst, $cursorPosition)
+    $words = @($commandAst.CommandElements | Select-Object -Skip 1 |
+        Where-Object { $_.Extent.StartOffset -lt $cursorPosition } |
+        ForEach-Object { $_.Extent.Text })
+    if ($wordToComplete -eq '') {
+        $legacy = $PSVersionTable.PSVersion -lt [version]'7.3.0' -or $PSNativeCommandArgumentPassing -eq 'Legacy'
+        if ($legacy) { $words += '""' } else { $words += '' }
+    }
+    $out = @(& agentauth __complete '--' @words 2>$null)
+    if ($out.Count -gt 0 -and $out[0] -eq ':files') {
+        Get-ChildItem -Path "$wordToComplete*" -ErrorAction SilentlyContinue | ForEach-Object {
+            [System.Management.Automation.CompletionResult]::new($_.Name, $_.Name, 'ProviderItem', $_.Name)
+        }
+        return
+    }
+    $out | Where-Object { $_ -ne '' } | ForEach-Object {
+        [System.Management.Automation.CompletionResult]::new($_, $_, 'ParameterValue', $_)
+    }
+}
 `

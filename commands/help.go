@@ -25,8 +25,12 @@ EXIT CODES:
    4    authentication needed (no token, a rejected or unrefreshable token, a 401/403/-32007)
    130  interrupted (Ctrl-C)
 
+HELP TOPICS:
+   agentauth help exit-codes     # every exit code and what it means
+   agentauth help environment    # every environment variable agentauth reads
+
 Flags may come before or after the arguments; "--" ends the flags.
-Shell completion: agentauth completion bash|zsh|fish.
+Shell completion: agentauth completion bash|zsh|fish|powershell.
 `
 
 // commandHelp is each command's EXAMPLES and EXIT CODES section.
@@ -112,6 +116,13 @@ var commandHelps = map[string]commandHelp{
 			"agentauth logout ws://127.0.0.1:7777 --scheme dev --json",
 		},
 		exits: []string{"1  failure", "2  bad flags or arguments", "4  nothing is stored for TARGET (as token says)"},
+	},
+	"healthcheck": {
+		examples: []string{
+			"agentauth healthcheck --url http://127.0.0.1:7777/readyz",
+			"agentauth healthcheck --url http://127.0.0.1:7777/healthz --timeout 2s   # liveness only",
+		},
+		exits: []string{"1  not ready: no answer, or not 200 OK", "2  bad flags (a --url off loopback without --allow-remote)"},
 	},
 	"completion": {
 		examples: []string{

@@ -140,6 +140,9 @@ func Run(f *Factory, args []string) int { return RunContext(context.Background()
 func RunContext(ctx context.Context, f *Factory, args []string) int {
 	out := &countingWriter{w: f.IO.Out}
 	f.IO.Out = out
+	if len(args) == 3 && args[1] == "help" && printHelpTopic(f.IO.Out, args[2]) {
+		return ExitOK
+	}
 	app := NewApp(f)
 	args, cmdName := reorderArgs(app, expandHelp(args))
 	err := app.RunContext(ctx, args)
@@ -150,7 +153,9 @@ func RunContext(ctx context.Context, f *Factory, args []string) int {
 		err = errInterrupted
 	}
 	if err != nil {
-		if wantsJSON(app, cmdName, args) && out.n == 0 {
+		// With --jq, stdout holds the expression's results only: the
+		// error goes to stderr (as in gh).
+		if wantsJSON(app, cmdName, args) && out.n == 0 && !hasFlag(args, "jq") {
 			printJSONError(out, err, cmdName)
 		}
 		printError(f.IO.ErrOut, err, cmdName)
@@ -201,6 +206,19 @@ func wantsJSON(app *cli.App, name string, args []string) bool {
 	return false
 }
 
+// hasFlag says whether the command line gives flag --name (before "--").
+func hasFlag(args []string, name string) bool {
+	for _, a := range args[1:] {
+		if a == "--" {
+			return false
+		}
+		if isFlag(a) && flagName(a) == name {
+			return true
+		}
+	}
+	return false
+}
+
 // NewApp builds the urfave/cli application.
 func NewApp(f *Factory) *cli.App {
 	app := &cli.App{
@@ -244,6 +262,10 @@ func NewApp(f *Factory) *cli.App {
 		return cli.ShowAppHelp(c)
 	}
 	for _, cmd := range app.Commands {
+		if flagNames(cmd.Flags)["json"] && cmd.Action != nil {
+			cmd.Flags = append(cmd.Flags, jqFlag)
+			cmd.Action = withJQ(f, cmd.Action)
+		}
 		if action := cmd.Action; action != nil && !offlineCommands[cmd.Name] {
 			cmd.Action = func(c *cli.Context) error {
 				listenForInterrupts(c.Context)
@@ -283,6 +305,7 @@ func commandList(f *Factory) []*cli.Command {
 		newStatusCommand(f),
 		newRevokeCommand(f),
 		newLogoutCommand(f),
+		newHealthcheckCommand(f),
 		newCompletionCommand(),
 		newCompleteCommand(),
 	}

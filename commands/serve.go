@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -13,6 +14,7 @@ import (
 	"github.com/agentauth/agentauth/host"
 	"github.com/agentauth/agentauth/issuer"
 	"github.com/agentauth/agentauth/ops"
+	"github.com/agentauth/agentauth/server"
 	"github.com/agentauth/agentauth/state"
 )
 
@@ -111,6 +113,9 @@ type ServeOptions struct {
 	TLSKey             string
 	TrustedProxies     []netip.Prefix
 	TrustedProxyHeader string
+
+	// Check is --check: validate and exit (server.Check).
+	Check bool
 }
 
 // embeddedIssuerFlags configure the embedded issuer.
@@ -203,8 +208,16 @@ its own. --tls-cert and --tls-key serve HTTPS, re-read on SIGHUP. Behind a
 reverse proxy, --trusted-proxy names the peers whose forwarded headers are
 believed, and --trusted-proxy-header the one header the client's address is
 read from (X-Forwarded-For unless set). SIGINT or SIGTERM close WebSocket
-connections with 1001 (going away) and drain HTTP for up to 5 s.`,
+connections with 1001 (going away) and drain HTTP for up to 5 s.
+
+--check validates the same flags and config as a start would, and the
+files they name (the TLS certificate and key, the state key, the login
+provider's client secret), then exits: 0 with a summary on stdout, or 2
+naming the problem. It opens no listener, no state store and no
+connection, so it runs beside a serve that holds the port (systemd's
+ExecStartPre, a CI check of a config change).`,
 		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "check", Usage: "check the flags, the config file and the files they name (TLS, state key, login secret), print what would run, and exit 0, or 2 naming the problem; opens no listener, state or connection (systemd ExecStartPre, CI)", Destination: &opts.Check},
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:7777", Usage: "`HOST:PORT` to listen on (port 0 picks a free one)", Destination: &opts.Listen},
 			&cli.StringFlag{Name: "addr-file", Usage: "once listening, write the address (HOST:PORT and a newline) to `FILE`", Destination: &opts.AddrFile},
 			&cli.StringFlag{Name: "backend", Usage: "put serve in front of the MCP server at `URL` (Streamable HTTP) or 'stdio:COMMAND ARGS…', served at the resource's path (/mcp) with serve's token checks and the config's tool policy", Destination: &opts.Backend},
@@ -252,7 +265,29 @@ connections with 1001 (going away) and drain HTTP for up to 5 s.`,
 			if err := checkServeFlags(c, f, opts); err != nil {
 				return err
 			}
+			if opts.Check {
+				return runServeCheck(opts)
+			}
 			return run(c.Context, opts)
 		},
 	}
+}
+
+// runServeCheck is serve --check: server.Check, every failure a usage
+// error (exit 2), and a one-line summary on stdout.
+func runServeCheck(opts *ServeOptions) error {
+	r, err := server.Check(serverOptions(opts))
+	if err != nil {
+		return &UsageError{Err: fmt.Errorf("serve --check: %w", err)}
+	}
+	issuer := "an external authorization server"
+	if r.Embedded {
+		issuer = "the embedded issuer"
+	}
+	listen := "nothing (stdio)"
+	if r.Listen != "" {
+		listen = r.Listen
+	}
+	_, err = fmt.Fprintf(opts.IO.Out, "serve --check: ok: %d scheme(s) with %s; listen on %s; state %s\n", r.Schemes, issuer, listen, r.State)
+	return err
 }

@@ -53,6 +53,8 @@ refreshable), 4 when one is not or when nothing is stored, 1 on errors.
 ("valid"|"refreshable"|"expired"|"rejected"), "refreshable", "clientId", "token"}]}.
 A credential whose refresh token or client the server refused (invalid_grant,
 invalid_client) is X "login rejected by the server" until you log in again.
+When $AGENTAUTH_TOKEN is set, status says so first, the token masked (--json:
+"environment": {"variable", "token"}), and exits 0 even with nothing stored.
 
 With TARGET: connect and initialize; ask the host what it already holds
 (getAuthState or auth/status, when advertised); authenticate with the stored
@@ -170,10 +172,16 @@ func runStoreStatus(ctx context.Context, opts *StatusOptions) error {
 		return err
 	}
 	st := doc.Store
+	env := newEnvTokenStatus(opts.ShowToken)
 	if opts.JSON {
-		if err := writeJSONIndent(opts.IO.Out, doc); err != nil {
+		if err := writeJSONIndent(opts.IO.Out, storeStatusJSON{doc, env}); err != nil {
 			return err
 		}
+	} else if env != nil {
+		fmt.Fprintln(opts.IO.Out, env.line())
+	}
+	if len(doc.Credentials) == 0 && env != nil {
+		return nil // the environment's token is what call and token use
 	}
 	if len(doc.Credentials) == 0 {
 		fmt.Fprintf(opts.IO.ErrOut, "No credentials in the %s store (%s). To log in, run: %s\n", st.Kind, st.Location, client.LoginCommand("TARGET", ""))
@@ -224,6 +232,13 @@ func runStoreStatus(ctx context.Context, opts *StatusOptions) error {
 	return nil
 }
 
+// storeStatusJSON is status --json without TARGET: the store's report
+// and, when set, "environment": {"variable": "AGENTAUTH_TOKEN", "token"}.
+type storeStatusJSON struct {
+	*client.StoreStatusDoc
+	Environment *envTokenStatus `json:"environment,omitempty"`
+}
+
 // runTargetStatus asks the target whether it accepts the stored
 // credentials (client.Client.TargetStatus) and prints the report.
 func runTargetStatus(ctx context.Context, opts *StatusOptions) error {
@@ -235,6 +250,9 @@ func runTargetStatus(ctx context.Context, opts *StatusOptions) error {
 		if err := opts.checkAgent(ctx, doc); err != nil {
 			return err
 		}
+	}
+	if env := newEnvTokenStatus(opts.ShowToken); env != nil {
+		fmt.Fprintln(opts.IO.ErrOut, "note: "+env.line()+"; this report is of the stored ones")
 	}
 	if opts.JSON {
 		if err := writeJSONIndent(opts.IO.Out, doc); err != nil {

@@ -37,7 +37,8 @@ parameter; concurrent refreshes are serialised by the store lock, so a
 rotating refresh token is used once). Nothing is logged in by itself: with no
 usable credential, token exits 4 and prints the login command to run. An
 agent host (ws://H) with no login of its own uses the login of its HTTP face
-(login http://H/mcp), and says so on stderr.`,
+(login http://H/mcp), and says so on stderr. When $AGENTAUTH_TOKEN is set,
+token prints it instead of the stored one.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "scheme", Usage: "the scheme `ID`, when TARGET has credentials for several", Destination: &opts.SchemeID},
 		},
@@ -53,6 +54,10 @@ agent host (ws://H) with no login of its own uses the login of its HTTP face
 }
 
 func runToken(ctx context.Context, opts *TokenOptions) error {
+	if t := envToken(); t != "" { // AGENTAUTH_TOKEN wins over the store, as GH_TOKEN in gh auth token
+		_, err := fmt.Fprintln(opts.IO.Out, t)
+		return err
+	}
 	c, err := opts.Client.TokenCredential(ctx, opts.Target, opts.SchemeID)
 	if err != nil {
 		return err
