@@ -44,23 +44,27 @@ type walkthroughCommand struct {
 	variant string
 }
 
-// readWalkthrough returns the steps of the README between start and end:
-// its console blocks' commands, each with its quoted output, and its sh
-// blocks.
+// readWalkthrough returns the steps of the manual page between start and
+// the first end after it: its console blocks' commands, each with its
+// quoted output, and its sh blocks.
 func readWalkthrough(t *testing.T, readme, start, end string) []walkthroughCommand {
 	b, err := os.ReadFile(readme)
 	if err != nil {
 		t.Fatal(err)
 	}
 	text := string(b)
-	i, j := strings.Index(text, start), strings.Index(text, end)
-	if i < 0 || j < i {
+	i := strings.Index(text, start)
+	j := -1
+	if i >= 0 {
+		j = strings.Index(text[i+len(start):], end)
+	}
+	if i < 0 || j < 0 {
 		t.Fatalf("%s: no walkthrough between %q and %q", readme, start, end)
 	}
 	var cmds []walkthroughCommand
 	block, variant, pending := "", "", ""
 	var script strings.Builder
-	sc := bufio.NewScanner(strings.NewReader(text[i:j]))
+	sc := bufio.NewScanner(strings.NewReader(text[i : i+len(start)+j]))
 	for sc.Scan() {
 		l := sc.Text()
 		switch {
@@ -95,6 +99,24 @@ func readWalkthrough(t *testing.T, readme, start, end string) []walkthroughComma
 	return cmds
 }
 
+// manualPageWith returns the page of the manual (readme, then
+// docs/*.md beside it) that holds marker, wherever the manual's layout
+// put that block.
+func manualPageWith(t *testing.T, readme, marker string) string {
+	t.Helper()
+	pages, err := filepath.Glob(filepath.Join(filepath.Dir(readme), "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range append([]string{readme}, pages...) {
+		if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, []byte(marker)) {
+			return p
+		}
+	}
+	t.Fatalf("no page of the manual (%s, docs/*.md) holds %s", readme, marker)
+	return ""
+}
+
 // walkthroughMarker marks the processes a walkthrough's sh blocks start
 // in the background (the servers), so that the test stops them.
 const walkthroughMarker = "AGENTAUTH_WALKTHROUGH_MARKER"
@@ -102,8 +124,9 @@ const walkthroughMarker = "AGENTAUTH_WALKTHROUGH_MARKER"
 // TestREADMEWalkthrough runs the README's walkthroughs as a user would:
 // the main one (steps 2 to 6, against `agentauth serve` on a free port,
 // approving at once: the browser is browser-fetch), then the upstream
-// APIs' one (its sh block starts "Rally" and the broker itself; ports 7800
-// and 7777 become free ones), then the "for scripts and tests" block. Each console command runs on a terminal (a
+// APIs' one (on the page of README.md or docs/*.md that holds its marker;
+// its sh block starts "Rally" and the broker itself; ports 7800 and 7777
+// become free ones), then the "for scripts and tests" block. Each console command runs on a terminal (a
 // pty) through bash, its output compared with what the README quotes (…
 // stands for anything; spaces and line breaks are compared loosely); each
 // sh block must exit 0. It runs on a machine without a keyring (no D-Bus
@@ -121,8 +144,9 @@ func TestREADMEWalkthrough(t *testing.T) {
 		t.Skipf("SKIPPED: %s does not carry %s yet (the walkthrough text to check is in the issue 13 report)", readme, walkthroughChecked)
 	}
 	main := readWalkthrough(t, readme, "## Walkthrough", "**For scripts and tests**")
-	broker := readWalkthrough(t, readme, "<!-- walkthrough: checked by TestREADMEWalkthrough (broker) -->", "The upstream's whoami shows")
-	scripts := readWalkthrough(t, readme, "**For scripts and tests**", "## Commands")
+	const brokerMarker = "<!-- walkthrough: checked by TestREADMEWalkthrough (broker) -->"
+	broker := readWalkthrough(t, manualPageWith(t, readme, brokerMarker), brokerMarker, "The upstream's whoami shows")
+	scripts := readWalkthrough(t, readme, "**For scripts and tests**", "\n## ")
 	t.Run("no keyring", func(t *testing.T) {
 		dir := t.TempDir()
 		var env []string
@@ -191,7 +215,7 @@ func runSteps(t *testing.T, env []string, dir, variant string, steps []walkthrou
 		got := runOnPTY(t, env, dir, line)
 		want := replace.Replace(strings.Join(c.want, "\n"))
 		if !looseMatch(want, got) {
-			t.Errorf("$ %s\nthe README shows:\n%s\nthe program prints:\n%s", c.line, strings.Join(c.want, "\n"), got)
+			t.Errorf("$ %s\nthe manual shows:\n%s\nthe program prints:\n%s", c.line, strings.Join(c.want, "\n"), got)
 		}
 	}
 }
@@ -220,7 +244,7 @@ func runScript(t *testing.T, env []string, dir, script string) {
 	}
 	if err != nil {
 		out, _ := os.ReadFile(log.Name())
-		t.Fatalf("the README's sh block fails: %v\n%s\noutput:\n%s", err, script, out)
+		t.Fatalf("the manual's sh block fails: %v\n%s\noutput:\n%s", err, script, out)
 	}
 }
 

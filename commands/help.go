@@ -143,7 +143,7 @@ func init() { cli.HelpPrinter = printHelp }
 // cli.CommandHelpTemplate, set by NewApp) followed by its EXAMPLES and
 // EXIT CODES (commandHelpExtra). They are added here, when the help is
 // shown, so that a command's start-up does not build the twelve texts
-// (about 0.1 ms; README "Benchmarks").
+// (about 0.1 ms; docs/performance.md).
 func printHelp(w io.Writer, templ string, data any) {
 	if cmd, ok := data.(*cli.Command); ok && templ == cli.CommandHelpTemplate {
 		templ += commandHelpExtra(cmd.Name)

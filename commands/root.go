@@ -66,7 +66,7 @@ func Main() int {
 // and help) finishes in milliseconds without waiting for anything and
 // keeps the default action, so that an interrupt ends it with the shell's
 // 130 as before and its start-up saves the goroutine and the locked OS
-// thread signal handling costs (README "Benchmarks").
+// thread signal handling costs (docs/performance.md).
 type interruptContext struct {
 	once     sync.Once
 	ctx      atomic.Pointer[context.Context] // nil until the first Done

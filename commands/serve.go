@@ -173,8 +173,8 @@ Without --config, serve declares one required scheme "dev": JWT access tokens
 from the embedded issuer (or from --issuer), audience http://HOST:PORT/mcp,
 scope agent:use. The embedded issuer signs everyone in as --dev-user without
 a password (--dev-login): keep it on loopback. To sign users in at an
-OpenID Provider instead, give a --config with "login" (README "Sign-in at
-an OpenID Provider"); serve may then listen beyond loopback.
+OpenID Provider instead, give a --config with "login" (docs/production.md,
+"Sign-in at an OpenID Provider"); serve may then listen beyond loopback.
 
 serve's state (the embedded issuer's registered clients, codes, grants,
 refresh tokens, revocations and signing keys; the agent sessions) survives

@@ -44,7 +44,7 @@ const (
 const DefaultCacheTTL = resource.DefaultCacheTTL
 
 // Config is the host's JSON configuration file. Its key names are part of
-// the user contract (README "Configuration").
+// the user contract (docs/production.md, "Configuration file").
 type Config struct {
 	// Resource is the RFC 8707 / RFC 9728 resource identifier every token
 	// must carry as its audience. Empty: serve uses http://HOST:PORT/mcp.

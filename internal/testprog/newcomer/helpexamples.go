@@ -120,22 +120,35 @@ func loginFirst(ts *testscript.TestScript, env []string, dir, addr, ex string) {
 	}
 }
 
-// readmeExamples runs the example column of the README's command table
-// (after its "examples: checked" marker) like helpexamples, against the
-// serve at ADDR. The README is the repository's (the test's working
-// directory). Usage: readmeexamples ADDR
+// examplesMarker comes before the manual's command table.
+const examplesMarker = "<!-- examples: checked by newcomer_readme_examples.txtar -->"
+
+// readmeExamples runs the example column of the manual's command table
+// (after its "examples: checked" marker, in README.md or the page of
+// docs/ that holds it) like helpexamples, against the serve at ADDR. The
+// manual is the repository's (the test's working directory). Usage:
+// readmeexamples ADDR
 func readmeExamples(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 1 {
 		ts.Fatalf("usage: readmeexamples ADDR")
 	}
-	b, err := os.ReadFile("README.md")
+	pages, err := filepath.Glob(filepath.Join("docs", "*.md"))
 	if err != nil {
 		ts.Fatalf("%v", err)
 	}
-	text := string(b)
-	i := strings.Index(text, "<!-- examples: checked by newcomer_readme_examples.txtar -->")
+	text, i := "", -1
+	for _, p := range append([]string{"README.md"}, pages...) {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			ts.Fatalf("%v", err)
+		}
+		if i = strings.Index(string(b), examplesMarker); i >= 0 {
+			text = string(b)
+			break
+		}
+	}
 	if i < 0 {
-		ts.Fatalf("README.md has no checked command table")
+		ts.Fatalf("neither README.md nor docs/*.md has the checked command table (%s)", examplesMarker)
 	}
 	dir := filepath.Join(ts.Getenv("WORK"), "examples")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -155,11 +168,11 @@ func readmeExamples(ts *testscript.TestScript, neg bool, args []string) {
 			continue
 		}
 		ex := strings.Trim(cells[2], "`")
-		runExample(ts, env, dir, args[0], ex, "README command table")
+		runExample(ts, env, dir, args[0], ex, "the manual's command table")
 		n++
 	}
 	if n == 0 {
-		ts.Fatalf("README.md's command table has no examples")
+		ts.Fatalf("the manual's command table has no examples")
 	}
 	fmt.Fprintf(ts.Stdout(), "%d examples ran\n", n)
 }
