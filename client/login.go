@@ -183,6 +183,11 @@ func loginRequirements(info *TargetInfo, schemeID string) ([]*RequirementInfo, e
 type LoginRequest struct {
 	// Target is what the user named; stored as Credential.Target.
 	Target string
+	// knownClient: the client was registered in this login (RFC 7591) or
+	// is a client ID metadata document, so the server knows it and its
+	// redirect URIs by construction, and the checks before the browser
+	// (flows.AuthCodeRequest.NoPreflight) are skipped.
+	knownClient bool
 	// Requirement must have its AuthServer metadata.
 	Requirement *RequirementInfo
 	Choices
@@ -351,6 +356,7 @@ func (cl *Client) standardGrant(ctx context.Context, st store.Store, md *wire.Au
 	}
 	client := clientOf(*reg)
 	client.DPoP = req.dpop
+	req.knownClient = knownClient(reg, stored)
 	tok, err := cl.runGrant(ctx, req, md, client, scopes, resource)
 	if reg.Source == clientSourceDCR && req.CallbackPort == 0 && !req.Device && redirectURIRefused(err) {
 		// The server matches redirect URIs exactly and refused the
@@ -368,11 +374,12 @@ func (cl *Client) standardGrant(ctx context.Context, st store.Store, md *wire.Au
 		if err := store.MarkRejected(ctx, st, md.Issuer, reg.ClientID); err != nil {
 			return nil, nil, fmt.Errorf("cannot record the rejected client: %w", err)
 		}
-		if reg, _, err = cl.chooseClient(ctx, st, md, req); err != nil {
+		if reg, stored, err = cl.chooseClient(ctx, st, md, req); err != nil {
 			return nil, nil, err
 		}
 		client = clientOf(*reg)
 		client.DPoP = req.dpop
+		req.knownClient = knownClient(reg, stored)
 		tok, err = cl.runGrant(ctx, req, md, client, scopes, resource)
 	}
 	if err != nil {
@@ -385,6 +392,12 @@ func (cl *Client) standardGrant(ctx context.Context, st store.Store, md *wire.Au
 		return nil, nil, loginError(err, req.Target, req.Requirement.SchemeID)
 	}
 	return tok, reg, nil
+}
+
+// knownClient reports whether the server knows reg by construction: a
+// registration made in this login, or a client ID metadata document.
+func knownClient(reg *store.ClientRegistration, stored bool) bool {
+	return reg.Source == clientSourceCIMD || reg.Source == clientSourceDCR && !stored
 }
 
 // exactRedirectGrant registers a client with the exact redirect URIs of a
@@ -417,6 +430,7 @@ func (cl *Client) exactRedirectGrant(ctx context.Context, st store.Store, md *wi
 	req.CallbackPort = port
 	client := clientOf(*reg)
 	client.DPoP = req.dpop
+	req.knownClient = true // registered just now
 	tok, err := cl.runGrant(ctx, req, md, client, scopes, resource)
 	if err != nil {
 		return nil, nil, loginError(err, req.Target, req.Requirement.SchemeID)
@@ -571,7 +585,7 @@ func (cl *Client) runGrant(ctx context.Context, req LoginRequest, md *wire.AuthS
 		})
 	}
 	return flows.AuthorizationCode(ctx, cl.HTTPClient, flows.AuthCodeRequest{
-		Metadata: md, Client: client, Scopes: scopes, Resource: resource,
+		Metadata: md, Client: client, Scopes: scopes, Resource: resource, NoPreflight: req.knownClient,
 		CallbackHost: req.CallbackHost, CallbackPort: req.CallbackPort, Timeout: timeout,
 		ShowURL: func(u string) { cl.showAuthURL(u, open, req.NoBrowser, timeout) },
 	})

@@ -114,12 +114,16 @@ func AuthorizationCode(ctx context.Context, hc *http.Client, req AuthCodeRequest
 	authURL := cfg.AuthCodeURL(cb.state, append([]oauth2.AuthCodeOption{oauth2.S256ChallengeOption(verifier)}, resource...)...)
 	if !req.NoPreflight {
 		// What can be checked is checked before the user is sent: a
-		// refusal the browser would stop at ends the login now.
-		if err := checkClient(ctx, hc, md.TokenEndpoint, req.Client, redirectURI, req.Resource); err != nil {
+		// refusal the browser would stop at ends the login now. The
+		// probes are requests as PKCE requires them (RFC 7636 §4.3, MCP's
+		// authorization), the authorization request first with a
+		// verifier of their own, which the token request then presents.
+		probeVerifier := oauth2.GenerateVerifier()
+		probeURL := cfg.AuthCodeURL(rand.Text(), append([]oauth2.AuthCodeOption{oauth2.S256ChallengeOption(probeVerifier)}, resource...)...)
+		if err := probeAuthorization(ctx, hc, probeURL, redirectURI); err != nil {
 			return nil, err
 		}
-		probeURL := cfg.AuthCodeURL(rand.Text(), resource...)
-		if err := probeAuthorization(ctx, hc, probeURL, redirectURI); err != nil {
+		if err := checkClient(ctx, hc, md.TokenEndpoint, req.Client, redirectURI, req.Resource, probeVerifier); err != nil {
 			return nil, err
 		}
 	}

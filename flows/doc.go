@@ -20,26 +20,30 @@
 // once with the server's reason rather than at the timeout, the user
 // stranded on the server's error page (RFC 6749 §4.1.2.1 forbids it to
 // send the browser back when the client or the redirect URI is wrong):
-//   - the token endpoint is asked to redeem a made-up code with the real
-//     client, redirect URI and a PKCE verifier: invalid_client (or a bare
-//     401) means the server does not know the client or its secret,
-//     invalid_grant that it does (RFC 6749 §3.2.1: the client is
-//     authenticated first); a 404 or 405, or no answer, means no token
-//     endpoint there;
 //   - the authorization request itself is sent once without a browser,
-//     with a state of its own and no PKCE challenge, following no
-//     redirect. This is the only way to learn whether the redirect URI is
+//     with a state and a PKCE S256 challenge of its own (RFC 7636 §4.3:
+//     a probe is a request as MCP requires it), following no redirect.
+//     This is the only way to learn whether the redirect URI is
 //     registered: the token endpoint does not compare it with the
 //     registration, and RFC 7592 reads need a registration access token
 //     that a pre-registered client does not have. A redirect to the
-//     redirect URI accepts (a server requiring PKCE, as OAuth 2.1 and MCP
-//     do, answers invalid_request there and keeps nothing); a redirect
-//     elsewhere carrying error=, as ORY Hydra sends to its error page, or
-//     a 400, 404 or 410 page refuses (unless it is about the PKCE
-//     challenge the probe left out); anything else (a sign-in page, a
-//     gateway's 401 or 403, a 5xx) lets the login go on. A server that
-//     requires no PKCE answers with its sign-in page, as to a browser
-//     that went away.
+//     redirect URI accepts (a server that approves at once issues a code
+//     there that is never redeemed); a redirect elsewhere carrying error=,
+//     as ORY Hydra sends to its error page, or a 400, 404 or 410 page
+//     refuses; anything else (a sign-in page, a gateway's 401 or 403, a
+//     5xx) lets the login go on;
+//   - then the token endpoint is asked to redeem a made-up code with the
+//     real client, redirect URI and the probe's PKCE verifier:
+//     invalid_client (or a bare 401) means the server does not know the
+//     client or its secret, invalid_grant that it does (RFC 6749 §3.2.1:
+//     the client is authenticated first); a 404 or 405, or no answer,
+//     means no token endpoint there.
+//
+// Neither is sent for a client the server knows by construction: one
+// registered in this login (RFC 7591) or a client ID metadata document
+// (AuthCodeRequest.NoPreflight). So the MCP conformance suite, which
+// counts authorization attempts and checks every request's PKCE, sees
+// one authorization request per login there.
 //
 // github.com/cli/oauth runs GitHub's own device flow (github.go): GitHub's
 // device endpoints, its form-encoded answers and its errors in 200

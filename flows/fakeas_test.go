@@ -30,9 +30,8 @@ type fakeAS struct {
 	grantedScope string
 	// token answers the token endpoint; nil uses the default grants.
 	token func(w http.ResponseWriter, form url.Values)
-	// probe, when set, answers the authorization requests without a PKCE
-	// challenge (the ones the flow sends without a browser) instead of the
-	// default.
+	// probe, when set, answers the authorization requests the flow sends
+	// without a browser (PreflightUserAgent) instead of the default.
 	probe func(w http.ResponseWriter, r *http.Request)
 	// devicePolls are the answers to successive device token polls: an
 	// RFC 8628 error code, or "" for a token.
@@ -132,7 +131,7 @@ func (as *fakeAS) authorize(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	as.mu.Lock()
 	as.authorizations++
-	if probe := as.probe; probe != nil && !q.Has("code_challenge") {
+	if probe := as.probe; probe != nil && r.UserAgent() == PreflightUserAgent {
 		as.mu.Unlock()
 		probe(w, r)
 		return

@@ -12,8 +12,6 @@ import (
 	"regexp"
 	"strings"
 
-	"golang.org/x/oauth2"
-
 	"github.com/agentauth/agentauth/wire"
 )
 
@@ -41,10 +39,10 @@ const (
 // that URL (a guessed one, or a mistyped --token-endpoint), and a request
 // that gets no answer cannot complete a login either. Every other answer
 // lets the login go on: only what was seen ends it.
-func checkClient(ctx context.Context, hc *http.Client, tokenEndpoint string, client Client, redirectURI, resource string) error {
+func checkClient(ctx context.Context, hc *http.Client, tokenEndpoint string, client Client, redirectURI, resource, verifier string) error {
 	client.DPoP = nil // no token can come of it
 	form := url.Values{"grant_type": {wire.GrantAuthorizationCode}, "code": {PreflightCodePrefix + rand.Text()},
-		"redirect_uri": {redirectURI}, "code_verifier": {oauth2.GenerateVerifier()}}
+		"redirect_uri": {redirectURI}, "code_verifier": {verifier}}
 	if resource != "" {
 		form.Set("resource", resource)
 	}
@@ -70,23 +68,22 @@ func checkClient(ctx context.Context, hc *http.Client, tokenEndpoint string, cli
 }
 
 // probeAuthorization sends the authorization request the browser is about
-// to send (authURL) with a state of its own and no PKCE challenge, without
+// to send (authURL) with a state and a PKCE challenge of its own, without
 // cookies and without following redirects, and reads the answer as RFC
 // 6749 §4.1.2.1 has it: a server checks the client and its redirect URI
 // first, and shows its own error page when they fail; every later error
 // goes back to the redirect URI.
 //
 //   - a redirect to redirectURI: the client and its redirect URI are
-//     accepted. A server that requires PKCE (OAuth 2.1, every MCP server,
-//     serve) sends invalid_request there, having kept nothing and issued
-//     nothing; one that does not shows its sign-in page, as it would to a
-//     browser that went away.
+//     accepted (a server that approves at once issues a code there, which
+//     nobody redeems); one with users shows its sign-in page, as it would
+//     to a browser that went away.
 //   - a redirect elsewhere that carries error= (ORY Hydra sends its
 //     refusals to its error page this way): refused.
 //   - 400, 404 or 410: the server's own error page, which never sends the
 //     browser back: refused, with the page's words; unless they are about
-//     the PKCE challenge the probe left out (a server that shows a page
-//     for that, rather than sending it back, checked the client first).
+//     the PKCE challenge (a server that shows a page for that, rather than
+//     sending it back, checked the client first).
 //   - anything else (a sign-in page, a redirect to one, a 401 or 403 of a
 //     gateway that challenges browsers, a 5xx, no answer): the login goes
 //     on.

@@ -175,8 +175,8 @@ func TestAuthorizationCodePreflightGoesOn(t *testing.T) {
 					t.Errorf("the probe's %s = %q, the browser's %q", k, probeQ.Get(k), q.Get(k))
 				}
 			}
-			if probeQ.Get("state") == q.Get("state") || probeQ.Has("code_challenge") || probeQ.Has("code_challenge_method") {
-				t.Errorf("the probe reused the login's state, or sent a PKCE challenge: %v", probeQ)
+			if probeQ.Get("state") == q.Get("state") || probeQ.Get("code_challenge_method") != "S256" || probeQ.Get("code_challenge") == "" || probeQ.Get("code_challenge") == q.Get("code_challenge") {
+				t.Errorf("the probe reused the login's state or challenge, or sent no S256 challenge of its own: %v", probeQ)
 			}
 		})
 	}
