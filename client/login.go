@@ -183,11 +183,16 @@ func loginRequirements(info *TargetInfo, schemeID string) ([]*RequirementInfo, e
 type LoginRequest struct {
 	// Target is what the user named; stored as Credential.Target.
 	Target string
-	// knownClient: the client was registered in this login (RFC 7591) or
-	// is a client ID metadata document, so the server knows it and its
-	// redirect URIs by construction, and the checks before the browser
-	// (flows.AuthCodeRequest.NoPreflight) are skipped.
+	// knownClient: the client was registered in this login (RFC 7591), is
+	// a client ID metadata document, or got a token in this call just now
+	// (a step-up), so the server knows it and its redirect URIs, and the
+	// checks before the browser (flows.AuthCodeRequest.NoPreflight) are
+	// skipped. A stored registration gets the token endpoint's check only
+	// (flows.AuthCodeRequest.ClientCheckOnly): its redirect URIs are the
+	// ones agentauth registered, and only a server that forgot the client
+	// refuses it.
 	knownClient bool
+	storedDCR   bool
 	// Requirement must have its AuthServer metadata.
 	Requirement *RequirementInfo
 	Choices
@@ -356,7 +361,8 @@ func (cl *Client) standardGrant(ctx context.Context, st store.Store, md *wire.Au
 	}
 	client := clientOf(*reg)
 	client.DPoP = req.dpop
-	req.knownClient = knownClient(reg, stored)
+	req.knownClient = req.knownClient || knownClient(reg, stored)
+	req.storedDCR = stored && reg.Source == clientSourceDCR
 	tok, err := cl.runGrant(ctx, req, md, client, scopes, resource)
 	if reg.Source == clientSourceDCR && req.CallbackPort == 0 && !req.Device && redirectURIRefused(err) {
 		// The server matches redirect URIs exactly and refused the
@@ -380,6 +386,7 @@ func (cl *Client) standardGrant(ctx context.Context, st store.Store, md *wire.Au
 		client = clientOf(*reg)
 		client.DPoP = req.dpop
 		req.knownClient = knownClient(reg, stored)
+		req.storedDCR = stored && reg.Source == clientSourceDCR
 		tok, err = cl.runGrant(ctx, req, md, client, scopes, resource)
 	}
 	if err != nil {
@@ -585,7 +592,7 @@ func (cl *Client) runGrant(ctx context.Context, req LoginRequest, md *wire.AuthS
 		})
 	}
 	return flows.AuthorizationCode(ctx, cl.HTTPClient, flows.AuthCodeRequest{
-		Metadata: md, Client: client, Scopes: scopes, Resource: resource, NoPreflight: req.knownClient,
+		Metadata: md, Client: client, Scopes: scopes, Resource: resource, NoPreflight: req.knownClient, ClientCheckOnly: req.storedDCR,
 		CallbackHost: req.CallbackHost, CallbackPort: req.CallbackPort, Timeout: timeout,
 		ShowURL: func(u string) { cl.showAuthURL(u, open, req.NoBrowser, timeout) },
 	})

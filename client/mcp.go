@@ -236,7 +236,9 @@ func (c *mcpCall) authorize(ctx context.Context, refusal *wire.HTTPAuthError, sc
 	} else {
 		cl.UI.Say(fmt.Sprintf("%s needs authorization (%s); logging in to %s.", c.method, RefusalStatus(refusal), r.Resource))
 	}
-	cred, err := cl.Login(ctx, LoginRequest{Target: c.req.Target, Requirement: r, Choices: c.req.Choices})
+	// A step-up logs in with the client that just got a token: the
+	// server knows it, and no check runs before the browser.
+	cred, err := cl.Login(ctx, LoginRequest{Target: c.req.Target, Requirement: r, Choices: c.req.Choices, knownClient: scopes != nil})
 	if err != nil {
 		return nil, err
 	}

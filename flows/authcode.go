@@ -50,6 +50,9 @@ type AuthCodeRequest struct {
 	// NoPreflight skips the checks made before the browser is sent
 	// (checkClient, probeAuthorization).
 	NoPreflight bool
+	// ClientCheckOnly sends only the token endpoint's check of the
+	// client, for a registration whose redirect URIs the caller made.
+	ClientCheckOnly bool
 }
 
 // AuthorizationCode runs the authorization code grant: it listens on the
@@ -118,13 +121,22 @@ func AuthorizationCode(ctx context.Context, hc *http.Client, req AuthCodeRequest
 		// probes are requests as PKCE requires them (RFC 7636 §4.3, MCP's
 		// authorization), the authorization request first with a
 		// verifier of their own, which the token request then presents.
+		// A guessed token endpoint is checked first: its 404 names the
+		// endpoint flags.
 		probeVerifier := oauth2.GenerateVerifier()
 		probeURL := cfg.AuthCodeURL(rand.Text(), append([]oauth2.AuthCodeOption{oauth2.S256ChallengeOption(probeVerifier)}, resource...)...)
-		if err := probeAuthorization(ctx, hc, probeURL, redirectURI); err != nil {
-			return nil, err
+		if !req.ClientCheckOnly && !md.Guessed {
+			if err := probeAuthorization(ctx, hc, probeURL, redirectURI); err != nil {
+				return nil, err
+			}
 		}
 		if err := checkClient(ctx, hc, md.TokenEndpoint, req.Client, redirectURI, req.Resource, probeVerifier); err != nil {
 			return nil, err
+		}
+		if !req.ClientCheckOnly && md.Guessed {
+			if err := probeAuthorization(ctx, hc, probeURL, redirectURI); err != nil {
+				return nil, err
+			}
 		}
 	}
 

@@ -311,7 +311,10 @@ func (d *devclient) authcode(args []string) error {
 		scopes = strings.Fields(*scope)
 	}
 	req := flows.AuthCodeRequest{Metadata: d.md, Client: client, Scopes: scopes, Resource: cmp.Or(*resource, d.discovery.Resource),
-		OpenURL: func(u string) error { return d.browse(u, decision(*dc)) }, Timeout: 30 * time.Second}
+		OpenURL: func(u string) error { return d.browse(u, decision(*dc)) }, Timeout: 30 * time.Second,
+		// serve's own client, or one registered for the script: known to
+		// the server, and the scripts count every authorization.
+		NoPreflight: true}
 	tok, err := flows.AuthorizationCode(ctx, d.hc, req)
 	if err != nil {
 		return err
