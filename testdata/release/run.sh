@@ -89,7 +89,7 @@ archive_contents() {
 	want=$(printf '%s\n' agentauth README.md SECURITY.md CHANGELOG.md LICENSE \
 		deploy/systemd/agentauth.service deploy/haproxy.cfg man/agentauth.1 \
 		completions/agentauth.bash completions/_agentauth completions/agentauth.fish completions/agentauth.ps1 \
-		$(ls docs/reference/*.md) | sort)
+		$(ls docs/*.md docs/reference/*.md) | sort)
 	diff <(echo "$want") <(echo "$got")
 }
 check "archive packs the named files only (no deploy/container leftovers)" archive_contents
