@@ -99,27 +99,9 @@ func openStore(flagValue string, remember bool) (store.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := store.Open(kind, dir)
-	if err != nil || kind != store.KindKeyring {
-		return st, err
-	}
-	fs, err := store.Open(store.KindFile, dir)
-	if err != nil {
-		return nil, err
-	}
-	// The copies the keyring refused (fallbackStore) are found by every
-	// command.
-	return store.WithFallback(st, fs), nil
-}
-
-// fallbackStore is the file store in the config directory: where a
-// credential goes when the keyring refuses it after a successful flow.
-func fallbackStore() (store.Store, error) {
-	dir, err := store.ConfigDir()
-	if err != nil {
-		return nil, err
-	}
-	return store.Open(store.KindFile, dir)
+	// The copies the keyring refused (store.OpenFallback) are found by
+	// every command.
+	return store.OpenWithFallback(kind, dir)
 }
 
 // Client returns the client core over these dependencies, made once (it
@@ -129,7 +111,7 @@ func (f *Factory) Client() *client.Client {
 		f.ui = &termUI{io: f.IO, now: f.Now}
 		f.client = &client.Client{
 			HTTPClient: client.WithDPoP(f.HTTPClient), Now: f.Now, Logger: f.Logger(),
-			Store: f.Store, Fallback: fallbackStore, ProbeKeyring: f.ProbeKeyring,
+			Store: f.Store, Fallback: store.OpenFallback, ProbeKeyring: f.ProbeKeyring,
 			Browser: f.Browser(), UI: f.ui, Stderr: agentOutput(f.IO.ErrOut), Version: Version,
 		}
 	}

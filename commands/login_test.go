@@ -330,7 +330,7 @@ func TestLogin(t *testing.T) {
 			},
 			wantErr: []string{`^WARNING: cannot store the credential in the OS keyring: keyring locked$`, `^WARNING: every command finds it there; to keep using the file store, run agentauth with --store file`, `✓ Logged in`},
 			check: func(t *testing.T, as *oauthfake.Server, tf *testFactory) {
-				st, _ := fallbackStore()
+				st, _ := store.OpenFallback()
 				if c, err := st.Get(context.Background(), store.Key{Resource: as.Resource(), Issuer: as.URL}); err != nil || c.RefreshToken == "" {
 					t.Errorf("credential not in the file store: %v", err)
 				}

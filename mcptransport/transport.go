@@ -81,7 +81,7 @@ func New(opts Options) (*Transport, error) {
 		if st, err = userStore(); err != nil {
 			return nil, fmt.Errorf("cannot open agentauth's credential store: %w", err)
 		}
-		fallback = fileStore
+		fallback = store.OpenFallback
 	}
 	base := opts.Base
 	if base == nil {
@@ -123,24 +123,7 @@ func userStore() (store.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := store.Open(kind, dir)
-	if err != nil || kind != store.KindKeyring {
-		return st, err
-	}
-	fs, err := store.Open(store.KindFile, dir)
-	if err != nil {
-		return nil, err
-	}
-	return store.WithFallback(st, fs), nil
-}
-
-// fileStore is where a credential goes when the keyring refuses it.
-func fileStore() (store.Store, error) {
-	dir, err := store.ConfigDir()
-	if err != nil {
-		return nil, err
-	}
-	return store.Open(store.KindFile, dir)
+	return store.OpenWithFallback(kind, dir)
 }
 
 // RoundTrip implements http.RoundTripper (see the package documentation).

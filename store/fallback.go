@@ -81,3 +81,28 @@ func (s *fallbackStore) Delete(ctx context.Context, k Key) error {
 	}
 	return err
 }
+
+// OpenWithFallback opens the store of kind in the config directory dir;
+// a keyring store comes with the file store beside it (WithFallback), so
+// that the copies the keyring refused are found too.
+func OpenWithFallback(kind, dir string) (Store, error) {
+	st, err := Open(kind, dir)
+	if err != nil || kind != KindKeyring {
+		return st, err
+	}
+	fs, err := Open(KindFile, dir)
+	if err != nil {
+		return nil, err
+	}
+	return WithFallback(st, fs), nil
+}
+
+// OpenFallback is the file store in the config directory: where a
+// credential goes when the keyring refuses it after a successful flow.
+func OpenFallback() (Store, error) {
+	dir, err := ConfigDir()
+	if err != nil {
+		return nil, err
+	}
+	return Open(KindFile, dir)
+}
