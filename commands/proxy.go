@@ -33,7 +33,10 @@ type ProxyOptions struct {
 	AddrFile string
 	// URLFile is --url-file: where --listen writes its endpoint's URL,
 	// secret included (mode 0600).
-	URLFile        string
+	URLFile string
+	// SecretFile is --secret-file: where --listen keeps its endpoint's
+	// secret across starts.
+	SecretFile     string
 	AllowResources []string
 	Login          LoginChoices
 }
@@ -81,7 +84,9 @@ request with a JSON-RPC error; the proxy goes on.
 --listen 127.0.0.1:PORT serves the same bridge as an MCP Streamable HTTP
 endpoint for local clients that speak HTTP but not OAuth, at
 http://127.0.0.1:PORT/SECRET/mcp: SECRET is made anew at each start (256
-random bits), and a request without it is refused (403) and never
+random bits) unless --secret-file FILE keeps it (read from FILE, or made
+and written there with mode 0600; a FILE other users may read is refused),
+so that a fixed port and FILE keep the URL the same across starts; and a request without it is refused (403) and never
 forwarded, so other local users (who can reach any loopback port) cannot
 use the credential. The URL is printed on stderr, or, with --url-file FILE,
 written to FILE (mode 0600) instead. Loopback addresses only; Host and
@@ -102,6 +107,7 @@ needed it gets a JSON-RPC error naming the login to run.`,
 			&cli.StringFlag{Name: "listen", Usage: "instead of stdio, serve MCP Streamable HTTP at http://`ADDR`/SECRET/mcp (loopback only, e.g. 127.0.0.1:0) for local clients without OAuth", Destination: &opts.Listen},
 			&cli.StringFlag{Name: "addr-file", Usage: "with --listen, once listening, write the address (HOST:PORT and a newline) to `FILE`", Destination: &opts.AddrFile},
 			&cli.StringFlag{Name: "url-file", Usage: "with --listen, write the endpoint's URL, with its secret, to `FILE` (mode 0600) instead of stderr", Destination: &opts.URLFile},
+			&cli.StringFlag{Name: "secret-file", Usage: "with --listen, keep the endpoint's secret in `FILE` (mode 0600; made when missing), so a fixed port keeps the URL across starts", Destination: &opts.SecretFile},
 		}, proxyLoginFlags(&opts.Login)...),
 		Action: func(c *cli.Context) error {
 			target, err := targetArg(c)
@@ -172,7 +178,8 @@ func parseHeaders(values []string) (http.Header, error) {
 	return h, nil
 }
 
-// checkListen: --listen takes a loopback HOST:PORT; --addr-file needs it.
+// checkListen: --listen takes a loopback HOST:PORT; --addr-file,
+// --url-file and --secret-file need it.
 func (opts *ProxyOptions) checkListen() error {
 	if opts.Listen == "" {
 		if opts.AddrFile != "" {
@@ -180,6 +187,9 @@ func (opts *ProxyOptions) checkListen() error {
 		}
 		if opts.URLFile != "" {
 			return usageErrorf("--url-file needs --listen")
+		}
+		if opts.SecretFile != "" {
+			return usageErrorf("--secret-file needs --listen")
 		}
 		return nil
 	}
@@ -210,7 +220,7 @@ func runProxy(ctx context.Context, opts *ProxyOptions) error {
 // 0600, else to stderr; the guard has no logger, since the paths it would
 // log may carry the secret.
 func runProxyListen(ctx context.Context, opts *ProxyOptions, req proxy.Request) error {
-	ps, err := proxy.NewServer(ctx, opts.Client, req)
+	ps, err := proxy.NewServer(ctx, opts.Client, req, opts.SecretFile)
 	if err != nil {
 		return err
 	}

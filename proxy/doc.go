@@ -24,8 +24,9 @@
 // Server fails closed on its callers. A loopback port is open to every
 // local process of every user, and Server calls the target with its
 // owner's credential, so its endpoint is http://ADDR/SECRET/mcp (Path,
-// URL): SECRET is 256 bits from crypto/rand made by NewServer, compared in
-// constant time, and a request without it is answered 403 before its
+// URL): SECRET is 256 bits from crypto/rand made by NewServer (or kept
+// in a 0600 file, --secret-file, so the URL stays the same across starts),
+// compared in constant time, and a request without it is answered 403 before its
 // body is read, with nothing forwarded. The caller (commands) shows the
 // URL only to the owner (stderr, or a 0600 --url-file) and keeps serve's
 // Host/Origin guard around Server against DNS rebinding and web pages.

@@ -56,14 +56,15 @@ type Server struct {
 	wg        sync.WaitGroup
 }
 
-// NewServer prepares the endpoint serving req for cl's user, with a new
-// secret (Path, URL); its sessions end when ctx does (Wait waits for
-// them).
-func NewServer(ctx context.Context, cl *client.Client, req Request) (*Server, error) {
+// NewServer prepares the endpoint serving req for cl's user, with its
+// secret (Path, URL): a new one, or the one kept in secretFile when it is
+// not empty (loadOrMakeSecret); its sessions end when ctx does (Wait
+// waits for them).
+func NewServer(ctx context.Context, cl *client.Client, req Request, secretFile string) (*Server, error) {
 	if !client.IsHTTPTarget(req.Target) {
 		return nil, client.Usagef("proxy needs an http or https MCP server URL, not %q", wire.RedactTarget(req.Target))
 	}
-	secret, err := newSecret()
+	secret, err := loadOrMakeSecret(secretFile)
 	if err != nil {
 		return nil, err
 	}

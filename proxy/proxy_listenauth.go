@@ -4,9 +4,15 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
+	"os"
+	"runtime"
 	"strings"
+
+	"github.com/agentauth/agentauth/internal/atomicfile"
 )
 
 // proxy --listen authenticates its local caller. Its loopback port is
@@ -41,6 +47,49 @@ func newSecret() (string, error) {
 		return "", fmt.Errorf("cannot make the endpoint's secret: %w", err)
 	}
 	return base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// loadOrMakeSecret is the endpoint's secret: a fresh one when path is
+// empty; else the one kept in the file at path (--secret-file), made and
+// written there (mode 0600) when the file does not exist yet, so that a
+// fixed --listen address and this file keep the endpoint's URL the same
+// across starts. A file others may read (any group or other permission
+// bit, on systems with Unix permissions) or one that does not hold a
+// secret of this form is refused, naming the fix: the secret lends the
+// owner's login to whoever reads it.
+func loadOrMakeSecret(path string) (string, error) {
+	if path == "" {
+		return newSecret()
+	}
+	info, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		secret, err := newSecret()
+		if err != nil {
+			return "", err
+		}
+		if err := atomicfile.Write(path, []byte(secret+"\n")); err != nil { // mode 0600 (os.CreateTemp)
+			return "", err
+		}
+		return secret, nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("cannot read the secret file: %w", err)
+	}
+	if !info.Mode().IsRegular() {
+		return "", fmt.Errorf("the secret file %s is not a regular file", path)
+	}
+	if perm := info.Mode().Perm(); runtime.GOOS != "windows" && perm&0o077 != 0 {
+		return "", fmt.Errorf("the secret file %s may be read by other users (mode %04o), and its secret lends your login: run chmod 600 %s, or delete it to make a new secret", path, perm, path)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("cannot read the secret file: %w", err)
+	}
+	secret := strings.TrimSpace(string(b))
+	if raw, err := base64.RawURLEncoding.DecodeString(secret); err != nil || len(raw) != secretBytes {
+		return "", fmt.Errorf("the secret file %s does not hold an endpoint secret (%d base64url characters): delete it and a new secret is made", path, base64.RawURLEncoding.EncodedLen(secretBytes))
+	}
+	return secret, nil
 }
 
 // Path is the endpoint's path with its secret, /SECRET/mcp: a secret

@@ -8,6 +8,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -73,7 +76,7 @@ func listenOwned(t *testing.T) (*Server, string, *bearerMCP) {
 		AccessToken: ownerToken, TokenType: "Bearer", Expiry: time.Now().Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
-	ps, err := NewServer(ctx, cl, Request{Target: target})
+	ps, err := NewServer(ctx, cl, Request{Target: target}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,5 +155,53 @@ func TestListenRefusesCallerWithoutSecret(t *testing.T) {
 	}
 	if seen := f.got(); len(seen) == 0 || seen[0] != "POST Bearer "+ownerToken {
 		t.Errorf("the target saw %q, want the owner's token", seen)
+	}
+}
+
+// TestSecretFile: --secret-file keeps the endpoint's secret across starts
+// (the second start reads what the first made, mode 0600), and refuses a
+// file other users may read or one without a secret, naming the fix.
+func TestSecretFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "secret")
+	first, err := loadOrMakeSecret(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if runtime.GOOS != "windows" && info.Mode().Perm() != 0o600 {
+		t.Errorf("secret file mode %04o, want 0600", info.Mode().Perm())
+	}
+	again, err := loadOrMakeSecret(path)
+	if err != nil || again != first {
+		t.Fatalf("second start: %q, %v; want the first start's secret", again, err)
+	}
+	if fresh, _ := loadOrMakeSecret(""); fresh == first || len(fresh) != 43 {
+		t.Errorf("without a file: %q, want a fresh 43-character secret", fresh)
+	}
+
+	if runtime.GOOS != "windows" {
+		if err := os.Chmod(path, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err = loadOrMakeSecret(path)
+		if err == nil || !strings.Contains(err.Error(), "run chmod 600 "+path) || strings.Contains(err.Error(), first) {
+			t.Errorf("a file others may read: %v; want a refusal naming chmod 600, without the secret", err)
+		}
+		if err := os.Chmod(path, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if again, err := loadOrMakeSecret(path); err != nil || again != first {
+			t.Errorf("after chmod 600: %q, %v; want the kept secret", again, err)
+		}
+	}
+
+	if err := os.WriteFile(path, []byte("not a secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadOrMakeSecret(path); err == nil || !strings.Contains(err.Error(), "delete it and a new secret is made") {
+		t.Errorf("a file without a secret: %v; want a refusal naming the fix", err)
 	}
 }
