@@ -79,6 +79,10 @@ type Choices struct {
 	// enterprise IdP for an ID-JAG first (enterprise-managed
 	// authorization).
 	IdP IdP
+	// NoLogin never starts a login or a step-up (SharedAuth, for a
+	// program without a person): a refusal the stored credential, once
+	// refreshed, cannot answer is returned as it is.
+	NoLogin bool
 }
 
 // TargetLogin is a login to every requirement of a target (or SchemeID's).

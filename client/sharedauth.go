@@ -34,8 +34,8 @@ type SharedAuth struct {
 // token is served all the same, and a 401 then reports the store's
 // error).
 func (cl *Client) NewSharedAuth(ctx context.Context, target string, choices Choices) *SharedAuth {
-	a := &SharedAuth{cl: cl, target: target, call: MCPCall{Target: target, Login: true, Choices: choices}}
-	c := &mcpCall{cl: cl, req: a.call, retry: &authRetry{Login: true}}
+	a := &SharedAuth{cl: cl, target: target, call: MCPCall{Target: target, Login: !choices.NoLogin, Choices: choices}}
+	c := &mcpCall{cl: cl, req: a.call, retry: &authRetry{Login: a.call.Login}}
 	if a.storeErr = c.useStored(ctx); a.storeErr != nil {
 		// One line: the client shows its server's stderr as a log.
 		cl.UI.Warn("no stored credential can be used: " + a.storeErr.Error())
@@ -88,7 +88,7 @@ const maxSharedRetries = 2*maxAuthorizations + 2
 // Do runs send until the server stops refusing it with a 401 or 403, or
 // the state machine gives up (a *RefusedError, or the login's error).
 func (a *SharedAuth) Do(ctx context.Context, method string, send func(context.Context) error) error {
-	r := &authRetry{Login: true, Refresh: a.refresh}
+	r := &authRetry{Login: a.call.Login, Refresh: a.refresh}
 	c := &mcpCall{cl: a.cl, req: a.call, retry: r, method: method}
 	r.Authorize = a.loginOnce(c.authorize)
 	for try := 0; ; try++ {
@@ -105,6 +105,15 @@ func (a *SharedAuth) Do(ctx context.Context, method string, send func(context.Co
 		if a.held != sent {
 			a.mu.Unlock()
 			continue // another message got a new credential: try it
+		}
+		if !a.call.Login {
+			// No login of its own: one another process stored since
+			// (agentauth login TARGET) is what can answer the refusal.
+			if c := a.loggedInElsewhere(ctx, a.held, nil); c != nil {
+				a.held = c
+				a.mu.Unlock()
+				continue
+			}
 		}
 		r.Held = a.held
 		err = r.recover(ctx, refusal)

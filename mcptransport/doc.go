@@ -49,7 +49,8 @@
 //
 // A login needs a person: its authorization URL goes to Options.Browser,
 // else to Options.Output for someone to open, and the request waits for
-// it (Options.Timeout). A refused login, or one that times out, fails the
+// it (Options.Timeout). Options.NoLogin never starts one, for a program
+// without a person: the server's 401 or 403 is returned instead. A refused login, or one that times out, fails the
 // request with that error; a request the server still refuses after the
 // state machine gave up returns the server's 401 or 403.
 //

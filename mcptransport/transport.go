@@ -59,6 +59,12 @@ type Options struct {
 	// Timeout bounds the wait for the person at a login (default 5
 	// minutes).
 	Timeout time.Duration
+	// NoLogin never starts a login or a step-up, for a program without a
+	// person (a service, a CI job): the stored credential is used and
+	// refreshed, and a request it cannot authorize returns the server's
+	// 401 or 403 at once, for the program to report (agentauth login
+	// TARGET fixes it).
+	NoLogin bool
 }
 
 // Transport is the http.RoundTripper; build it with New.
@@ -108,6 +114,7 @@ func New(opts Options) (*Transport, error) {
 	return &Transport{cl: cl, send: hc.Transport, targets: map[string]*client.SharedAuth{}, ch: client.Choices{
 		Scopes: opts.Scopes, Device: opts.Device, DPoP: opts.DPoP, ClientID: opts.ClientID,
 		ClientMetadataURL: opts.ClientMetadataURL, NoBrowser: opts.Browser == nil, Timeout: opts.Timeout,
+		NoLogin: opts.NoLogin,
 	}}, nil
 }
 

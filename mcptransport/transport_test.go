@@ -194,3 +194,41 @@ func TestBounds(t *testing.T) {
 	}
 	resp.Body.Close()
 }
+
+// With NoLogin, a server the store holds no credential for answers 401
+// and the transport returns that answer at once: no login starts (no
+// authorization URL shown, nothing stored). Once agentauth logged in
+// (here a transport that may), the same NoLogin transport uses the
+// stored credential.
+func TestNoLogin(t *testing.T) {
+	srv := agentauthtest.NewServer(t)
+	st := store.NewMemory()
+	out := &syncBuffer{}
+	tr, err := mcptransport.New(mcptransport.Options{Store: st, Browser: srv.Browser(""), Output: out, NoLogin: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatalf("NoLogin: %v; want the server's 401", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer") {
+		t.Fatalf("NoLogin: %d %q; want the server's 401 and its challenge", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
+	}
+	if creds, _ := st.List(context.Background()); len(creds) != 0 || out.String() != "" {
+		t.Fatalf("NoLogin logged in: %d credentials stored, output %q", len(creds), out)
+	}
+
+	may, _ := newTransport(t, srv, st)
+	if _, err := whoami(t, srv.URL, may); err != nil {
+		t.Fatal(err)
+	}
+	text, err := whoami(t, srv.URL, tr)
+	if err != nil || !strings.Contains(text, `"subject":"alice"`) || out.String() != "" {
+		t.Fatalf("NoLogin with a stored credential: %q, %v, output %q", text, err, out)
+	}
+}
