@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"fmt"
 	"net/http"
 	"strconv"
 	"sync"
@@ -22,16 +23,39 @@ import (
 
 // Limits bound what callers hold in serve at once; a zero field takes
 // its default.
+// serve's config sets them under gatewayLimits.
 type Limits struct {
 	// CallerCalls bounds one caller's calls in flight (default
 	// DefaultCallerCalls); CallerBytes the bytes of their bodies
 	// (DefaultCallerBytes).
-	CallerCalls int64
-	CallerBytes int64
+	CallerCalls int64 `json:"callerCalls"`
+	CallerBytes int64 `json:"callerBytes"`
 	// Calls and Bytes bound every caller's together (DefaultCalls,
 	// DefaultBytes).
-	Calls int64
-	Bytes int64
+	Calls int64 `json:"calls"`
+	Bytes int64 `json:"bytes"`
+}
+
+// Check reports limits that cannot be kept: a negative one, or a
+// caller's bound above the bound of all callers (defaults applied).
+// path names them in the message (gatewayLimits).
+func (l Limits) Check(path string) error {
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{{"callerCalls", l.CallerCalls}, {"callerBytes", l.CallerBytes}, {"calls", l.Calls}, {"bytes", l.Bytes}} {
+		if f.v < 0 {
+			return fmt.Errorf("%s.%s: %d is negative (0 or absent takes the default)", path, f.name, f.v)
+		}
+	}
+	d := newLimiter(l).lim
+	if d.CallerCalls > d.Calls {
+		return fmt.Errorf("%s.callerCalls: %d is above calls (%d), the bound of all callers together", path, d.CallerCalls, d.Calls)
+	}
+	if d.CallerBytes > d.Bytes {
+		return fmt.Errorf("%s.callerBytes: %d is above bytes (%d), the bound of all callers together", path, d.CallerBytes, d.Bytes)
+	}
+	return nil
 }
 
 // The default limits: with them, serve holds at most 128 MiB of bodies in

@@ -86,6 +86,9 @@ type Config struct {
 	ToolScopes    map[string][]string `json:"toolScopes"`
 	ToolUpstreams map[string][]string `json:"toolUpstreams"`
 	Redact        gateway.Redact      `json:"redact"`
+	// GatewayLimits bound what callers hold in the gateway at once
+	// (gateway.Limits; absent: its defaults).
+	GatewayLimits gateway.Limits `json:"gatewayLimits"`
 }
 
 // GatewayPolicy is the config's policy on the backends' tools.
@@ -257,6 +260,9 @@ func (c *Config) check() error {
 
 // checkGateway checks the backends and the policy on their tools.
 func (c *Config) checkGateway(upstreams map[string]bool) error {
+	if err := c.GatewayLimits.Check("gatewayLimits"); err != nil {
+		return err
+	}
 	names := map[string]bool{}
 	for i, b := range c.Backends {
 		if err := b.Check(fmt.Sprintf("backends[%d]", i)); err != nil {

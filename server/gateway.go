@@ -79,7 +79,7 @@ func newGateway(cfg *host.Config, brk *broker.Broker, iss *issuer.Issuer, logger
 			backends[i].TokenExchange = &xc
 		}
 	}
-	opts := gateway.Options{Backends: backends, Policy: cfg.GatewayPolicy(), Log: logger, CallLog: callLog, Telemetry: tel,
+	opts := gateway.Options{Backends: backends, Policy: cfg.GatewayPolicy(), Limits: cfg.GatewayLimits, Log: logger, CallLog: callLog, Telemetry: tel,
 		CheckRequest: mcpserver.CheckRequest}
 	if brk != nil {
 		opts.Broker = brk

@@ -61,7 +61,7 @@ func ServeUntilInterrupt(prog string, ln net.Listener, addrFile string, h http.H
 func PrintAnswer(w io.Writer, resp *http.Response, tok string) error {
 	got, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	fmt.Fprintf(w, "status: %d\n", resp.StatusCode)
-	for _, h := range []string{"WWW-Authenticate", "Allow", "Content-Type"} {
+	for _, h := range []string{"WWW-Authenticate", "Allow", "Content-Type", "Retry-After"} {
 		for _, v := range resp.Header.Values(h) {
 			fmt.Fprintf(w, "%s: %s\n", h, v)
 		}
