@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/http"
-	"net/netip"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -18,102 +15,15 @@ import (
 	"github.com/agentauth/agentauth/state"
 )
 
-// ServeOptions are serve's inputs.
+// ServeOptions are serve's inputs: the server's options (server.Options,
+// which serve's flags write into, each documented there) and what only
+// the command has.
 type ServeOptions struct {
-	IO         *IOStreams
-	Logger     *slog.Logger
-	LogLevel   slog.Level
-	HTTPClient *http.Client
-	Now        func() time.Time
+	server.Options
+	IO *IOStreams
 	// Credentials opens agentauth's own credential store, for ACP
 	// agent-type methods (host.Options.StoredToken); nil: not used.
 	Credentials func() (*client.Credentials, error)
-
-	Listen          string
-	AddrFile        string
-	ConfigPath      string
-	AuthScope       string
-	ConnectionToken string
-	Stdio           bool
-	// LogFile, when set, receives the logs instead of stderr.
-	LogFile string
-	// Resource is --resource: the resource identifier when the config
-	// sets none (default http://HOST:PORT/mcp).
-	Resource string
-	// Issuer is --issuer: the external authorization server of the
-	// built-in configuration; the embedded issuer then does not run.
-	Issuer string
-	// PublicOrigins are --public-origin: origins the listener is also
-	// reached at (through a reverse proxy), accepted as Host and Origin.
-	PublicOrigins []string
-	// AllowedOrigins are --allowed-origin: other sites whose pages may
-	// call /mcp and open WebSocket connections.
-	AllowedOrigins []string
-
-	// ConformanceFixtures is --conformance-fixtures: the MCP conformance
-	// suite's fixtures on serve's own /mcp.
-	ConformanceFixtures bool
-
-	// The embedded issuer's settings.
-	AutoApprove bool
-	// DevLogin is --dev-login when given: the development "Sign in as"
-	// box (default: on when the config has no login).
-	DevLogin       *bool
-	DevUser        string
-	TokenTTL       time.Duration
-	RefreshTTL     time.Duration
-	CodeTTL        time.Duration
-	DeviceInterval time.Duration
-	// AllowRedirectOrigins is --allow-redirect-origin: https origins the
-	// embedded issuer accepts redirect URIs on besides loopback.
-	AllowRedirectOrigins []string
-	// AssertionIssuers are --trust-assertion-issuer ISS=KEYFILE: the
-	// issuers whose JWT bearer assertions (RFC 7523) the embedded issuer
-	// accepts, with their keys.
-	AssertionIssuers []issuer.AssertionIssuer
-	// CIMD is --cimd, --cimd-host and --cimd-document: which client ID
-	// metadata documents the embedded issuer uses.
-	CIMD issuer.CIMDOptions
-	// IssuerFlags lists the embedded issuer's flags given on the command
-	// line: an error when the embedded issuer does not run.
-	IssuerFlags []string
-
-	// Where serve keeps its state (the embedded issuer's, the agent
-	// sessions; see server.Options). DataDir is --data-dir: the directory of
-	// its SQLite file; empty (--ephemeral, or --data-dir '') keeps the
-	// state in memory. Database is --database: a PostgreSQL URL, for
-	// replicas sharing one state.
-	DataDir  string
-	Database string
-	// RevocationReconcile is --revocation-reconcile and
-	// RevocationStaleness --revocation-staleness (see server.Options).
-	RevocationReconcile time.Duration
-	RevocationStaleness time.Duration
-	// StateKeyFile is --state-key-file: a secret that encrypts the
-	// signing keys at rest. StateKeyKeyring is --state-key-keyring: the
-	// same secret kept in the OS keyring instead, created on first use.
-	StateKeyFile    string
-	StateKeyKeyring bool
-	// KeyRotation is --key-rotation: how long one signing key signs.
-	// RotateKey is --rotate-key: retire the current key at start.
-	KeyRotation time.Duration
-	RotateKey   bool
-	Backend     string // --backend: an MCP server to put serve in front of
-
-	// The operations surface. LogFormat is --log-format: text or json.
-	// MetricsListen is --metrics-listen: where /metrics is served (empty:
-	// nowhere). TLSCert and TLSKey are --tls-cert and --tls-key: serve
-	// HTTPS, reloaded on SIGHUP. TrustedProxies are --trusted-proxy: the
-	// peers whose forwarded headers are believed; TrustedProxyHeader is
-	// --trusted-proxy-header, the one header their client address is read
-	// from (ops.Forwarded).
-	LogFormat          string
-	MetricsListen      string
-	TLSCert            string
-	TLSKey             string
-	TrustedProxies     []netip.Prefix
-	TrustedProxyHeader string
-
 	// Check is --check: validate and exit (server.Check).
 	Check bool
 }

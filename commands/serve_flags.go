@@ -275,25 +275,13 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 	return serveError(srv.Run(ctx))
 }
 
-// serverOptions copies serve's flags and streams into server.Options.
+// serverOptions is serve's server.Options with what the command adds:
+// its streams, its version and agentauth's stored credentials.
 func serverOptions(opts *ServeOptions) server.Options {
-	return server.Options{
-		Logger: opts.Logger, LogOutput: opts.IO.ErrOut, LogFile: opts.LogFile, LogFormat: opts.LogFormat, LogLevel: opts.LogLevel,
-		Stdin: opts.IO.In, Stdout: opts.IO.Out,
-		HTTPClient: opts.HTTPClient, Now: opts.Now, Version: serverVersion(), StoredToken: opts.storedToken(),
-		Listen: opts.Listen, AddrFile: opts.AddrFile, ConfigPath: opts.ConfigPath, AuthScope: opts.AuthScope,
-		ConnectionToken: opts.ConnectionToken, Stdio: opts.Stdio, Resource: opts.Resource, Issuer: opts.Issuer,
-		PublicOrigins: opts.PublicOrigins, AllowedOrigins: opts.AllowedOrigins, Backend: opts.Backend,
-		ConformanceFixtures: opts.ConformanceFixtures,
-		AutoApprove:         opts.AutoApprove, DevLogin: opts.DevLogin, DevUser: opts.DevUser,
-		TokenTTL: opts.TokenTTL, RefreshTTL: opts.RefreshTTL, CodeTTL: opts.CodeTTL, DeviceInterval: opts.DeviceInterval,
-		AllowRedirectOrigins: opts.AllowRedirectOrigins, AssertionIssuers: opts.AssertionIssuers, CIMD: opts.CIMD, IssuerFlags: opts.IssuerFlags,
-		DataDir: opts.DataDir, Database: opts.Database,
-		RevocationReconcile: opts.RevocationReconcile, RevocationStaleness: opts.RevocationStaleness,
-		StateKeyFile: opts.StateKeyFile, StateKeyKeyring: opts.StateKeyKeyring, KeyRotation: opts.KeyRotation, RotateKey: opts.RotateKey,
-		MetricsListen: opts.MetricsListen, TLSCert: opts.TLSCert, TLSKey: opts.TLSKey, TrustedProxies: opts.TrustedProxies,
-		TrustedProxyHeader: opts.TrustedProxyHeader,
-	}
+	o := opts.Options
+	o.LogOutput, o.Stdin, o.Stdout = opts.IO.ErrOut, opts.IO.In, opts.IO.Out
+	o.Version, o.StoredToken = serverVersion(), opts.storedToken()
+	return o
 }
 
 // serveError is a usage error (exit 2) when the server refused its

@@ -19,16 +19,17 @@ import (
 
 	"github.com/agentauth/agentauth/internal/syncbuf"
 	"github.com/agentauth/agentauth/issuer"
+	"github.com/agentauth/agentauth/server"
 	"github.com/agentauth/agentauth/state"
 )
 
 func TestServeFlags(t *testing.T) {
 	stateHome := t.TempDir()
 	t.Setenv("XDG_STATE_HOME", stateHome)
-	defaults := ServeOptions{Listen: "127.0.0.1:7777", AuthScope: "connection", DevUser: issuer.DefaultSubject, LogLevel: slog.LevelInfo,
+	defaults := ServeOptions{Options: server.Options{Listen: "127.0.0.1:7777", AuthScope: "connection", DevUser: issuer.DefaultSubject, LogLevel: slog.LevelInfo,
 		TokenTTL: issuer.DefaultTokenTTL, RefreshTTL: issuer.DefaultRefreshTTL, CodeTTL: issuer.DefaultCodeTTL, DeviceInterval: issuer.DefaultDeviceInterval,
 		KeyRotation: issuer.DefaultKeyRotation, RevocationReconcile: state.DefaultReconcileEvery, RevocationStaleness: defaultRevocationStaleness, LogFormat: "text",
-		TrustedProxyHeader: "X-Forwarded-For", CIMD: issuer.CIMDOptions{Mode: issuer.CIMDFetch}}
+		TrustedProxyHeader: "X-Forwarded-For", CIMD: issuer.CIMDOptions{Mode: issuer.CIMDFetch}}}
 	if runtime.GOOS == "linux" {
 		defaults.DataDir = filepath.Join(stateHome, "agentauth", "serve")
 	} else {
@@ -261,9 +262,9 @@ func (h recordHandler) WithGroup(string) slog.Handler      { return h }
 // the context (SIGINT/SIGTERM) shuts it down gracefully, without error.
 func TestServeListensAndShutsDown(t *testing.T) {
 	records := make(chan slog.Record, 100)
-	opts := &ServeOptions{IO: &IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard}, Logger: slog.New(recordHandler{records}),
+	opts := &ServeOptions{IO: &IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard}, Options: server.Options{Logger: slog.New(recordHandler{records}),
 		HTTPClient: &http.Client{Timeout: 10 * time.Second}, Now: time.Now, Listen: "127.0.0.1:0", AuthScope: "connection", DevUser: "alice",
-		TokenTTL: time.Hour, RefreshTTL: time.Hour, CodeTTL: time.Minute, DeviceInterval: time.Second}
+		TokenTTL: time.Hour, RefreshTTL: time.Hour, CodeTTL: time.Minute, DeviceInterval: time.Second}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- runServe(ctx, opts) }()
