@@ -186,9 +186,6 @@ func TestNewcomer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if t.Failed() {
-		return
-	}
 	testscript.Run(t, testscript.Params{
 		Dir:                 dir,
 		RequireExplicitExec: true,
@@ -262,6 +259,9 @@ func blockKind(b docBlock) (string, error) {
 	if b.owner != "" {
 		if b.mark != "" {
 			return "", fmt.Errorf("%s runs this block: drop its mark %q", b.owner, b.mark)
+		}
+		if b.lang != "sh" && b.lang != "console" {
+			return "", fmt.Errorf("%s runs the sh and console blocks of its walkthrough, not a %q block: move it out, or make it one of those", b.owner, b.lang)
 		}
 		if !testFuncExists(b.owner) {
 			return "", fmt.Errorf("the marker names %s, which this package does not declare", b.owner)
@@ -672,7 +672,7 @@ func runShBlock(ts *testscript.TestScript, where, text string) {
 	var seg strings.Builder
 	flush := func() {
 		if strings.TrimSpace(seg.String()) != "" {
-			out, err := runBash(ts, "set -e\n"+seg.String())
+			out, err := runBash(ts, "set -e -o pipefail\n"+seg.String())
 			if err != nil {
 				ts.Fatalf("%s: the sh block fails: %v\n%s\noutput:\n%s", where, err, seg.String(), out)
 			}
@@ -770,8 +770,8 @@ func scriptEnviron(ts *testscript.TestScript) []string {
 
 // startServer starts a server line of the manual on a free port: serve
 // with --listen 127.0.0.1:0 in place of its own and an --addr-file
-// (unless it names one); proxy --listen as written, its --url-file or
-// --addr-file waited for. serve's address becomes $ADDR for the blocks
+// (unless it names one); proxy with --listen 127.0.0.1:0, its --url-file
+// or --addr-file waited for. serve's address becomes $ADDR for the blocks
 // after it. docstop stops it.
 func startServer(ts *testscript.TestScript, where, line string) {
 	line, _, _ = strings.Cut(line, " # ")
@@ -791,6 +791,7 @@ func startServer(ts *testscript.TestScript, where, line string) {
 		}
 		line = strings.Replace(line, "agentauth serve", "agentauth serve"+inject, 1)
 	} else if m := regexp.MustCompile(`\s--(url|addr)-file[= ](\S+)`).FindStringSubmatch(line); m != nil {
+		line = listenFlag.ReplaceAllString(line, " --listen 127.0.0.1:0")
 		wait = m[2]
 		if strings.HasPrefix(wait, "~/") {
 			wait = filepath.Join(ts.Getenv("HOME"), wait[2:])
@@ -817,6 +818,7 @@ func startServer(ts *testscript.TestScript, where, line string) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if b, err := os.ReadFile(wait); err == nil && bytes.HasSuffix(b, []byte("\n")) {
+			ts.Logf("started: %s (%s)", line, bytes.TrimSpace(b))
 			if serveLine.MatchString(line) {
 				ts.Setenv("ADDR", strings.TrimSpace(string(b)))
 			}
