@@ -37,6 +37,7 @@ type docBlock struct {
 	line  int    // the opening fence's line (1-based)
 	lang  string // the fence's info string: sh, console, json, go, "" …
 	text  string // the lines between the fences, their indentation removed
+	fence string // the opening fence's line as written
 	mark  string // the <!-- newcomer: … --> annotation before it, if any
 	owner string // the test that runs it when it is in a checked walkthrough
 }
@@ -83,11 +84,14 @@ func readDocBlocks(t *testing.T, page string) []docBlock {
 		if owner != "" && strings.HasPrefix(l, ownerEnd) {
 			owner = ""
 		}
+		if strings.HasPrefix(strings.TrimSpace(l), "~~~") {
+			t.Errorf("%s:%d: a ~~~ fence: write code blocks with ``` so that TestNewcomer sees them", page, i+1)
+		}
 		m := fenceRE.FindStringSubmatch(l)
 		if m == nil {
 			continue
 		}
-		blk := docBlock{page: page, line: i + 1, lang: m[2], owner: owner}
+		blk := docBlock{page: page, line: i + 1, lang: m[2], fence: l, owner: owner}
 		for j := i - 1; j >= 0; j-- {
 			p := strings.TrimSpace(lines[j])
 			if p == "" {
@@ -257,8 +261,8 @@ func blockKind(b docBlock) (string, error) {
 		if b.mark != "" {
 			return "", fmt.Errorf("%s runs this block: drop its mark %q", b.owner, b.mark)
 		}
-		if b.lang != "sh" && b.lang != "console" {
-			return "", fmt.Errorf("%s runs the sh and console blocks of its walkthrough, not a %q block: move it out, or make it one of those", b.owner, b.lang)
+		if b.fence != "```sh" && b.fence != "```console" {
+			return "", fmt.Errorf("%s runs the blocks of its walkthrough that open with ```sh or ```console (not indented), not %q: move it out, or make it one of those", b.owner, b.fence)
 		}
 		if !testFuncExists(b.owner) {
 			return "", fmt.Errorf("the marker names %s, which this package does not declare", b.owner)
