@@ -274,6 +274,9 @@ func startServer(ts *testscript.TestScript, where, line string) {
 	for {
 		if b, err := os.ReadFile(wait); err == nil && bytes.HasSuffix(b, []byte("\n")) {
 			ts.Logf("started: %s (%s)", line, bytes.TrimSpace(b))
+			if strings.Contains(line, "--url-file") {
+				checkURLFile(ts, where, wait, b)
+			}
 			if serveLine.MatchString(line) {
 				ts.Setenv("ADDR", strings.TrimSpace(string(b)))
 			}
@@ -486,5 +489,21 @@ func checkPaths(ts *testscript.TestScript, where, text string) {
 		if n == 0 {
 			ts.Fatalf("%s: %q does not start with a path", where, l)
 		}
+	}
+}
+
+// proxyURL is what proxy --listen writes to its --url-file: the loopback
+// URL with its secret path.
+var proxyURL = regexp.MustCompile(`^http://127\.0\.0\.1:[0-9]+/[A-Za-z0-9_-]{20,}/mcp\n$`)
+
+// checkURLFile checks proxy's --url-file as the manual describes it: the
+// whole URL, secret included, in a file only its owner reads (0600).
+func checkURLFile(ts *testscript.TestScript, where, file string, content []byte) {
+	fi, err := os.Stat(file)
+	if err != nil {
+		ts.Fatalf("%v", err)
+	}
+	if fi.Mode().Perm() != 0o600 || !proxyURL.Match(content) {
+		ts.Fatalf("%s: %s is %v and holds %q, not a 0600 file with http://127.0.0.1:PORT/SECRET/mcp", where, file, fi.Mode().Perm(), content)
 	}
 }
