@@ -17,6 +17,13 @@ import (
 	"github.com/agentauth/agentauth/wire"
 )
 
+// CheckSecret reads the client's secret or key as serve will at start
+// (serve --check): p names the backend (backends[i]).
+func (x *TokenExchange) CheckSecret(p string) error {
+	_, err := x.client(p)
+	return err
+}
+
 // client reads the client's secret or key (a file or the environment).
 func (x *TokenExchange) client(p string) (flows.Client, error) {
 	c := flows.Client{ID: x.ClientID, Secret: x.ClientSecret, AuthMethod: x.AuthMethod}

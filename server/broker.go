@@ -40,7 +40,7 @@ func newBroker(ctx context.Context, cfg *host.Config, st state.Store, key []byte
 	for i, c := range cfg.Upstreams {
 		u, err := resolveUpstream(ctx, hc, c)
 		if err != nil {
-			return nil, fmt.Errorf("invalid config: upstreams[%d] (%s): %w", i, c.ID, err)
+			return nil, upstreamError(i, c, err)
 		}
 		if !u.PKCE {
 			logger.Warn("upstream sign-ins without PKCE: the upstream cannot do it, so only the client secret protects its codes (RFC 9700 §2.1.1)", "upstream", u.ID)
@@ -69,23 +69,43 @@ func newBroker(ctx context.Context, cfg *host.Config, st state.Store, key []byte
 	return b, nil
 }
 
-// resolveUpstream reads an upstream's secret and discovers its endpoints
-// from its issuer unless they are configured.
-func resolveUpstream(ctx context.Context, hc *http.Client, c host.Upstream) (broker.Upstream, error) {
-	secret := c.ClientSecret
+// upstreamError names the upstream a config error is about.
+func upstreamError(i int, c host.Upstream, err error) error {
+	return fmt.Errorf("invalid config: upstreams[%d] (%s): %w", i, c.ID, err)
+}
+
+// upstreamSecret is an upstream's client secret: clientSecret, or read
+// from clientSecretFile or $clientSecretEnv (empty: a public client). A
+// file that cannot be read or is empty, or a variable that is not set,
+// is an error (serve --check finds it too).
+func upstreamSecret(c host.Upstream) (string, error) {
 	switch {
 	case c.ClientSecretFile != "":
 		b, err := os.ReadFile(c.ClientSecretFile)
 		if err != nil {
-			return broker.Upstream{}, fmt.Errorf("cannot read clientSecretFile: %w", err)
+			return "", fmt.Errorf("cannot read clientSecretFile: %w", err)
 		}
-		if secret = strings.TrimSpace(string(b)); secret == "" {
-			return broker.Upstream{}, fmt.Errorf("clientSecretFile %s is empty", c.ClientSecretFile)
+		secret := strings.TrimSpace(string(b))
+		if secret == "" {
+			return "", fmt.Errorf("clientSecretFile %s is empty", c.ClientSecretFile)
 		}
+		return secret, nil
 	case c.ClientSecretEnv != "":
-		if secret = os.Getenv(c.ClientSecretEnv); secret == "" {
-			return broker.Upstream{}, fmt.Errorf("clientSecretEnv: $%s is not set or empty", c.ClientSecretEnv)
+		secret := os.Getenv(c.ClientSecretEnv)
+		if secret == "" {
+			return "", fmt.Errorf("clientSecretEnv: $%s is not set or empty", c.ClientSecretEnv)
 		}
+		return secret, nil
+	}
+	return c.ClientSecret, nil
+}
+
+// resolveUpstream reads an upstream's secret and discovers its endpoints
+// from its issuer unless they are configured.
+func resolveUpstream(ctx context.Context, hc *http.Client, c host.Upstream) (broker.Upstream, error) {
+	secret, err := upstreamSecret(c)
+	if err != nil {
+		return broker.Upstream{}, err
 	}
 	u := broker.Upstream{ID: c.ID, Label: cmp.Or(c.Label, c.ID), AuthorizationEndpoint: c.AuthorizationEndpoint, TokenEndpoint: c.TokenEndpoint,
 		RevocationEndpoint: c.RevocationEndpoint, Scopes: c.Scopes, PKCE: c.UsesPKCE(), Resource: c.Resource, API: c.API,

@@ -44,6 +44,18 @@ func Check(opts Options) (*CheckReport, error) {
 	} else if !s.embedded && s.cfg.Login != nil {
 		return nil, s.chooseLogin()
 	}
+	for i, c := range s.cfg.Upstreams {
+		if _, err := upstreamSecret(c); err != nil {
+			return nil, upstreamError(i, c, err)
+		}
+	}
+	for i, b := range s.cfg.Backends {
+		if b.TokenExchange != nil {
+			if err := b.TokenExchange.CheckSecret(fmt.Sprintf("backends[%d]", i)); err != nil {
+				return nil, fmt.Errorf("invalid config: %w", err)
+			}
+		}
+	}
 	if opts.TLSCert != "" {
 		if _, err := ops.LoadCertificate(opts.TLSCert, opts.TLSKey); err != nil {
 			return nil, err
