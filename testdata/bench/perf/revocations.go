@@ -1,0 +1,323 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/url"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentauth/agentauth/internal/benchstat"
+)
+
+// revResult is one run of revocations through LISTEN/NOTIFY on n
+// replicas: the rate at which they were answered, the rate at which every
+// replica enforced them, and the CPU per revocation (µs) of the replicas
+// that answered them, of each replica that only received them, of
+// PostgreSQL and of the load generator.
+type revResult struct {
+	n                           int
+	spread                      bool
+	issued, enforced            float64
+	issuer, receiver, pg, loads float64
+}
+
+// revoke revokes token at addr as client c (RFC 7009 §2.1).
+func revoke(hc *http.Client, addr string, c ccClient, token string) error {
+	form := url.Values{"token": {token}}
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/revoke", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.SetBasicAuth(url.QueryEscape(c.id), url.QueryEscape(c.secret))
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("revoke at %s: %s", addr, resp.Status)
+	}
+	return nil
+}
+
+// revocationRate issues count client_credentials tokens (untimed), then
+// revokes them from one worker per client in a closed loop: all at the first
+// replica, or with spread each worker at a replica of its own in turn.
+// The revocations are answered at the rate issued; they are enforced once
+// every replica refuses every token revoked elsewhere, which it learns
+// from PostgreSQL (a notification, then a read of the revocation log).
+// Since revocations are numbered in commit order and a replica applies
+// the log in order, a replica enforces them all once it refuses the last
+// token of every worker: the run polls those until each replica refuses
+// them, then checks every token at every replica (untimed; any still
+// accepted is an error). It prints the rates, the CPU per revocation and
+// the receiving replicas' reads of the log (from their logs).
+func revocationRate(reps []*proc, clients []ccClient, count int, spread bool, pgCPU func() time.Duration) (revResult, error) {
+	n, conns := len(reps), len(clients)
+	tr := &http.Transport{MaxIdleConnsPerHost: conns}
+	defer tr.CloseIdleConnections()
+	hc := &http.Client{Transport: tr}
+	// Token j belongs to worker j mod conns, its client, and is revoked at
+	// at(j).
+	tokens := make([]string, count)
+	at := func(j int) int {
+		if spread {
+			return (j % conns) % n
+		}
+		return 0
+	}
+	if err := eachWorker(conns, count, func(j int) error {
+		var err error
+		tokens[j], err = ccToken(hc, reps[(j%conns)%n].addr, clients[j%conns])
+		return err
+	}); err != nil {
+		return revResult{}, err
+	}
+	logAt := make([]int64, n)
+	cpu0 := make([]time.Duration, n)
+	for k, p := range reps {
+		if fi, err := os.Stat(p.log); err == nil {
+			logAt[k] = fi.Size()
+		}
+		cpu0[k] = p.cpu()
+	}
+	pg0, self0 := pgCPU(), benchstat.ProcessCPU(os.Getpid())
+	start := time.Now()
+	if err := eachWorker(conns, count, func(j int) error {
+		return revoke(hc, reps[at(j)].addr, clients[j%conns], tokens[j])
+	}); err != nil {
+		return revResult{}, err
+	}
+	answered := time.Now()
+	// The last token of each worker, at each replica that did not revoke
+	// it, until refused.
+	last := max(count-conns, 0)
+	for deadline := answered.Add(15 * time.Second); ; {
+		pending := 0
+		for j := last; j < count; j++ {
+			for k := range reps {
+				if k == at(j) {
+					continue
+				}
+				st, err := ping(hc, reps[k].addr, tokens[j])
+				if err != nil {
+					return revResult{}, err
+				}
+				if st == http.StatusOK {
+					pending++
+				} else if st != http.StatusUnauthorized {
+					return revResult{}, fmt.Errorf("replica %d after the revocations: %d", k+1, st)
+				}
+			}
+		}
+		if pending == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			return revResult{}, fmt.Errorf("%d revoked tokens still accepted 15 s after the last revocation's answer", pending)
+		}
+	}
+	enforced := time.Now()
+	var issuerCPU, receiverCPU time.Duration
+	for k, p := range reps {
+		d := p.cpu() - cpu0[k]
+		if spread || k == 0 {
+			issuerCPU += d
+		} else {
+			receiverCPU += d
+		}
+	}
+	pg, self := pgCPU()-pg0, benchstat.ProcessCPU(os.Getpid())-self0
+	per := func(t time.Duration) float64 { return float64(t.Microseconds()) / float64(count) }
+	r := revResult{n: n, spread: spread, issued: float64(count) / answered.Sub(start).Seconds(), enforced: float64(count) / enforced.Sub(start).Seconds(),
+		issuer: per(issuerCPU), pg: per(pg), loads: per(self)}
+	if !spread && n > 1 {
+		r.receiver = per(receiverCPU) / float64(n-1)
+	}
+	// Every token at every replica but the one that revoked it.
+	still := 0
+	for j := range tokens {
+		for k := range reps {
+			if k == at(j) && n > 1 {
+				continue
+			}
+			if st, err := ping(hc, reps[k].addr, tokens[j]); err != nil {
+				return revResult{}, err
+			} else if st != http.StatusUnauthorized {
+				still++
+			}
+		}
+	}
+	if still > 0 {
+		return revResult{}, fmt.Errorf("%d revoked tokens still accepted after the enforcement was seen", still)
+	}
+	where := "all at replica 1"
+	if spread {
+		where = fmt.Sprintf("spread over the %d", n)
+	}
+	fmt.Printf("%d replica(s), %d revocations %s: answered %6.0f/s, enforced by every replica %6.0f/s (last answer to last enforcement %.1f ms)   CPU µs per revocation: answering replicas %.0f",
+		n, count, where, r.issued, r.enforced, benchstat.Millis(enforced.Sub(answered)), r.issuer)
+	if r.receiver > 0 {
+		fmt.Printf(", each receiving replica %.0f", r.receiver)
+	}
+	fmt.Printf(", PostgreSQL %.0f, load generator %.0f\n", r.pg, r.loads)
+	for k, p := range reps {
+		if reads, entries, lag := logReads(p.log, logAt[k]); reads > 0 {
+			fmt.Printf("  replica %d read the log %d times for %d entries (%.1f a read), the largest lag %s\n", k+1, reads, entries, float64(entries)/float64(reads), lag)
+		}
+	}
+	return r, nil
+}
+
+// eachWorker runs fn(j) for j in [0, count) from conns goroutines, worker
+// w taking w, w+conns, …, and returns the first error.
+func eachWorker(conns, count int, fn func(j int) error) error {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var first error
+	for w := range conns {
+		wg.Go(func() {
+			for j := w; j < count; j += conns {
+				if err := fn(j); err != nil {
+					mu.Lock()
+					first = cmpErr(first, err)
+					mu.Unlock()
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return first
+}
+
+// logReads counts, in serve's text log from offset on, the reads of the
+// revocation log that applied entries ("revocations applied from the
+// log"), their entries and the largest lag logged.
+func logReads(path string, offset int64) (reads, entries int, lag time.Duration) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, 0, 0
+	}
+	defer f.Close()
+	f.Seek(offset, io.SeekStart)
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.Contains(line, "revocations applied from the log") {
+			continue
+		}
+		reads++
+		for field := range strings.FieldsSeq(line) {
+			if v, ok := strings.CutPrefix(field, "entries="); ok {
+				e, _ := strconv.Atoi(v)
+				entries += e
+			}
+			if v, ok := strings.CutPrefix(field, "lag="); ok {
+				if d, err := time.ParseDuration(v); err == nil {
+					lag = max(lag, d)
+				}
+			}
+		}
+	}
+	return reads, entries, lag
+}
+
+// model prints the capacity model's predictions for 2 replicas and more
+// against the rates measured (medians over the rounds). The costs come
+// from the runs with one replica (s, p, g: CPU per grant of the replica,
+// PostgreSQL, the load generator; a revocation's likewise), and for
+// revocations also from two replicas (what a receiving replica and
+// PostgreSQL spend per listener). On C CPUs, with the replicas pinned,
+// min(n, C) CPUs serve the replicas, and with fewer replicas than CPUs
+// PostgreSQL and the load generator have the other C − n:
+//
+//	rate ≈ min(min(n, C)/s, C/(s+p+g), (C−n)/(p+g) when n < C)
+//
+// and unpinned rate ≈ C/(s+p+g). For revocations spread over n replicas, a
+// revocation costs the replicas s = a + (n−1)·r (a: answering it, r:
+// receiving it) and PostgreSQL p = q + (n−1)·l.
+func model(grants [][]grantResult, revs [][]revResult, pinned int) {
+	cpus := pinned
+	if cpus == 0 {
+		cpus = runtime.NumCPU()
+	}
+	med := func(xs []float64) float64 { return benchstat.Median(xs) }
+	pick := func(rs []grantResult, f func(grantResult) float64) float64 {
+		var xs []float64
+		for _, r := range rs {
+			xs = append(xs, f(r))
+		}
+		return med(xs)
+	}
+	predict := func(n int, s, p, g float64) float64 {
+		c := float64(cpus)
+		rate := c * 1e6 / (s + p + g)
+		if pinned > 0 {
+			rate = math.Min(rate, float64(min(n, cpus))*1e6/s)
+			if n < cpus {
+				rate = math.Min(rate, float64(cpus-n)*1e6/(p+g))
+			}
+		}
+		return rate
+	}
+	if len(grants) == 0 || len(grants[0]) == 0 {
+		return
+	}
+	s := pick(grants[0], func(r grantResult) float64 { return r.serve })
+	p := pick(grants[0], func(r grantResult) float64 { return r.pg })
+	g := pick(grants[0], func(r grantResult) float64 { return r.generator })
+	fmt.Printf("model, %d CPUs%s: grants, from 1 replica: s %.0f µs, p %.0f µs, g %.0f µs\n", cpus, map[bool]string{true: ", pinned", false: ", unpinned"}[pinned > 0], s, p, g)
+	for n := 1; n <= len(grants); n++ {
+		got := pick(grants[n-1], func(r grantResult) float64 { return r.rate })
+		want := predict(n, s, p, g)
+		fmt.Printf("  %d replica(s): predicted %6.0f grants/s, measured %6.0f (rounds %s): measured/predicted %.2f\n",
+			n, want, got, join(rates(grants[n-1]), "%.0f"), got/want)
+	}
+	if len(revs) < 2 || len(revs[0]) == 0 || len(revs[1]) == 0 {
+		return
+	}
+	pickR := func(rs []revResult, f func(revResult) float64) float64 {
+		var xs []float64
+		for _, r := range rs {
+			xs = append(xs, f(r))
+		}
+		return med(xs)
+	}
+	one := slices.DeleteFunc(slices.Clone(revs[0]), func(r revResult) bool { return r.n != 1 })
+	a := pickR(one, func(r revResult) float64 { return r.issuer })
+	q := pickR(one, func(r revResult) float64 { return r.pg })
+	gr := pickR(one, func(r revResult) float64 { return r.loads })
+	two := slices.DeleteFunc(slices.Clone(revs[1]), func(r revResult) bool { return r.spread })
+	rr, l := 0.0, 0.0
+	if len(two) > 0 {
+		rr = pickR(two, func(r revResult) float64 { return r.receiver })
+		l = pickR(two, func(r revResult) float64 { return r.pg }) - q
+	}
+	fmt.Printf("model: revocations, from 1 replica: a %.0f µs, q %.0f µs, g %.0f µs; from 2 (all at replica 1): r %.0f µs, l %.0f µs\n", a, q, gr, rr, l)
+	for n := 1; n <= len(revs); n++ {
+		rs := slices.DeleteFunc(slices.Clone(revs[n-1]), func(r revResult) bool { return n > 1 && !r.spread })
+		if len(rs) == 0 {
+			continue
+		}
+		got := pickR(rs, func(r revResult) float64 { return r.enforced })
+		want := predict(n, a+float64(n-1)*rr, q+float64(n-1)*l, gr)
+		fmt.Printf("  %d replica(s), spread: predicted %6.0f revocations/s, measured %6.0f enforced/s: measured/predicted %.2f\n", n, want, got, got/want)
+	}
+}
+
+func rates(rs []grantResult) []float64 {
+	var xs []float64
+	for _, r := range rs {
+		xs = append(xs, r.rate)
+	}
+	return xs
+}
