@@ -6,8 +6,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // The replicas mode's layout of processes on CPUs (taskset, util-linux;
@@ -93,4 +95,53 @@ func pinPostgres(dir string, cpus []string) error {
 		}
 	}
 	return nil
+}
+
+// cpuTimes reads each CPU's busy and idle time so far (/proc/stat, in
+// USER_HZ = 100 ticks): busy is user, nice, system, irq, softirq and
+// steal (time the hypervisor gave to others), idle is idle and iowait.
+func cpuTimes() map[string][2]time.Duration {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return nil
+	}
+	out := map[string][2]time.Duration{}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 9 || !strings.HasPrefix(f[0], "cpu") || f[0] == "cpu" {
+			continue
+		}
+		var t [8]int64
+		for k := range t {
+			t[k], _ = strconv.ParseInt(f[k+1], 10, 64)
+		}
+		busy := t[0] + t[1] + t[2] + t[5] + t[6] + t[7]
+		idle := t[3] + t[4]
+		out[strings.TrimPrefix(f[0], "cpu")] = [2]time.Duration{time.Duration(busy) * 10 * time.Millisecond, time.Duration(idle) * 10 * time.Millisecond}
+	}
+	return out
+}
+
+// machine is what the CPUs did during a run, in CPUs (seconds per
+// second): busy with anything, idle; by CPU.
+type machine map[string][2]float64
+
+func since(before map[string][2]time.Duration, wall time.Duration) machine {
+	m := machine{}
+	for cpu, t := range cpuTimes() {
+		b := before[cpu]
+		m[cpu] = [2]float64{(t[0] - b[0]).Seconds() / wall.Seconds(), (t[1] - b[1]).Seconds() / wall.Seconds()}
+	}
+	return m
+}
+
+// sum adds the busy and idle CPUs of cpus (all when nil).
+func (m machine) sum(cpus []string) (busy, idle float64) {
+	for cpu, t := range m {
+		if cpus == nil || slices.Contains(cpus, cpu) {
+			busy += t[0]
+			idle += t[1]
+		}
+	}
+	return busy, idle
 }

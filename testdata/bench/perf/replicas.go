@@ -146,7 +146,7 @@ func (b *bench) replicas() error {
 			}
 		}
 	}
-	model(grants, revs, len(cpus))
+	model(grants, revs, cpus)
 	return nil
 }
 
@@ -308,6 +308,15 @@ func revocationWindow(a, b *proc, count int) error {
 type grantResult struct {
 	n                          int
 	rate, serve, pg, generator float64
+	use                        usage
+}
+
+// usage is what the CPUs did during a run: the machine's CPUs, and the
+// CPUs (seconds per second) the replicas, PostgreSQL and the load
+// generator used.
+type usage struct {
+	m              machine
+	rep, pg, loads float64
 }
 
 // replicaGrants runs client_credentials grants from the clients, each
@@ -347,7 +356,7 @@ func replicaGrants(reps []*proc, clients []ccClient, d time.Duration, pgCPU func
 	for k, p := range reps {
 		cpu0[k] = p.cpu()
 	}
-	pg0, self0 := pgCPU(), benchstat.ProcessCPU(os.Getpid())
+	pg0, self0, mach0 := pgCPU(), benchstat.ProcessCPU(os.Getpid()), cpuTimes()
 	n, err := run(d)
 	if err != nil {
 		return grantResult{}, err
@@ -360,7 +369,8 @@ func replicaGrants(reps []*proc, clients []ccClient, d time.Duration, pgCPU func
 	}
 	pg, self := pgCPU()-pg0, benchstat.ProcessCPU(os.Getpid())-self0
 	per := func(t time.Duration) float64 { return float64(t.Microseconds()) / float64(n) }
-	r := grantResult{n: len(reps), rate: float64(n) / d.Seconds(), serve: per(serveCPU), pg: per(pg), generator: per(self)}
+	r := grantResult{n: len(reps), rate: float64(n) / d.Seconds(), serve: per(serveCPU), pg: per(pg), generator: per(self),
+		use: usage{m: since(mach0, d), rep: serveCPU.Seconds() / d.Seconds(), pg: pg.Seconds() / d.Seconds(), loads: self.Seconds() / d.Seconds()}}
 	fmt.Printf("%d replica(s): %7.0f grants/s   CPU µs per grant: replicas %.0f, PostgreSQL %.0f, load generator %.0f   RSS MiB per replica %s   PostgreSQL backends %d\n",
 		r.n, r.rate, r.serve, r.pg, r.generator, strings.Join(rss, " "), postgresBackends())
 	return r, nil

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,6 +27,7 @@ type revResult struct {
 	spread                      bool
 	issued, enforced            float64
 	issuer, receiver, pg, loads float64
+	use                         usage
 }
 
 // revoke revokes token at addr as client c (RFC 7009 §2.1).
@@ -89,7 +89,7 @@ func revocationRate(reps []*proc, clients []ccClient, count int, spread bool, pg
 		}
 		cpu0[k] = p.cpu()
 	}
-	pg0, self0 := pgCPU(), benchstat.ProcessCPU(os.Getpid())
+	pg0, self0, mach0 := pgCPU(), benchstat.ProcessCPU(os.Getpid()), cpuTimes()
 	start := time.Now()
 	if err := eachWorker(conns, count, func(j int) error {
 		return revoke(hc, reps[at(j)].addr, clients[j%conns], tokens[j])
@@ -126,6 +126,8 @@ func revocationRate(reps []*proc, clients []ccClient, count int, spread bool, pg
 		}
 	}
 	enforced := time.Now()
+	wall := enforced.Sub(start)
+	m := since(mach0, wall)
 	var issuerCPU, receiverCPU time.Duration
 	for k, p := range reps {
 		d := p.cpu() - cpu0[k]
@@ -138,7 +140,8 @@ func revocationRate(reps []*proc, clients []ccClient, count int, spread bool, pg
 	pg, self := pgCPU()-pg0, benchstat.ProcessCPU(os.Getpid())-self0
 	per := func(t time.Duration) float64 { return float64(t.Microseconds()) / float64(count) }
 	r := revResult{n: n, spread: spread, issued: float64(count) / answered.Sub(start).Seconds(), enforced: float64(count) / enforced.Sub(start).Seconds(),
-		issuer: per(issuerCPU), pg: per(pg), loads: per(self)}
+		issuer: per(issuerCPU), pg: per(pg), loads: per(self),
+		use: usage{m: m, rep: (issuerCPU + receiverCPU).Seconds() / wall.Seconds(), pg: pg.Seconds() / wall.Seconds(), loads: self.Seconds() / wall.Seconds()}}
 	if !spread && n > 1 {
 		r.receiver = per(receiverCPU) / float64(n-1)
 	}
@@ -231,93 +234,84 @@ func logReads(path string, offset int64) (reads, entries int, lag time.Duration)
 	return reads, entries, lag
 }
 
-// model prints the capacity model's predictions for 2 replicas and more
-// against the rates measured (medians over the rounds). The costs come
-// from the runs with one replica (s, p, g: CPU per grant of the replica,
-// PostgreSQL, the load generator; a revocation's likewise), and for
-// revocations also from two replicas (what a receiving replica and
-// PostgreSQL spend per listener). On C CPUs, with the replicas pinned,
-// min(n, C) CPUs serve the replicas, and with fewer replicas than CPUs
-// PostgreSQL and the load generator have the other C − n:
+// predict is the capacity model's rate for a run on n replicas, from the
+// CPU an operation costs the replicas (s), PostgreSQL (p) and the load
+// generator (g), in µs, and the CPU the run's processes could have had:
+// each CPU's time less what other processes of the machine (and the
+// hypervisor, as steal) took during the run. With the replicas pinned
+// and fewer replicas than CPUs, the replicas' CPUs and the others are two
+// budgets (A_rep, A_rest); otherwise one (A):
 //
-//	rate ≈ min(min(n, C)/s, C/(s+p+g), (C−n)/(p+g) when n < C)
+//	rate ≈ min(A_rep/s, A_rest/(p+g))   or   rate ≈ A/(s+p+g)
 //
-// and unpinned rate ≈ C/(s+p+g). For revocations spread over n replicas, a
+// It also returns the CPUs the others took and the CPUs left idle.
+func predict(u usage, n int, cpus []string, s, p, g float64) (rate, others, idle float64) {
+	busy, idle := u.m.sum(nil)
+	others = busy - u.rep - u.pg - u.loads
+	if len(cpus) > n {
+		repBusy, _ := u.m.sum(cpus[:n])
+		restBusy, _ := u.m.sum(cpus[n:])
+		availRep := float64(n) - (repBusy - u.rep)
+		availRest := float64(len(cpus)-n) - (restBusy - u.pg - u.loads)
+		return math.Min(availRep*1e6/s, availRest*1e6/(p+g)), others, idle
+	}
+	return (float64(len(u.m)) - others) * 1e6 / (s + p + g), others, idle
+}
+
+// model prints the capacity model's predictions (predict), run by run,
+// against the rates measured, with the costs measured with one replica
+// (medians over the rounds); for revocations spread over n replicas, a
 // revocation costs the replicas s = a + (n−1)·r (a: answering it, r:
-// receiving it) and PostgreSQL p = q + (n−1)·l.
-func model(grants [][]grantResult, revs [][]revResult, pinned int) {
-	cpus := pinned
-	if cpus == 0 {
-		cpus = runtime.NumCPU()
-	}
+// receiving it, measured with two replicas, all revoked at one) and
+// PostgreSQL p = q + (n−1)·l.
+func model(grants [][]grantResult, revs [][]revResult, cpus []string) {
 	med := func(xs []float64) float64 { return benchstat.Median(xs) }
-	pick := func(rs []grantResult, f func(grantResult) float64) float64 {
-		var xs []float64
-		for _, r := range rs {
-			xs = append(xs, f(r))
-		}
-		return med(xs)
-	}
-	predict := func(n int, s, p, g float64) float64 {
-		c := float64(cpus)
-		rate := c * 1e6 / (s + p + g)
-		if pinned > 0 {
-			rate = math.Min(rate, float64(min(n, cpus))*1e6/s)
-			if n < cpus {
-				rate = math.Min(rate, float64(cpus-n)*1e6/(p+g))
-			}
-		}
-		return rate
-	}
 	if len(grants) == 0 || len(grants[0]) == 0 {
 		return
 	}
-	s := pick(grants[0], func(r grantResult) float64 { return r.serve })
-	p := pick(grants[0], func(r grantResult) float64 { return r.pg })
-	g := pick(grants[0], func(r grantResult) float64 { return r.generator })
-	fmt.Printf("model, %d CPUs%s: grants, from 1 replica: s %.0f µs, p %.0f µs, g %.0f µs\n", cpus, map[bool]string{true: ", pinned", false: ", unpinned"}[pinned > 0], s, p, g)
-	for n := 1; n <= len(grants); n++ {
-		got := pick(grants[n-1], func(r grantResult) float64 { return r.rate })
-		want := predict(n, s, p, g)
-		fmt.Printf("  %d replica(s): predicted %6.0f grants/s, measured %6.0f (rounds %s): measured/predicted %.2f\n",
-			n, want, got, join(rates(grants[n-1]), "%.0f"), got/want)
+	var ss, ps, gs []float64
+	for _, r := range grants[0] {
+		ss, ps, gs = append(ss, r.serve), append(ps, r.pg), append(gs, r.generator)
 	}
-	if len(revs) < 2 || len(revs[0]) == 0 || len(revs[1]) == 0 {
+	s, p, g := med(ss), med(ps), med(gs)
+	fmt.Printf("model: grants, costs with 1 replica (medians): s %.0f µs, p %.0f µs, g %.0f µs\n", s, p, g)
+	for n := 1; n <= len(grants); n++ {
+		var ratios []float64
+		for _, r := range grants[n-1] {
+			want, others, idle := predict(r.use, n, cpus, s, p, g)
+			ratios = append(ratios, r.rate/want)
+			fmt.Printf("  %d replica(s): predicted %6.0f grants/s, measured %6.0f: %.2f   (other processes took %.2f CPUs, idle %.2f)\n", n, want, r.rate, r.rate/want, others, idle)
+		}
+		fmt.Printf("  %d replica(s): measured/predicted median %.2f (%.2f–%.2f)\n", n, med(ratios), slices.Min(ratios), slices.Max(ratios))
+	}
+	if len(revs) < 2 || len(revs[0]) == 0 {
 		return
 	}
-	pickR := func(rs []revResult, f func(revResult) float64) float64 {
-		var xs []float64
-		for _, r := range rs {
-			xs = append(xs, f(r))
+	var as, qs, rgs, rrs, ls []float64
+	for _, r := range revs[0] {
+		as, qs, rgs = append(as, r.issuer), append(qs, r.pg), append(rgs, r.loads)
+	}
+	a, q, gr := med(as), med(qs), med(rgs)
+	for _, r := range revs[1] {
+		if !r.spread {
+			rrs, ls = append(rrs, r.receiver), append(ls, r.pg-q)
 		}
-		return med(xs)
 	}
-	one := slices.DeleteFunc(slices.Clone(revs[0]), func(r revResult) bool { return r.n != 1 })
-	a := pickR(one, func(r revResult) float64 { return r.issuer })
-	q := pickR(one, func(r revResult) float64 { return r.pg })
-	gr := pickR(one, func(r revResult) float64 { return r.loads })
-	two := slices.DeleteFunc(slices.Clone(revs[1]), func(r revResult) bool { return r.spread })
-	rr, l := 0.0, 0.0
-	if len(two) > 0 {
-		rr = pickR(two, func(r revResult) float64 { return r.receiver })
-		l = pickR(two, func(r revResult) float64 { return r.pg }) - q
+	if len(rrs) == 0 {
+		return
 	}
-	fmt.Printf("model: revocations, from 1 replica: a %.0f µs, q %.0f µs, g %.0f µs; from 2 (all at replica 1): r %.0f µs, l %.0f µs\n", a, q, gr, rr, l)
+	rr, l := med(rrs), med(ls)
+	fmt.Printf("model: revocations, costs with 1 replica (medians): a %.0f µs, q %.0f µs, g %.0f µs; with 2, all at one: r %.0f µs, l %.0f µs\n", a, q, gr, rr, l)
 	for n := 1; n <= len(revs); n++ {
-		rs := slices.DeleteFunc(slices.Clone(revs[n-1]), func(r revResult) bool { return n > 1 && !r.spread })
-		if len(rs) == 0 {
-			continue
+		var ratios []float64
+		for _, r := range revs[n-1] {
+			if n > 1 && !r.spread {
+				continue
+			}
+			want, others, idle := predict(r.use, n, cpus, a+float64(n-1)*rr, q+float64(n-1)*l, gr)
+			ratios = append(ratios, r.enforced/want)
+			fmt.Printf("  %d replica(s): predicted %6.0f revocations/s, enforced %6.0f/s: %.2f   (other processes took %.2f CPUs, idle %.2f)\n", n, want, r.enforced, r.enforced/want, others, idle)
 		}
-		got := pickR(rs, func(r revResult) float64 { return r.enforced })
-		want := predict(n, a+float64(n-1)*rr, q+float64(n-1)*l, gr)
-		fmt.Printf("  %d replica(s), spread: predicted %6.0f revocations/s, measured %6.0f enforced/s: measured/predicted %.2f\n", n, want, got, got/want)
+		fmt.Printf("  %d replica(s): measured/predicted median %.2f (%.2f–%.2f)\n", n, med(ratios), slices.Min(ratios), slices.Max(ratios))
 	}
-}
-
-func rates(rs []grantResult) []float64 {
-	var xs []float64
-	for _, r := range rs {
-		xs = append(xs, r.rate)
-	}
-	return xs
 }
