@@ -81,6 +81,40 @@ func TestPostgresNotify(t *testing.T) {
 	}
 }
 
+// TestPostgresRevocationAnnouncedAtCommit: a transaction that revokes
+// announces it itself when it commits, with nothing published after it:
+// the other replica applies it at once (the reconciliation interval is
+// set long here), and a notification can no longer be lost between the
+// commit and a separate announcement.
+func TestPostgresRevocationAnnouncedAtCommit(t *testing.T) {
+	url := statetest.Postgres(t)
+	ctx := context.Background()
+	open := func() (*Postgres, chan []string) {
+		p, err := OpenPostgresOptions(ctx, url, PostgresOptions{ReconcileEvery: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { p.Close() })
+		got := make(chan []string, 10)
+		p.OnRevoked(func(jtis []string) { got <- jtis })
+		return p, got
+	}
+	a, _ := open()
+	_, toB := open()
+	err := a.Update(ctx, func(tx Tx) error { return tx.Revoke("jti-at-commit", time.Now().Add(time.Hour)) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case jtis := <-toB:
+		if len(jtis) != 1 || jtis[0] != "jti-at-commit" {
+			t.Errorf("replica B's revoked jtis: got %v, want [jti-at-commit]", jtis)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("replica B was not told of the revocation its transaction committed")
+	}
+}
+
 // TestPostgresNotifyConfig: a configuration change published by one
 // replica reaches the others' OnConfigChanged callbacks, not its own, and
 // not their OnRevoked ones.

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -133,6 +134,7 @@ func (b *bench) replicas() error {
 			if err != nil {
 				return err
 			}
+			g.shared = cpus == nil || n >= len(cpus)
 			grants[n-1] = append(grants[n-1], g)
 			for _, spread := range []bool{false, true} {
 				if n == 1 && spread {
@@ -142,7 +144,32 @@ func (b *bench) replicas() error {
 				if err != nil {
 					return err
 				}
+				r.shared = g.shared
 				revs[n-1] = append(revs[n-1], r)
+			}
+			if n != 1 || g.shared {
+				continue
+			}
+			// One replica again, every process on every CPU: the costs
+			// of the layout that 2 replicas or more share CPUs in.
+			fmt.Printf("1 replica, every process on every CPU:\n")
+			pid := reps[0].cmd.Process.Pid
+			if err := errors.Join(layout(len(cpus)), pinPID(pid, cpus)); err != nil {
+				return err
+			}
+			if g, err = replicaGrants(reps[:1], clients, b.duration, pgCPU); err != nil {
+				return err
+			}
+			g.shared = true
+			grants[0] = append(grants[0], g)
+			r, err := revocationRate(reps[:1], clients, b.revokeCount, false, pgCPU)
+			if err != nil {
+				return err
+			}
+			r.shared = true
+			revs[0] = append(revs[0], r)
+			if err := pinPID(pid, cpus[:1]); err != nil {
+				return err
 			}
 		}
 	}
@@ -307,6 +334,7 @@ func revocationWindow(a, b *proc, count int) error {
 // load generator.
 type grantResult struct {
 	n                          int
+	shared                     bool
 	rate, serve, pg, generator float64
 	use                        usage
 }

@@ -24,7 +24,7 @@ import (
 // PostgreSQL and of the load generator.
 type revResult struct {
 	n                           int
-	spread                      bool
+	spread, shared              bool
 	issued, enforced            float64
 	issuer, receiver, pg, loads float64
 	use                         usage
@@ -260,58 +260,96 @@ func predict(u usage, n int, cpus []string, s, p, g float64) (rate, others, idle
 
 // model prints the capacity model's predictions (predict), run by run,
 // against the rates measured, with the costs measured with one replica
-// (medians over the rounds); for revocations spread over n replicas, a
-// revocation costs the replicas s = a + (n−1)·r (a: answering it, r:
-// receiving it, measured with two replicas, all revoked at one) and
-// PostgreSQL p = q + (n−1)·l.
+// (medians over the rounds) in the same layout: alone on its CPU for
+// fewer replicas than CPUs, else every process on every CPU, as 2
+// replicas or more share the CPUs with PostgreSQL and the load
+// generator. For revocations spread over n replicas, a revocation costs
+// the replicas s = a + (n−1)·r (a: answering it, r: receiving it,
+// measured with two replicas, all revoked at one) and PostgreSQL
+// p = q + (n−1)·l.
 func model(grants [][]grantResult, revs [][]revResult, cpus []string) {
 	med := func(xs []float64) float64 { return benchstat.Median(xs) }
+	layout := map[bool]string{false: "alone on its CPU", true: "every process on every CPU"}
+	type costs struct{ s, p, g float64 }
 	if len(grants) == 0 || len(grants[0]) == 0 {
 		return
 	}
-	var ss, ps, gs []float64
-	for _, r := range grants[0] {
-		ss, ps, gs = append(ss, r.serve), append(ps, r.pg), append(gs, r.generator)
+	grantCosts := map[bool]costs{}
+	for _, shared := range []bool{false, true} {
+		var ss, ps, gs []float64
+		for _, r := range grants[0] {
+			if r.shared == shared {
+				ss, ps, gs = append(ss, r.serve), append(ps, r.pg), append(gs, r.generator)
+			}
+		}
+		if len(ss) > 0 {
+			grantCosts[shared] = costs{med(ss), med(ps), med(gs)}
+			fmt.Printf("model: a grant's costs with 1 replica %s (medians): s %.0f µs, p %.0f µs, g %.0f µs\n", layout[shared], med(ss), med(ps), med(gs))
+		}
 	}
-	s, p, g := med(ss), med(ps), med(gs)
-	fmt.Printf("model: grants, costs with 1 replica (medians): s %.0f µs, p %.0f µs, g %.0f µs\n", s, p, g)
+	check := func(what string, n int, shared bool, got float64, u usage, c costs, ratios *[]float64) {
+		on := cpus
+		if shared {
+			on = nil
+		}
+		want, others, idle := predict(u, n, on, c.s, c.p, c.g)
+		*ratios = append(*ratios, got/want)
+		fmt.Printf("  %d replica(s), %s: predicted %6.0f %s, measured %6.0f: %.2f   (other processes took %.2f CPUs, idle %.2f)\n",
+			n, layout[shared], want, what, got, got/want, others, idle)
+	}
+	summary := func(n int, ratios []float64) {
+		if len(ratios) > 0 {
+			fmt.Printf("  %d replica(s): measured/predicted median %.2f (%.2f–%.2f)\n", n, med(ratios), slices.Min(ratios), slices.Max(ratios))
+		}
+	}
 	for n := 1; n <= len(grants); n++ {
 		var ratios []float64
 		for _, r := range grants[n-1] {
-			want, others, idle := predict(r.use, n, cpus, s, p, g)
-			ratios = append(ratios, r.rate/want)
-			fmt.Printf("  %d replica(s): predicted %6.0f grants/s, measured %6.0f: %.2f   (other processes took %.2f CPUs, idle %.2f)\n", n, want, r.rate, r.rate/want, others, idle)
+			check("grants/s", n, r.shared, r.rate, r.use, grantCosts[r.shared], &ratios)
 		}
-		fmt.Printf("  %d replica(s): measured/predicted median %.2f (%.2f–%.2f)\n", n, med(ratios), slices.Min(ratios), slices.Max(ratios))
+		summary(n, ratios)
 	}
-	if len(revs) < 2 || len(revs[0]) == 0 {
+	if len(revs) < 2 {
 		return
 	}
-	var as, qs, rgs, rrs, ls []float64
-	for _, r := range revs[0] {
-		as, qs, rgs = append(as, r.issuer), append(qs, r.pg), append(rgs, r.loads)
+	revCosts := map[bool]costs{}
+	var rrs, ls []float64
+	for _, shared := range []bool{false, true} {
+		var as, qs, gs []float64
+		for _, r := range revs[0] {
+			if r.shared == shared {
+				as, qs, gs = append(as, r.issuer), append(qs, r.pg), append(gs, r.loads)
+			}
+		}
+		if len(as) > 0 {
+			revCosts[shared] = costs{med(as), med(qs), med(gs)}
+		}
 	}
-	a, q, gr := med(as), med(qs), med(rgs)
+	sharedQ := revCosts[true].p
 	for _, r := range revs[1] {
 		if !r.spread {
-			rrs, ls = append(rrs, r.receiver), append(ls, r.pg-q)
+			rrs, ls = append(rrs, r.receiver), append(ls, r.pg-sharedQ)
 		}
 	}
 	if len(rrs) == 0 {
 		return
 	}
-	rr, l := med(rrs), med(ls)
-	fmt.Printf("model: revocations, costs with 1 replica (medians): a %.0f µs, q %.0f µs, g %.0f µs; with 2, all at one: r %.0f µs, l %.0f µs\n", a, q, gr, rr, l)
+	rr, l := med(rrs), max(med(ls), 0)
+	for shared, c := range revCosts {
+		fmt.Printf("model: a revocation's costs with 1 replica %s (medians): a %.0f µs, q %.0f µs, g %.0f µs\n", layout[shared], c.s, c.p, c.g)
+	}
+	fmt.Printf("model: with 2 replicas, all revoked at one: each receiving replica r %.0f µs, PostgreSQL per more replica l %.0f µs (medians; l at least 0)\n", rr, l)
 	for n := 1; n <= len(revs); n++ {
 		var ratios []float64
 		for _, r := range revs[n-1] {
 			if n > 1 && !r.spread {
 				continue
 			}
-			want, others, idle := predict(r.use, n, cpus, a+float64(n-1)*rr, q+float64(n-1)*l, gr)
-			ratios = append(ratios, r.enforced/want)
-			fmt.Printf("  %d replica(s): predicted %6.0f revocations/s, enforced %6.0f/s: %.2f   (other processes took %.2f CPUs, idle %.2f)\n", n, want, r.enforced, r.enforced/want, others, idle)
+			c := revCosts[r.shared]
+			c.s += float64(n-1) * rr
+			c.p += float64(n-1) * l
+			check("revocations/s", n, r.shared, r.enforced, r.use, c, &ratios)
 		}
-		fmt.Printf("  %d replica(s): measured/predicted median %.2f (%.2f–%.2f)\n", n, med(ratios), slices.Min(ratios), slices.Max(ratios))
+		summary(n, ratios)
 	}
 }
