@@ -122,27 +122,40 @@ func (b *bench) replicas() error {
 			return err
 		}
 	}
+	grants, revs, err := b.replicaRounds(reps, clients, cpus, layout, pgCPU)
+	if err != nil {
+		return err
+	}
+	model(grants, revs, cpus)
+	return nil
+}
+
+// replicaRounds runs b.rounds rounds, each of 1 to len(reps) replicas
+// in turn: grants, then revocations all at the first replica and spread
+// over them; with cpus (pinned), one replica also with every process on
+// every CPU. layout pins PostgreSQL and this program for n replicas.
+func (b *bench) replicaRounds(reps []*proc, clients []ccClient, cpus []string, layout func(n int) error, pgCPU func() time.Duration) ([][]grantResult, [][]revResult, error) {
 	grants := make([][]grantResult, len(reps))
 	revs := make([][]revResult, len(reps))
 	for round := range max(b.rounds, 1) {
 		fmt.Printf("round %d\n", round+1)
 		for n := 1; n <= len(reps); n++ {
 			if err := layout(n); err != nil {
-				return err
+				return nil, nil, err
 			}
 			g, err := replicaGrants(reps[:n], clients, b.duration, pgCPU)
 			if err != nil {
-				return err
+				return nil, nil, err
 			}
 			g.shared = cpus == nil || n >= len(cpus)
 			grants[n-1] = append(grants[n-1], g)
 			for _, spread := range []bool{false, true} {
-				if n == 1 && spread {
+				if (n == 1 && spread) || b.revokeCount <= 0 {
 					continue
 				}
 				r, err := revocationRate(reps[:n], clients, b.revokeCount, spread, pgCPU)
 				if err != nil {
-					return err
+					return nil, nil, err
 				}
 				r.shared = g.shared
 				revs[n-1] = append(revs[n-1], r)
@@ -155,26 +168,27 @@ func (b *bench) replicas() error {
 			fmt.Printf("1 replica, every process on every CPU:\n")
 			pid := reps[0].cmd.Process.Pid
 			if err := errors.Join(layout(len(cpus)), pinPID(pid, cpus)); err != nil {
-				return err
+				return nil, nil, err
 			}
 			if g, err = replicaGrants(reps[:1], clients, b.duration, pgCPU); err != nil {
-				return err
+				return nil, nil, err
 			}
 			g.shared = true
 			grants[0] = append(grants[0], g)
-			r, err := revocationRate(reps[:1], clients, b.revokeCount, false, pgCPU)
-			if err != nil {
-				return err
+			if b.revokeCount > 0 {
+				r, err := revocationRate(reps[:1], clients, b.revokeCount, false, pgCPU)
+				if err != nil {
+					return nil, nil, err
+				}
+				r.shared = true
+				revs[0] = append(revs[0], r)
 			}
-			r.shared = true
-			revs[0] = append(revs[0], r)
 			if err := pinPID(pid, cpus[:1]); err != nil {
-				return err
+				return nil, nil, err
 			}
 		}
 	}
-	model(grants, revs, cpus)
-	return nil
+	return grants, revs, nil
 }
 
 // waitReady waits for p's /readyz to answer 200 (its first read of the
