@@ -31,8 +31,11 @@
 //	       at the end (grants.go).
 //	replicas  -replicas serve replicas on one PostgreSQL: the window
 //	       between a revocation's answer on one and its enforcement on
-//	       another; grants/s, CPU, RSS, PostgreSQL connections for 1 to
-//	       -replicas replicas (replicas.go).
+//	       another; in -rounds rounds for 1 to -replicas replicas,
+//	       grants/s and -revoke-count revocations through LISTEN/NOTIFY,
+//	       CPU, RSS, PostgreSQL connections; the capacity model's
+//	       predictions against them; -pin lays the processes out on the
+//	       CPUs (replicas.go, revocations.go, pin.go).
 package main
 
 import (
