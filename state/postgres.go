@@ -30,9 +30,6 @@ const (
 	// maxPostgresConns bounds the connections of one process (the
 	// listener's not included); see postgresConns.
 	maxPostgresConns = 16
-	// maxNotifyBytes bounds one notification's payload (PostgreSQL
-	// refuses 8000 bytes or more); longer lists are sent in parts.
-	maxNotifyBytes = 7000
 	// relistenDelay is the wait before the listener reconnects after
 	// losing its connection.
 	relistenDelay = time.Second
@@ -146,11 +143,12 @@ type FeedStatus struct {
 	Lag time.Duration
 }
 
-// notification is a NOTIFY payload: revoked jtis, or a configuration
-// change.
+// notification is a NOTIFY payload: new entries in the revocation log,
+// or a configuration change. JTIs, the revoked ids, is what earlier
+// versions sent and is not read: a replica reads the ids from the log.
 type notification struct {
 	From   string   `json:"from"`
-	JTIs   []string `json:"jtis"`
+	JTIs   []string `json:"jtis,omitempty"`
 	Config bool     `json:"config,omitempty"`
 }
 
@@ -194,6 +192,17 @@ func OpenPostgresOptions(ctx context.Context, url string, opts PostgresOptions) 
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}
+	// A transaction that revokes announces it itself, at commit, in the
+	// statement that draws its sequences (sqlTx.flushRevocations): the
+	// notice names this process, which ignores its own, and no ids, which
+	// a replica reads from the log.
+	notice, _ := json.Marshal(notification{From: p.id})
+	if s.revSeqNotify, err = db.PrepareContext(ctx, `WITH drawn AS (UPDATE `+revocationSeqTable+` SET seq = seq + $1 RETURNING seq)
+		SELECT drawn.seq FROM drawn, pg_notify('`+revokedChannel+`', $2)`); err != nil {
+		p.close()
+		return nil, fmt.Errorf("cannot prepare the state queries: %w", err)
+	}
+	s.prepared, s.revNotice = append(s.prepared, s.revSeqNotify), string(notice)
 	start := time.Now()
 	p.base = start
 	seq, err := p.LastRevocation(ctx)
@@ -381,27 +390,9 @@ func (p *Postgres) RevocationFeed() FeedStatus {
 	return p.feed
 }
 
-// PublishRevoked notifies the other replicas, in parts of at most
-// maxNotifyBytes.
-func (p *Postgres) PublishRevoked(ctx context.Context, jtis []string) error {
-	for len(jtis) > 0 {
-		msg := notification{From: p.id}
-		size := len(p.id) + 32
-		for len(jtis) > 0 && (len(msg.JTIs) == 0 || size+len(jtis[0])+3 <= maxNotifyBytes) {
-			size += len(jtis[0]) + 3
-			msg.JTIs = append(msg.JTIs, jtis[0])
-			jtis = jtis[1:]
-		}
-		b, err := json.Marshal(msg)
-		if err != nil {
-			return err
-		}
-		if _, err := p.db.ExecContext(ctx, `SELECT pg_notify($1, $2)`, revokedChannel, string(b)); err != nil {
-			return fmt.Errorf("cannot notify the other replicas: %w", err)
-		}
-	}
-	return nil
-}
+// PublishRevoked does nothing: the transaction that wrote the
+// revocations to the log announced them at its commit.
+func (p *Postgres) PublishRevoked(context.Context, []string) error { return nil }
 
 // OnRevoked registers fn for the ids of the revocation log's new entries,
 // this process's own included, as the follower reads them.

@@ -58,6 +58,12 @@ type sqlStore struct {
 	get, getLocked, count, delExpired, delFirst, list, sweep, create *sql.Stmt
 	// the revocation log's statements
 	revSeq, revPut, revGet, revSince, revLast, revSweep *sql.Stmt
+	// revSeqNotify, when set (PostgreSQL), is revSeq that also
+	// announces the transaction's revocations to the other processes
+	// with revNotice, its second argument: PostgreSQL delivers it at
+	// commit, and never when the transaction rolls back.
+	revSeqNotify *sql.Stmt
+	revNotice    string
 	// one, for SQLite, is the one connection every transaction runs on,
 	// in turn (oneMu), between its own BEGIN and COMMIT statements: a
 	// database/sql transaction costs a goroutine and a context per

@@ -53,14 +53,21 @@ func (s *sqlStore) LastRevocation(ctx context.Context) (int64, error) {
 	return seq, nil
 }
 
-// flushRevocations draws a sequence for each buffered revocation and
-// writes them to the log.
+// flushRevocations draws a sequence for each buffered revocation, writes
+// them to the log and, on PostgreSQL, announces them at commit: NOTIFY
+// in the statement that draws the sequences, where a notification sent
+// after the commit cost a round trip and a transaction of its own, and
+// was lost when the connection failed between the two.
 func (t *sqlTx) flushRevocations() error {
 	if len(t.revs) == 0 {
 		return nil
 	}
 	var top int64
-	if err := t.stmt(t.s.revSeq).QueryRowContext(t.ctx, len(t.revs)).Scan(&top); err != nil {
+	draw, args := t.s.revSeq, []any{len(t.revs)}
+	if t.s.revSeqNotify != nil {
+		draw, args = t.s.revSeqNotify, append(args, t.s.revNotice)
+	}
+	if err := t.stmt(draw).QueryRowContext(t.ctx, args...).Scan(&top); err != nil {
 		return fmt.Errorf("cannot write the revocation log: %w", err)
 	}
 	seq, at := top-int64(len(t.revs)), millis(time.Now())

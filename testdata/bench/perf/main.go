@@ -31,8 +31,11 @@
 //	       at the end (grants.go).
 //	replicas  -replicas serve replicas on one PostgreSQL: the window
 //	       between a revocation's answer on one and its enforcement on
-//	       another; grants/s, CPU, RSS, PostgreSQL connections for 1 to
-//	       -replicas replicas (replicas.go).
+//	       another; in -rounds rounds for 1 to -replicas replicas,
+//	       grants/s and -revoke-count revocations through LISTEN/NOTIFY,
+//	       CPU, RSS, PostgreSQL connections; the capacity model's
+//	       predictions against them; -pin lays the processes out on the
+//	       CPUs (replicas.go, revocations.go, pin.go).
 package main
 
 import (
@@ -71,6 +74,8 @@ func main() {
 	serveArgs := flag.String("serve-args", "", "refresh, exchange, grants: more arguments for serve, separated by spaces (--log-level warn)")
 	maxReplicas := flag.Int("replicas", 3, "replicas: measure 1 to this many replicas")
 	revocations := flag.Int("revocations", 100, "replicas: revocations whose enforcement across replicas is timed")
+	revokeCount := flag.Int("revoke-count", 4000, "replicas: revocations per run of the revocation throughput")
+	pin := flag.Bool("pin", false, "replicas: replica k on CPU k mod CPUs, PostgreSQL and the load generator on the CPUs no measured replica has (taskset)")
 	duration := flag.Duration("duration", 5*time.Second, "length of one round")
 	rounds := flag.Int("rounds", 3, "rounds per server, interleaved")
 	reference := flag.String("reference", "", "internal: run the reference server, writing its address to this file")
@@ -90,7 +95,7 @@ func main() {
 	}
 	defer os.RemoveAll(dir)
 	b := &bench{bin: *bin, dir: dir, conns: *conns, duration: *duration, rounds: *rounds, stores: strings.Split(*stores, ","), oidc: *oidc, grantCount: *grantCount,
-		maxReplicas: *maxReplicas, revocations: *revocations, serveArgs: strings.Fields(*serveArgs)}
+		maxReplicas: *maxReplicas, revocations: *revocations, revokeCount: *revokeCount, pin: *pin, serveArgs: strings.Fields(*serveArgs)}
 	switch *mode {
 	case "http":
 		err = b.http()
@@ -129,8 +134,15 @@ type bench struct {
 	grantCount int
 	// maxReplicas and revocations are the replicas mode's (replicas.go).
 	maxReplicas, revocations int
+	// revokeCount is how many revocations a run of the revocation
+	// throughput makes (revocations.go).
+	revokeCount int
 	// serveArgs are more arguments for the stores' serve.
 	serveArgs []string
+	// pin lays the replicas mode's processes out on the CPUs (pin.go);
+	// wrap, when set, runs the next serve under it (taskset -c CPU).
+	pin  bool
+	wrap []string
 }
 
 // proc is a server process under test.
@@ -158,6 +170,9 @@ func (b *bench) start(name string, args ...string) (*proc, error) {
 			base = append(base, "--ephemeral")
 		}
 		p.cmd = exec.Command(b.bin, append(base, args...)...)
+		if len(b.wrap) > 0 {
+			p.cmd = exec.Command(b.wrap[0], append(append(b.wrap[1:], b.bin), append(base, args...)...)...)
+		}
 		p.cmd.Env = append(os.Environ(), "AGENTAUTH_CONFIG_DIR="+filepath.Join(b.dir, "config"), "AGENTAUTH_STORE=file")
 	}
 	p.cmd.Stderr = os.Stderr

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -25,10 +26,15 @@ import (
 // server of Debian's postgresql package): first, with two replicas, the
 // window between a revocation's answer on replica A and its enforcement
 // on replica B (b.revocations tokens, each used at B, revoked at A, then
-// used at B in a closed loop until B refuses it); then, for 1 to
-// b.maxReplicas replicas, client_credentials grants from b.conns clients
-// spread over the replicas for b.duration: grants/s, CPU per grant of the
-// replicas and of PostgreSQL, RSS and PostgreSQL connections per replica.
+// used at B in a closed loop until B refuses it); then, in b.rounds
+// rounds, for 1 to b.maxReplicas replicas in turn: client_credentials
+// grants from b.conns clients spread over the replicas for b.duration
+// (grants/s, CPU per grant of the replicas, of PostgreSQL and of the load
+// generator, RSS and PostgreSQL connections per replica), and
+// b.revokeCount revocations through LISTEN/NOTIFY (revocations.go). It
+// ends with the capacity model's predictions for 2 replicas and more,
+// made from the costs measured with one, against the rates measured.
+// With b.pin, the processes are laid out on the CPUs (pin.go).
 func (b *bench) replicas() error {
 	srv, err := statetest.StartServer()
 	if err != nil {
@@ -37,7 +43,26 @@ func (b *bench) replicas() error {
 	}
 	defer srv.Stop()
 	u, _ := url.Parse(srv.URL)
-	pgCPU := postgresCPU(u.Query().Get("host"))
+	pgDir := u.Query().Get("host")
+	pgCPU := postgresCPU(pgDir)
+	var cpus []string
+	if b.pin {
+		if cpus = allowedCPUs(); len(cpus) < 2 {
+			return fmt.Errorf("-pin needs 2 CPUs or more; this program may use %d", len(cpus))
+		}
+		fmt.Printf("layout: replica k on CPU k mod %d (of %s); PostgreSQL and the load generator on the CPUs no measured replica has, else on all\n",
+			len(cpus), strings.Join(cpus, ","))
+	}
+	// layout pins PostgreSQL and this program for n replicas measured.
+	layout := func(n int) error {
+		if cpus == nil {
+			return nil
+		}
+		if n < len(cpus) {
+			return pinPostgres(pgDir, cpus[n:])
+		}
+		return pinPostgres(pgDir, cpus)
+	}
 	// Every replica publishes the embedded issuer at one origin, a
 	// balancer's: here net/http's reverse proxy to the first replica,
 	// where the replicas fetch the issuer's metadata and keys. The
@@ -63,7 +88,12 @@ func (b *bench) replicas() error {
 		}
 	}()
 	for k := range b.maxReplicas {
+		b.wrap = nil
+		if cpus != nil {
+			b.wrap = []string{"taskset", "-c", cpus[k%len(cpus)]}
+		}
 		p, err := b.start(fmt.Sprintf("replica%d", k+1), args...)
+		b.wrap = nil
 		if err != nil {
 			return err
 		}
@@ -76,16 +106,89 @@ func (b *bench) replicas() error {
 		}
 	}
 	if b.revocations > 0 && len(reps) >= 2 {
+		if err := layout(2); err != nil {
+			return err
+		}
 		if err := revocationWindow(reps[0], reps[1], b.revocations); err != nil {
 			return err
 		}
 	}
-	for n := 1; n <= len(reps); n++ {
-		if err := replicaGrants(reps[:n], b.conns, b.duration, pgCPU); err != nil {
+	// One set of clients for every run: a replica refuses more than 100
+	// registrations from one address in 10 minutes. A client registered
+	// at one replica is known to all (its record is in PostgreSQL).
+	clients := make([]ccClient, b.conns)
+	for k := range clients {
+		if clients[k], err = registerCC(reps[0].addr); err != nil {
 			return err
 		}
 	}
+	grants, revs, err := b.replicaRounds(reps, clients, cpus, layout, pgCPU)
+	if err != nil {
+		return err
+	}
+	model(grants, revs, cpus)
 	return nil
+}
+
+// replicaRounds runs b.rounds rounds, each of 1 to len(reps) replicas
+// in turn: grants, then revocations all at the first replica and spread
+// over them; with cpus (pinned), one replica also with every process on
+// every CPU. layout pins PostgreSQL and this program for n replicas.
+func (b *bench) replicaRounds(reps []*proc, clients []ccClient, cpus []string, layout func(n int) error, pgCPU func() time.Duration) ([][]grantResult, [][]revResult, error) {
+	grants := make([][]grantResult, len(reps))
+	revs := make([][]revResult, len(reps))
+	for round := range max(b.rounds, 1) {
+		fmt.Printf("round %d\n", round+1)
+		for n := 1; n <= len(reps); n++ {
+			if err := layout(n); err != nil {
+				return nil, nil, err
+			}
+			g, err := replicaGrants(reps[:n], clients, b.duration, pgCPU)
+			if err != nil {
+				return nil, nil, err
+			}
+			g.shared = cpus == nil || n >= len(cpus)
+			grants[n-1] = append(grants[n-1], g)
+			for _, spread := range []bool{false, true} {
+				if (n == 1 && spread) || b.revokeCount <= 0 {
+					continue
+				}
+				r, err := revocationRate(reps[:n], clients, b.revokeCount, spread, pgCPU)
+				if err != nil {
+					return nil, nil, err
+				}
+				r.shared = g.shared
+				revs[n-1] = append(revs[n-1], r)
+			}
+			if n != 1 || g.shared {
+				continue
+			}
+			// One replica again, every process on every CPU: the costs
+			// of the layout that 2 replicas or more share CPUs in.
+			fmt.Printf("1 replica, every process on every CPU:\n")
+			pid := reps[0].cmd.Process.Pid
+			if err := errors.Join(layout(len(cpus)), pinPID(pid, cpus)); err != nil {
+				return nil, nil, err
+			}
+			if g, err = replicaGrants(reps[:1], clients, b.duration, pgCPU); err != nil {
+				return nil, nil, err
+			}
+			g.shared = true
+			grants[0] = append(grants[0], g)
+			if b.revokeCount > 0 {
+				r, err := revocationRate(reps[:1], clients, b.revokeCount, false, pgCPU)
+				if err != nil {
+					return nil, nil, err
+				}
+				r.shared = true
+				revs[0] = append(revs[0], r)
+			}
+			if err := pinPID(pid, cpus[:1]); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	return grants, revs, nil
 }
 
 // waitReady waits for p's /readyz to answer 200 (its first read of the
@@ -240,19 +343,30 @@ func revocationWindow(a, b *proc, count int) error {
 	return nil
 }
 
-// replicaGrants runs client_credentials grants from conns clients, each
+// grantResult is one run of client_credentials grants on n replicas:
+// the rate, and the CPU per grant (µs) of the replicas, PostgreSQL and the
+// load generator.
+type grantResult struct {
+	n                          int
+	shared                     bool
+	rate, serve, pg, generator float64
+	use                        usage
+}
+
+// usage is what the CPUs did during a run: the machine's CPUs, and the
+// CPUs (seconds per second) the replicas, PostgreSQL and the load
+// generator used.
+type usage struct {
+	m              machine
+	rep, pg, loads float64
+}
+
+// replicaGrants runs client_credentials grants from the clients, each
 // bound to one replica in turn, for d, and prints the rate, the CPU per
-// grant of the replicas and of PostgreSQL, and per replica its RSS and
-// PostgreSQL connections.
-func replicaGrants(reps []*proc, conns int, d time.Duration, pgCPU func() time.Duration) error {
-	clients := make([]ccClient, conns)
-	for k := range clients {
-		var err error
-		if clients[k], err = registerCC(reps[k%len(reps)].addr); err != nil {
-			return err
-		}
-	}
-	tr := &http.Transport{MaxIdleConnsPerHost: conns}
+// grant of the replicas, of PostgreSQL and of the load generator, and per
+// replica its RSS and PostgreSQL connections.
+func replicaGrants(reps []*proc, clients []ccClient, d time.Duration, pgCPU func() time.Duration) (grantResult, error) {
+	tr := &http.Transport{MaxIdleConnsPerHost: len(clients)}
 	defer tr.CloseIdleConnections()
 	hc := &http.Client{Transport: tr}
 	run := func(d time.Duration) (int64, error) {
@@ -278,16 +392,16 @@ func replicaGrants(reps []*proc, conns int, d time.Duration, pgCPU func() time.D
 		return n.Load(), first
 	}
 	if _, err := run(time.Second); err != nil { // warm up
-		return err
+		return grantResult{}, err
 	}
 	cpu0 := make([]time.Duration, len(reps))
 	for k, p := range reps {
 		cpu0[k] = p.cpu()
 	}
-	pg0 := pgCPU()
+	pg0, self0, mach0 := pgCPU(), benchstat.ProcessCPU(os.Getpid()), cpuTimes()
 	n, err := run(d)
 	if err != nil {
-		return err
+		return grantResult{}, err
 	}
 	var serveCPU time.Duration
 	var rss []string
@@ -295,11 +409,13 @@ func replicaGrants(reps []*proc, conns int, d time.Duration, pgCPU func() time.D
 		serveCPU += p.cpu() - cpu0[k]
 		rss = append(rss, fmt.Sprintf("%.1f", mib(p.rss())))
 	}
-	pg := pgCPU() - pg0
-	fmt.Printf("%d replica(s): %7.0f grants/s   CPU µs per grant: replicas %.0f, PostgreSQL %.0f   RSS MiB per replica %s   PostgreSQL backends %d\n",
-		len(reps), float64(n)/d.Seconds(), float64(serveCPU.Microseconds())/float64(n), float64(pg.Microseconds())/float64(n),
-		strings.Join(rss, " "), postgresBackends())
-	return nil
+	pg, self := pgCPU()-pg0, benchstat.ProcessCPU(os.Getpid())-self0
+	per := func(t time.Duration) float64 { return float64(t.Microseconds()) / float64(n) }
+	r := grantResult{n: len(reps), rate: float64(n) / d.Seconds(), serve: per(serveCPU), pg: per(pg), generator: per(self),
+		use: usage{m: since(mach0, d), rep: serveCPU.Seconds() / d.Seconds(), pg: pg.Seconds() / d.Seconds(), loads: self.Seconds() / d.Seconds()}}
+	fmt.Printf("%d replica(s): %7.0f grants/s   CPU µs per grant: replicas %.0f, PostgreSQL %.0f, load generator %.0f   RSS MiB per replica %s   PostgreSQL backends %d\n",
+		r.n, r.rate, r.serve, r.pg, r.generator, strings.Join(rss, " "), postgresBackends())
+	return r, nil
 }
 
 // postgresBackends counts the client backends of user agentauth
