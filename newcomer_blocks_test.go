@@ -329,7 +329,8 @@ func runWatchLine(ts *testscript.TestScript, where, line string) {
 
 // checkServeConfig checks a serve config with `serve --check`, as
 // ExecStartPre does. A file the config names under /etc/agentauth is
-// made in $WORK (mode 0600) for the check.
+// made in $WORK (mode 0600) for the check, and a variable it names in
+// clientSecretEnv is set, as the reader sets theirs.
 func checkServeConfig(ts *testscript.TestScript, where, text string) {
 	work := ts.Getenv("WORK")
 	text = normalize(ts, text)
@@ -342,7 +343,11 @@ func checkServeConfig(ts *testscript.TestScript, where, text string) {
 	if err := os.WriteFile(file, []byte(text), 0o600); err != nil {
 		ts.Fatalf("%v", err)
 	}
-	out, err := runBash(ts, "agentauth serve --check --ephemeral --listen 127.0.0.1:0 --config "+file)
+	var env strings.Builder
+	for _, m := range regexp.MustCompile(`"clientSecretEnv":\s*"([A-Za-z_][A-Za-z0-9_]*)"`).FindAllStringSubmatch(text, -1) {
+		env.WriteString(m[1] + "=a-secret-for-the-check ")
+	}
+	out, err := runBash(ts, env.String()+"agentauth serve --check --ephemeral --listen 127.0.0.1:0 --config "+file)
 	if err != nil || !strings.Contains(out, "serve --check: ok") {
 		ts.Fatalf("%s: serve --check refuses the config: %v\n%s\n%s", where, err, text, out)
 	}
