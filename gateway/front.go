@@ -186,7 +186,8 @@ func (m *Mount) readMessage(w http.ResponseWriter, r *http.Request) ([]byte, *wi
 		writeError(w, http.StatusBadRequest, wire.ID{}, wire.Errorf(wire.CodeInvalidRequest, "invalid request: this gateway takes one JSON-RPC message per POST, not a batch"))
 		return nil, nil, false
 	}
-	msg, derr := wire.Decode(body)
+	// body is this call's own and never written: the message may share it.
+	msg, derr := wire.DecodeOwned(body)
 	if derr != nil {
 		var id wire.ID
 		if msg != nil {
