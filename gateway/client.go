@@ -153,9 +153,9 @@ func (t *backendTransport) send(ctx context.Context, method string, tg *target, 
 		return nil, err
 	}
 	// A cancelled request ends the connection's reads and writes at once.
-	stop := context.AfterFunc(ctx, bc.abort)
+	watch := watchCtx(ctx, bc.abort)
 	fail := func(err error) (*http.Response, error) {
-		stop()
+		watch.end()
 		bc.nc.Close()
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -207,8 +207,42 @@ func (t *backendTransport) send(ctx context.Context, method string, tg *target, 
 	}
 	resp.Request = nil // readAs's requests are shared
 	keep := !resp.Close && (resp.ContentLength >= 0 || len(resp.TransferEncoding) > 0)
-	resp.Body = &backendBody{rc: resp.Body, ctx: ctx, t: t, addr: tg.addr, bc: bc, stop: stop, keep: keep, empty: resp.ContentLength == 0}
+	resp.Body = &backendBody{rc: resp.Body, ctx: ctx, t: t, addr: tg.addr, bc: bc, watch: watch, keep: keep, empty: resp.ContentLength == 0}
 	return resp, nil
+}
+
+// abortWatch is a context that runs one function when it ends, as
+// context.AfterFunc does but at no cost (the gateway's call context,
+// callCtx).
+type abortWatch interface {
+	// watch arranges for f to run once when the context ends, at once if
+	// it has; it reports false, doing nothing, while it watches another.
+	watch(f func()) bool
+	// unwatch reports whether the watched function had not run, and now
+	// will not.
+	unwatch() bool
+}
+
+// watcher runs a function when a request's context ends: through the
+// context itself when it is an abortWatch, else context.AfterFunc.
+type watcher struct {
+	aw   abortWatch
+	stop func() bool
+}
+
+func watchCtx(ctx context.Context, f func()) watcher {
+	if aw, ok := ctx.(abortWatch); ok && aw.watch(f) {
+		return watcher{aw: aw}
+	}
+	return watcher{stop: context.AfterFunc(ctx, f)}
+}
+
+// end reports whether the function had not run, and now will not.
+func (w watcher) end() bool {
+	if w.aw != nil {
+		return w.aw.unwatch()
+	}
+	return w.stop()
 }
 
 // skipField are the fields send writes itself or never sends, as
@@ -351,7 +385,7 @@ type backendBody struct {
 	t     *backendTransport
 	addr  string
 	bc    *backendConn
-	stop  func() bool
+	watch watcher
 	keep  bool
 	empty bool
 	done  atomic.Bool
@@ -382,7 +416,7 @@ func (b *backendBody) finish(complete bool) {
 	if !b.done.CompareAndSwap(false, true) {
 		return
 	}
-	if b.stop() && complete && b.keep {
+	if b.watch.end() && complete && b.keep {
 		b.t.put(b.addr, b.bc)
 		return
 	}

@@ -50,8 +50,36 @@ type reply struct {
 	longLived bool
 	// sessionID is the backend's Mcp-Session-Id, if it set one.
 	sessionID string
-	next      func() (frame, error) // io.EOF after the last frame
-	close     func()
+	// nextFn reads the next frame (io.EOF after the last), and closeFn
+	// ends the answer. An HTTP backend's answer has neither: resp is
+	// its answer and jsonOf, until read, the session whose one JSON
+	// message resp's body holds (next and close say what they do then).
+	nextFn  func() (frame, error)
+	closeFn func()
+	resp    *http.Response
+	jsonOf  *httpConn
+}
+
+// next is the answer's next frame; io.EOF after the last.
+func (r *reply) next() (frame, error) {
+	if r.nextFn != nil {
+		return r.nextFn()
+	}
+	if c := r.jsonOf; c != nil {
+		r.jsonOf = nil
+		return c.readJSON(r.resp)
+	}
+	return frame{}, io.EOF
+}
+
+// close ends the answer, what is left of it unread.
+func (r *reply) close() {
+	switch {
+	case r.closeFn != nil:
+		r.closeFn()
+	case r.resp != nil:
+		r.resp.Body.Close()
+	}
 }
 
 // errBackend is a failure to talk to a backend; its text names the backend
@@ -95,18 +123,18 @@ func cmpOr(a, b string) string {
 }
 
 func accepted() *reply {
-	return &reply{status: http.StatusAccepted, next: func() (frame, error) { return frame{}, io.EOF }, close: func() {}}
+	return &reply{status: http.StatusAccepted, nextFn: func() (frame, error) { return frame{}, io.EOF }, closeFn: func() {}}
 }
 
 // answered is a reply serve makes itself: one JSON message.
 func answered(m *wire.Message) *reply {
 	b := mustEncode(m)
 	done := false
-	return &reply{status: http.StatusOK, next: func() (frame, error) {
+	return &reply{status: http.StatusOK, nextFn: func() (frame, error) {
 		if done {
 			return frame{}, io.EOF
 		}
 		done = true
 		return frame{data: b}, nil
-	}, close: func() {}}
+	}, closeFn: func() {}}
 }

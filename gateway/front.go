@@ -33,11 +33,11 @@ func (m *Mount) Serve(w http.ResponseWriter, r *http.Request, c Caller) {
 }
 
 func (m *Mount) servePost(w http.ResponseWriter, r *http.Request, c Caller) {
-	release, ok := m.admit(w, r, c)
+	taken, ok := m.admit(w, r, c)
 	if !ok {
 		return
 	}
-	defer release()
+	defer taken.release()
 	body, msg, ok := m.readMessage(w, r)
 	if !ok {
 		return
@@ -132,17 +132,17 @@ func (m *Mount) servePost(w http.ResponseWriter, r *http.Request, c Caller) {
 		return
 	}
 
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	var timedOut atomic.Bool
-	timer := time.AfterFunc(m.timeout, func() { timedOut.Store(true); cancel() })
+	k.ctx.parent = r.Context()
+	defer k.ctx.end()
+	defer context.AfterFunc(r.Context(), k.ctx.end)()
+	timer := time.AfterFunc(m.timeout, k.timeUp)
 	defer timer.Stop()
-	rep, err := cn.post(ctx, msg, raw, out)
+	rep, err := cn.post(&k.ctx, msg, raw, out)
 	if err != nil {
 		if s != nil && (errors.Is(err, errSessionGone) || msg.Method == wire.MethodInitialize) {
 			m.dropSession(s)
 		}
-		k.fail(w, err, timedOut.Load(), false)
+		k.fail(w, err, k.timedOut.Load(), false)
 		return
 	}
 	defer rep.close()
@@ -160,7 +160,7 @@ func (m *Mount) servePost(w http.ResponseWriter, r *http.Request, c Caller) {
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	k.relay(w, rep, timer, &timedOut)
+	k.relay(w, rep, timer, &k.timedOut)
 	if msg.Method == wire.MethodInitialize && k.errCode != 0 && s != nil {
 		m.dropSession(s)
 		s.conn.end(context.Background())
