@@ -119,9 +119,13 @@ func (c *callCtx) unwatch() bool {
 	return ok
 }
 
-// timeUp ends the call's context when the backend's timeout passes.
-func (k *call) timeUp() {
-	k.timedOut.Store(true)
+// stop ends the call's context when its caller goes away (the parent
+// context ended) or else, called by the call's timer, when the backend's
+// timeout passes (timedOut). One function for both: one allocation.
+func (k *call) stop() {
+	if k.ctx.parent.Err() == nil {
+		k.timedOut.Store(true)
+	}
 	k.ctx.end()
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/agentauth/agentauth/wire"
 )
@@ -104,7 +105,7 @@ var errSessionGone = errors.New("session gone")
 // and content negotiation. Authorization, DPoP, Cookie and everything else
 // the caller sent stay at serve.
 func forwardHeaders(in http.Header) http.Header {
-	out := http.Header{}
+	out := headerPool.Get().(http.Header)
 	for k, v := range in {
 		switch {
 		case k == "Accept", k == "Content-Type", k == "Mcp-Protocol-Version", k == "Mcp-Method", k == "Mcp-Name", k == "Last-Event-Id",
@@ -113,6 +114,25 @@ func forwardHeaders(in http.Header) http.Header {
 		}
 	}
 	return out
+}
+
+// maxPooledHeader is the most fields of a header headerPool keeps (the
+// header a call sends its backend has about six).
+const maxPooledHeader = 16
+
+// headerPool holds the headers of calls that ended (putHeader), for
+// forwardHeaders.
+var headerPool = sync.Pool{New: func() any { return http.Header{} }}
+
+// putHeader gives h, which nothing holds any more, back to headerPool,
+// unless it grew past maxPooledHeader fields: a pooled header stays
+// small.
+func putHeader(h http.Header) {
+	if len(h) > maxPooledHeader {
+		return
+	}
+	clear(h)
+	headerPool.Put(h)
 }
 
 func cmpOr(a, b string) string {

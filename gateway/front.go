@@ -52,6 +52,7 @@ func (m *Mount) servePost(w http.ResponseWriter, r *http.Request, c Caller) {
 	// The session: the caller's own, a new one for initialize, or none.
 	var s *session
 	var cn conn
+	stateless := false // cn is the mount's stateless HTTP session
 	sid := r.Header.Get("Mcp-Session-Id")
 	if sid == "" && m.b.Command != "" && m.g.check != nil {
 		// serve answers or bridges it itself: no backend checks it.
@@ -90,9 +91,14 @@ func (m *Mount) servePost(w http.ResponseWriter, r *http.Request, c Caller) {
 		return
 	default:
 		cn = m.statelessConn()
+		stateless = true
 	}
 
 	out := forwardHeaders(r.Header)
+	if stateless && len(out) <= maxPooledHeader {
+		// The stateless HTTP session keeps nothing of out past the call.
+		defer putHeader(out)
+	}
 	// The backend's credential is set before the checks, whose own
 	// tools/list (schema.go) must carry it too.
 	if !m.identify(w, r, k, out) {
@@ -134,8 +140,9 @@ func (m *Mount) servePost(w http.ResponseWriter, r *http.Request, c Caller) {
 
 	k.ctx.parent = r.Context()
 	defer k.ctx.end()
-	defer context.AfterFunc(r.Context(), k.ctx.end)()
-	timer := time.AfterFunc(m.timeout, k.timeUp)
+	stop := k.stop
+	defer context.AfterFunc(r.Context(), stop)()
+	timer := time.AfterFunc(m.timeout, stop)
 	defer timer.Stop()
 	rep, err := cn.post(&k.ctx, msg, raw, out)
 	if err != nil {
