@@ -53,12 +53,18 @@ type reply struct {
 	sessionID string
 	// nextFn reads the next frame (io.EOF after the last), and closeFn
 	// ends the answer. An HTTP backend's answer has neither: resp is
-	// its answer and jsonOf, until read, the session whose one JSON
-	// message resp's body holds (next and close say what they do then).
+	// its answer and jsonOf, until read, what reads the one JSON message
+	// resp's body holds (next and close say what they do then).
 	nextFn  func() (frame, error)
 	closeFn func()
 	resp    *http.Response
-	jsonOf  *httpConn
+	jsonOf  jsonReader
+}
+
+// jsonReader reads an HTTP answer's body, one JSON message, as a frame
+// (httpConn).
+type jsonReader interface {
+	readJSON(resp *http.Response) (frame, error)
 }
 
 // next is the answer's next frame; io.EOF after the last.
