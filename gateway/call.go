@@ -41,7 +41,9 @@ type call struct {
 // by end or its parent's end. It is context.WithCancel's context that
 // also runs one function when it ends (abortWatch, for the connection the
 // backend answers on), which saves the call a context.AfterFunc and the
-// channel and child map of a second context.
+// channel and child map of a second context. Its Err says it ended;
+// context.Cause of it is its parent's (the gateway reads Err, and a
+// context made from it gets Err as its cause).
 type callCtx struct {
 	parent context.Context
 	mu     sync.Mutex
