@@ -169,7 +169,7 @@ func (b *bridge) post(ctx context.Context, msg *wire.Message, _ []byte, out http
 		k.close()
 		return nil, err
 	}
-	return &reply{status: http.StatusOK, stream: true, flexible: true, longLived: true, next: k.next, close: k.close}, nil
+	return &reply{status: http.StatusOK, stream: true, flexible: true, longLived: true, nextFn: k.next, closeFn: k.close}, nil
 }
 
 // send posts request msg to the backend as an MCP 2026-07-28 request.
@@ -242,7 +242,7 @@ func (b *bridge) answer(msg *wire.Message) {
 
 // listen: MCP 2026-07-28 has no stream for the server's own messages.
 func (b *bridge) listen(context.Context, http.Header) (*reply, error) {
-	return &reply{status: http.StatusMethodNotAllowed, next: func() (frame, error) { return frame{}, io.EOF }, close: func() {}}, nil
+	return &reply{status: http.StatusMethodNotAllowed, nextFn: func() (frame, error) { return frame{}, io.EOF }, closeFn: func() {}}, nil
 }
 
 // end ends serve's session: calls waiting for the caller's input fail.

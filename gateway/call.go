@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -29,6 +30,105 @@ type call struct {
 	reason    string
 	errCode   int
 	audited   bool
+	// ctx is the call's context for the backend, ended when the caller
+	// goes away, the backend's timeout passes (timedOut) or the call is
+	// over.
+	ctx      callCtx
+	timedOut atomic.Bool
+}
+
+// callCtx is a call's context: its parent's values and deadline, ended
+// by end or its parent's end. It is context.WithCancel's context that
+// also runs one function when it ends (abortWatch, for the connection the
+// backend answers on), which saves the call a context.AfterFunc and the
+// channel and child map of a second context. Its Err says it ended;
+// context.Cause of it is its parent's (the gateway reads Err, and a
+// context made from it gets Err as its cause).
+type callCtx struct {
+	parent context.Context
+	mu     sync.Mutex
+	done   chan struct{} // made by Done, closed by end
+	err    error
+	abort  func() // watch's, run once by end
+}
+
+func (c *callCtx) Deadline() (time.Time, bool) { return c.parent.Deadline() }
+func (c *callCtx) Value(key any) any           { return c.parent.Value(key) }
+
+func (c *callCtx) Done() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.done == nil {
+		c.done = make(chan struct{})
+		if c.err != nil {
+			close(c.done)
+		}
+	}
+	return c.done
+}
+
+func (c *callCtx) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// end ends the context (context.Canceled), once, and runs the watched
+// function.
+func (c *callCtx) end() {
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		return
+	}
+	c.err = context.Canceled
+	if c.done != nil {
+		close(c.done)
+	}
+	f := c.abort
+	c.abort = nil
+	c.mu.Unlock()
+	if f != nil {
+		f()
+	}
+}
+
+// watch arranges for f to run once when the context ends, at once if it
+// has; it reports false, doing nothing, while it watches another.
+func (c *callCtx) watch(f func()) bool {
+	c.mu.Lock()
+	if c.abort != nil {
+		c.mu.Unlock()
+		return false
+	}
+	if c.err != nil {
+		c.mu.Unlock()
+		f()
+		return true
+	}
+	c.abort = f
+	c.mu.Unlock()
+	return true
+}
+
+// unwatch reports whether the watched function had not run, and now
+// will not.
+func (c *callCtx) unwatch() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ok := c.abort != nil
+	c.abort = nil
+	return ok
+}
+
+// stop ends the call's context when its caller goes away (the parent
+// context ended) or else, called by the call's timer, when the backend's
+// timeout passes (timedOut). One function for both: one allocation.
+func (k *call) stop() {
+	if k.ctx.parent.Err() == nil {
+		k.timedOut.Store(true)
+	}
+	k.ctx.end()
 }
 
 // refuse answers a call the gateway does not forward, and audits it.
@@ -73,18 +173,22 @@ func (k *call) audit() {
 	}
 	now := time.Now()
 	r := slog.NewRecord(now, slog.LevelInfo, "gateway call", 0)
-	r.AddAttrs(slog.String("principal", k.c.Subject()), slog.String("client_id", k.c.ClientID()),
+	// One AddAttrs: the record keeps five attributes in itself and
+	// allocates once for the rest.
+	attrs := [10]slog.Attr{slog.String("principal", k.c.Subject()), slog.String("client_id", k.c.ClientID()),
 		slog.String("backend", k.m.b.Name), slog.String("method", k.msg.Method), slog.String("decision", k.decision),
-		slog.Int64("redactions", k.redacted.Load()), slog.Float64("latency_ms", float64(now.Sub(k.started).Microseconds())/1000))
+		slog.Int64("redactions", k.redacted.Load()), slog.Float64("latency_ms", float64(now.Sub(k.started).Microseconds())/1000)}
+	n := 7
 	if k.tool != "" {
-		r.AddAttrs(slog.String("tool", k.tool))
+		attrs[n], n = slog.String("tool", k.tool), n+1
 	}
 	if k.reason != "" {
-		r.AddAttrs(slog.String("reason", k.reason))
+		attrs[n], n = slog.String("reason", k.reason), n+1
 	}
 	if k.errCode != 0 {
-		r.AddAttrs(slog.Int("error_code", k.errCode))
+		attrs[n], n = slog.Int("error_code", k.errCode), n+1
 	}
+	r.AddAttrs(attrs[:n]...)
 	_ = h.Handle(context.Background(), r)
 }
 

@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A caller that goes away while the backend's event stream is open ends
@@ -88,5 +90,81 @@ func TestBackendWithoutGETStream(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "POST, DELETE" {
 		t.Errorf("GET: %d, Allow %q; want 405 with Allow: POST, DELETE", resp.StatusCode, resp.Header.Get("Allow"))
+	}
+}
+
+// TestHTTPBackendTimeoutAndCallerGone: a tools/call an HTTP backend does
+// not answer ends at the backend's timeout with the error naming it, and
+// one whose caller goes away ends at once; either way the backend's
+// request ends (serve closes its connection) and the caller's slot is
+// given back.
+func TestHTTPBackendTimeoutAndCallerGone(t *testing.T) {
+	started, ended := make(chan struct{}, 4), make(chan struct{}, 4)
+	list := constBackend()
+	defer list.Close()
+	be := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if !strings.Contains(string(body), `"tools/call"`) {
+			// tools/list, answered as the constant backend does.
+			resp, err := http.Post(list.URL, "application/json", strings.NewReader(string(body)))
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadGateway)
+				return
+			}
+			defer resp.Body.Close()
+			w.Header().Set("Content-Type", "application/json")
+			io.Copy(w, resp.Body)
+			return
+		}
+		started <- struct{}{}
+		<-r.Context().Done() // never answers; serve gives up
+		ended <- struct{}{}
+	}))
+	defer be.Close()
+	mount := func(timeout time.Duration) (*Gateway, *Mount) {
+		g, err := New(Options{Backends: []Backend{{Name: "b", URL: be.URL, Timeout: Duration(timeout)}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(g.Close)
+		return g, g.Mounts()[0]
+	}
+	c := callers["tok-writer-0123456789"]
+	post := func(m *Mount, ctx context.Context) *httptest.ResponseRecorder {
+		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`
+		r := httptest.NewRequestWithContext(ctx, http.MethodPost, "/mcp", strings.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Accept", "application/json, text/event-stream")
+		r.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		w := httptest.NewRecorder()
+		m.Serve(w, r, c)
+		return w
+	}
+	_, m := mount(300 * time.Millisecond)
+	w := post(m, context.Background())
+	if !strings.Contains(w.Body.String(), "backend b did not answer within 300ms") {
+		t.Errorf("a backend that does not answer: %d %s", w.Code, w.Body)
+	}
+	<-started
+	<-ended
+
+	// The caller goes away once the backend has the call: the call ends
+	// then (its timeout, an hour, would outlast the test).
+	g, m := mount(time.Hour)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan *httptest.ResponseRecorder)
+	go func() { done <- post(m, ctx) }()
+	<-started
+	cancel()
+	w = <-done
+	if strings.Contains(w.Body.String(), "did not answer within") {
+		t.Errorf("a caller gone ended as a timeout: %s", w.Body)
+	}
+	<-ended
+	g.limits.mu.Lock()
+	held := g.limits.calls
+	g.limits.mu.Unlock()
+	if held != 0 {
+		t.Errorf("%d calls still held after both ended", held)
 	}
 }

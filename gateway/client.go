@@ -30,8 +30,9 @@ const maxResponseHeader = 64 << 10
 // cancel context, a timer), and under 64 concurrent callers that hand-off
 // costs serve as much CPU as its checks (testdata/bench/gateway.sh,
 // profiled; see testdata/bench/HISTORY.md). Answers are parsed by net/http
-// (ReadResponse); what is ours is the pool, the bounds, the cancellation
-// and the writing of requests (send says why):
+// (ReadResponse), but for the common answer to a POST (head.go); what is
+// ours is the pool, the bounds, the cancellation and the writing of
+// requests (send says why):
 //
 //   - the answer's head is bounded (maxResponseHeader), its body by the
 //     gateway's reader (Backend.MaxMessage per message);
@@ -153,9 +154,9 @@ func (t *backendTransport) send(ctx context.Context, method string, tg *target, 
 		return nil, err
 	}
 	// A cancelled request ends the connection's reads and writes at once.
-	stop := context.AfterFunc(ctx, bc.abort)
+	watch := watchCtx(ctx, bc.abort)
 	fail := func(err error) (*http.Response, error) {
-		stop()
+		watch.end()
 		bc.nc.Close()
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -190,6 +191,20 @@ func (t *backendTransport) send(ctx context.Context, method string, tg *target, 
 	if err := w.Flush(); err != nil {
 		return fail(err)
 	}
+	if method == http.MethodPost {
+		// The common answer, read without a parser's allocations
+		// (head.go); anything else is ReadResponse's.
+		bc.lr.left = max(maxResponseHeader-int64(bc.br.Buffered()), 0)
+		var head http.Response
+		plain := plainAnswer(bc.br, &head)
+		bc.lr.left = -1
+		if plain {
+			a := &answer{resp: head, rest: lengthReader{r: bc.br, left: head.ContentLength}}
+			a.body = backendBody{rc: &a.rest, ctx: ctx, t: t, addr: tg.addr, bc: bc, watch: watch, keep: !head.Close, empty: head.ContentLength == 0}
+			a.resp.Body = &a.body
+			return &a.resp, nil
+		}
+	}
 	var resp *http.Response
 	for {
 		// The head, bounded: what the buffer holds already counts too.
@@ -207,8 +222,50 @@ func (t *backendTransport) send(ctx context.Context, method string, tg *target, 
 	}
 	resp.Request = nil // readAs's requests are shared
 	keep := !resp.Close && (resp.ContentLength >= 0 || len(resp.TransferEncoding) > 0)
-	resp.Body = &backendBody{rc: resp.Body, ctx: ctx, t: t, addr: tg.addr, bc: bc, stop: stop, keep: keep, empty: resp.ContentLength == 0}
+	resp.Body = &backendBody{rc: resp.Body, ctx: ctx, t: t, addr: tg.addr, bc: bc, watch: watch, keep: keep, empty: resp.ContentLength == 0}
 	return resp, nil
+}
+
+// answer is an answer plainAnswer read: the response, its body and the
+// reader of its length, in one allocation.
+type answer struct {
+	resp http.Response
+	body backendBody
+	rest lengthReader
+}
+
+// abortWatch is a context that runs one function when it ends, as
+// context.AfterFunc does but at no cost (the gateway's call context,
+// callCtx).
+type abortWatch interface {
+	// watch arranges for f to run once when the context ends, at once if
+	// it has; it reports false, doing nothing, while it watches another.
+	watch(f func()) bool
+	// unwatch reports whether the watched function had not run, and now
+	// will not.
+	unwatch() bool
+}
+
+// watcher runs a function when a request's context ends: through the
+// context itself when it is an abortWatch, else context.AfterFunc.
+type watcher struct {
+	aw   abortWatch
+	stop func() bool
+}
+
+func watchCtx(ctx context.Context, f func()) watcher {
+	if aw, ok := ctx.(abortWatch); ok && aw.watch(f) {
+		return watcher{aw: aw}
+	}
+	return watcher{stop: context.AfterFunc(ctx, f)}
+}
+
+// end reports whether the function had not run, and now will not.
+func (w watcher) end() bool {
+	if w.aw != nil {
+		return w.aw.unwatch()
+	}
+	return w.stop()
 }
 
 // skipField are the fields send writes itself or never sends, as
@@ -346,12 +403,12 @@ func (t *backendTransport) closeIdle(olderThan time.Duration) {
 // connection (what is left unread could be long, or never end). Close may
 // come from another goroutine than Read, as with net/http's bodies.
 type backendBody struct {
-	rc    io.ReadCloser
+	rc    io.Reader
 	ctx   context.Context
 	t     *backendTransport
 	addr  string
 	bc    *backendConn
-	stop  func() bool
+	watch watcher
 	keep  bool
 	empty bool
 	done  atomic.Bool
@@ -382,7 +439,7 @@ func (b *backendBody) finish(complete bool) {
 	if !b.done.CompareAndSwap(false, true) {
 		return
 	}
-	if b.stop() && complete && b.keep {
+	if b.watch.end() && complete && b.keep {
 		b.t.put(b.addr, b.bc)
 		return
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/agentauth/agentauth/wire"
 )
@@ -50,8 +51,42 @@ type reply struct {
 	longLived bool
 	// sessionID is the backend's Mcp-Session-Id, if it set one.
 	sessionID string
-	next      func() (frame, error) // io.EOF after the last frame
-	close     func()
+	// nextFn reads the next frame (io.EOF after the last), and closeFn
+	// ends the answer. An HTTP backend's answer has neither: resp is
+	// its answer and jsonOf, until read, what reads the one JSON message
+	// resp's body holds (next and close say what they do then).
+	nextFn  func() (frame, error)
+	closeFn func()
+	resp    *http.Response
+	jsonOf  jsonReader
+}
+
+// jsonReader reads an HTTP answer's body, one JSON message, as a frame
+// (httpConn).
+type jsonReader interface {
+	readJSON(resp *http.Response) (frame, error)
+}
+
+// next is the answer's next frame; io.EOF after the last.
+func (r *reply) next() (frame, error) {
+	if r.nextFn != nil {
+		return r.nextFn()
+	}
+	if c := r.jsonOf; c != nil {
+		r.jsonOf = nil
+		return c.readJSON(r.resp)
+	}
+	return frame{}, io.EOF
+}
+
+// close ends the answer, what is left of it unread.
+func (r *reply) close() {
+	switch {
+	case r.closeFn != nil:
+		r.closeFn()
+	case r.resp != nil:
+		r.resp.Body.Close()
+	}
 }
 
 // errBackend is a failure to talk to a backend; its text names the backend
@@ -76,7 +111,7 @@ var errSessionGone = errors.New("session gone")
 // and content negotiation. Authorization, DPoP, Cookie and everything else
 // the caller sent stay at serve.
 func forwardHeaders(in http.Header) http.Header {
-	out := http.Header{}
+	out := headerPool.Get().(http.Header)
 	for k, v := range in {
 		switch {
 		case k == "Accept", k == "Content-Type", k == "Mcp-Protocol-Version", k == "Mcp-Method", k == "Mcp-Name", k == "Last-Event-Id",
@@ -87,6 +122,25 @@ func forwardHeaders(in http.Header) http.Header {
 	return out
 }
 
+// maxPooledHeader is the most fields of a header headerPool keeps (the
+// header a call sends its backend has about six).
+const maxPooledHeader = 16
+
+// headerPool holds the headers of calls that ended (putHeader), for
+// forwardHeaders.
+var headerPool = sync.Pool{New: func() any { return http.Header{} }}
+
+// putHeader gives h, which nothing holds any more, back to headerPool,
+// unless it grew past maxPooledHeader fields: a pooled header stays
+// small.
+func putHeader(h http.Header) {
+	if len(h) > maxPooledHeader {
+		return
+	}
+	clear(h)
+	headerPool.Put(h)
+}
+
 func cmpOr(a, b string) string {
 	if a == "" {
 		return b
@@ -95,18 +149,18 @@ func cmpOr(a, b string) string {
 }
 
 func accepted() *reply {
-	return &reply{status: http.StatusAccepted, next: func() (frame, error) { return frame{}, io.EOF }, close: func() {}}
+	return &reply{status: http.StatusAccepted, nextFn: func() (frame, error) { return frame{}, io.EOF }, closeFn: func() {}}
 }
 
 // answered is a reply serve makes itself: one JSON message.
 func answered(m *wire.Message) *reply {
 	b := mustEncode(m)
 	done := false
-	return &reply{status: http.StatusOK, next: func() (frame, error) {
+	return &reply{status: http.StatusOK, nextFn: func() (frame, error) {
 		if done {
 			return frame{}, io.EOF
 		}
 		done = true
 		return frame{data: b}, nil
-	}, close: func() {}}
+	}, closeFn: func() {}}
 }

@@ -41,7 +41,10 @@
 // written in one write and answers read by net/http's own parser, on the
 // calling goroutine, over a pool of keep-alive connections, which costs
 // serve less CPU per call than net/http's Transport; https backends use
-// the latter.
+// the latter. The common answer to a POST (HTTP/1.1, a Content-Length, a
+// JSON or event-stream Content-Type, its head whole in the buffer, written
+// plainly) is read without net/http's parser, which reads every other
+// answer (head.go).
 //
 // Stdio backends (stdio.go, process.go, shared*.go) run in one of two
 // process modes, the config key process:
@@ -149,8 +152,8 @@
 //
 // The transports, one conn (conn.go: post, listen, end) per session:
 //
-//   - http.go, client.go, sse.go, peer_*.go: a Streamable HTTP backend
-//     (httpConn) over backendTransport.
+//   - http.go, client.go, head.go, sse.go, peer_*.go: a Streamable HTTP
+//     backend (httpConn) over backendTransport.
 //   - bridge.go: the bridge to an HTTP backend of MCP 2026-07-28 only.
 //   - process.go, sysproc_*.go: a stdio process: started, read, its
 //     messages routed, restarted with backoff.

@@ -33,11 +33,11 @@ func (m *Mount) Serve(w http.ResponseWriter, r *http.Request, c Caller) {
 }
 
 func (m *Mount) servePost(w http.ResponseWriter, r *http.Request, c Caller) {
-	release, ok := m.admit(w, r, c)
+	taken, ok := m.admit(w, r, c)
 	if !ok {
 		return
 	}
-	defer release()
+	defer taken.release()
 	body, msg, ok := m.readMessage(w, r)
 	if !ok {
 		return
@@ -52,6 +52,7 @@ func (m *Mount) servePost(w http.ResponseWriter, r *http.Request, c Caller) {
 	// The session: the caller's own, a new one for initialize, or none.
 	var s *session
 	var cn conn
+	stateless := false // cn is the mount's stateless HTTP session
 	sid := r.Header.Get("Mcp-Session-Id")
 	if sid == "" && m.b.Command != "" && m.g.check != nil {
 		// serve answers or bridges it itself: no backend checks it.
@@ -90,9 +91,14 @@ func (m *Mount) servePost(w http.ResponseWriter, r *http.Request, c Caller) {
 		return
 	default:
 		cn = m.statelessConn()
+		stateless = true
 	}
 
 	out := forwardHeaders(r.Header)
+	if stateless && len(out) <= maxPooledHeader {
+		// The stateless HTTP session keeps nothing of out past the call.
+		defer putHeader(out)
+	}
 	// The backend's credential is set before the checks, whose own
 	// tools/list (schema.go) must carry it too.
 	if !m.identify(w, r, k, out) {
@@ -132,17 +138,18 @@ func (m *Mount) servePost(w http.ResponseWriter, r *http.Request, c Caller) {
 		return
 	}
 
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	var timedOut atomic.Bool
-	timer := time.AfterFunc(m.timeout, func() { timedOut.Store(true); cancel() })
+	k.ctx.parent = r.Context()
+	defer k.ctx.end()
+	stop := k.stop
+	defer context.AfterFunc(r.Context(), stop)()
+	timer := time.AfterFunc(m.timeout, stop)
 	defer timer.Stop()
-	rep, err := cn.post(ctx, msg, raw, out)
+	rep, err := cn.post(&k.ctx, msg, raw, out)
 	if err != nil {
 		if s != nil && (errors.Is(err, errSessionGone) || msg.Method == wire.MethodInitialize) {
 			m.dropSession(s)
 		}
-		k.fail(w, err, timedOut.Load(), false)
+		k.fail(w, err, k.timedOut.Load(), false)
 		return
 	}
 	defer rep.close()
@@ -160,7 +167,7 @@ func (m *Mount) servePost(w http.ResponseWriter, r *http.Request, c Caller) {
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	k.relay(w, rep, timer, &timedOut)
+	k.relay(w, rep, timer, &k.timedOut)
 	if msg.Method == wire.MethodInitialize && k.errCode != 0 && s != nil {
 		m.dropSession(s)
 		s.conn.end(context.Background())
@@ -186,7 +193,8 @@ func (m *Mount) readMessage(w http.ResponseWriter, r *http.Request) ([]byte, *wi
 		writeError(w, http.StatusBadRequest, wire.ID{}, wire.Errorf(wire.CodeInvalidRequest, "invalid request: this gateway takes one JSON-RPC message per POST, not a batch"))
 		return nil, nil, false
 	}
-	msg, derr := wire.Decode(body)
+	// body is this call's own and never written: the message may share it.
+	msg, derr := wire.DecodeOwned(body)
 	if derr != nil {
 		var id wire.ID
 		if msg != nil {

@@ -55,8 +55,7 @@ func (k *call) standardHeaders(w http.ResponseWriter, r *http.Request, out http.
 	if msg.Method == methodToolsCall && k.tool != "" {
 		params = k.m.tools.headerParams(k.tool)
 		if len(params) > 0 {
-			p, _ := readToolsCall(msg.Params)
-			_ = json.Unmarshal(p.Arguments, &args)
+			args = argumentsOf(msg.Params)
 		}
 	}
 	for arg, header := range params {
@@ -74,6 +73,15 @@ func (k *call) standardHeaders(w http.ResponseWriter, r *http.Request, out http.
 		wire.SetParamHeaders(out, args, params)
 	}
 	return true
+}
+
+// argumentsOf is the arguments of tools/call params, decoded (nil when
+// they are not an object).
+func argumentsOf(params []byte) map[string]json.RawMessage {
+	p, _ := readToolsCall(params)
+	var args map[string]json.RawMessage
+	_ = json.Unmarshal(p.Arguments, &args)
+	return args
 }
 
 // laterRevision reports whether an MCP-Protocol-Version header names a

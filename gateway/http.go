@@ -145,7 +145,7 @@ func (c *httpConn) end(ctx context.Context) {
 // the request's.
 func (c *httpConn) reply(resp *http.Response, method string, sentSID bool) (*reply, error) {
 	name := c.m.b.Name
-	r := &reply{status: resp.StatusCode, sessionID: resp.Header.Get("Mcp-Session-Id"), close: func() { resp.Body.Close() }}
+	r := &reply{status: resp.StatusCode, sessionID: resp.Header.Get("Mcp-Session-Id"), resp: resp}
 	ct := resp.Header.Get("Content-Type")
 	if ct != "application/json" && ct != "text/event-stream" { // the common forms need no parsing
 		ct, _, _ = mime.ParseMediaType(ct)
@@ -161,14 +161,14 @@ func (c *httpConn) reply(resp *http.Response, method string, sentSID bool) (*rep
 		// No stream at GET (MCP 2025-11-25 "Transports": the server
 		// answers 405): passed on as such, not as a failure.
 		resp.Body.Close()
-		r.next = func() (frame, error) { return frame{}, io.EOF }
+		r.nextFn = func() (frame, error) { return frame{}, io.EOF }
 	case resp.StatusCode >= 500 && ct != "application/json":
 		resp.Body.Close()
 		return nil, backendErr(name, "failed (HTTP %d)", resp.StatusCode)
 	case ct == "text/event-stream":
 		r.stream = true
 		sr := newSSEReader(resp.Body, c.m.maxMsg)
-		r.next = func() (frame, error) {
+		r.nextFn = func() (frame, error) {
 			f, err := sr.next()
 			switch {
 			case err == nil:
@@ -185,33 +185,32 @@ func (c *httpConn) reply(resp *http.Response, method string, sentSID bool) (*rep
 			return frame{}, backendErr(name, "broke off its event stream: %v", err)
 		}
 	case ct == "application/json":
-		done := false
-		r.next = func() (frame, error) {
-			if done {
-				return frame{}, io.EOF
-			}
-			done = true
-			b, err := readMessage(resp.Body, resp.ContentLength, c.m.maxMsg)
-			switch {
-			case errors.Is(err, context.Canceled):
-				return frame{}, err // as for an event stream
-			case errors.Is(err, errFrameTooLarge):
-				return frame{}, backendErr(name, "sent a message over %d bytes", c.m.maxMsg)
-			case err != nil:
-				return frame{}, backendErr(name, "broke off its answer: %v", err)
-			case len(bytes.TrimSpace(b)) == 0:
-				return frame{}, io.EOF
-			}
-			return frame{data: b}, nil
-		}
+		r.jsonOf = c
 	case resp.StatusCode/100 == 2 && resp.ContentLength <= 0 || resp.StatusCode == http.StatusAccepted:
 		resp.Body.Close()
-		r.next = func() (frame, error) { return frame{}, io.EOF }
+		r.nextFn = func() (frame, error) { return frame{}, io.EOF }
 	default:
 		resp.Body.Close()
 		return nil, backendErr(name, "answered HTTP %d with %s, not JSON or an event stream", resp.StatusCode, cmpOr(ct, "no content type"))
 	}
 	return r, nil
+}
+
+// readJSON reads resp's body, one JSON message, as reply.next's frame.
+func (c *httpConn) readJSON(resp *http.Response) (frame, error) {
+	name := c.m.b.Name
+	b, err := readMessage(resp.Body, resp.ContentLength, c.m.maxMsg)
+	switch {
+	case errors.Is(err, context.Canceled):
+		return frame{}, err // as for an event stream
+	case errors.Is(err, errFrameTooLarge):
+		return frame{}, backendErr(name, "sent a message over %d bytes", c.m.maxMsg)
+	case err != nil:
+		return frame{}, backendErr(name, "broke off its answer: %v", err)
+	case len(bytes.TrimSpace(b)) == 0:
+		return frame{}, io.EOF
+	}
+	return frame{data: b}, nil
 }
 
 // refusesInitialize reports whether a backend's answer to initialize
@@ -254,7 +253,7 @@ func (c *httpConn) probe(ctx context.Context, msg *wire.Message, out http.Header
 	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, err
 	}
-	refusal := &reply{status: rep.status, next: once(f), close: func() {}}
+	refusal := &reply{status: rep.status, nextFn: once(f), closeFn: func() {}}
 	if !refusesInitialize(rep.status, f.data) || !earlierCaller(msg, out) {
 		return refusal, nil
 	}

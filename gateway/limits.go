@@ -80,8 +80,11 @@ type limiter struct {
 	bytes int64
 	// by is what each caller holding anything holds; a caller holding
 	// nothing has no entry, so it holds at most lim.Calls entries.
-	by map[string]*held
+	by map[holder]held
 }
+
+// holder is a caller as the limiter counts it: subject and client id.
+type holder struct{ subject, clientID string }
 
 type held struct{ calls, bytes int64 }
 
@@ -94,57 +97,68 @@ func newLimiter(l Limits) *limiter {
 	}
 	l = Limits{CallerCalls: pos(l.CallerCalls, DefaultCallerCalls), CallerBytes: pos(l.CallerBytes, DefaultCallerBytes),
 		Calls: pos(l.Calls, DefaultCalls), Bytes: pos(l.Bytes, DefaultBytes)}
-	return &limiter{lim: l, by: map[string]*held{}}
+	return &limiter{lim: l, by: map[holder]held{}}
 }
 
-// acquire takes one call of n bytes for caller; it returns the release,
+// taken is a call acquire let in; release gives it back, once.
+type taken struct {
+	l      *limiter
+	caller holder
+	n      int64
+}
+
+// acquire takes one call of n bytes for caller; it returns what it took,
 // or the HTTP status of the refusal (429: the caller's bound; 503: the
 // total) and the bound reached.
-func (l *limiter) acquire(caller string, n int64) (release func(), status int, why string) {
+func (l *limiter) acquire(caller holder, n int64) (t taken, status int, why string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	h := l.by[caller]
-	if h == nil {
-		h = &held{}
-	}
 	switch {
 	case h.calls+1 > l.lim.CallerCalls:
-		return nil, http.StatusTooManyRequests, "you have " + strconv.FormatInt(h.calls, 10) + " calls in flight, the most serve holds for one caller"
+		return t, http.StatusTooManyRequests, "you have " + strconv.FormatInt(h.calls, 10) + " calls in flight, the most serve holds for one caller"
 	case h.bytes+n > l.lim.CallerBytes && h.calls > 0:
-		return nil, http.StatusTooManyRequests, "your calls in flight hold " + strconv.FormatInt(h.bytes, 10) + " bytes; this one would pass the " + strconv.FormatInt(l.lim.CallerBytes, 10) + " serve holds for one caller"
+		return t, http.StatusTooManyRequests, "your calls in flight hold " + strconv.FormatInt(h.bytes, 10) + " bytes; this one would pass the " + strconv.FormatInt(l.lim.CallerBytes, 10) + " serve holds for one caller"
 	case l.calls+1 > l.lim.Calls:
-		return nil, http.StatusServiceUnavailable, "serve holds " + strconv.FormatInt(l.calls, 10) + " calls in flight, the most it takes"
+		return t, http.StatusServiceUnavailable, "serve holds " + strconv.FormatInt(l.calls, 10) + " calls in flight, the most it takes"
 	case l.bytes+n > l.lim.Bytes && l.calls > 0:
-		return nil, http.StatusServiceUnavailable, "the calls in flight hold " + strconv.FormatInt(l.bytes, 10) + " bytes; this one would pass the " + strconv.FormatInt(l.lim.Bytes, 10) + " serve takes"
+		return t, http.StatusServiceUnavailable, "the calls in flight hold " + strconv.FormatInt(l.bytes, 10) + " bytes; this one would pass the " + strconv.FormatInt(l.lim.Bytes, 10) + " serve takes"
 	}
 	h.calls++
 	h.bytes += n
 	l.calls++
 	l.bytes += n
 	l.by[caller] = h
-	return func() {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		h.calls--
-		h.bytes -= n
-		l.calls--
-		l.bytes -= n
-		if h.calls == 0 {
-			delete(l.by, caller)
-		}
-	}, 0, ""
+	return taken{l: l, caller: caller, n: n}, 0, ""
+}
+
+// release gives back what acquire took.
+func (t taken) release() {
+	l := t.l
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	h := l.by[t.caller]
+	h.calls--
+	h.bytes -= t.n
+	l.calls--
+	l.bytes -= t.n
+	if h.calls == 0 {
+		delete(l.by, t.caller)
+	} else {
+		l.by[t.caller] = h
+	}
 }
 
 // admit takes a call of caller c, whose body is r's, or refuses it and
 // reports false.
-func (m *Mount) admit(w http.ResponseWriter, r *http.Request, c Caller) (release func(), ok bool) {
+func (m *Mount) admit(w http.ResponseWriter, r *http.Request, c Caller) (t taken, ok bool) {
 	n := r.ContentLength
 	if n < 0 || n > m.maxMsg {
 		n = m.maxMsg
 	}
-	release, status, why := m.g.limits.acquire(ownerOf(c), n)
-	if release != nil {
-		return release, true
+	t, status, why := m.g.limits.acquire(holder{c.Subject(), c.ClientID()}, n)
+	if status == 0 {
+		return t, true
 	}
 	w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
 	code := wire.CodeInternalError
@@ -153,5 +167,5 @@ func (m *Mount) admit(w http.ResponseWriter, r *http.Request, c Caller) (release
 	}
 	m.g.tel.Refusal("gateway_busy")
 	writeError(w, status, wire.ID{}, wire.Errorf(code, "too many calls in flight: %s; retry after %d s", why, retryAfter))
-	return nil, false
+	return t, false
 }

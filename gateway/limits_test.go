@@ -12,11 +12,11 @@ func TestLimiter(t *testing.T) {
 	l := newLimiter(Limits{CallerCalls: 2, CallerBytes: 100, Calls: 3, Bytes: 250})
 	take := func(caller string, n int64, want int) func() {
 		t.Helper()
-		rel, status, why := l.acquire(caller, n)
-		if status != want || (rel == nil) != (want != 0) {
+		got, status, why := l.acquire(holder{subject: caller}, n)
+		if status != want || (got.l == nil) != (want != 0) {
 			t.Fatalf("acquire(%s, %d): status %d (%s); want %d", caller, n, status, why, want)
 		}
-		return rel
+		return got.release
 	}
 	a1 := take("a", 150, 0) // the first call passes, over the bytes bound
 	take("a", 1, http.StatusTooManyRequests)

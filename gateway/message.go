@@ -126,9 +126,13 @@ func readToolsCall(params []byte) (p toolsCallParams, problem string) {
 				case 1:
 					p.Arguments = v
 				case 2:
-					if json.Unmarshal(v, &p.InputResponses) != nil {
+					// Decoded into a variable of its own: p stays on
+					// the stack.
+					var responses map[string]json.RawMessage
+					if json.Unmarshal(v, &responses) != nil {
 						problem = `"inputResponses" is not an object`
 					}
+					p.InputResponses = responses
 				case 3:
 					if v[0] != '{' && string(v) != "null" {
 						problem = `"_meta" is not an object`

@@ -156,8 +156,8 @@ func (c *sharedConn) subscriptionsListen(ctx context.Context, msg *wire.Message)
 	}
 	ack := mustEncode(mustNotification("notifications/subscriptions/acknowledged", map[string]any{"notifications": n,
 		"_meta": map[string]any{"io.modelcontextprotocol/subscriptionId": c.listenID}}))
-	read, first := rep.next, true
-	rep.next = func() (frame, error) {
+	read, first := rep.nextFn, true
+	rep.nextFn = func() (frame, error) {
 		if first {
 			first = false
 			return frame{data: ack}, nil

@@ -261,7 +261,7 @@ func progressTokenRaw(params json.RawMessage) json.RawMessage {
 // its input (resume makes the retry s's owner) while this reply closes.
 func (c *sharedConn) replyFor(ctx context.Context, p *process, s *pstream, id wire.ID) *reply {
 	sb := c.sb
-	rep := &reply{status: http.StatusOK, stream: true, flexible: true, next: s.reader(ctx, p, sb.m.b.Name, true), close: func() {
+	rep := &reply{status: http.StatusOK, stream: true, flexible: true, nextFn: s.reader(ctx, p, sb.m.b.Name, true), closeFn: func() {
 		p.mu.Lock()
 		done, parked, resumed := s.answered, s.parked != "", s.owner != c
 		p.mu.Unlock()
@@ -276,8 +276,8 @@ func (c *sharedConn) replyFor(ctx context.Context, p *process, s *pstream, id wi
 	}}
 	if c.stateless {
 		rep.statusOf = statelessStatus
-		read := rep.next
-		rep.next = func() (frame, error) {
+		read := rep.nextFn
+		rep.nextFn = func() (frame, error) {
 			f, err := read()
 			if err == nil {
 				// An answer that came while the call was parked names
@@ -313,14 +313,14 @@ func (c *sharedConn) listen(ctx context.Context, _ http.Header) (*reply, error) 
 	}
 	c.listener = s
 	c.mu.Unlock()
-	return &reply{status: http.StatusOK, stream: true, next: func() (frame, error) {
+	return &reply{status: http.StatusOK, stream: true, nextFn: func() (frame, error) {
 		select {
 		case f := <-s.ch:
 			return f, nil
 		case <-ctx.Done():
 			return frame{}, ctx.Err()
 		}
-	}, close: func() {
+	}, closeFn: func() {
 		s.goneOnce.Do(func() { close(s.gone) })
 		c.mu.Lock()
 		if c.listener == s {

@@ -103,7 +103,7 @@ func (c *stdioConn) post(ctx context.Context, msg *wire.Message, raw []byte, _ h
 		if err := p.write(raw); err != nil {
 			return nil, err
 		}
-		return &reply{status: http.StatusAccepted, next: func() (frame, error) { return frame{}, io.EOF }, close: func() {}}, nil
+		return &reply{status: http.StatusAccepted, nextFn: func() (frame, error) { return frame{}, io.EOF }, closeFn: func() {}}, nil
 	}
 	s, err := p.register(msg.ID.String(), progressToken(msg.Params))
 	if err != nil {
@@ -113,7 +113,7 @@ func (c *stdioConn) post(ctx context.Context, msg *wire.Message, raw []byte, _ h
 		p.unregister(s)
 		return nil, err
 	}
-	return &reply{status: http.StatusOK, stream: true, flexible: true, next: s.reader(ctx, p, c.m.b.Name, true), close: func() {
+	return &reply{status: http.StatusOK, stream: true, flexible: true, nextFn: s.reader(ctx, p, c.m.b.Name, true), closeFn: func() {
 		p.unregister(s)
 		p.mu.Lock()
 		answered := s.answered
@@ -169,7 +169,7 @@ func (c *stdioConn) listen(ctx context.Context, _ http.Header) (*reply, error) {
 			mu.Unlock()
 		}
 	}
-	return &reply{status: http.StatusOK, stream: true, next: next, close: func() {
+	return &reply{status: http.StatusOK, stream: true, nextFn: next, closeFn: func() {
 		mu.Lock()
 		defer mu.Unlock()
 		p.unregister(s)

@@ -77,11 +77,19 @@ func FuzzDecode(f *testing.F) {
 		`{"j\u017fonrpc":"2.0","id":1,"method":"ping"}`,
 		`{"jsonrpc":"2.0","\u0069d":1.50,"method":"ping","extra":null}`,
 		`[{"jsonrpc":"2.0","id":1,"method":"ping"}]`, `{"jsonrpc":"2.0","id":{},"method":"ping"}`, `{oops`, `"x"`, ``,
+		` {"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}} `,
+		`{"jsonrpc":"2.0","method":"tools/call","method":"tools/list","id":1}`, `{"jsonrpc":"2.0","id":1,"id":2,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":-1.5e3,"method":"caf\u00e9"}`, `{"jsonrpc":"2.0","id":null,"method":"ping","params":null}`,
+		`{"jsonrpc":"2.0","id":true,"method":"ping"}`, `{"jsonrpc":"2.0","id":1,"method":""}`, `{"jsonrpc":"1.0","id":1,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":1,"method":"ping","params":[1]}`, `{"jsonrpc":"2.0","id":1,"method":"ping","params":"x"}`,
+		`{"jsonrpc":"2.0","id":1,"method":"ping","result":{}}`, `{"jsonrpc":"2.0","id":"\"q","method":"a\"b"}`,
+		`{"jsonrpc":"2.0","id":1,"method":"ping"}x`, `{"jsonrpc":"2.0","id":1,"method":"p\u0069ng"}`, "{\"jsonrpc\":\"2.0\",\"method\":\"caf\xc3\xa9\"}",
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, derr := wire.Decode(data)
+		sameDecoding(t, data, m, derr)
 		trimmed := bytes.TrimSpace(data)
 		valid := json.Valid(trimmed)
 		if derr != nil {
@@ -112,6 +120,27 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("%q: the kind changed when re-encoded as %s", data, enc)
 		}
 	})
+}
+
+// sameDecoding fails t unless DecodeOwned decodes data as Decode did (m,
+// derr): the same refusal, or a message that encodes the same.
+func sameDecoding(t *testing.T, data []byte, m *wire.Message, derr *wire.Error) {
+	t.Helper()
+	o, oerr := wire.DecodeOwned(bytes.Clone(data))
+	if (derr == nil) != (oerr == nil) || derr != nil && (derr.Code != oerr.Code || derr.Message != oerr.Message) {
+		t.Fatalf("%q: Decode refuses with %v, DecodeOwned with %v", data, derr, oerr)
+	}
+	if (m == nil) != (o == nil) {
+		t.Fatalf("%q: Decode returns %v, DecodeOwned %v", data, m, o)
+	}
+	if m == nil {
+		return
+	}
+	a, aerr := wire.Encode(m)
+	b, berr := wire.Encode(o)
+	if aerr != nil || berr != nil || !bytes.Equal(a, b) || m.JSONRPC != o.JSONRPC || m.Method != o.Method || !bytes.Equal(m.Params, o.Params) {
+		t.Fatalf("%q: Decode reads %s (%v), DecodeOwned %s (%v)", data, a, aerr, b, berr)
+	}
 }
 
 // miscasedMember returns a member of the message, or of its error object,

@@ -17,7 +17,11 @@
 # behind a gateway keeps its own CPU in a deployment: what the hop costs its
 # callers. Loopback only; never asserts a time.
 #
-# Usage: testdata/bench/gateway.sh [DURATION [ROUNDS [CONNS]]]   (5s 5 64)
+# With REF set to a commit (REF=17b5d1e), that build of agentauth runs too,
+# as a second serve, a fourth target interleaved with the others: its CPU
+# and allocations per call beside this build's, and their ratios.
+#
+# Usage: [REF=COMMIT] testdata/bench/gateway.sh [DURATION [ROUNDS [CONNS]]]   (5s 5 64)
 set -eu
 duration=${1:-5s}
 rounds=${2:-5}
@@ -28,10 +32,18 @@ trap 'rm -rf "$tmp"' EXIT INT TERM
 
 CGO_ENABLED=0 go build -o "$tmp/agentauth" .
 go build -o "$tmp/gateway-bench" ./testdata/bench/gateway
-"$tmp/gateway-bench" -agentauth "$tmp/agentauth" -duration "$duration" -rounds "$rounds" -conns "$conns" -layout shared
+ref=
+if [ -n "${REF:-}" ]; then
+	mkdir "$tmp/ref"
+	git archive "$REF" | tar -x -C "$tmp/ref"
+	(cd "$tmp/ref" && CGO_ENABLED=0 go build -o "$tmp/agentauth-ref" .)
+	ref="$tmp/agentauth-ref"
+	echo "reference: agentauth at $(git rev-parse --short "$REF")"
+fi
+"$tmp/gateway-bench" -agentauth "$tmp/agentauth" -reference "$ref" -duration "$duration" -rounds "$rounds" -conns "$conns" -layout shared
 if command -v taskset >/dev/null 2>&1 && [ "$(nproc)" -ge 2 ]; then
 	echo
-	"$tmp/gateway-bench" -agentauth "$tmp/agentauth" -duration "$duration" -rounds "$rounds" -conns "$conns" -layout separate
+	"$tmp/gateway-bench" -agentauth "$tmp/agentauth" -reference "$ref" -duration "$duration" -rounds "$rounds" -conns "$conns" -layout separate
 else
 	echo "layout separate: skipped (it needs taskset and 2 CPUs or more)"
 fi

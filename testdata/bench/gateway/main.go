@@ -45,6 +45,7 @@ func main() {
 	backend := flag.String("backend", "", "internal: run the backend, writing its address to this file")
 	proxy := flag.String("proxy", "", "internal: run the reverse proxy to the backend URL given as argument, writing its address to this file")
 	logLevel := flag.String("log-level", "info", "serve's --log-level (info, its default, writes the audit record of every call to a log file)")
+	reference := flag.String("reference", "", "a second agentauth binary (another build) run as a serve of its own, a fourth target interleaved with the others")
 	layout := flag.String("layout", "shared", "shared: every process may run on every CPU; separate: the backend alone on the first CPU this program may use, serve (or the reverse proxy) and the load generator on the others (taskset; Linux, 2 CPUs or more)")
 	flag.Parse()
 	if *backend != "" {
@@ -62,7 +63,7 @@ func main() {
 		}
 		return
 	}
-	if err := run(*bin, *conns, *duration, *rounds, *logLevel); err != nil {
+	if err := run(*bin, *reference, *conns, *duration, *rounds, *logLevel); err != nil {
 		fmt.Fprintln(os.Stderr, "bench gateway:", err)
 		os.Exit(1)
 	}
@@ -148,7 +149,7 @@ func (p *proc) stop() {
 	p.cmd.Wait()
 }
 
-func run(bin string, conns int, d time.Duration, rounds int, logLevel string) error {
+func run(bin, refBin string, conns int, d time.Duration, rounds int, logLevel string) error {
 	dir, err := os.MkdirTemp("", "gateway-bench")
 	if err != nil {
 		return err
@@ -160,13 +161,27 @@ func run(bin string, conns int, d time.Duration, rounds int, logLevel string) er
 		return err
 	}
 	defer be.stop()
-	metrics, err := freeAddr()
-	if err != nil {
-		return err
+	metricsOf := map[string]string{}
+	startServe := func(name, bin string) (*proc, string, error) {
+		metrics, err := freeAddr()
+		if err != nil {
+			return nil, "", err
+		}
+		metricsOf[name] = metrics
+		srv, err := start(dir, name, bin, "serve", "--listen", "127.0.0.1:0", "--ephemeral", "--auto-approve",
+			"--log-level", logLevel, "--log-file", filepath.Join(dir, name+".log"), "--backend", "http://"+be.addr+"/mcp",
+			"--metrics-listen", metrics)
+		if err != nil {
+			return nil, "", err
+		}
+		token, err := devlogin.Token(http.DefaultClient, "http://"+srv.addr, "http://"+srv.addr+"/mcp", nil)
+		if err != nil {
+			srv.stop()
+			return nil, "", fmt.Errorf("cannot get a token from %s: %w", name, err)
+		}
+		return srv, token, nil
 	}
-	srv, err := start(dir, "serve", bin, "serve", "--listen", "127.0.0.1:0", "--ephemeral", "--auto-approve",
-		"--log-level", logLevel, "--log-file", filepath.Join(dir, "serve.log"), "--backend", "http://"+be.addr+"/mcp",
-		"--metrics-listen", metrics)
+	srv, token, err := startServe("serve", bin)
 	if err != nil {
 		return err
 	}
@@ -176,16 +191,24 @@ func run(bin string, conns int, d time.Duration, rounds int, logLevel string) er
 		return err
 	}
 	defer px.stop()
-	token, err := devlogin.Token(http.DefaultClient, "http://"+srv.addr, "http://"+srv.addr+"/mcp", nil)
-	if err != nil {
-		return fmt.Errorf("cannot get a token: %w", err)
-	}
 	// mid is the process between the load generator and the backend.
 	targets := []struct {
 		name, url, token string
 		mid              *proc
 	}{{"direct", "http://" + be.addr + "/mcp", "", nil}, {"serve", "http://" + srv.addr + "/mcp", token, srv},
 		{"proxy", "http://" + px.addr + "/mcp", "", px}}
+	var ref *proc
+	if refBin != "" {
+		var refToken string
+		if ref, refToken, err = startServe("reference", refBin); err != nil {
+			return err
+		}
+		defer ref.stop()
+		targets = append(targets, struct {
+			name, url, token string
+			mid              *proc
+		}{"reference", "http://" + ref.addr + "/mcp", refToken, ref})
+	}
 	// A first call each, so that a failure shows before the rounds.
 	for _, t := range targets {
 		if _, err := call(http.DefaultClient, t.url, t.token); err != nil {
@@ -198,11 +221,11 @@ func run(bin string, conns int, d time.Duration, rounds int, logLevel string) er
 	} else {
 		fmt.Printf("layout: shared, every process on every CPU\n")
 	}
-	var served, mallocs float64
+	mallocs := map[string]float64{}
 	// CPU time by process and target: "mid" (serve or the reverse proxy),
 	// "backend" and "load" (this program, the load generator), and the
 	// calls of each target.
-	cpu := map[string]map[string]float64{"direct": {}, "serve": {}, "proxy": {}}
+	cpu := map[string]map[string]float64{"direct": {}, "serve": {}, "proxy": {}, "reference": {}}
 	calls := map[string]float64{}
 	gen := &proc{cmd: &exec.Cmd{Process: &os.Process{Pid: os.Getpid()}}}
 	tput := map[string][]float64{}
@@ -215,10 +238,14 @@ func run(bin string, conns int, d time.Duration, rounds int, logLevel string) er
 				c0 = t.mid.cpu()
 			}
 			b0, l0 := be.cpu(), gen.cpu()
-			m0 := mallocsOf(metrics)
+			addr, counted := metricsOf[t.name]
+			var m0 float64
+			if counted {
+				m0 = mallocsOf(addr)
+			}
 			n, lat, errs := load(t.url, t.token, conns, d)
-			if t.name == "serve" {
-				mallocs += mallocsOf(metrics) - m0
+			if counted {
+				mallocs[t.name] += mallocsOf(addr) - m0
 			}
 			calls[t.name] += float64(n)
 			if t.mid != nil {
@@ -226,9 +253,6 @@ func run(bin string, conns int, d time.Duration, rounds int, logLevel string) er
 			}
 			cpu[t.name]["backend"] += float64(be.cpu() - b0)
 			cpu[t.name]["load"] += float64(gen.cpu() - l0)
-			if t.name == "serve" {
-				served += float64(n)
-			}
 			if errs > 0 {
 				return fmt.Errorf("%s: %d failed calls", t.name, errs)
 			}
@@ -246,21 +270,32 @@ func run(bin string, conns int, d time.Duration, rounds int, logLevel string) er
 	report("p99", "ms", p99)
 	// On a saturated machine the throughput ratio follows these sums: the
 	// CPU each call costs all three processes.
-	for _, t := range []string{"serve", "proxy", "direct"} {
+	for _, t := range []string{"serve", "reference", "proxy", "direct"} {
 		c, n := cpu[t], calls[t]*1e3
-		fmt.Printf("CPU per call, %-6s %-13s %6.1f µs  backend %6.1f µs  load generator %6.1f µs  sum %6.1f µs\n",
-			t, map[string]string{"serve": "serve", "proxy": "reverse proxy", "direct": "-"}[t], c["mid"]/n, c["backend"]/n, c["load"]/n, (c["mid"]+c["backend"]+c["load"])/n)
+		if n == 0 {
+			continue
+		}
+		fmt.Printf("CPU per call, %-9s %-13s %6.1f µs  backend %6.1f µs  load generator %6.1f µs  sum %6.1f µs\n",
+			t, map[string]string{"serve": "serve", "reference": "serve (ref)", "proxy": "reverse proxy", "direct": "-"}[t], c["mid"]/n, c["backend"]/n, c["load"]/n, (c["mid"]+c["backend"]+c["load"])/n)
+	}
+	if ref != nil {
+		s, r := cpu["serve"]["mid"]/calls["serve"], cpu["reference"]["mid"]/calls["reference"]
+		fmt.Printf("serve's CPU per call against the reference build's: %.2f; throughput %.2f\n", s/r, benchstat.Median(tput["serve"])/benchstat.Median(tput["reference"]))
 	}
 	// Serve's own allocations, from its Go runtime's count
 	// (go_memstats_mallocs_total, read before and after each of its
 	// rounds: the reads themselves are in it, a few thousand objects).
-	fmt.Printf("serve's allocations per call: %.1f (%.0f calls)\n", mallocs/served, served)
+	fmt.Printf("serve's allocations per call: %.1f (%.0f calls)\n", mallocs["serve"]/calls["serve"], calls["serve"])
+	if ref != nil {
+		fmt.Printf("the reference build's allocations per call: %.1f (%.0f calls); ratio %.2f\n", mallocs["reference"]/calls["reference"], calls["reference"],
+			(mallocs["serve"]/calls["serve"])/(mallocs["reference"]/calls["reference"]))
+	}
 	if logLevel == "info" || logLevel == "debug" {
 		// The audit records must all be there: one per call.
 		srv.stop()
 		log, _ := os.ReadFile(filepath.Join(dir, "serve.log"))
 		n := bytes.Count(log, []byte("gateway call"))
-		fmt.Printf("audit records: %d for %d calls through serve\n", n, int(served)+1)
+		fmt.Printf("audit records: %d for %d calls through serve\n", n, int(calls["serve"])+1)
 	}
 	return nil
 }
