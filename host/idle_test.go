@@ -34,7 +34,7 @@ func TestHeldTokenKeptOnlyToRecheck(t *testing.T) {
 			t.Fatal("no grant held after authenticate")
 		}
 		s.own.mu.Lock()
-		if e := s.own.held["dev"]; e.token != "" {
+		if e := s.own.held.get("dev"); e.token != "" {
 			t.Errorf("a static scheme's grant keeps its token %q; want none (nothing re-checks it)", e.token)
 		}
 		s.own.mu.Unlock()
