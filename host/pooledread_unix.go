@@ -25,39 +25,57 @@ func readWhenReady(c net.Conn) func() (*[]byte, int, error) {
 	if err != nil {
 		return readAfterBuffer(c)
 	}
-	return func() (*[]byte, int, error) {
-		var buf *[]byte
-		var n int
-		var rerr error
-		err := rc.Read(func(fd uintptr) bool {
-			b := readBuffers.Get().(*[]byte)
-			for {
-				n, rerr = syscall.Read(int(fd), *b)
-				if rerr != syscall.EINTR {
-					break
-				}
-			}
-			if rerr == syscall.EAGAIN {
-				readBuffers.Put(b)
-				return false // wait until readable, holding nothing
-			}
-			buf = b
-			return true
-		})
-		switch {
-		case err != nil: // closed, or past a deadline: as c.Read says it
-			var op *net.OpError
-			if errors.As(err, &op) {
-				err = op.Err
-			}
-			return nil, 0, readError(c, err)
-		case rerr != nil:
-			return buf, 0, readError(c, os.NewSyscallError("read", rerr))
-		case n == 0:
-			return buf, 0, io.EOF
+	r := &rawReader{c: c, rc: rc}
+	r.try = r.tryRead // made once: a read allocates nothing
+	return r.fill
+}
+
+// rawReader reads a connection by its file descriptor (readWhenReady).
+type rawReader struct {
+	c   net.Conn
+	rc  syscall.RawConn
+	try func(fd uintptr) bool // tryRead
+	// the last tryRead's buffer and results
+	buf  *[]byte
+	n    int
+	rerr error
+}
+
+// tryRead reads what fd holds into a buffer from readBuffers, or, when
+// it holds nothing yet, gives the buffer back and says to wait.
+func (r *rawReader) tryRead(fd uintptr) bool {
+	b := readBuffers.Get().(*[]byte)
+	for {
+		r.n, r.rerr = syscall.Read(int(fd), *b)
+		if r.rerr != syscall.EINTR {
+			break
 		}
-		return buf, n, nil
 	}
+	if r.rerr == syscall.EAGAIN {
+		readBuffers.Put(b)
+		return false // wait until readable, holding nothing
+	}
+	r.buf = b
+	return true
+}
+
+func (r *rawReader) fill() (*[]byte, int, error) {
+	err := r.rc.Read(r.try)
+	buf, n, rerr := r.buf, r.n, r.rerr
+	r.buf, r.n, r.rerr = nil, 0, nil
+	switch {
+	case err != nil: // closed, or past a deadline: as c.Read says it
+		var op *net.OpError
+		if errors.As(err, &op) {
+			err = op.Err
+		}
+		return buf, 0, readError(r.c, err)
+	case rerr != nil:
+		return buf, 0, readError(r.c, os.NewSyscallError("read", rerr))
+	case n == 0:
+		return buf, 0, io.EOF
+	}
+	return buf, n, nil
 }
 
 // readError is err as c.Read returns it.
