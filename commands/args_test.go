@@ -3,6 +3,8 @@ package commands
 import (
 	"strings"
 	"testing"
+
+	"github.com/urfave/cli/v2"
 )
 
 func TestReorderArgs(t *testing.T) {
@@ -41,4 +43,46 @@ func TestEditDistance(t *testing.T) {
 			t.Errorf("editDistance(%q, %q) = %d, want %d", tt.a, tt.b, d, tt.d)
 		}
 	}
+}
+
+// The app a command line builds holds the command it names alone, the
+// same command as the full app's; every command is found by its name
+// (commandTable's names are the commands' own), and a command line that
+// names none, or a completion, builds every command.
+func TestNewAppBuildsTheCommandRun(t *testing.T) {
+	f := newTestFactory(t, "").Factory
+	all := NewApp(f)
+	if len(all.Commands) != len(commandTable) {
+		t.Fatalf("NewApp has %d commands, commandTable %d", len(all.Commands), len(commandTable))
+	}
+	for i, c := range commandTable {
+		if got := all.Commands[i].Name; got != c.name {
+			t.Errorf("commandTable[%d] is %q, its command %q", i, c.name, got)
+		}
+		app := newApp(f, []string{"agentauth", "--store", "file", c.name, "--help"})
+		want := 1
+		if c.name == "completion" || c.name == "__complete" {
+			want = len(commandTable)
+		}
+		if len(app.Commands) != want || app.Command(c.name) == nil {
+			t.Errorf("the app for %q has %d commands, want %d with it", c.name, len(app.Commands), want)
+		}
+		if got, full := flagsOf(app.Command(c.name)), flagsOf(all.Command(c.name)); got != full {
+			t.Errorf("%q alone has flags %s, in the full app %s", c.name, got, full)
+		}
+	}
+	for _, args := range [][]string{{"agentauth"}, {"agentauth", "--help"}, {"agentauth", "statu"}, {"agentauth", "--", "status"}} {
+		if app := newApp(f, args); len(app.Commands) != len(commandTable) {
+			t.Errorf("the app for %q has %d commands, want all %d", args, len(app.Commands), len(commandTable))
+		}
+	}
+}
+
+// flagsOf lists a command's flags' names.
+func flagsOf(c *cli.Command) string {
+	var names []string
+	for _, fl := range c.Flags {
+		names = append(names, fl.Names()...)
+	}
+	return strings.Join(names, " ")
 }

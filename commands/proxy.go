@@ -150,7 +150,7 @@ needed it gets a JSON-RPC error naming the login to run.`,
 func proxyLoginFlags(ch *LoginChoices) []cli.Flag {
 	var out []cli.Flag
 	for _, f := range loginChoiceFlags(ch, "") {
-		if f.Names()[0] != "client-secret-stdin" {
+		if !hasFlagNamed([]cli.Flag{f}, "client-secret-stdin") {
 			out = append(out, f)
 		}
 	}

@@ -44,8 +44,10 @@ var Version string
 // no VCS information of its own; --version shows them.
 var Commit, Date string
 
-// ACP's clientInfo names this version (wire.NewInitializeParams).
-func init() { wire.ClientVersion = serverVersion() }
+// ACP's clientInfo names this version (wire.NewInitializeParams), worked
+// out when an initialize request is first built: reading the build
+// information at init cost every command (docs/performance.md).
+func init() { wire.ClientVersion = serverVersion }
 
 // Main runs agentauth with the process's arguments and returns the exit
 // code. The first SIGINT or SIGTERM cancels the command's context (the
@@ -143,8 +145,9 @@ func RunContext(ctx context.Context, f *Factory, args []string) int {
 	if len(args) == 3 && args[1] == "help" && printHelpTopic(f.IO.Out, args[2]) {
 		return ExitOK
 	}
-	app := NewApp(f)
-	args, cmdName := reorderArgs(app, expandHelp(args))
+	args = expandHelp(args)
+	app := newApp(f, args)
+	args, cmdName := reorderArgs(app, args)
 	err := app.RunContext(ctx, args)
 	if f.ui != nil {
 		f.ui.stopWaiting()
@@ -192,7 +195,7 @@ func expandHelp(args []string) []string {
 // wantsJSON says whether the command line asked command name for --json.
 func wantsJSON(app *cli.App, name string, args []string) bool {
 	cmd := app.Command(name)
-	if cmd == nil || !flagNames(cmd.Flags)["json"] {
+	if cmd == nil || !hasFlagNamed(cmd.Flags, "json") {
 		return false
 	}
 	for _, a := range args[1:] {
@@ -219,12 +222,20 @@ func hasFlag(args []string, name string) bool {
 	return false
 }
 
-// NewApp builds the urfave/cli application.
-func NewApp(f *Factory) *cli.App {
+// NewApp builds the urfave/cli application, with every command.
+func NewApp(f *Factory) *cli.App { return newApp(f, nil) }
+
+// newApp builds the application for the command line args: when args
+// name a command that needs no other (all but the completions, which list
+// the others), that command alone, so that its start-up builds none of
+// the other commands and their flags (docs/performance.md); else, and
+// with no args, every command. Its Version is worked out when printed
+// (lazyVersion).
+func newApp(f *Factory, args []string) *cli.App {
 	app := &cli.App{
 		Name:                   "agentauth",
 		Usage:                  "standards-based authentication for agent protocols (agent hosts, ACP agents, MCP servers)",
-		Version:                versionString(),
+		Version:                lazyVersion,
 		Reader:                 f.IO.In,
 		Writer:                 f.IO.Out,
 		ErrWriter:              f.IO.ErrOut,
@@ -253,8 +264,12 @@ func NewApp(f *Factory) *cli.App {
 		ExitErrHandler:  func(*cli.Context, error) {},
 		OnUsageError:    onUsageError,
 		CommandNotFound: func(c *cli.Context, name string) {},
-		Commands:        commandList(f),
 	}
+	only := ""
+	if i := commandIndex(app, args); i > 0 {
+		only = args[i]
+	}
+	app.Commands = commandList(f, only)
 	app.Action = func(c *cli.Context) error {
 		if c.Args().Len() > 0 {
 			return unknownCommand(app, c.Args().First())
@@ -262,7 +277,7 @@ func NewApp(f *Factory) *cli.App {
 		return cli.ShowAppHelp(c)
 	}
 	for _, cmd := range app.Commands {
-		if flagNames(cmd.Flags)["json"] && cmd.Action != nil {
+		if hasFlagNamed(cmd.Flags, "json") && cmd.Action != nil {
 			cmd.Flags = append(cmd.Flags, jqFlag)
 			cmd.Action = withJQ(f, cmd.Action)
 		}
@@ -292,23 +307,43 @@ func onUsageError(_ *cli.Context, err error, _ bool) error {
 	return &UsageError{Err: err}
 }
 
-// commandList is every working command, in help order.
-func commandList(f *Factory) []*cli.Command {
-	return []*cli.Command{
-		newServeCommand(f),
-		newCallCommand(f),
-		newProxyCommand(f),
-		newDiscoverCommand(f),
-		newLoginCommand(f),
-		newTokenCommand(f),
-		newAuthenticateCommand(f),
-		newStatusCommand(f),
-		newRevokeCommand(f),
-		newLogoutCommand(f),
-		newHealthcheckCommand(f),
-		newCompletionCommand(),
-		newCompleteCommand(),
+// commandTable is every working command's name and constructor, in help
+// order.
+var commandTable = []struct {
+	name string
+	make func(*Factory) *cli.Command
+}{
+	{"serve", newServeCommand},
+	{"call", newCallCommand},
+	{"proxy", newProxyCommand},
+	{"discover", newDiscoverCommand},
+	{"login", newLoginCommand},
+	{"token", newTokenCommand},
+	{"authenticate", newAuthenticateCommand},
+	{"status", newStatusCommand},
+	{"token-revoke", newRevokeCommand},
+	{"logout", newLogoutCommand},
+	{"healthcheck", newHealthcheckCommand},
+	{"completion", func(*Factory) *cli.Command { return newCompletionCommand() }},
+	{"__complete", func(*Factory) *cli.Command { return newCompleteCommand() }},
+}
+
+// commandList is every working command, in help order; or, when only
+// names a command other than the completions (which list the others),
+// that command alone.
+func commandList(f *Factory, only string) []*cli.Command {
+	if only != "completion" && only != "__complete" {
+		for _, c := range commandTable {
+			if c.name == only {
+				return []*cli.Command{c.make(f)}
+			}
+		}
 	}
+	cmds := make([]*cli.Command, len(commandTable))
+	for i, c := range commandTable {
+		cmds[i] = c.make(f)
+	}
+	return cmds
 }
 
 // targetArg returns the command's one positional argument, TARGET, checked

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/urfave/cli/v2"
 )
 
 // develVersion is the version of a build that knows none: Go's own word
@@ -83,6 +85,31 @@ func vcsInfo(bi *debug.BuildInfo) (rev, when string, modified bool) {
 
 // versionString is what --version prints after "agentauth version ".
 func versionString() string { return describeBuild(serverVersion(), buildInfo()) }
+
+// lazyVersion is the App's Version until it is printed: --version
+// (printVersion) and the root help (printHelp) put versionString in its
+// place, so that a command's start-up does not read and parse the build
+// information (docs/performance.md).
+const lazyVersion = "(worked out when printed)"
+
+// urfaveVersionPrinter is urfave's own VersionPrinter, which printVersion
+// wraps.
+var urfaveVersionPrinter = cli.VersionPrinter
+
+func init() { cli.VersionPrinter = printVersion }
+
+// printVersion prints --version's line as urfave does.
+func printVersion(c *cli.Context) {
+	fillVersion(c.App)
+	urfaveVersionPrinter(c)
+}
+
+// fillVersion gives app its version when it still has lazyVersion.
+func fillVersion(app *cli.App) {
+	if app.Version == lazyVersion {
+		app.Version = versionString()
+	}
+}
 
 // describeBuild is version with what bi says of the build: the commit and
 // its date ("v1.2.3 (commit 1a2b3c4d5e6f, 2026-11-22T21:00:00Z, modified,

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/agentauth/agentauth/wire"
 )
@@ -154,9 +155,12 @@ func sameEndpoint(u *url.URL, redirectURI string) bool {
 }
 
 // htmlSkipped are the elements whose text is not shown; htmlTag any tag.
+// Both are compiled on first use, not at every command's start.
 var (
-	htmlSkipped = regexp.MustCompile(`(?is)<(script|style|head)\b.*?</(script|style|head)\s*>`)
-	htmlTag     = regexp.MustCompile(`(?s)<[^>]*>`)
+	htmlSkipped = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?is)<(script|style|head)\b.*?</(script|style|head)\s*>`)
+	})
+	htmlTag = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?s)<[^>]*>`) })
 )
 
 // pageText is what an error page says, for an error message: an HTML
@@ -169,7 +173,7 @@ func pageText(resp *http.Response, body []byte) string {
 	if ct != "text/html" {
 		return bodyDetail(ct, body)
 	}
-	text := htmlSkipped.ReplaceAllString(string(body), " ")
-	text = html.UnescapeString(htmlTag.ReplaceAllString(text, " "))
+	text := htmlSkipped().ReplaceAllString(string(body), " ")
+	text = html.UnescapeString(htmlTag().ReplaceAllString(text, " "))
 	return bodyDetail("text/plain", []byte(text))
 }

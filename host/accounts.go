@@ -131,8 +131,8 @@ func (s *session) sweep(b *accountBook) []map[string]any {
 	t := s.table()
 	held := map[string]string{} // identity by scheme
 	t.mu.Lock()
-	for id, e := range t.held {
-		held[id] = identityOf(e.grant)
+	for _, e := range t.held {
+		held[e.sc.ID] = identityOf(e.grant)
 	}
 	t.mu.Unlock()
 	var acts []map[string]any

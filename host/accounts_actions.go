@@ -44,7 +44,7 @@ func (s *session) dispatchAction(params json.RawMessage) {
 			t.mu.Lock()
 			for _, r := range a.resources {
 				for _, sc := range h.r().byResource(r) {
-					if e := t.held[sc.ID]; e != nil && identityOf(e.grant) == a.identity {
+					if e := t.held.get(sc.ID); e != nil && identityOf(e.grant) == a.identity {
 						released = append(released, sc)
 					}
 				}

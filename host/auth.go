@@ -3,6 +3,7 @@ package host
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -55,7 +56,7 @@ type grantTable struct {
 	owner *session // nil: the host-wide table
 
 	mu   sync.Mutex
-	held map[string]*held // by scheme id
+	held heldGrants
 	// views caches the table's view for lock-free reads (see view); each
 	// change of held clears it.
 	views atomic.Pointer[authView]
@@ -74,6 +75,37 @@ type held struct {
 	lapsed  *TokenError // nil while the grant is live
 	expiry  *time.Timer
 	recheck *time.Timer
+}
+
+// heldGrants are a table's grants, at most one per scheme: a slice
+// searched by scheme id, for the few schemes a host has (a map's first
+// entry cost every idle connection about 250 bytes; docs/performance.md).
+type heldGrants []*held
+
+// get is the grant of scheme id, or nil.
+func (g heldGrants) get(id string) *held {
+	for _, e := range g {
+		if e.sc.ID == id {
+			return e
+		}
+	}
+	return nil
+}
+
+// set makes e its scheme's grant, in place of any other.
+func (g *heldGrants) set(e *held) {
+	for i, old := range *g {
+		if old.sc.ID == e.sc.ID {
+			(*g)[i] = e
+			return
+		}
+	}
+	*g = append(*g, e)
+}
+
+// remove drops the grant of scheme id.
+func (g *heldGrants) remove(id string) {
+	*g = slices.DeleteFunc(*g, func(e *held) bool { return e.sc.ID == id })
 }
 
 func (e *held) stop() {
@@ -95,7 +127,8 @@ func (t *grantTable) view(now time.Time) authView {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	v := authView{}
-	for id, e := range t.held {
+	for _, e := range t.held {
+		id := e.sc.ID
 		switch {
 		case e.lapsed != nil:
 			v[id] = statusOf(e.lapsed)
@@ -121,10 +154,10 @@ func anyExpired(v authView, now time.Time) bool {
 func (t *grantTable) clear() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for id, e := range t.held {
+	for _, e := range t.held {
 		e.stop()
-		delete(t.held, id)
 	}
+	t.held = nil
 	t.views.Store(nil)
 }
 
@@ -137,11 +170,11 @@ func (h *Host) hold(t *grantTable, sc *scheme, token string, g *Grant, from *ses
 		e.token = token
 	}
 	t.mu.Lock()
-	old := t.held[sc.ID]
+	old := t.held.get(sc.ID)
 	if old != nil {
 		old.stop()
 	}
-	t.held[sc.ID] = e
+	t.held.set(e)
 	t.views.Store(nil)
 	if !g.Expiry.IsZero() {
 		e.expiry = time.AfterFunc(g.Expiry.Sub(h.now()), func() { h.lapse(t, e, resource.ErrExpired) })
@@ -167,10 +200,10 @@ func (h *Host) hold(t *grantTable, sc *scheme, token string, g *Grant, from *ses
 // release signs a scheme out of a table (authenticate with an empty token).
 func (h *Host) release(t *grantTable, sc *scheme, from *session) {
 	t.mu.Lock()
-	e := t.held[sc.ID]
+	e := t.held.get(sc.ID)
 	if e != nil {
 		e.stop()
-		delete(t.held, sc.ID)
+		t.held.remove(sc.ID)
 		t.views.Store(nil)
 	}
 	t.mu.Unlock()
@@ -189,7 +222,7 @@ func (h *Host) release(t *grantTable, sc *scheme, from *session) {
 // the new state to every connection the table serves, at once.
 func (h *Host) lapse(t *grantTable, e *held, why *TokenError) {
 	t.mu.Lock()
-	if t.held[e.sc.ID] != e || e.lapsed != nil {
+	if t.held.get(e.sc.ID) != e || e.lapsed != nil {
 		t.mu.Unlock()
 		return
 	}
@@ -216,7 +249,7 @@ func (h *Host) lapse(t *grantTable, e *held, why *TokenError) {
 // revoked within one cacheTTL.
 func (h *Host) recheckHeld(t *grantTable, e *held) {
 	t.mu.Lock()
-	if t.held[e.sc.ID] != e || e.lapsed != nil {
+	if t.held.get(e.sc.ID) != e || e.lapsed != nil {
 		t.mu.Unlock()
 		return
 	}
@@ -232,7 +265,7 @@ func (h *Host) recheckHeld(t *grantTable, e *held) {
 		h.log.Warn("cannot re-check a held token; keeping it", "scheme", e.sc.ID, "subject", e.grant.Subject, "err", err)
 	}
 	t.mu.Lock()
-	if t.held[e.sc.ID] == e && e.lapsed == nil {
+	if t.held.get(e.sc.ID) == e && e.lapsed == nil {
 		e.recheck = time.AfterFunc(e.sc.recheck, func() { h.recheckHeld(t, e) })
 	}
 	t.mu.Unlock()

@@ -8,7 +8,6 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -230,15 +229,19 @@ func (h *Host) WebSocketHandler(connectionToken string) http.Handler {
 }
 
 // wsBufferSize is the size of a WebSocket connection's read and write
-// buffers: JSON-RPC messages are small, and an idle connection keeps both
-// (a longer message is read into its own buffer past this one, and
-// written in parts of this size).
+// buffers: JSON-RPC messages are small (a longer message is read into its
+// own buffer past this one, and written in parts of this size). The write
+// buffer is the connection's own; the read buffer is taken from a pool
+// for each read and given back as soon as its bytes are consumed
+// (pooledReader), so that an idle connection holds none.
 const wsBufferSize = 512
 
 // smallBuffers hands coder/websocket, which keeps the buffers of the
-// hijacked HTTP connection for the WebSocket's life, buffers of
-// wsBufferSize instead of net/http's 4 KiB ones; bytes the client sent
-// after the upgrade request and net/http already read stay first.
+// hijacked HTTP connection for the WebSocket's life, a write buffer of
+// wsBufferSize instead of net/http's 4 KiB one, and a read buffer of the
+// 16 bytes bufio allows at least; the connection it gets reads through a
+// pooledReader, which starts with the bytes the client sent after the
+// upgrade request and net/http already read.
 type smallBuffers struct{ http.ResponseWriter }
 
 func (w smallBuffers) Hijack() (net.Conn, *bufio.ReadWriter, error) {
@@ -246,19 +249,13 @@ func (w smallBuffers) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	n := brw.Reader.Buffered()
-	if n > wsBufferSize {
-		return c, brw, nil
+	pc := &pooledConn{Conn: c}
+	pc.r.r, pc.r.fill = c, readWhenReady(c)
+	if n := brw.Reader.Buffered(); n > 0 {
+		buffered, _ := brw.Reader.Peek(n)
+		pc.r.pending = bytes.Clone(buffered)
 	}
-	if n == 0 { // the usual case: read c itself, one call less deep
-		return c, bufio.NewReadWriter(bufio.NewReaderSize(c, wsBufferSize), bufio.NewWriterSize(c, wsBufferSize)), nil
-	}
-	buffered, _ := brw.Reader.Peek(n)
-	br := bufio.NewReaderSize(io.MultiReader(bytes.NewReader(bytes.Clone(buffered)), c), wsBufferSize)
-	if _, err := br.Peek(n); err != nil { // into br's buffer, without reading c
-		return nil, nil, err
-	}
-	return c, bufio.NewReadWriter(br, bufio.NewWriterSize(c, wsBufferSize)), nil
+	return pc, bufio.NewReadWriter(bufio.NewReaderSize(pc, minBufioSize), bufio.NewWriterSize(c, wsBufferSize)), nil
 }
 
 // wsConn is a WebSocket connection the host accepted: it can close with a

@@ -148,7 +148,7 @@ func New(opts Options) (*Host, error) {
 	switch opts.AuthScope {
 	case "", AuthScopeConnection:
 	case AuthScopeHost:
-		h.shared = &grantTable{held: map[string]*held{}}
+		h.shared = &grantTable{}
 	default:
 		return nil, fmt.Errorf("cannot start the host: unknown auth scope %q (connection or host)", opts.AuthScope)
 	}

@@ -2,7 +2,9 @@ package host
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -32,7 +34,7 @@ func TestHeldTokenKeptOnlyToRecheck(t *testing.T) {
 			t.Fatal("no grant held after authenticate")
 		}
 		s.own.mu.Lock()
-		if e := s.own.held["dev"]; e.token != "" {
+		if e := s.own.held.get("dev"); e.token != "" {
 			t.Errorf("a static scheme's grant keeps its token %q; want none (nothing re-checks it)", e.token)
 		}
 		s.own.mu.Unlock()
@@ -115,8 +117,9 @@ func TestWebSocketMessageBehindUpgradeRequest(t *testing.T) {
 	}
 }
 
-// A WebSocket connection keeps read and write buffers of wsBufferSize,
-// not net/http's 4 KiB ones.
+// A WebSocket connection keeps a write buffer of wsBufferSize and a read
+// buffer of 16 bytes, not net/http's 4 KiB ones; it reads through a
+// pooledReader.
 func TestWebSocketBuffersAreSmall(t *testing.T) {
 	sizes := make(chan [2]int, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -133,9 +136,137 @@ func TestWebSocketBuffersAreSmall(t *testing.T) {
 	if resp, err := http.Get(srv.URL); err == nil {
 		resp.Body.Close()
 	}
-	if got := <-sizes; got != [2]int{wsBufferSize, wsBufferSize} {
-		t.Errorf("buffers of %d and %d bytes, want %d", got[0], got[1], wsBufferSize)
+	if got := <-sizes; got != [2]int{minBufioSize, wsBufferSize} {
+		t.Errorf("buffers of %d and %d bytes, want %d and %d", got[0], got[1], minBufioSize, wsBufferSize)
 	}
+}
+
+// pooledReader returns its pending bytes, then what it reads, whole and
+// in order, through reads of any size, with the error after the bytes
+// read with it; it holds a buffer only while bytes of it are unread, and
+// reads of at least wsBufferSize bypass it.
+func TestPooledReader(t *testing.T) {
+	var src bytes.Buffer
+	for i := range 3 * wsBufferSize {
+		src.WriteByte(byte(i))
+	}
+	want := append([]byte("pending"), src.Bytes()...)
+	chunks := &chunkReader{data: src.Bytes(), sizes: []int{700, 3, 100, 512, 1, 2000}, err: io.ErrUnexpectedEOF}
+	p := &pooledReader{r: chunks, pending: []byte("pending"), fill: func() (*[]byte, int, error) {
+		buf := readBuffers.Get().(*[]byte)
+		n, err := chunks.Read(*buf)
+		return buf, n, err
+	}}
+	var got []byte
+	var err error
+	for i := 0; err == nil; i++ {
+		b := make([]byte, []int{2, 16, 5, 600, 1, 40}[i%6])
+		var n int
+		n, err = p.Read(b)
+		got = append(got, b[:n]...)
+		if p.buf != nil && p.off == p.n {
+			t.Fatalf("read %d: holds a buffer with no unread bytes", i)
+		}
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("read %d bytes, not the %d sent in order", len(got), len(want))
+	}
+	if err != io.ErrUnexpectedEOF || p.buf != nil {
+		t.Errorf("ended with %v, holding a buffer: %v; want io.ErrUnexpectedEOF, none", err, p.buf != nil)
+	}
+	if _, err := p.Read(make([]byte, 4)); err != io.ErrUnexpectedEOF {
+		t.Errorf("a read after the error: %v, want it again", err)
+	}
+}
+
+// Over a TCP connection, pooledReader reads what was sent whole and in
+// order, ends with io.EOF when the peer closes, and a read waiting when
+// the connection is closed here ends as c.Read's would (net.ErrClosed, in
+// a *net.OpError).
+func TestPooledReaderTCP(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	for _, closer := range []string{"peer", "here"} {
+		peer, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := ln.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		pc := &pooledConn{Conn: c}
+		pc.r.r, pc.r.fill = c, readWhenReady(c)
+		for _, msg := range []string{"short", strings.Repeat("x", 3*wsBufferSize), "tail"} {
+			if _, err := peer.Write([]byte(msg)); err != nil {
+				t.Fatal(err)
+			}
+			got := make([]byte, len(msg))
+			for off := 0; off < len(got); {
+				n, err := pc.Read(got[off:min(len(got), off+10)])
+				if err != nil {
+					t.Fatalf("%s: read: %v", closer, err)
+				}
+				off += n
+			}
+			if string(got) != msg {
+				t.Fatalf("%s: read %q, sent %q", closer, got, msg)
+			}
+			if pc.r.buf != nil {
+				t.Errorf("%s: holds a read buffer with nothing left to read", closer)
+			}
+		}
+		var want error = io.EOF
+		if closer == "peer" {
+			peer.Close()
+		} else {
+			done := make(chan error, 1)
+			go func() { _, err := pc.Read(make([]byte, 8)); done <- err }()
+			c.Close()
+			want = net.ErrClosed
+			err := <-done
+			var op *net.OpError
+			if !errors.As(err, &op) || op.Op != "read" {
+				t.Errorf("%s: error %v (%T), want a *net.OpError of a read", closer, err, err)
+			}
+			if !errors.Is(err, want) {
+				t.Errorf("%s: error %v, want %v", closer, err, want)
+			}
+			peer.Close()
+			continue
+		}
+		if _, err := pc.Read(make([]byte, 8)); !errors.Is(err, want) {
+			t.Errorf("%s: error %v, want %v", closer, err, want)
+		}
+		c.Close()
+	}
+}
+
+// chunkReader returns data in reads of at most sizes[i] bytes, the last
+// one with err.
+type chunkReader struct {
+	data  []byte
+	sizes []int
+	err   error
+}
+
+func (c *chunkReader) Read(b []byte) (int, error) {
+	if len(c.data) == 0 {
+		return 0, c.err
+	}
+	size := len(c.data)
+	if len(c.sizes) > 0 {
+		size, c.sizes = min(size, c.sizes[0]), c.sizes[1:]
+	}
+	n := copy(b, c.data[:size])
+	c.data = c.data[n:]
+	if len(c.data) == 0 {
+		return n, c.err
+	}
+	return n, nil
 }
 
 // Messages many times the connection's buffers (wsBufferSize) go through

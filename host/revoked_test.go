@@ -12,7 +12,7 @@ import (
 func TestRevocations(t *testing.T) {
 	r := newRevocations()
 	t0 := time.Now()
-	tab := &grantTable{held: map[string]*held{}}
+	tab := &grantTable{}
 	byJTI := &held{grant: &Grant{JTI: "j1", Family: "f1"}}
 	byFamily := &held{grant: &Grant{JTI: "j2", Family: "f1"}}
 	other := &held{grant: &Grant{JTI: "j3", Family: "f2"}}

@@ -244,7 +244,7 @@ func (h *Host) open(ctx context.Context, c wire.Conn) *session {
 	s.overrun = time.AfterFunc(writeTimeout, s.abort)
 	s.overrun.Stop()
 	if h.shared == nil {
-		s.own = &grantTable{owner: s, held: map[string]*held{}}
+		s.own = &grantTable{owner: s}
 	}
 	h.conns[s] = struct{}{}
 	h.mu.Unlock()

@@ -141,7 +141,10 @@ func readJSON(path string, v versioned) error {
 		return fmt.Errorf("cannot read %s: %w", path, err)
 	}
 	version := 0
-	if err := json.Unmarshal(b, v); err != nil {
+	if doc, ok := v.(*credentialsDoc); ok && decodeCredentialsInto(doc, b) {
+		// The file as agentauth writes it, decoded without reflection.
+		version = doc.Version
+	} else if err := json.Unmarshal(b, v); err != nil {
 		var head struct {
 			Version int `json:"version"`
 		}

@@ -271,9 +271,11 @@ func SplitCommandLine(s string) ([]string, error) {
 	return words, nil
 }
 
-// ClientVersion is the version agentauth names in ACP's clientInfo (set
-// by commands from its build version).
-var ClientVersion = "0.0.0-dev"
+// ClientVersion returns the version agentauth names in ACP's clientInfo
+// (set by commands to its build version's function). It is called when an
+// initialize request is built, so that a command that sends none never
+// works the version out.
+var ClientVersion = func() string { return "0.0.0-dev" }
 
 // NewInitializeParams builds initialize's params for dialect d.
 func NewInitializeParams(d Dialect, clientID string) InitializeParams {
@@ -294,7 +296,7 @@ func NewInitializeParams(d Dialect, clientID string) InitializeParams {
 		p.ProtocolVersion = &v
 		p.ClientID = ""
 		p.ClientCapabilities = acpClientCapabilities
-		p.ClientInfo, _ = json.Marshal(Implementation{Name: "agentauth", Version: ClientVersion})
+		p.ClientInfo, _ = json.Marshal(Implementation{Name: "agentauth", Version: ClientVersion()})
 	default:
 		// The design dialect's {protocolVersion: 1, clientId}, with ACP's
 		// clientCapabilities and clientInfo: an ACP agent (which ignores
@@ -303,7 +305,7 @@ func NewInitializeParams(d Dialect, clientID string) InitializeParams {
 		v := DesignProtocolVersion
 		p.ProtocolVersion = &v
 		p.ClientCapabilities = acpClientCapabilities
-		p.ClientInfo, _ = json.Marshal(Implementation{Name: "agentauth", Version: ClientVersion})
+		p.ClientInfo, _ = json.Marshal(Implementation{Name: "agentauth", Version: ClientVersion()})
 	}
 	return p
 }

@@ -29,7 +29,12 @@
 # When `gh` is installed, `gh auth status` is timed too (it checks each
 # token over the network).
 #
-# Usage: testdata/bench/status.sh [RUNS]   (default 200)
+# BEFORE=REV (a commit, tag or branch of this repository) also builds that
+# revision as releases are and times it in the same interleaved runs: the
+# ratio against the build before, which is what a change to start-up is
+# judged by. ROUNDS=N repeats the whole interleaved run N times (default 1).
+#
+# Usage: [BEFORE=REV] [ROUNDS=N] testdata/bench/status.sh [RUNS]   (default 200)
 set -eu
 runs=${1:-200}
 cd "$(dirname "$0")/../.."
@@ -43,6 +48,14 @@ go build -o "$tmp/built-clibaseline" ./testdata/bench/clibaseline
 CGO_ENABLED=0 go build -tags linkagentauth -o "$tmp/clibaseline-linkall" ./testdata/bench/clibaseline
 CGO_ENABLED=0 go build -tags linkprometheus -o "$tmp/clibaseline-linkprom" ./testdata/bench/clibaseline
 go build -o "$tmp/coldrun" ./testdata/bench/coldrun
+before=
+if [ -n "${BEFORE:-}" ]; then
+	git archive --format=tar --prefix=before/ "$BEFORE" | tar -x -C "$tmp"
+	(cd "$tmp/before" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -tags urfave_cli_no_docs -o "$tmp/before-agentauth" .)
+	rm -rf "$tmp/before"
+	cp "$tmp/before-agentauth" "$tmp/before.cp" && mv "$tmp/before.cp" "$tmp/before-agentauth"
+	before="before=$tmp/before-agentauth"
+fi
 # The installed copies (see above); agentauth-cgo and the two variants are
 # replaced by copies of themselves.
 cp "$tmp/built-agentauth" "$tmp/agentauth"
@@ -99,23 +112,33 @@ median_ms() {
 
 tool=loop
 command -v hyperfine >/dev/null 2>&1 && tool=hyperfine
-"$tmp/coldrun" "$runs" status -- agentauth="$tmp/agentauth" clibaseline="$tmp/clibaseline" \
-	agentauth-notag="$tmp/agentauth-notag" agentauth-cgo="$tmp/agentauth-cgo" linkall="$tmp/clibaseline-linkall" linkprom="$tmp/clibaseline-linkprom" \
-	built-agentauth="$tmp/built-agentauth" built-clibaseline="$tmp/built-clibaseline" >"$tmp/times"
 # field NAME COLUMN: a column of coldrun's line for NAME (2 wall, 3 CPU, 4 faults).
 field() { awk -v n="$1" -v c="$2" '$1 == n { print $c }' "$tmp/times"; }
 ratio() { awk "BEGIN { printf \"%.2f\", $1 / $2 }"; }
-a=$(field agentauth 2) ref=$(field clibaseline 2)
-echo "agentauth status, 5 credentials, $runs cold runs (interleaved), release build: median $a ms; reference (minimal urfave/cli) $ref ms; ratio $(ratio "$a" "$ref")"
-nt=$(field agentauth-notag 2)
-echo "  without -tags urfave_cli_no_docs (CGO_ENABLED=0 go install): median $nt ms; ratio $(ratio "$nt" "$ref")"
-echo "  CPU time $(field agentauth 3) ms against $(field clibaseline 3) ms (ratio $(ratio "$(field agentauth 3)" "$(field clibaseline 3)")); page faults $(field agentauth 4) against $(field clibaseline 4)"
-ba=$(field built-agentauth 2) bref=$(field built-clibaseline 2)
-echo "as the linker wrote them (just built): median $ba ms; reference $bref ms; ratio $(ratio "$ba" "$bref")"
-la=$(field linkall 2) lp=$(field linkprom 2)
-echo "the reference with agentauth's packages linked in (their init, none of their work): median $la ms, $(ratio "$la" "$ref") of the reference; with client_golang alone: $lp ms, $(ratio "$lp" "$ref")"
-cgo=$(field agentauth-cgo 2)
-echo "the same built with cgo: median $cgo ms; static/cgo ratio $(ratio "$a" "$cgo")"
+round=1
+while [ "$round" -le "${ROUNDS:-1}" ]; do
+	[ "${ROUNDS:-1}" -gt 1 ] && echo "round $round of $ROUNDS"
+	round=$((round + 1))
+	# shellcheck disable=SC2086 # $before is one word or none
+	"$tmp/coldrun" "$runs" status -- agentauth="$tmp/agentauth" clibaseline="$tmp/clibaseline" $before \
+		agentauth-notag="$tmp/agentauth-notag" agentauth-cgo="$tmp/agentauth-cgo" linkall="$tmp/clibaseline-linkall" linkprom="$tmp/clibaseline-linkprom" \
+		built-agentauth="$tmp/built-agentauth" built-clibaseline="$tmp/built-clibaseline" >"$tmp/times"
+	a=$(field agentauth 2) ref=$(field clibaseline 2)
+	echo "agentauth status, 5 credentials, $runs cold runs (interleaved), release build: median $a ms; reference (minimal urfave/cli) $ref ms; ratio $(ratio "$a" "$ref")"
+	if [ -n "$before" ]; then
+		b=$(field before 2)
+		echo "  the build before ($BEFORE), same runs: median $b ms; ratio $(ratio "$a" "$b") (CPU $(field agentauth 3) against $(field before 3) ms, $(ratio "$(field agentauth 3)" "$(field before 3)"); page faults $(field agentauth 4) against $(field before 4))"
+	fi
+	nt=$(field agentauth-notag 2)
+	echo "  without -tags urfave_cli_no_docs (CGO_ENABLED=0 go install): median $nt ms; ratio $(ratio "$nt" "$ref")"
+	echo "  CPU time $(field agentauth 3) ms against $(field clibaseline 3) ms (ratio $(ratio "$(field agentauth 3)" "$(field clibaseline 3)")); page faults $(field agentauth 4) against $(field clibaseline 4)"
+	ba=$(field built-agentauth 2) bref=$(field built-clibaseline 2)
+	echo "as the linker wrote them (just built): median $ba ms; reference $bref ms; ratio $(ratio "$ba" "$bref")"
+	la=$(field linkall 2) lp=$(field linkprom 2)
+	echo "the reference with agentauth's packages linked in (their init, none of their work): median $la ms, $(ratio "$la" "$ref") of the reference; with client_golang alone: $lp ms, $(ratio "$lp" "$ref")"
+	cgo=$(field agentauth-cgo 2)
+	echo "the same built with cgo: median $cgo ms; static/cgo ratio $(ratio "$a" "$cgo")"
+done
 if command -v gh >/dev/null 2>&1; then
 	echo "gh auth status, $runs cold runs ($tool): median $(median_ms gh auth status) ms"
 else
