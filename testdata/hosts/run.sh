@@ -22,21 +22,26 @@
 #     code and a prompt in the terminal UI called the tool is printed as a
 #     note (not counted: a race inside Copilot loses the callback in about
 #     half the runs); through the proxy `copilot -p` calls the tool;
-#   @google/gemini-cli 0.61.0: `gemini mcp list` shows the server disabled
-#     in an untrusted folder, and, trusted, disconnected (it only pings;
-#     its sign-in happens in a session, not driven here).
+#   @google/gemini-cli 0.61.0: `gemini mcp add --transport http`, `gemini
+#     mcp list` (disabled in an untrusted folder; trusted, disconnected),
+#     then, with "oauth": {"enabled": true} in the server's settings,
+#     `gemini -p` signs in by itself (its consent question answered on
+#     stdin, its browser xdg-open: the browser stand-in; dynamic
+#     registration), calls one tool, and `gemini mcp list` shows it
+#     connected.
 # Claude Code, Codex and Copilot CLI send as their client_id the client ID
 # metadata documents pinned in serve's configuration (deploy/cimd,
 # `serve --cimd pinned`): no document is fetched. A tool is called with a
 # loopback stand-in for the host's model API (model.mjs) that asks for
-# the tool a prompt names. Claude Code and Codex run three times: against
-# serve directly (the whoami tool, whose answer names the host's
-# client_id), against serve in front of
+# the tool a prompt names. Claude Code, Codex and Gemini CLI run three
+# times: against serve directly (the whoami tool, whose answer names the
+# host's client_id or subject), against serve in front of
 # @modelcontextprotocol/server-everything (--backend; get-tiny-image), and
 # through `agentauth proxy` (a stdio server for the host, logged in with
 # agentauth's own client). Each host's HOME is empty. serve's access logs
 # must show /mcp and /token and hold no token, code or secret. Prints
-# "N passed, N failed"; exits 1 on a failure.
+# "N passed, N failed"; exits 1 on a failure. HOSTS="gemini codex" runs
+# only those hosts (claude, codex, copilot, gemini).
 set -uo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -68,6 +73,8 @@ gemini="$here/node_modules/.bin/gemini"
 everything="$here/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 
 passed=0 failed=0
+# only HOST: HOST is among $HOSTS (space-separated), or $HOSTS is unset.
+only() { [ -z "${HOSTS:-}" ] || [[ " $HOSTS " == *" $1 "* ]]; }
 pids=()
 cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
@@ -152,9 +159,11 @@ claude_run() {
 	check "claude ($name): -p calls $tool" "$want" "$out"
 	check "claude ($name): the model saw the tool's result" "^messages text result" "$(cat "$work/model.log")"
 }
+if only claude; then
 claude_run direct whoami 'clientId.{0,6}https://claude.ai/oauth/claude-code-client-metadata' --transport http agentauth "$direct"
 claude_run gateway get-tiny-image 'The tool answered' --transport http agentauth "$gateway"
 claude_run proxy whoami 'subject.{0,6}alice' agentauth -e AGENTAUTH_STORE=file -- "$agentauth" proxy "$direct"
+fi
 
 # codex_run NAME TOOL WANT ADD…: one Codex run.
 codex_run() {
@@ -180,6 +189,7 @@ codex_run() {
 	check "codex ($name): exec calls $tool" "mcp: agentauth/${tool//-/.} \\(completed\\)" "$out"
 	check "codex ($name): the tool's answer" "$want" "$out"
 }
+if only codex; then
 codex_run direct whoami 'clientId.{0,6}https://chatgpt.com/oauth/codex/client.json' agentauth --url "$direct"
 codex_run gateway get-tiny-image 'The tool answered' agentauth --url "$gateway"
 # Codex registers dynamically on request (no pinned document needed).
@@ -190,92 +200,156 @@ out="$(timeout 120 "${codex[@]}" mcp login agentauth --oauth-client-registration
 check "codex (dcr): mcp login --oauth-client-registration dcr" "Successfully logged in to MCP server 'agentauth'" "$out"
 check "codex (dcr): it registered (RFC 7591)" "^[1-9]" "$(($(grep -c '"path":"/register","status":201' "$work/direct.log") - registered))"
 codex_run proxy whoami 'subject.{0,6}alice' agentauth --env AGENTAUTH_STORE=file -- "$agentauth" proxy "$direct"
+fi
 
 # Copilot CLI (offline: COPILOT_OFFLINE, its model the stand-in): prompt
 # mode does not sign in to an MCP server; its terminal UI does, with
 # /mcp auth NAME, showing the authorization URL (it opens no $BROWSER).
-home copilot
-export XDG_CACHE_HOME="$work/cache"
-copilot_env=(COPILOT_OFFLINE=true COPILOT_PROVIDER_BASE_URL="http://$model/v1" COPILOT_MODEL=gpt-4.1 COPILOT_ALLOW_ALL=true)
-"$copilot" mcp add --transport http agentauth "$direct" >/dev/null 2>&1 </dev/null
-out="$(env "${copilot_env[@]}" timeout 120 "$copilot" -p "Please call the tool named whoami now." --allow-all-tools 2>&1 </dev/null)"
-check "copilot (direct): -p without a sign-in does not see the tool" "no tool named whoami" "$out"
-check "copilot (direct): its log says why" "Browser-based OAuth required for $direct" "$(cat "$HOME"/.copilot/logs/*.log)"
-# waitfor FILE REGEXP: until FILE matches, at most 60 s.
-waitfor() {
-	for _ in $(seq 600); do grep -aEq -- "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
-	return 1
-}
-# The terminal UI in a pseudo-terminal wide enough for the URL on one
-# line, its keyboard a FIFO.
-mkfifo "$work/copilot.in"
-: >"$work/model.log"
-env "${copilot_env[@]}" TERM=xterm timeout 300 script -qfec "stty cols 1000 rows 50; $copilot --allow-all-tools" /dev/null \
-	<"$work/copilot.in" >"$work/copilot.out" 2>&1 &
-pids+=($!)
-exec 3>"$work/copilot.in"
-waitfor "$work/copilot.out" "commands"
-printf '/mcp auth agentauth\r' >&3
-waitfor "$work/copilot.out" "authorize\?"
-# The URL, out of the terminal's escapes (an OSC 8 link ends in BEL). A
-# sign-in Copilot started on its own at the 401 may show first, and be
-# replaced (its callback gone): the last URL shown is tried first.
-urls="$(sed 's/\x1b\[[0-9;?]*[a-zA-Z]//g; s#http://#\nhttp://#g' "$work/copilot.out" | tr '\a' '\n' | sed 's/\]8;;.*//' |
-	grep -ao "^http://$addr_direct/authorize?[^ │]*" | awk '!seen[$0]++' | tac)"
-check "copilot (direct): /mcp auth shows serve's authorization URL" "client_id=https%3A%2F%2Fgithub.com%2Fcopilot%2Fcli%2Fclient-metadata.json" "$urls"
-# redeemed: how many more codes serve has exchanged than before.
-tokens="$(grep -c '"path":"/token","status":200' "$work/direct.log")"
-redeemed() { echo $(($(grep -c '"path":"/token","status":200' "$work/direct.log") - tokens)); }
-while read -r url; do
-	[ -n "$url" ] || continue
-	curl -sS -L --max-time 30 -o /dev/null "$url"
-	for _ in $(seq 150); do [ "$(redeemed)" -gt 0 ] && break; sleep 0.1; done
-	[ "$(redeemed)" -gt 0 ] && break
-done <<<"$urls"
-# Copilot starts a sign-in of its own at the 401, and the URL /mcp auth
-# shows may be that one's, whose callback is sometimes gone by then (a
-# race inside Copilot, seen in about half the runs): what happened is
-# said, not counted.
-if [ "$(redeemed)" -gt 0 ]; then
-	# Its MCP panel then says "enter to continue" and "esc close": both,
-	# and a prompt. (A terminal UI reads keys as they come: each waits a
-	# moment for the screen to follow.)
-	waitfor "$work/copilot.out" "esc close" || true
-	printf '\r' >&3
-	sleep 1
-	printf '\033' >&3
-	sleep 2
-	printf 'Please call the tool named whoami now.' >&3
-	sleep 1
-	printf '\r' >&3
-	if waitfor "$work/model.log" "^chat text result" && grep -q "^chat tool agentauth-whoami" "$work/model.log"; then
-		echo "note: copilot (direct): signed in with its own OAuth (pinned document) and called whoami in its terminal UI"
+copilot_runs() {
+	home copilot
+	export XDG_CACHE_HOME="$work/cache"
+	copilot_env=(COPILOT_OFFLINE=true COPILOT_PROVIDER_BASE_URL="http://$model/v1" COPILOT_MODEL=gpt-4.1 COPILOT_ALLOW_ALL=true)
+	"$copilot" mcp add --transport http agentauth "$direct" >/dev/null 2>&1 </dev/null
+	out="$(env "${copilot_env[@]}" timeout 120 "$copilot" -p "Please call the tool named whoami now." --allow-all-tools 2>&1 </dev/null)"
+	check "copilot (direct): -p without a sign-in does not see the tool" "no tool named whoami" "$out"
+	check "copilot (direct): its log says why" "Browser-based OAuth required for $direct" "$(cat "$HOME"/.copilot/logs/*.log)"
+	# waitfor FILE REGEXP: until FILE matches, at most 60 s.
+	waitfor() {
+		for _ in $(seq 600); do grep -aEq -- "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
+		return 1
+	}
+	# The terminal UI in a pseudo-terminal wide enough for the URL on one
+	# line, its keyboard a FIFO.
+	mkfifo "$work/copilot.in"
+	: >"$work/model.log"
+	env "${copilot_env[@]}" TERM=xterm timeout 300 script -qfec "stty cols 1000 rows 50; $copilot --allow-all-tools" /dev/null \
+		<"$work/copilot.in" >"$work/copilot.out" 2>&1 &
+	pids+=($!)
+	exec 3>"$work/copilot.in"
+	waitfor "$work/copilot.out" "commands"
+	printf '/mcp auth agentauth\r' >&3
+	waitfor "$work/copilot.out" "authorize\?"
+	# The URL, out of the terminal's escapes (an OSC 8 link ends in BEL). A
+	# sign-in Copilot started on its own at the 401 may show first, and be
+	# replaced (its callback gone): the last URL shown is tried first.
+	urls="$(sed 's/\x1b\[[0-9;?]*[a-zA-Z]//g; s#http://#\nhttp://#g' "$work/copilot.out" | tr '\a' '\n' | sed 's/\]8;;.*//' |
+		grep -ao "^http://$addr_direct/authorize?[^ │]*" | awk '!seen[$0]++' | tac)"
+	check "copilot (direct): /mcp auth shows serve's authorization URL" "client_id=https%3A%2F%2Fgithub.com%2Fcopilot%2Fcli%2Fclient-metadata.json" "$urls"
+	# redeemed: how many more codes serve has exchanged than before.
+	tokens="$(grep -c '"path":"/token","status":200' "$work/direct.log")"
+	redeemed() { echo $(($(grep -c '"path":"/token","status":200' "$work/direct.log") - tokens)); }
+	while read -r url; do
+		[ -n "$url" ] || continue
+		curl -sS -L --max-time 30 -o /dev/null "$url"
+		for _ in $(seq 150); do [ "$(redeemed)" -gt 0 ] && break; sleep 0.1; done
+		[ "$(redeemed)" -gt 0 ] && break
+	done <<<"$urls"
+	# Copilot starts a sign-in of its own at the 401, and the URL /mcp auth
+	# shows may be that one's, whose callback is sometimes gone by then (a
+	# race inside Copilot, seen in about half the runs): what happened is
+	# said, not counted.
+	if [ "$(redeemed)" -gt 0 ]; then
+		# Its MCP panel then says "enter to continue" and "esc close": both,
+		# and a prompt. (A terminal UI reads keys as they come: each waits a
+		# moment for the screen to follow.)
+		waitfor "$work/copilot.out" "esc close" || true
+		printf '\r' >&3
+		sleep 1
+		printf '\033' >&3
+		sleep 2
+		printf 'Please call the tool named whoami now.' >&3
+		sleep 1
+		printf '\r' >&3
+		if waitfor "$work/model.log" "^chat text result" && grep -q "^chat tool agentauth-whoami" "$work/model.log"; then
+			echo "note: copilot (direct): signed in with its own OAuth (pinned document) and called whoami in its terminal UI"
+		else
+			echo "note: copilot (direct): signed in, but no tool call was seen"
+		fi
 	else
-		echo "note: copilot (direct): signed in, but no tool call was seen"
+		echo "note: copilot (direct): its sign-in did not complete (the callback of the URL it showed was gone)"
 	fi
-else
-	echo "note: copilot (direct): its sign-in did not complete (the callback of the URL it showed was gone)"
-fi
-exec 3>&-
-# Through the proxy it has nothing to sign in to.
-home copilot-proxy
-cp -r "$proxyhome/.config" "$HOME/"
-"$copilot" mcp add agentauth --env AGENTAUTH_STORE=file -- "$agentauth" proxy "$direct" >/dev/null 2>&1 </dev/null
-: >"$work/model.log"
-out="$(COPILOT_OFFLINE=true COPILOT_PROVIDER_BASE_URL="http://$model/v1" COPILOT_MODEL=gpt-4.1 \
-	timeout 180 "$copilot" -p "Please call the tool named whoami now." --allow-all-tools 2>&1 </dev/null)"
-check "copilot (proxy): -p calls whoami" 'subject.{0,6}alice' "$out"
-check "copilot (proxy): the model saw the tool's result" "^chat text result" "$(cat "$work/model.log")"
-unset XDG_CACHE_HOME
+	exec 3>&-
+	# Through the proxy it has nothing to sign in to.
+	home copilot-proxy
+	cp -r "$proxyhome/.config" "$HOME/"
+	"$copilot" mcp add agentauth --env AGENTAUTH_STORE=file -- "$agentauth" proxy "$direct" >/dev/null 2>&1 </dev/null
+	: >"$work/model.log"
+	out="$(COPILOT_OFFLINE=true COPILOT_PROVIDER_BASE_URL="http://$model/v1" COPILOT_MODEL=gpt-4.1 \
+		timeout 180 "$copilot" -p "Please call the tool named whoami now." --allow-all-tools 2>&1 </dev/null)"
+	check "copilot (proxy): -p calls whoami" 'subject.{0,6}alice' "$out"
+	check "copilot (proxy): the model saw the tool's result" "^chat text result" "$(cat "$work/model.log")"
+	unset XDG_CACHE_HOME
+}
 
-# Gemini CLI: folders must be trusted for MCP servers to load at all.
-home gemini
-"$gemini" mcp add --scope user --transport http agentauth "$direct" >/dev/null 2>&1 </dev/null
-out="$(timeout 120 "$gemini" mcp list 2>&1 </dev/null)"
-check "gemini: an untrusted folder disables MCP servers" "agentauth: .* - Disabled" "$out"
-printf '{"%s": "TRUST_FOLDER"}\n' "$HOME" >"$HOME/.gemini/trustedFolders.json"
-out="$(timeout 120 "$gemini" mcp list 2>&1 </dev/null)"
-check "gemini: trusted, mcp list pings (401: disconnected until signed in)" "agentauth: .* - Disconnected" "$out"
+# Gemini CLI: it loads MCP servers only in a folder it trusts, and signs
+# in on its own (consent on stdin, then xdg-open) only to a server whose
+# settings say "oauth": {"enabled": true}; its model is the stand-in
+# (GOOGLE_GEMINI_BASE_URL, an API key).
+mkdir -p "$work/bin"
+ln -sf "$work/browser" "$work/bin/xdg-open"
+# gemini_settings KEY JSON: set mcpServers.agentauth.KEY (or, for "auth",
+# security.auth) in the user settings.
+gemini_settings() {
+	node -e '
+		const fs = require("fs"), [file, key, value] = process.argv.slice(1);
+		const s = JSON.parse(fs.readFileSync(file, "utf8"));
+		if (key === "auth") s.security = { auth: JSON.parse(value) }; else s.mcpServers.agentauth[key] = JSON.parse(value);
+		fs.writeFileSync(file, JSON.stringify(s, null, 2));' "$HOME/.gemini/settings.json" "$1" "$2"
+}
+# gemini_run NAME TOOL WANT ADD…: one Gemini CLI run.
+gemini_run() {
+	local name="$1" tool="$2" want="$3"; shift 3
+	home "gemini-$name"
+	[ "$name" = proxy ] && cp -r "$proxyhome/.config" "$HOME/"
+	"$gemini" mcp add --scope user "$@" >/dev/null 2>&1 </dev/null
+	gemini_settings auth '{"selectedType": "gemini-api-key"}'
+	if [ "$name" = direct ]; then
+		out="$(timeout 120 "$gemini" mcp list 2>&1 </dev/null)"
+		check "gemini ($name): an untrusted folder disables MCP servers" "agentauth: .* - Disabled" "$out"
+	fi
+	printf '{"%s": "TRUST_FOLDER"}\n' "$HOME" >"$HOME/.gemini/trustedFolders.json"
+	if [ "$name" != proxy ]; then
+		out="$(timeout 120 "$gemini" mcp list 2>&1 </dev/null)"
+		check "gemini ($name): trusted, mcp list: disconnected before a sign-in" "agentauth: .* - Disconnected" "$out"
+		gemini_settings oauth '{"enabled": true}'
+	fi
+	# Its consent question reads stdin (a FIFO answered when it asks);
+	# nothing comes before, so its read of piped input ends in 0.5 s.
+	rm -f "$work/gemini.in"
+	mkfifo "$work/gemini.in"
+	: >"$work/model.log"
+	PATH="$work/bin:$PATH" GEMINI_API_KEY=stand-in GOOGLE_GEMINI_BASE_URL="http://$model" timeout 180 \
+		"$gemini" -p "Please call the tool named $tool now." --yolo <"$work/gemini.in" >"$work/gemini.out" 2>&1 &
+	local pid=$!
+	exec 4>"$work/gemini.in"
+	if [ "$name" != proxy ]; then
+		for _ in $(seq 1200); do
+			grep -q "Do you want to continue" "$work/gemini.out" && { echo y >&4; break; }
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		check "gemini ($name): asks before its sign-in" "Authentication required for MCP Server: 'agentauth.'" "$(cat "$work/gemini.out")"
+	fi
+	wait "$pid"
+	exec 4>&-
+	out="$(cat "$work/gemini.out")"
+	check "gemini ($name): -p calls $tool" "The tool answered: .*$want" "$out"
+	check "gemini ($name): the model saw the tool's result" "^gemini text result" "$(cat "$work/model.log")"
+	if [ "$name" != proxy ]; then
+		check "gemini ($name): its token is stored" '^[1-9]' "$(grep -c '"serverName": "agentauth"' "$HOME/.gemini/mcp-oauth-tokens.json" 2>&1)"
+		out="$(timeout 120 "$gemini" mcp list 2>&1 </dev/null)"
+		check "gemini ($name): mcp list connected" "agentauth: .* - Connected" "$out"
+	fi
+}
+if only gemini; then
+registered="$(grep -c '"path":"/register","status":201' "$work/direct.log")"
+gemini_run direct whoami 'subject.{0,8}alice' --transport http agentauth "$direct"
+check "gemini (direct): it registered (RFC 7591)" "^[1-9]" "$(($(grep -c '"path":"/register","status":201' "$work/direct.log") - registered))"
+gemini_run gateway get-tiny-image 'image' --transport http agentauth "$gateway"
+gemini_run proxy whoami 'subject.{0,8}alice' -e AGENTAUTH_STORE=file agentauth "$agentauth" proxy "$direct"
+fi
+
+only copilot && copilot_runs
 
 # The access logs: every exchange, and no token, code or secret.
 for name in direct gateway; do
