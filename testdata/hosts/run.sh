@@ -28,7 +28,12 @@
 #     `gemini -p` signs in by itself (its consent question answered on
 #     stdin, its browser xdg-open: the browser stand-in; dynamic
 #     registration), calls one tool, and `gemini mcp list` shows it
-#     connected.
+#     connected;
+#   mcp-remote 0.15.1 (a stdio server for clients without OAuth, here the
+#     TypeScript SDK's client, stdio-client.mjs): registers dynamically,
+#     signs in with the browser stand-in, lists tools and calls one; a
+#     second start uses its stored login. Directly and through the gateway
+#     (it is itself what the proxy is).
 # Claude Code, Codex and Copilot CLI send as their client_id the client ID
 # metadata documents pinned in serve's configuration (deploy/cimd,
 # `serve --cimd pinned`): no document is fetched. A tool is called with a
@@ -41,7 +46,7 @@
 # agentauth's own client). Each host's HOME is empty. serve's access logs
 # must show /mcp and /token and hold no token, code or secret. Prints
 # "N passed, N failed"; exits 1 on a failure. HOSTS="gemini codex" runs
-# only those hosts (claude, codex, copilot, gemini).
+# only those hosts (claude, codex, copilot, gemini, mcp-remote).
 set -uo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -71,6 +76,7 @@ codex=(node "$here/node_modules/@openai/codex/bin/codex.js")
 copilot="$here/node_modules/@github/copilot-linux-x64/copilot"
 gemini="$here/node_modules/.bin/gemini"
 everything="$here/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+mcpremote="$here/node_modules/mcp-remote/dist/proxy.js"
 
 passed=0 failed=0
 # only HOST: HOST is among $HOSTS (space-separated), or $HOSTS is unset.
@@ -350,6 +356,29 @@ gemini_run proxy whoami 'subject.{0,8}alice' -e AGENTAUTH_STORE=file agentauth "
 fi
 
 only copilot && copilot_runs
+
+# mcp-remote_run NAME TOOL WANT URL: mcp-remote, a stdio server for
+# clients without OAuth, in front of URL; the client is the TypeScript
+# SDK's (stdio-client.mjs). It registers dynamically and opens $BROWSER.
+mcp_remote_run() {
+	local name="$1" tool="$2" want="$3" url="$4" log="$work/$1.log"
+	home "mcp-remote-$name"
+	local registered tokens
+	registered="$(grep -c '"path":"/register","status":201' "$log")"
+	tokens="$(grep -c '"path":"/token","status":200' "$log")"
+	out="$(timeout 180 node "$here/stdio-client.mjs" "$tool" node "$mcpremote" "$url" 2>&1 </dev/null)"
+	check "mcp-remote ($name): signs in and lists tools" "^tools: (.* )?$tool( |$)" "$out"
+	check "mcp-remote ($name): calls $tool" "^result: .*$want" "$out"
+	check "mcp-remote ($name): it registered (RFC 7591) and redeemed a code" "^[1-9] [1-9]$" \
+		"$(($(grep -c '"path":"/register","status":201' "$log") - registered)) $(($(grep -c '"path":"/token","status":200' "$log") - tokens))"
+	# A second start uses the stored login: no browser.
+	out="$(BROWSER=false timeout 180 node "$here/stdio-client.mjs" "$tool" node "$mcpremote" "$url" 2>&1 </dev/null)"
+	check "mcp-remote ($name): a second start calls $tool with the stored login" "^result: .*$want" "$out"
+}
+if only mcp-remote; then
+	mcp_remote_run direct whoami 'subject.{0,6}alice' "$direct"
+	mcp_remote_run gateway get-tiny-image '"type":"image"' "$gateway"
+fi
 
 # The access logs: every exchange, and no token, code or secret.
 for name in direct gateway; do
