@@ -14,6 +14,8 @@
 #     logged in), `codex mcp login` with the browser stand-in, `codex mcp
 #     list` (OAuth), then `codex exec` calls one tool; `codex mcp login
 #     --oauth-client-registration dcr` registers dynamically instead;
+#     and `codex app-server` driven over JSON-RPC (codex-app-server.mjs):
+#     its MCP login, tools, a direct tool call and a turn that calls one;
 #   @github/copilot 1.0.102 (offline mode, its model the stand-in): `copilot
 #     -p` leaves a server that needs a sign-in out ("Browser-based OAuth
 #     required", in its log); its terminal UI (driven in a pseudo-terminal)
@@ -171,6 +173,9 @@ claude_run gateway get-tiny-image 'The tool answered' --transport http agentauth
 claude_run proxy whoami 'subject.{0,6}alice' agentauth -e AGENTAUTH_STORE=file -- "$agentauth" proxy "$direct"
 fi
 
+# Codex's model: the stand-in, on the Responses API.
+codex_model=(-c model_provider=standin -c "model_providers.standin={name=\"stand-in\",base_url=\"http://$model/v1\",wire_api=\"responses\",env_key=\"STANDIN_KEY\"}"
+	-c mcp_servers.agentauth.required=true -c mcp_servers.agentauth.startup_timeout_sec=120 -c model=stand-in)
 # codex_run NAME TOOL WANT ADD…: one Codex run.
 codex_run() {
 	local name="$1" tool="$2" want="$3"; shift 3
@@ -189,13 +194,41 @@ codex_run() {
 	fi
 	: >"$work/model.log"
 	out="$(STANDIN_KEY=stand-in timeout 180 "${codex[@]}" exec --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox \
-		-c model_provider=standin -c "model_providers.standin={name=\"stand-in\",base_url=\"http://$model/v1\",wire_api=\"responses\",env_key=\"STANDIN_KEY\"}" \
-		-c mcp_servers.agentauth.required=true -c mcp_servers.agentauth.startup_timeout_sec=120 \
-		-c model=stand-in "Please call the tool named $tool now." 2>&1 </dev/null)"
+		"${codex_model[@]}" "Please call the tool named $tool now." 2>&1 </dev/null)"
 	check "codex ($name): exec calls $tool" "mcp: agentauth/${tool//-/.} \\(completed\\)" "$out"
 	check "codex ($name): the tool's answer" "$want" "$out"
 }
+# codex_app_server_run NAME TOOL WANT ADD…: Codex driven as an IDE
+# drives it, `codex app-server` (codex-app-server.mjs): its own MCP login
+# (mcpServer/oauth/login, the browser stand-in), the server's tools, a
+# tool call without the model and a turn whose model calls the tool.
+codex_app_server_run() {
+	local name="$1" tool="$2" want="$3"; shift 3
+	home "codex-app-server-$name"
+	[ "$name" = proxy ] && cp -r "$proxyhome/.config" "$HOME/"
+	env -u BROWSER timeout 60 "${codex[@]}" mcp add "$@" >/dev/null 2>&1 </dev/null
+	local login=--login
+	[ "$name" = proxy ] && login=
+	: >"$work/model.log"
+	out="$(STANDIN_KEY=stand-in timeout 240 node "$here/codex-app-server.mjs" $login agentauth "$tool" -- \
+		"${codex[@]}" app-server "${codex_model[@]}" 2>&1 </dev/null)"
+	if [ "$name" != proxy ]; then
+		check "codex app-server ($name): mcpServer/oauth/login with its pinned document" \
+			"^login url: http://[^ ]*/authorize client_id=https://chatgpt.com/oauth/codex/client.json$" "$out"
+		check "codex app-server ($name): the login completes" "^login: success=true" "$out"
+		check "codex app-server ($name): mcpServerStatus/list: OAuth, $tool" "^status: oAuth tools=(.*,)?$tool(,|$)" "$out"
+	else
+		check "codex app-server ($name): mcpServerStatus/list: $tool" "^status: .* tools=(.*,)?$tool(,|$)" "$out"
+	fi
+	check "codex app-server ($name): mcpServer/tool/call $tool" "^direct call: .*$want" "$out"
+	check "codex app-server ($name): a turn calls $tool" "^turn item: mcpToolCall agentauth/$tool completed .*$want" "$out"
+	check "codex app-server ($name): the turn completes with the tool's answer" "^turn: completed agent: The tool answered" "$out"
+}
+
 if only codex; then
+codex_app_server_run direct whoami 'clientId.{0,6}https://chatgpt.com/oauth/codex/client.json' agentauth --url "$direct"
+codex_app_server_run gateway get-tiny-image '"type":"image"' agentauth --url "$gateway"
+codex_app_server_run proxy whoami 'subject.{0,6}alice' agentauth --env AGENTAUTH_STORE=file -- "$agentauth" proxy "$direct"
 codex_run direct whoami 'clientId.{0,6}https://chatgpt.com/oauth/codex/client.json' agentauth --url "$direct"
 codex_run gateway get-tiny-image 'The tool answered' agentauth --url "$gateway"
 # Codex registers dynamically on request (no pinned document needed).
