@@ -11,7 +11,8 @@
 // CLI), streamed or not. Usage:
 //   node model.mjs ADDR_FILE LOG_FILE [TOOL]
 // It listens on 127.0.0.1:0, writes HOST:PORT to ADDR_FILE, and appends
-// one line per request (the API, and "tool" or "text") to LOG_FILE.
+// one line per request (the API, and "tool" or "text") to LOG_FILE; for
+// Chat Completions, the opening of a tool's result too.
 import http from "node:http";
 import fs from "node:fs";
 
@@ -51,7 +52,8 @@ function chat(req, res, body) {
     finish = "tool_calls";
   } else {
     const text = result ? `The tool answered: ${typeof result.content === "string" ? result.content : JSON.stringify(result.content)}` : `no tool named ${want} among: ${names.join(", ")}`;
-    log(`chat text ${result ? "result" : "no-tool"}`);
+    // The result's opening (whoami's names no token) says what the tool did.
+    log(`chat text ${result ? `result ${text.slice(19, 219).replace(/\s+/g, " ")}` : "no-tool"}`);
     message = { role: "assistant", content: text };
     finish = "stop";
   }
