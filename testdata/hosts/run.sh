@@ -40,14 +40,15 @@
 # `serve --cimd pinned`): no document is fetched. A tool is called with a
 # loopback stand-in for the host's model API (model.mjs) that asks for
 # the tool a prompt names. Claude Code, Codex, Copilot CLI and Gemini CLI
-# run three times: against serve directly (the whoami tool, whose answer names the
-# host's client_id or subject), against serve in front of
+# run three times: against serve directly (the whoami tool, whose answer
+# names the host's client_id or subject), against serve in front of
 # @modelcontextprotocol/server-everything (--backend; get-tiny-image), and
 # through `agentauth proxy` (a stdio server for the host, logged in with
 # agentauth's own client). Each host's HOME is empty. serve's access logs
 # must show /mcp and /token and hold no token, code or secret. Prints
 # "N passed, N failed"; exits 1 on a failure. HOSTS="gemini codex" runs
-# only those hosts (claude, codex, copilot, gemini, mcp-remote); KEEP=1
+# only those hosts (claude, codex, copilot, gemini, mcp-remote); REPEAT=N
+# runs them N times (fresh homes each time: a host's reliability); KEEP=1
 # keeps the work directory.
 set -uo pipefail
 
@@ -68,7 +69,9 @@ if [ "${1:-}" != --inside ]; then
 		echo "note: unshare -rn is not available; the hosts run with the machine's network"
 		bash "$here/run.sh" --inside "$work"
 	fi
-	exit $?
+	rc=$?
+	echo "duration: $(($(date +%s) - start)) s"
+	exit $rc
 fi
 work="$2"
 
