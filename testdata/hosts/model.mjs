@@ -5,11 +5,14 @@
 // arguments; once the conversation holds the tool's result, the answer
 // repeats it as text.
 // It speaks OpenAI Chat Completions (/v1/chat/completions, Copilot CLI's
-// BYOK), OpenAI Responses (/v1/responses, Codex) and Anthropic Messages
-// (/v1/messages, Claude Code), streamed or not. Usage:
+// BYOK), OpenAI Responses (/v1/responses, Codex), Anthropic Messages
+// (/v1/messages, Claude Code) and Gemini's generateContent
+// (/v1beta/models/MODEL:generateContent, :streamGenerateContent, Gemini
+// CLI), streamed or not. Usage:
 //   node model.mjs ADDR_FILE LOG_FILE [TOOL]
 // It listens on 127.0.0.1:0, writes HOST:PORT to ADDR_FILE, and appends
-// one line per request (the API, and "tool" or "text") to LOG_FILE.
+// one line per request (the API, and "tool" or "text") to LOG_FILE; for
+// Chat Completions, the opening of a tool's result too.
 import http from "node:http";
 import fs from "node:fs";
 
@@ -20,11 +23,12 @@ const log = (line) => fs.appendFileSync(logFile, line + "\n");
 const wanted = (body) => JSON.stringify(body).match(/call the tool named ([A-Za-z0-9_-]+)/)?.[1] || suffix;
 
 // toolNamed finds the offered tool whose name is want, or ends in
-// "__" + want or "-" + want (an MCP server's tool, prefixed with the
-// server's name: Claude Code and Codex use "__", Copilot CLI "-").
+// "__" + want, "-" + want or "_" + want (an MCP server's tool, prefixed
+// with the server's name: Claude Code and Codex use "__", Copilot CLI "-",
+// Gemini CLI "_").
 // Codex writes the tool's hyphens as underscores.
 const toolNamed = (names, want) =>
-  [want, want.replaceAll("-", "_")].map((w) => names.find((n) => n === w || n.endsWith("__" + w) || n.endsWith("-" + w))).find(Boolean);
+  [want, want.replaceAll("-", "_")].map((w) => names.find((n) => n === w || ["__", "-", "_"].some((sep) => n.endsWith(sep + w)))).find(Boolean);
 
 function sse(res, events) {
   res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
@@ -48,7 +52,8 @@ function chat(req, res, body) {
     finish = "tool_calls";
   } else {
     const text = result ? `The tool answered: ${typeof result.content === "string" ? result.content : JSON.stringify(result.content)}` : `no tool named ${want} among: ${names.join(", ")}`;
-    log(`chat text ${result ? "result" : "no-tool"}`);
+    // The result's opening (whoami's names no token) says what the tool did.
+    log(`chat text ${result ? `result ${text.slice(19, 219).replace(/\s+/g, " ")}` : "no-tool"}`);
     message = { role: "assistant", content: text };
     finish = "stop";
   }
@@ -137,6 +142,48 @@ function messages(req, res, body) {
   ]);
 }
 
+// fill makes a value that fits a JSON schema (OpenAPI's upper-case types
+// too): every property of an object, an enum's first value.
+const fill = (schema, depth = 0) => {
+  if (!schema || depth > 8) return null;
+  if (schema.enum) return schema.enum[0];
+  switch (String(Array.isArray(schema.type) ? schema.type[0] : schema.type).toLowerCase()) {
+    case "object": return Object.fromEntries(Object.entries(schema.properties || {}).map(([k, v]) => [k, fill(v, depth + 1)]));
+    case "array": return [];
+    case "string": return "stand-in";
+    case "number": case "integer": return 1;
+    case "boolean": return false;
+    default: return null;
+  }
+};
+
+function gemini(req, res, body, stream) {
+  const declared = (body.tools || []).flatMap((t) => t.functionDeclarations || []);
+  const names = declared.map((f) => f.name).filter(Boolean);
+  const parts = (body.contents || []).flatMap((c) => c.parts || []);
+  const result = parts.find((p) => p.functionResponse);
+  const want = wanted(body);
+  const tool = toolNamed(names, want);
+  let part;
+  if (!names.length) {
+    // A request without tools is one of Gemini CLI's own side questions
+    // (routing, next speaker, loop checks): JSON of the schema it asks for.
+    log("gemini side");
+    const config = body.generationConfig || {};
+    part = { text: JSON.stringify(fill(config.responseJsonSchema || config.responseSchema) ?? {}) };
+  } else if (!result && tool) {
+    log(`gemini tool ${tool}`);
+    part = { functionCall: { name: tool, args: {} } };
+  } else {
+    log(`gemini text ${result ? "result" : "no-tool"}`);
+    part = { text: result ? `The tool answered: ${JSON.stringify(result.functionResponse.response)}` : `no tool named ${want} among: ${names.join(", ")}` };
+  }
+  const answer = { candidates: [{ content: { role: "model", parts: [part] }, finishReason: "STOP", index: 0 }],
+    usageMetadata: { promptTokenCount: 1, candidatesTokenCount: 1, totalTokenCount: 2 }, modelVersion: "stand-in" };
+  if (!stream) return json(res, answer);
+  sse(res, [[null, answer]]);
+}
+
 function json(res, v) {
   res.writeHead(200, { "content-type": "application/json" });
   res.end(JSON.stringify(v));
@@ -153,6 +200,9 @@ const server = http.createServer((req, res) => {
     if (req.method === "POST" && path.endsWith("/responses")) return responses(req, res, body);
     if (req.method === "POST" && path.endsWith("/messages") && !path.endsWith("count_tokens")) return messages(req, res, body);
     if (req.method === "POST" && path.endsWith("/count_tokens")) return json(res, { input_tokens: 1 });
+    if (req.method === "POST" && path.endsWith(":generateContent")) return gemini(req, res, body, false);
+    if (req.method === "POST" && path.endsWith(":streamGenerateContent")) return gemini(req, res, body, true);
+    if (req.method === "POST" && path.endsWith(":countTokens")) return json(res, { totalTokens: 1 });
     if (req.method === "GET" && path.endsWith("/models")) return json(res, { object: "list", data: [{ id: "stand-in", object: "model", created: 0, owned_by: "stand-in" }] });
     log(`other ${req.method} ${path}`);
     res.writeHead(404, { "content-type": "application/json" });
