@@ -336,6 +336,20 @@ func checkRunBy(b docBlock) error {
 		all.Write(c)
 	}
 	text := all.String()
+	if b.lang == "json" {
+		// A config another suite writes: each member name and each value
+		// that is not an address is in its files.
+		var v any
+		if err := json.Unmarshal([]byte(b.text), &v); err != nil {
+			return fmt.Errorf("the JSON block does not parse: %v", err)
+		}
+		for _, w := range jsonWords(v, nil) {
+			if !strings.Contains(text, w) {
+				return fmt.Errorf("%s do not hold %q", strings.Join(files, ", "), w)
+			}
+		}
+		return nil
+	}
 	for _, cmd := range blockCommands(b) {
 		var words []string
 		switch b.lang {
@@ -357,6 +371,28 @@ func checkRunBy(b docBlock) error {
 		}
 	}
 	return nil
+}
+
+// jsonWords are the member names of v and its values that are not
+// addresses (placeholder), as text.
+func jsonWords(v any, words []string) []string {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			words = jsonWords(e, append(words, k))
+		}
+	case []any:
+		for _, e := range v {
+			words = jsonWords(e, words)
+		}
+	case string:
+		if !placeholder.MatchString(v) {
+			words = append(words, v)
+		}
+	default:
+		words = append(words, fmt.Sprint(v))
+	}
+	return words
 }
 
 var (
