@@ -19,7 +19,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -262,35 +261,8 @@ func freeAddr(t *testing.T) string {
 // stopMarked interrupts the processes whose environment holds the
 // walkthrough marker and waits (10 s at most) until they are gone.
 func stopMarked(t *testing.T, marker string) {
-	want := []byte(walkthroughMarker + "=" + marker + "\x00")
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var left []int
-		entries, _ := os.ReadDir("/proc")
-		for _, e := range entries {
-			pid, err := strconv.Atoi(e.Name())
-			if err != nil || pid == os.Getpid() {
-				continue
-			}
-			b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-			if err == nil && bytes.Contains(b, want) {
-				if st, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); bytes.Contains(st, []byte(") Z ")) {
-					continue // a zombie: gone, not yet reaped by its parent
-				}
-				left = append(left, pid)
-			}
-		}
-		if len(left) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("processes of the walkthrough left running: %v", left)
-			return
-		}
-		for _, pid := range left {
-			syscall.Kill(pid, syscall.SIGINT)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if left := stopProcesses(walkthroughMarker, marker); len(left) > 0 {
+		t.Errorf("processes of the walkthrough left running: %v", left)
 	}
 }
 

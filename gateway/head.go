@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+
+	"github.com/agentauth/agentauth/wire"
 )
 
 // The head of a backend's common answer to a POST, read without
@@ -137,25 +139,12 @@ func isToken(b []byte) bool {
 		return false
 	}
 	for _, c := range b {
-		if c >= 0x80 || !tokenByte[c] {
+		if !wire.IsTokenChar(c) {
 			return false
 		}
 	}
 	return true
 }
-
-var tokenByte = func() (t [128]bool) {
-	for c := '0'; c <= '9'; c++ {
-		t[c] = true
-	}
-	for c := 'a'; c <= 'z'; c++ {
-		t[c], t[c-'a'+'A'] = true, true
-	}
-	for _, c := range "!#$%&'*+-.^_`|~" {
-		t[c] = true
-	}
-	return t
-}()
 
 // asciiFold reports whether b equals s, ASCII letters compared without
 // case (as field names and these values are, RFC 9110 §5.1).

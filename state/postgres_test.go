@@ -41,25 +41,31 @@ func revokeAndPublish(t *testing.T, p *Postgres, ids ...string) {
 	}
 }
 
+// twoReplicas opens two stores on one PostgreSQL database, as two
+// replicas do, with the reconciliation interval set long (so what B
+// receives came by notification): A, and what B's OnRevoked receives.
+func twoReplicas(t *testing.T) (*Postgres, chan []string) {
+	url := statetest.Postgres(t)
+	open := func() *Postgres {
+		p, err := OpenPostgresOptions(context.Background(), url, PostgresOptions{ReconcileEvery: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { p.Close() })
+		return p
+	}
+	a, b := open(), open()
+	got := make(chan []string, 100)
+	b.OnRevoked(func(jtis []string) { got <- jtis })
+	return a, got
+}
+
 // TestPostgresNotify: revocations committed by one replica reach the
 // others' OnRevoked callbacks in commit order, more than one page of the
 // log at once, announced by a notification (well before the
 // reconciliation interval, set long here).
 func TestPostgresNotify(t *testing.T) {
-	url := statetest.Postgres(t)
-	ctx := context.Background()
-	open := func() (*Postgres, chan []string) {
-		p, err := OpenPostgresOptions(ctx, url, PostgresOptions{ReconcileEvery: time.Hour})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { p.Close() })
-		got := make(chan []string, 100)
-		p.OnRevoked(func(jtis []string) { got <- jtis })
-		return p, got
-	}
-	a, _ := open()
-	_, toB := open()
+	a, toB := twoReplicas(t)
 	many := make([]string, 2500) // more than one page of the log
 	for k := range many {
 		many[k] = fmt.Sprintf("jti-%04d-0123456789012345678901", k)
@@ -87,21 +93,8 @@ func TestPostgresNotify(t *testing.T) {
 // set long here), and a notification can no longer be lost between the
 // commit and a separate announcement.
 func TestPostgresRevocationAnnouncedAtCommit(t *testing.T) {
-	url := statetest.Postgres(t)
-	ctx := context.Background()
-	open := func() (*Postgres, chan []string) {
-		p, err := OpenPostgresOptions(ctx, url, PostgresOptions{ReconcileEvery: time.Hour})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { p.Close() })
-		got := make(chan []string, 10)
-		p.OnRevoked(func(jtis []string) { got <- jtis })
-		return p, got
-	}
-	a, _ := open()
-	_, toB := open()
-	err := a.Update(ctx, func(tx Tx) error { return tx.Revoke("jti-at-commit", time.Now().Add(time.Hour)) })
+	a, toB := twoReplicas(t)
+	err := a.Update(context.Background(), func(tx Tx) error { return tx.Revoke("jti-at-commit", time.Now().Add(time.Hour)) })
 	if err != nil {
 		t.Fatal(err)
 	}

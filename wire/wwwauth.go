@@ -115,9 +115,9 @@ func (p *authParser) skipSpaceAndCommas() {
 	}
 }
 
-// isTokenChar reports whether c may appear in a token (RFC 9110 §5.6.2
+// IsTokenChar reports whether c may appear in a token (RFC 9110 §5.6.2
 // tchar).
-func isTokenChar(c byte) bool { return tokenChars[c] }
+func IsTokenChar(c byte) bool { return tokenChars[c] }
 
 var tokenChars = func() (t [256]bool) {
 	for c := '0'; c <= '9'; c++ {
@@ -145,7 +145,7 @@ func IsToken(s string) bool {
 
 func (p *authParser) token() string {
 	start := p.pos
-	for p.pos < len(p.s) && isTokenChar(p.s[p.pos]) {
+	for p.pos < len(p.s) && IsTokenChar(p.s[p.pos]) {
 		p.pos++
 	}
 	return p.s[start:p.pos]
@@ -230,7 +230,7 @@ func (p *authParser) token68() string {
 	start := p.pos
 	for p.pos < len(p.s) {
 		c := p.s[p.pos]
-		if isTokenChar(c) || c == '/' || c == '=' {
+		if IsTokenChar(c) || c == '/' || c == '=' {
 			p.pos++
 			continue
 		}
@@ -242,7 +242,7 @@ func (p *authParser) token68() string {
 // looksLikeParam reports whether s at i starts "name =" followed by a value.
 func looksLikeParam(s string, i int) bool {
 	j := i
-	for j < len(s) && isTokenChar(s[j]) {
+	for j < len(s) && IsTokenChar(s[j]) {
 		j++
 	}
 	if j == i {

@@ -291,20 +291,10 @@ func revocationWindow(a, b *proc, count int) error {
 		if st, err := ping(hc, b.addr, token); err != nil || st != http.StatusOK {
 			return fmt.Errorf("replica B before the revocation: %d %v", st, err)
 		}
-		form := url.Values{"token": {token}}
-		req, _ := http.NewRequest(http.MethodPost, "http://"+a.addr+"/revoke", strings.NewReader(form.Encode()))
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		req.SetBasicAuth(url.QueryEscape(c.id), url.QueryEscape(c.secret))
-		resp, err := hc.Do(req)
-		if err != nil {
+		if err := revoke(hc, a.addr, c, token); err != nil {
 			return err
 		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
 		answered := time.Now()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("revoke at A: %s", resp.Status)
-		}
 		n := 0
 		for deadline := answered.Add(15 * time.Second); ; {
 			sent := time.Now()
