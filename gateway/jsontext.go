@@ -70,38 +70,16 @@ func ambiguousMember(raw []byte) (string, bool) {
 	v := bytes.TrimLeft(raw, " \t\r\n")
 	switch {
 	case len(v) > 0 && v[0] == '{':
-		var small [16][]byte // the names so far, compared pairwise
-		names := small[:0]
-		var folded map[string]bool // past 16 names
-		wire.Members(v, func(name, value []byte) {
-			if found != "" {
-				return
+		// A repeated name first, then each member's value, in order: the
+		// first found is the one returned.
+		name, dup := duplicateMember(v, func(_, value []byte) {
+			if found == "" {
+				found, _ = ambiguousMember(value)
 			}
-			switch {
-			case folded == nil && len(names) < len(small):
-				for _, n := range names {
-					if bytes.EqualFold(n, name) {
-						found = string(name)
-						return
-					}
-				}
-				names = append(names, name)
-			default:
-				if folded == nil {
-					folded = map[string]bool{}
-					for _, n := range names {
-						folded[foldName(n)] = true
-					}
-				}
-				k := foldName(name)
-				if folded[k] {
-					found = string(name)
-					return
-				}
-				folded[k] = true
-			}
-			found, _ = ambiguousMember(value)
 		})
+		if found == "" && dup {
+			found = name
+		}
 	case len(v) > 0 && v[0] == '[':
 		wire.Elements(v, func(value []byte) {
 			if found == "" {

@@ -48,7 +48,7 @@ func (l Limits) Check(path string) error {
 			return fmt.Errorf("%s.%s: %d is negative (0 or absent takes the default)", path, f.name, f.v)
 		}
 	}
-	d := newLimiter(l).lim
+	d := l.withDefaults()
 	if d.CallerCalls > d.Calls {
 		return fmt.Errorf("%s.callerCalls: %d is above calls (%d), the bound of all callers together", path, d.CallerCalls, d.Calls)
 	}
@@ -89,15 +89,19 @@ type holder struct{ subject, clientID string }
 type held struct{ calls, bytes int64 }
 
 func newLimiter(l Limits) *limiter {
+	return &limiter{lim: l.withDefaults(), by: map[holder]held{}}
+}
+
+// withDefaults is l with each field that is not positive at its default.
+func (l Limits) withDefaults() Limits {
 	pos := func(v, def int64) int64 {
 		if v > 0 {
 			return v
 		}
 		return def
 	}
-	l = Limits{CallerCalls: pos(l.CallerCalls, DefaultCallerCalls), CallerBytes: pos(l.CallerBytes, DefaultCallerBytes),
+	return Limits{CallerCalls: pos(l.CallerCalls, DefaultCallerCalls), CallerBytes: pos(l.CallerBytes, DefaultCallerBytes),
 		Calls: pos(l.Calls, DefaultCalls), Bytes: pos(l.Bytes, DefaultBytes)}
-	return &limiter{lim: l, by: map[holder]held{}}
 }
 
 // taken is a call acquire let in; release gives it back, once.

@@ -274,28 +274,22 @@ func envelopeDuplicate(body []byte) (string, bool) {
 
 // duplicateMember finds two members of the JSON object obj whose names
 // are equal once case-folded (foldName), calling each, when set, with
-// every member; it returns the second name.
+// every member before the second (in order, after its name was
+// compared); it returns the second name.
 func duplicateMember(obj []byte, each func(name, value []byte)) (string, bool) {
 	var small [16][]byte // the names so far, compared pairwise
 	names := small[:0]
 	var folded map[string]bool // past 16 names
 	found, dup := "", false
-	wire.Members(obj, func(name, value []byte) {
-		if dup {
-			return
-		}
-		if each != nil {
-			each(name, value)
-		}
+	seen := func(name []byte) bool {
 		if folded == nil && len(names) < len(small) {
 			for _, n := range names {
 				if bytes.EqualFold(n, name) {
-					found, dup = string(name), true
-					return
+					return true
 				}
 			}
 			names = append(names, name)
-			return
+			return false
 		}
 		if folded == nil {
 			folded = map[string]bool{}
@@ -305,10 +299,22 @@ func duplicateMember(obj []byte, each func(name, value []byte)) (string, bool) {
 		}
 		k := foldName(name)
 		if folded[k] {
+			return true
+		}
+		folded[k] = true
+		return false
+	}
+	wire.Members(obj, func(name, value []byte) {
+		if dup {
+			return
+		}
+		if seen(name) {
 			found, dup = string(name), true
 			return
 		}
-		folded[k] = true
+		if each != nil {
+			each(name, value)
+		}
 	})
 	return found, dup
 }
