@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/agentauth/agentauth/broker"
@@ -75,29 +73,13 @@ func upstreamError(i int, c host.Upstream, err error) error {
 }
 
 // upstreamSecret is an upstream's client secret: clientSecret, or read
-// from clientSecretFile or $clientSecretEnv (empty: a public client). A
-// file that cannot be read or is empty, or a variable that is not set,
-// is an error (serve --check finds it too).
+// from clientSecretFile or $clientSecretEnv (readClientSecret); empty
+// for a public client.
 func upstreamSecret(c host.Upstream) (string, error) {
-	switch {
-	case c.ClientSecretFile != "":
-		b, err := os.ReadFile(c.ClientSecretFile)
-		if err != nil {
-			return "", fmt.Errorf("cannot read clientSecretFile: %w", err)
-		}
-		secret := strings.TrimSpace(string(b))
-		if secret == "" {
-			return "", fmt.Errorf("clientSecretFile %s is empty", c.ClientSecretFile)
-		}
-		return secret, nil
-	case c.ClientSecretEnv != "":
-		secret := os.Getenv(c.ClientSecretEnv)
-		if secret == "" {
-			return "", fmt.Errorf("clientSecretEnv: $%s is not set or empty", c.ClientSecretEnv)
-		}
-		return secret, nil
+	if c.ClientSecretFile == "" && c.ClientSecretEnv == "" {
+		return c.ClientSecret, nil
 	}
-	return c.ClientSecret, nil
+	return readClientSecret(c.ClientSecretFile, c.ClientSecretEnv)
 }
 
 // resolveUpstream reads an upstream's secret and discovers its endpoints

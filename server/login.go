@@ -42,20 +42,32 @@ func embeddedLogin(opts *Options, cfg *host.Config, loopback bool, hc *http.Clie
 // readLoginSecret reads the login client's secret from its file or
 // environment variable.
 func readLoginSecret(l *host.Login) (string, error) {
-	if l.ClientSecretFile != "" {
-		b, err := os.ReadFile(l.ClientSecretFile)
+	s, err := readClientSecret(l.ClientSecretFile, l.ClientSecretEnv)
+	if err != nil {
+		return "", fmt.Errorf("invalid config: login: %w", err)
+	}
+	return s, nil
+}
+
+// readClientSecret reads a client's secret (the login's, an upstream's)
+// from file when it is set, else from the environment variable env: a
+// file that cannot be read or is empty, or a variable that is not set,
+// is an error naming the config key (serve --check finds it too).
+func readClientSecret(file, env string) (string, error) {
+	if file != "" {
+		b, err := os.ReadFile(file)
 		if err != nil {
-			return "", fmt.Errorf("invalid config: login: cannot read clientSecretFile: %w", err)
+			return "", fmt.Errorf("cannot read clientSecretFile: %w", err)
 		}
 		s := strings.TrimSpace(string(b))
 		if s == "" {
-			return "", fmt.Errorf("invalid config: login: clientSecretFile %s is empty", l.ClientSecretFile)
+			return "", fmt.Errorf("clientSecretFile %s is empty", file)
 		}
 		return s, nil
 	}
-	s := os.Getenv(l.ClientSecretEnv)
+	s := os.Getenv(env)
 	if s == "" {
-		return "", fmt.Errorf("invalid config: login: clientSecretEnv: $%s is not set or empty", l.ClientSecretEnv)
+		return "", fmt.Errorf("clientSecretEnv: $%s is not set or empty", env)
 	}
 	return s, nil
 }
