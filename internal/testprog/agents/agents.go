@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentauth/agentauth/internal/testprog/progutil"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -66,8 +67,7 @@ func slowAgentMain() {
 		os.Rename(pids+".tmp", pids)
 	}
 	fmt.Fprintln(os.Stderr, "slow agent: started helper")
-	out := json.NewEncoder(os.Stdout)
-	send := func(m map[string]any) { m["jsonrpc"] = "2.0"; out.Encode(m) }
+	send := progutil.NewLineWriter(os.Stdout).Send
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
 		var m struct {

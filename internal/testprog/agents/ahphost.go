@@ -8,6 +8,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/agentauth/agentauth/internal/testprog/progutil"
 )
 
 // ahpVersionedHostMain is an agent host over stdio that speaks exactly one
@@ -39,15 +41,8 @@ func ahpVersionedHostMain() {
 	root := map[string]any{"resource": "ahp-root://", "fromSeq": 0, "state": map[string]any{"agents": []any{map[string]any{
 		"provider": "copilot", "displayName": "GitHub Copilot", "description": "AI pair programmer", "models": []any{},
 		"protectedResources": []any{resource}}}}}
-	out := json.NewEncoder(os.Stdout)
-	send := func(m map[string]any) { m["jsonrpc"] = "2.0"; out.Encode(m) }
-	fail := func(id any, code int, msg string, data any) {
-		e := map[string]any{"code": code, "message": msg}
-		if data != nil {
-			e["data"] = data
-		}
-		send(map[string]any{"id": id, "error": e})
-	}
+	lw := progutil.NewLineWriter(os.Stdout)
+	send, fail := lw.Send, lw.Fail
 	authenticated, attempts := false, 0
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {

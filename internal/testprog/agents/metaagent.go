@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/agentauth/agentauth/internal/testprog/progutil"
 )
 
 // metaAgentMain is an ACP agent shaped like the npm agents that keep
@@ -45,15 +47,8 @@ func metaAgentMain() {
 	methods := flag.String("methods", "one", "one, two, none, broken, mute or raw")
 	pids := flag.String("pids", "", "the file --raw-login writes its pids to")
 	flag.Parse()
-	out := json.NewEncoder(os.Stdout)
-	send := func(m map[string]any) { m["jsonrpc"] = "2.0"; out.Encode(m) }
-	fail := func(id any, code int, msg string, data any) {
-		e := map[string]any{"code": code, "message": msg}
-		if data != nil {
-			e["data"] = data
-		}
-		send(map[string]any{"id": id, "error": e})
-	}
+	lw := progutil.NewLineWriter(os.Stdout)
+	send, fail := lw.Send, lw.Fail
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
 		var m struct {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/agentauth/agentauth/internal/testprog/progutil"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -39,8 +40,7 @@ func init() {
 // authenticate {methodId} that succeeds for the agent-type method "oauth"
 // and answers -32000 otherwise.
 func acpAgentMain() {
-	out := json.NewEncoder(os.Stdout)
-	send := func(m map[string]any) { m["jsonrpc"] = "2.0"; out.Encode(m) }
+	send := progutil.NewLineWriter(os.Stdout).Send
 	authenticated := false
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {

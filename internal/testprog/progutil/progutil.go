@@ -1,6 +1,7 @@
 // Package progutil is what the test programs of internal/testprog share: a
 // loopback listener, a serve loop that publishes its address and ends on
-// kill -INT, how a raw HTTP answer is printed, and exiting on an error.
+// kill -INT, how a raw HTTP answer is printed, exiting on an error, and
+// JSON-RPC messages written one per line (LineWriter).
 // It is test support; it imports no agentauth package.
 package progutil
 
