@@ -34,6 +34,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentauth/agentauth/internal/benchstat"
+	"github.com/agentauth/agentauth/internal/cpuset"
 	"github.com/agentauth/agentauth/internal/devlogin"
 )
 
@@ -396,15 +397,9 @@ const backendCPUEnv = "GATEWAY_BENCH_BACKEND_CPU"
 // from /proc/self/status. Every process is started on its CPUs, so the Go
 // runtime of each sizes GOMAXPROCS to them.
 func separate() error {
-	status, err := os.ReadFile("/proc/self/status")
+	cpus, err := cpuset.Allowed()
 	if err != nil {
 		return fmt.Errorf("the separate layout needs Linux: %w", err)
-	}
-	var cpus []string
-	for _, line := range strings.Split(string(status), "\n") {
-		if list, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok {
-			cpus = expandCPUList(strings.TrimSpace(list))
-		}
 	}
 	if len(cpus) < 2 {
 		return fmt.Errorf("the separate layout needs 2 CPUs or more; this program may use %d", len(cpus))
@@ -417,24 +412,4 @@ func separate() error {
 	cmd.Env = append(os.Environ(), backendCPUEnv+"="+cpus[0])
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	return cmd.Run()
-}
-
-// expandCPUList expands a CPU list as the kernel writes it ("0-3,8").
-func expandCPUList(list string) []string {
-	var cpus []string
-	for _, part := range strings.Split(list, ",") {
-		lo, hi, isRange := strings.Cut(part, "-")
-		if !isRange {
-			hi = lo
-		}
-		a, err1 := strconv.Atoi(lo)
-		b, err2 := strconv.Atoi(hi)
-		if err1 != nil || err2 != nil {
-			continue
-		}
-		for c := a; c <= b; c++ {
-			cpus = append(cpus, strconv.Itoa(c))
-		}
-	}
-	return cpus
 }

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/agentauth/agentauth/internal/cpuset"
 )
 
 // The replicas mode's layout of processes on CPUs (taskset, util-linux;
@@ -19,38 +21,11 @@ import (
 // this program (the load generator) run on the CPUs no measured replica
 // has; otherwise they may run on every CPU.
 
-// allowedCPUs lists the CPUs this program may use (/proc/self/status).
+// allowedCPUs lists the CPUs this program may use (none where it cannot
+// tell).
 func allowedCPUs() []string {
-	status, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return nil
-	}
-	for line := range strings.SplitSeq(string(status), "\n") {
-		if list, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok {
-			return expandCPUList(strings.TrimSpace(list))
-		}
-	}
-	return nil
-}
-
-// expandCPUList expands a CPU list as the kernel writes it ("0-3,8").
-func expandCPUList(list string) []string {
-	var cpus []string
-	for part := range strings.SplitSeq(list, ",") {
-		lo, hi, isRange := strings.Cut(part, "-")
-		if !isRange {
-			hi = lo
-		}
-		a, err1 := strconv.Atoi(lo)
-		b, err2 := strconv.Atoi(hi)
-		if err1 != nil || err2 != nil {
-			continue
-		}
-		for c := a; c <= b; c++ {
-			cpus = append(cpus, strconv.Itoa(c))
-		}
-	}
-	return cpus
+	list, _ := cpuset.Allowed()
+	return list
 }
 
 // pinPID moves every thread of process pid to cpus (taskset -a -p).
