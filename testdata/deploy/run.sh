@@ -17,19 +17,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-passed=0 failed=0
-check() { # check NAME COMMAND...
-	local name=$1
-	shift
-	if out=$("$@" 2>&1); then
-		echo "PASS $name"
-		passed=$((passed + 1))
-	else
-		echo "FAIL $name"
-		printf '%s\n' "$out" | tail -n 20 | sed 's/^/    /'
-		failed=$((failed + 1))
-	fi
-}
+. testdata/lib/checks.sh
 
 check "systemd unit exposure at most 2.0" \
 	systemd-analyze security --offline=yes --threshold=20 deploy/systemd/agentauth.service
@@ -115,5 +103,4 @@ compose_builds() { # the compose file builds its image and seals the state
 }
 check "compose builds its image (the Dockerfile's final stage) and sets a state key" compose_builds
 
-echo "$passed passed, $failed failed"
-[ "$failed" = 0 ]
+checks_done

@@ -34,19 +34,7 @@ src=
 cleanup() { rm -rf "$tools" "$root" ${src:+"$src"}; }
 trap cleanup EXIT
 
-passed=0 failed=0
-check() { # check NAME COMMAND...
-	local name=$1
-	shift
-	if out=$("$@" 2>&1); then
-		echo "PASS $name"
-		passed=$((passed + 1))
-	else
-		echo "FAIL $name"
-		printf '%s\n' "$out" | tail -n 25 | sed 's/^/    /'
-		failed=$((failed + 1))
-	fi
-}
+. testdata/lib/checks.sh
 
 export PATH="$tools:$PATH"
 install_tools() {
@@ -147,5 +135,4 @@ verify_unit() { # the root also gets what a system with systemd has: its units a
 }
 check "systemd-analyze verify accepts the installed unit" verify_unit
 
-echo "$passed passed, $failed failed"
-[ "$failed" = 0 ]
+checks_done
