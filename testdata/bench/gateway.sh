@@ -2,11 +2,13 @@
 # Benchmark: tools/call through serve's gateway (`serve --backend URL`,
 # bearer token checked, arguments validated, answer scrubbed) against the
 # same MCP Go SDK backend called directly, and against net/http's
-# httputil.ReverseProxy in front of it (checking nothing: the floor of a Go
-# gateway), from CONNS keep-alive connections in ROUNDS interleaved rounds
+# httputil.ReverseProxy in front of it (checking nothing), and against the
+# floor: a gateway that only forwards, on net/http's server with serve's
+# timeouts (serve's CPU per call against it is what serve's own work
+# costs), from CONNS keep-alive connections in ROUNDS interleaved rounds
 # of DURATION each; prints the medians of throughput, p50 and p99 and
 # serve's and the reverse proxy's ratios to direct, the CPU
-# per call of serve (or the proxy), the backend and the load generator for each target,
+# per call of serve (or the proxy, or the floor), the backend and the load generator for each target,
 # and the count of serve's audit records (serve runs at its default log
 # level, info, writing one per call to a log file) (testdata/bench/gateway).
 # It runs twice, in two layouts of the processes on the CPUs: "shared", every

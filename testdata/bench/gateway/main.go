@@ -5,14 +5,16 @@
 // throughput, p50 and p99 with serve's ratio to direct. The backend is an
 // MCP Go SDK server (stateless Streamable HTTP, an echo tool) that this
 // program runs in a child process (-backend ADDRFILE). The third target
-// is the floor of any Go gateway: net/http's httputil.ReverseProxy in
-// front of the same backend, checking nothing, in a child process of its
-// own (-proxy ADDRFILE BACKEND). -layout separate puts the backend alone on
+// is net/http's httputil.ReverseProxy in front of the same backend,
+// checking nothing, in a child process of its own (-proxy ADDRFILE
+// BACKEND); the fourth the floor of a Go gateway on net/http's server,
+// forwarding only (-floor ADDRFILE BACKEND, see runFloor). -layout separate puts the backend alone on
 // one CPU and the rest on the others (see separate). Loopback only; never
 // asserts a time. See testdata/bench/gateway.sh.
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"flag"
@@ -45,6 +47,7 @@ func main() {
 	rounds := flag.Int("rounds", 3, "rounds per target, interleaved")
 	backend := flag.String("backend", "", "internal: run the backend, writing its address to this file")
 	proxy := flag.String("proxy", "", "internal: run the reverse proxy to the backend URL given as argument, writing its address to this file")
+	floor := flag.String("floor", "", "internal: run the floor gateway (see runFloor) to the backend URL given as argument, writing its address to this file")
 	logLevel := flag.String("log-level", "info", "serve's --log-level (info, its default, writes the audit record of every call to a log file)")
 	reference := flag.String("reference", "", "a second agentauth binary (another build) run as a serve of its own, a fourth target interleaved with the others")
 	layout := flag.String("layout", "shared", "shared: every process may run on every CPU; separate: the backend alone on the first CPU this program may use, serve (or the reverse proxy) and the load generator on the others (taskset; Linux, 2 CPUs or more)")
@@ -55,6 +58,10 @@ func main() {
 	}
 	if *proxy != "" {
 		runProxy(*proxy, flag.Arg(0))
+		return
+	}
+	if *floor != "" {
+		runFloor(*floor, flag.Arg(0))
 		return
 	}
 	if *layout == "separate" && os.Getenv(backendCPUEnv) == "" {
@@ -79,7 +86,7 @@ func runBackend(addrFile string) {
 	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Returns its text."}, func(ctx context.Context, req *mcp.CallToolRequest, a echoArgs) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: a.Text}}}, nil, nil
 	})
-	serveUntilInterrupt(addrFile, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true}))
+	serveUntilInterrupt(addrFile, &http.Server{Handler: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})})
 }
 
 // runProxy serves net/http's reverse proxy to backend (a URL) and
@@ -91,18 +98,82 @@ func runProxy(addrFile, backend string) {
 	}
 	rp := httputil.NewSingleHostReverseProxy(u)
 	rp.Transport = &http.Transport{MaxIdleConnsPerHost: 256}
-	serveUntilInterrupt(addrFile, rp)
+	serveUntilInterrupt(addrFile, &http.Server{Handler: rp})
 }
 
-// serveUntilInterrupt serves h on a loopback port written to addrFile
+// runFloor serves the least a Go gateway on net/http does: each POST's
+// body read and written to the backend on a kept-alive connection of a
+// pool (as serve's own client does, without net/http's Transport and its
+// two goroutines per connection), the answer read and written back. No
+// token, no check, no log: serve's CPU per call against it is what
+// serve's own work costs over net/http's server and the kernel's.
+func runFloor(addrFile, backend string) {
+	u, err := url.Parse(backend)
+	if err != nil {
+		os.Exit(1)
+	}
+	type conn struct {
+		nc net.Conn
+		br *bufio.Reader
+	}
+	var mu sync.Mutex
+	var idle []*conn
+	// serve's server timeouts (server/ops.go, newHTTPServer): each sets a
+	// deadline on the connection for every request.
+	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
+	srv.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		in, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		var c *conn
+		if n := len(idle); n > 0 {
+			c, idle = idle[n-1], idle[:n-1]
+		}
+		mu.Unlock()
+		if c == nil {
+			nc, err := net.Dial("tcp", u.Host)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadGateway)
+				return
+			}
+			c = &conn{nc: nc, br: bufio.NewReader(nc)}
+		}
+		head := "POST " + u.Path + " HTTP/1.1\r\nHost: " + u.Host + "\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMcp-Protocol-Version: " +
+			r.Header.Get("Mcp-Protocol-Version") + "\r\nContent-Length: " + strconv.Itoa(len(in)) + "\r\n\r\n"
+		var resp *http.Response
+		var out []byte
+		if _, err = c.nc.Write(append([]byte(head), in...)); err == nil {
+			if resp, err = http.ReadResponse(c.br, nil); err == nil {
+				out, err = io.ReadAll(resp.Body)
+			}
+		}
+		if err != nil {
+			c.nc.Close()
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		mu.Lock()
+		idle = append(idle, c)
+		mu.Unlock()
+		w.Header()["Content-Type"] = resp.Header["Content-Type"]
+		w.WriteHeader(resp.StatusCode)
+		w.Write(out)
+	})
+	serveUntilInterrupt(addrFile, srv)
+}
+
+// serveUntilInterrupt runs srv on a loopback port written to addrFile
 // until SIGINT.
-func serveUntilInterrupt(addrFile string, h http.Handler) {
+func serveUntilInterrupt(addrFile string, srv *http.Server) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		os.Exit(1)
 	}
 	os.WriteFile(addrFile, []byte(l.Addr().String()+"\n"), 0o600)
-	go http.Serve(l, h)
+	go srv.Serve(l)
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt)
 	<-sig
@@ -122,7 +193,7 @@ func start(dir, name string, args ...string) (*proc, error) {
 		if cpu := os.Getenv(backendCPUEnv); cpu != "" {
 			cmd = exec.Command("taskset", append([]string{"-c", cpu}, append(args, addrFile)...)...)
 		}
-	case "proxy":
+	case "proxy", "floor":
 		cmd = exec.Command(args[0], args[1], addrFile, args[2])
 	}
 	cmd.Stderr = io.Discard
@@ -192,12 +263,17 @@ func run(bin, refBin string, conns int, d time.Duration, rounds int, logLevel st
 		return err
 	}
 	defer px.stop()
+	fl, err := start(dir, "floor", self, "-floor", "http://"+be.addr+"/mcp")
+	if err != nil {
+		return err
+	}
+	defer fl.stop()
 	// mid is the process between the load generator and the backend.
 	targets := []struct {
 		name, url, token string
 		mid              *proc
 	}{{"direct", "http://" + be.addr + "/mcp", "", nil}, {"serve", "http://" + srv.addr + "/mcp", token, srv},
-		{"proxy", "http://" + px.addr + "/mcp", "", px}}
+		{"proxy", "http://" + px.addr + "/mcp", "", px}, {"floor", "http://" + fl.addr + "/mcp", "", fl}}
 	var ref *proc
 	if refBin != "" {
 		var refToken string
@@ -226,7 +302,7 @@ func run(bin, refBin string, conns int, d time.Duration, rounds int, logLevel st
 	// CPU time by process and target: "mid" (serve or the reverse proxy),
 	// "backend" and "load" (this program, the load generator), and the
 	// calls of each target.
-	cpu := map[string]map[string]float64{"direct": {}, "serve": {}, "proxy": {}, "reference": {}}
+	cpu := map[string]map[string]float64{"direct": {}, "serve": {}, "proxy": {}, "floor": {}, "reference": {}}
 	calls := map[string]float64{}
 	gen := &proc{cmd: &exec.Cmd{Process: &os.Process{Pid: os.Getpid()}}}
 	tput := map[string][]float64{}
@@ -271,17 +347,21 @@ func run(bin, refBin string, conns int, d time.Duration, rounds int, logLevel st
 	report("p99", "ms", p99)
 	// On a saturated machine the throughput ratio follows these sums: the
 	// CPU each call costs all three processes.
-	for _, t := range []string{"serve", "reference", "proxy", "direct"} {
+	for _, t := range []string{"serve", "reference", "proxy", "floor", "direct"} {
 		c, n := cpu[t], calls[t]*1e3
 		if n == 0 {
 			continue
 		}
 		fmt.Printf("CPU per call, %-9s %-13s %6.1f µs  backend %6.1f µs  load generator %6.1f µs  sum %6.1f µs\n",
-			t, map[string]string{"serve": "serve", "reference": "serve (ref)", "proxy": "reverse proxy", "direct": "-"}[t], c["mid"]/n, c["backend"]/n, c["load"]/n, (c["mid"]+c["backend"]+c["load"])/n)
+			t, map[string]string{"serve": "serve", "reference": "serve (ref)", "proxy": "reverse proxy", "floor": "floor", "direct": "-"}[t], c["mid"]/n, c["backend"]/n, c["load"]/n, (c["mid"]+c["backend"]+c["load"])/n)
 	}
+	// The floor: serve's CPU per call over it is what serve's own work
+	// costs (see runFloor).
+	fmt.Printf("serve's CPU per call against the floor's: %.2f\n", (cpu["serve"]["mid"]/calls["serve"])/(cpu["floor"]["mid"]/calls["floor"]))
 	if ref != nil {
 		s, r := cpu["serve"]["mid"]/calls["serve"], cpu["reference"]["mid"]/calls["reference"]
 		fmt.Printf("serve's CPU per call against the reference build's: %.2f; throughput %.2f\n", s/r, benchstat.Median(tput["serve"])/benchstat.Median(tput["reference"]))
+		fmt.Printf("the floor's CPU per call against the reference build's: %.2f\n", cpu["floor"]["mid"]/calls["floor"]/r)
 	}
 	// Serve's own allocations, from its Go runtime's count
 	// (go_memstats_mallocs_total, read before and after each of its
