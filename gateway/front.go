@@ -140,9 +140,8 @@ func (m *Mount) servePost(w http.ResponseWriter, r *http.Request, c Caller) {
 
 	k.ctx.parent = r.Context()
 	defer k.ctx.end()
-	stop := k.stop
-	defer context.AfterFunc(r.Context(), stop)()
-	timer := time.AfterFunc(m.timeout, stop)
+	defer k.endWatch(time.AfterFunc(callerWatchAfter, k.watchCaller))
+	timer := time.AfterFunc(m.timeout, k.stop)
 	defer timer.Stop()
 	rep, err := cn.post(&k.ctx, msg, raw, out)
 	if err != nil {

@@ -77,8 +77,11 @@ type Recorder struct {
 
 	tokensIssued *prometheus.CounterVec
 	validations  *prometheus.CounterVec
-	refusals     *prometheus.CounterVec
-	latency      *prometheus.HistogramVec
+	// validated caches validations' counter of each result (a fixed set
+	// of constants), as observers does latency's histograms.
+	validated sync.Map // result → prometheus.Counter
+	refusals  *prometheus.CounterVec
+	latency   *prometheus.HistogramVec
 	// observers caches latency's histogram of each label set: a request
 	// finds it with one map read instead of hashing its labels.
 	observersMu   sync.RWMutex
@@ -152,7 +155,11 @@ func (r *Recorder) TokenIssued(grantType string) {
 // Validation counts a token validation: accepted, rejected or error.
 func (r *Recorder) Validation(result string) {
 	if r != nil {
-		r.validations.WithLabelValues(result).Inc()
+		c, ok := r.validated.Load(result)
+		if !ok {
+			c, _ = r.validated.LoadOrStore(result, r.validations.WithLabelValues(result))
+		}
+		c.(prometheus.Counter).Inc()
 	}
 }
 

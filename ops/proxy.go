@@ -96,11 +96,13 @@ func Forwarded(trusted []netip.Prefix, addrHeader string, next http.Handler) htt
 	}
 	addrHeader = http.CanonicalHeaderKey(addrHeader)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !peerTrusted(trusted, r.RemoteAddr) {
+		if len(trusted) == 0 || !peerTrusted(trusted, r.RemoteAddr) {
+			// The names are canonical, as net/http makes a request's:
+			// delete is Header.Del without canonicalizing them again.
 			for _, h := range forwardedHeaders {
-				r.Header.Del(h)
+				delete(r.Header, h)
 			}
-			r.Header.Del(addrHeader)
+			delete(r.Header, addrHeader)
 			next.ServeHTTP(w, r)
 			return
 		}

@@ -343,11 +343,12 @@ func (s *Server) buildHTTP(ctx context.Context) error {
 		return err
 	}
 	gopts := guardOptions(opts, s.ln.Addr().String(), s.host.Resource(), s.logger)
-	if err := mountGateway(mux, s.gw, s.host, &gopts); err != nil {
+	routes, err := mountGateway(mux, s.gw, s.host, &gopts)
+	if err != nil {
 		return err
 	}
 	gopts.Telemetry = s.tel
-	guarded, err := host.NewGuard(mux, gopts)
+	guarded, err := host.NewGuard(routes, gopts)
 	if err != nil {
 		return err
 	}
