@@ -95,7 +95,8 @@ func TestBackendWithoutGETStream(t *testing.T) {
 
 // TestHTTPBackendTimeoutAndCallerGone: a tools/call an HTTP backend does
 // not answer ends at the backend's timeout with the error naming it, and
-// one whose caller goes away ends at once; either way the backend's
+// one whose caller goes away ends then (at once, or once the call has
+// waited callerWatchAfter: here the caller leaves before); either way the backend's
 // request ends (serve closes its connection) and the caller's slot is
 // given back.
 func TestHTTPBackendTimeoutAndCallerGone(t *testing.T) {
