@@ -120,8 +120,8 @@ func ahpShippedHostMain() {
 		"provider": "copilot", "displayName": "GitHub Copilot", "description": "AI pair programmer", "models": []any{},
 		"protectedResources": []any{resource},
 	}}}}
-	f := &shippedFake{root: root, ignoreInitial: *ignoreInitial}
-	send, fail := f.send, f.fail
+	f := &shippedFake{root: root, ignoreInitial: *ignoreInitial, LineWriter: progutil.NewLineWriter(os.Stdout)}
+	send, fail := f.Send, f.Fail
 	authenticated := false
 	f.serve(func(id any, method string, p map[string]any) {
 		switch {
@@ -158,26 +158,12 @@ func ahpShippedHostMain() {
 // initially, unless ignoreInitial), -32601 before initialize and subscribe
 // to the root channel; handle answers every other request.
 type shippedFake struct {
-	root          map[string]any
-	ignoreInitial bool
-	out           *json.Encoder
-}
-
-func (f *shippedFake) send(m map[string]any) {
-	m["jsonrpc"] = "2.0"
-	f.out.Encode(m)
-}
-
-func (f *shippedFake) fail(id any, code int, msg string, data any) {
-	e := map[string]any{"code": code, "message": msg}
-	if data != nil {
-		e["data"] = data
-	}
-	f.send(map[string]any{"id": id, "error": e})
+	root                 map[string]any
+	ignoreInitial        bool
+	*progutil.LineWriter // on stdout
 }
 
 func (f *shippedFake) serve(handle func(id any, method string, p map[string]any)) {
-	f.out = json.NewEncoder(os.Stdout)
 	initialized := false
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(make([]byte, 1<<20), 1<<20)
@@ -194,13 +180,13 @@ func (f *shippedFake) serve(handle func(id any, method string, p map[string]any)
 		json.Unmarshal(m.Params, &p)
 		switch {
 		case m.Method == "ping":
-			f.send(map[string]any{"id": m.ID, "result": nil})
+			f.Send(map[string]any{"id": m.ID, "result": nil})
 		case m.Method == "initialize" && initialized:
-			f.fail(m.ID, -32601, "already initialized", nil)
+			f.Fail(m.ID, -32601, "already initialized", nil)
 		case m.Method == "initialize":
 			versions, _ := p["protocolVersions"].([]any)
 			if !slices.Contains(versions, any("0.9.0")) {
-				f.fail(m.ID, -32005, "unsupported protocol version", map[string]any{"supportedVersions": []any{"^0.9.0"}})
+				f.Fail(m.ID, -32005, "unsupported protocol version", map[string]any{"supportedVersions": []any{"^0.9.0"}})
 				continue
 			}
 			initialized = true
@@ -208,11 +194,11 @@ func (f *shippedFake) serve(handle func(id any, method string, p map[string]any)
 			if subs, _ := p["initialSubscriptions"].([]any); slices.Contains(subs, any("ahp-root://")) && !f.ignoreInitial {
 				snaps = append(snaps, f.root)
 			}
-			f.send(map[string]any{"id": m.ID, "result": map[string]any{"protocolVersion": "0.9.0", "serverSeq": 0, "snapshots": snaps}})
+			f.Send(map[string]any{"id": m.ID, "result": map[string]any{"protocolVersion": "0.9.0", "serverSeq": 0, "snapshots": snaps}})
 		case !initialized:
-			f.fail(m.ID, -32601, "not initialized", nil)
+			f.Fail(m.ID, -32601, "not initialized", nil)
 		case m.Method == "subscribe" && p["channel"] == "ahp-root://":
-			f.send(map[string]any{"id": m.ID, "result": map[string]any{"snapshot": f.root}})
+			f.Send(map[string]any{"id": m.ID, "result": map[string]any{"snapshot": f.root}})
 		default:
 			handle(m.ID, m.Method, p)
 		}

@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
+
+	"github.com/agentauth/agentauth/internal/testprog/progutil"
 )
 
 // ahp-shipped-two, for ahp_client_two_resources.txtar: a fake agent host
@@ -37,8 +40,8 @@ func ahpShippedTwoMain() {
 		"provider": "copilot", "displayName": "GitHub Copilot", "description": "AI pair programmer", "models": []any{},
 		"protectedResources": resources,
 	}}}}
-	f := &shippedFake{root: root}
-	send, fail := f.send, f.fail
+	f := &shippedFake{root: root, LineWriter: progutil.NewLineWriter(os.Stdout)}
+	send, fail := f.Send, f.Fail
 	find := func(resource any) map[string]any {
 		for _, r := range resources {
 			if r := r.(map[string]any); r["resource"] == resource {

@@ -3,6 +3,8 @@ package ahp
 import (
 	"flag"
 	"os"
+
+	"github.com/agentauth/agentauth/internal/testprog/progutil"
 )
 
 // vscode-host, for ahp_client_vscode.txtar: a fake agent host over stdio
@@ -46,32 +48,32 @@ func vscodeHostMain() {
 		map[string]any{"provider": "claude", "displayName": "Claude", "description": "Claude agent backed by the Anthropic Claude Agent SDK",
 			"models": []any{}, "protectedResources": []any{copilot, example}},
 	}}}
-	f := &shippedFake{root: root}
+	f := &shippedFake{root: root, LineWriter: progutil.NewLineWriter(os.Stdout)}
 	authenticated := map[any]bool{}
 	pushed := false
 	f.serve(func(id any, method string, p map[string]any) {
 		switch {
 		case method == "authenticate" && (p["resource"] != copilot["resource"] && p["resource"] != example["resource"] || !audienceHas(p["token"], p["resource"])):
-			f.fail(id, -32007, "Authentication failed for resource: "+p["resource"].(string), nil)
+			f.Fail(id, -32007, "Authentication failed for resource: "+p["resource"].(string), nil)
 		case method == "authenticate":
 			authenticated[p["resource"]] = true
-			f.send(map[string]any{"id": id, "result": map[string]any{}})
+			f.Send(map[string]any{"id": id, "result": map[string]any{}})
 			if pushed {
 				os.Exit(0)
 			}
 			if expire && authenticated[copilot["resource"]] && authenticated[example["resource"]] {
 				pushed = true
 				delete(authenticated, copilot["resource"])
-				f.send(map[string]any{"method": "auth/required", "params": map[string]any{"channel": "ahp-root://", "resource": copilot, "reason": "expired"}})
+				f.Send(map[string]any{"method": "auth/required", "params": map[string]any{"channel": "ahp-root://", "resource": copilot, "reason": "expired"}})
 			}
 		case !authenticated[copilot["resource"]]:
-			f.fail(id, -32007, "Authentication is required to use Claude", []any{copilot, example})
+			f.Fail(id, -32007, "Authentication is required to use Claude", []any{copilot, example})
 		case forget:
 			forget = false
 			delete(authenticated, copilot["resource"])
-			f.fail(id, -32007, "Authentication is required to use Claude", []any{copilot, example})
+			f.Fail(id, -32007, "Authentication is required to use Claude", []any{copilot, example})
 		default:
-			f.send(map[string]any{"id": id, "result": nil})
+			f.Send(map[string]any{"id": id, "result": nil})
 		}
 	})
 }
