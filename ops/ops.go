@@ -77,15 +77,12 @@ type Recorder struct {
 
 	tokensIssued *prometheus.CounterVec
 	validations  *prometheus.CounterVec
-	// validated caches validations' counter of each result (a fixed set
-	// of constants), as observers does latency's histograms.
-	validated sync.Map // result → prometheus.Counter
-	refusals  *prometheus.CounterVec
-	latency   *prometheus.HistogramVec
-	// observers caches latency's histogram of each label set: a request
-	// finds it with one map read instead of hashing its labels.
-	observersMu   sync.RWMutex
-	observers     map[latencyKey]prometheus.Observer
+	refusals     *prometheus.CounterVec
+	latency      *prometheus.HistogramVec
+	// validated and observers keep validations' counter of each result
+	// and latency's histogram of each label set.
+	validated     labelCache[string, prometheus.Counter]
+	observers     labelCache[latencyKey, prometheus.Observer]
 	connections   prometheus.Gauge
 	brokerSignIns *prometheus.CounterVec
 	revocationLag atomic.Pointer[func() time.Duration]
@@ -155,11 +152,7 @@ func (r *Recorder) TokenIssued(grantType string) {
 // Validation counts a token validation: accepted, rejected or error.
 func (r *Recorder) Validation(result string) {
 	if r != nil {
-		c, ok := r.validated.Load(result)
-		if !ok {
-			c, _ = r.validated.LoadOrStore(result, r.validations.WithLabelValues(result))
-		}
-		c.(prometheus.Counter).Inc()
+		r.validated.get(result, func() prometheus.Counter { return r.validations.WithLabelValues(result) }).Inc()
 	}
 }
 
@@ -250,21 +243,35 @@ func (r *Recorder) observer(route, method string, code int) prometheus.Observer 
 	default:
 		method = "other"
 	}
-	k := latencyKey{route, method, code}
-	r.observersMu.RLock()
-	o := r.observers[k]
-	r.observersMu.RUnlock()
-	if o != nil {
-		return o
+	return r.observers.get(latencyKey{route, method, code}, func() prometheus.Observer {
+		return r.latency.WithLabelValues(route, method, strconv.Itoa(code))
+	})
+}
+
+// labelCache keeps the child of a metric vector for each label set its
+// callers use (a bounded set: routes, methods, codes, results), so that a
+// request finds it with one map read instead of hashing its labels.
+type labelCache[K comparable, V any] struct {
+	mu sync.RWMutex
+	m  map[K]V
+}
+
+// get returns k's child, made by child the first time.
+func (c *labelCache[K, V]) get(k K, child func() V) V {
+	c.mu.RLock()
+	v, ok := c.m[k]
+	c.mu.RUnlock()
+	if ok {
+		return v
 	}
-	o = r.latency.WithLabelValues(route, method, strconv.Itoa(code))
-	r.observersMu.Lock()
-	if r.observers == nil {
-		r.observers = map[latencyKey]prometheus.Observer{}
+	v = child()
+	c.mu.Lock()
+	if c.m == nil {
+		c.m = map[K]V{}
 	}
-	r.observers[k] = o
-	r.observersMu.Unlock()
-	return o
+	c.m[k] = v
+	c.mu.Unlock()
+	return v
 }
 
 // statusWriter remembers the status code written.
