@@ -38,7 +38,7 @@ type call struct {
 	// The watch of the caller (watchCaller, endWatch).
 	watchMu   sync.Mutex
 	watchOver bool
-	unwatch   func() bool
+	stopWatch func() bool
 }
 
 // callCtx is a call's context: its parent's values and deadline, ended
@@ -152,7 +152,7 @@ func (k *call) watchCaller() {
 	k.watchMu.Lock()
 	defer k.watchMu.Unlock()
 	if !k.watchOver {
-		k.unwatch = context.AfterFunc(k.ctx.parent, k.stop)
+		k.stopWatch = context.AfterFunc(k.ctx.parent, k.stop)
 	}
 }
 
@@ -163,10 +163,10 @@ func (k *call) endWatch(t *time.Timer) {
 	}
 	k.watchMu.Lock()
 	k.watchOver = true
-	unwatch := k.unwatch
+	stop := k.stopWatch
 	k.watchMu.Unlock()
-	if unwatch != nil {
-		unwatch()
+	if stop != nil {
+		stop()
 	}
 }
 
