@@ -242,7 +242,7 @@ func (b *bridge) answer(msg *wire.Message) {
 
 // listen: MCP 2026-07-28 has no stream for the server's own messages.
 func (b *bridge) listen(context.Context, http.Header) (*reply, error) {
-	return &reply{status: http.StatusMethodNotAllowed, nextFn: func() (frame, error) { return frame{}, io.EOF }, closeFn: func() {}}, nil
+	return &reply{status: http.StatusMethodNotAllowed}, nil
 }
 
 // end ends serve's session: calls waiting for the caller's input fail.

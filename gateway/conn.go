@@ -52,9 +52,10 @@ type reply struct {
 	// sessionID is the backend's Mcp-Session-Id, if it set one.
 	sessionID string
 	// nextFn reads the next frame (io.EOF after the last), and closeFn
-	// ends the answer. An HTTP backend's answer has neither: resp is
-	// its answer and jsonOf, until read, what reads the one JSON message
-	// resp's body holds (next and close say what they do then).
+	// ends the answer. Without them, resp is an HTTP backend's answer and
+	// jsonOf, until read, what reads the one JSON message its body holds;
+	// a reply with none of these has no frame (next is io.EOF) and
+	// nothing to close.
 	nextFn  func() (frame, error)
 	closeFn func()
 	resp    *http.Response
@@ -149,7 +150,7 @@ func cmpOr(a, b string) string {
 }
 
 func accepted() *reply {
-	return &reply{status: http.StatusAccepted, nextFn: func() (frame, error) { return frame{}, io.EOF }, closeFn: func() {}}
+	return &reply{status: http.StatusAccepted}
 }
 
 // answered is a reply serve makes itself: one JSON message.
@@ -162,5 +163,5 @@ func answered(m *wire.Message) *reply {
 		}
 		done = true
 		return frame{data: b}, nil
-	}, closeFn: func() {}}
+	}}
 }

@@ -160,8 +160,7 @@ func (c *httpConn) reply(resp *http.Response, method string, sentSID bool) (*rep
 	case resp.StatusCode == http.StatusMethodNotAllowed && method == http.MethodGet:
 		// No stream at GET (MCP 2025-11-25 "Transports": the server
 		// answers 405): passed on as such, not as a failure.
-		resp.Body.Close()
-		r.nextFn = func() (frame, error) { return frame{}, io.EOF }
+		resp.Body.Close() // no frame: next is io.EOF
 	case resp.StatusCode >= 500 && ct != "application/json":
 		resp.Body.Close()
 		return nil, backendErr(name, "failed (HTTP %d)", resp.StatusCode)
@@ -187,8 +186,7 @@ func (c *httpConn) reply(resp *http.Response, method string, sentSID bool) (*rep
 	case ct == "application/json":
 		r.jsonOf = c
 	case resp.StatusCode/100 == 2 && resp.ContentLength <= 0 || resp.StatusCode == http.StatusAccepted:
-		resp.Body.Close()
-		r.nextFn = func() (frame, error) { return frame{}, io.EOF }
+		resp.Body.Close() // no frame: next is io.EOF
 	default:
 		resp.Body.Close()
 		return nil, backendErr(name, "answered HTTP %d with %s, not JSON or an event stream", resp.StatusCode, cmpOr(ct, "no content type"))
@@ -253,7 +251,7 @@ func (c *httpConn) probe(ctx context.Context, msg *wire.Message, out http.Header
 	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, err
 	}
-	refusal := &reply{status: rep.status, nextFn: once(f), closeFn: func() {}}
+	refusal := &reply{status: rep.status, nextFn: once(f)}
 	if !refusesInitialize(rep.status, f.data) || !earlierCaller(msg, out) {
 		return refusal, nil
 	}

@@ -103,7 +103,7 @@ func (c *stdioConn) post(ctx context.Context, msg *wire.Message, raw []byte, _ h
 		if err := p.write(raw); err != nil {
 			return nil, err
 		}
-		return &reply{status: http.StatusAccepted, nextFn: func() (frame, error) { return frame{}, io.EOF }, closeFn: func() {}}, nil
+		return &reply{status: http.StatusAccepted}, nil
 	}
 	s, err := p.register(msg.ID.String(), progressToken(msg.Params))
 	if err != nil {
