@@ -3,6 +3,8 @@ package host
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/agentauth/agentauth/wire"
@@ -92,4 +94,46 @@ func TestInitialSubscriptionsNameASession(t *testing.T) {
 	first.exchange(`{"jsonrpc":"2.0","id":4,"method":"disposeSession","params":{"channel":"`+sessionURI+`"}}`, `{"id":4,"result":null}`)
 	second.exchange(`{"jsonrpc":"2.0","id":2,"method":"ping","params":{"channel":"ahp-root://"}}`,
 		`{"method":"root/sessionRemoved","params":{"session":"`+sessionURI+`"}}`)
+}
+
+func TestCreateSessionCap(t *testing.T) {
+	h := newTestHost(t, baseConfig, Options{})
+	ctx := context.Background()
+	alice := initialized(t, h, wire.DialectDesign)
+	if err := authenticate(t, alice, "dev", "t-alice"); err != nil {
+		t.Fatal(err)
+	}
+	var first struct {
+		SessionID string `json:"sessionId"`
+	}
+	for i := range maxSessionsPerOwner {
+		var s struct {
+			SessionID string `json:"sessionId"`
+		}
+		if err := alice.Call(ctx, wire.MethodCreateSession, nil, &s); err != nil {
+			t.Fatalf("createSession %d: %v", i+1, err)
+		}
+		if i == 0 {
+			first = s
+		}
+	}
+	err := alice.Call(ctx, wire.MethodCreateSession, nil, nil)
+	var rpc *wire.Error
+	if !errors.As(err, &rpc) || rpc.Code != codeSessionLimit || !strings.Contains(rpc.Message, `"alice" already has 100 live sessions`) ||
+		!strings.Contains(rpc.Message, "disposeSession") {
+		t.Fatalf("createSession over the cap: %v", err)
+	}
+
+	// Another owner is not affected; disposing of one makes room.
+	bob := initialized(t, h, wire.DialectDesign)
+	if err := authenticate(t, bob, "dev", "t-bob"); err != nil {
+		t.Fatal(err)
+	}
+	if err := bob.Call(ctx, wire.MethodCreateSession, nil, nil); err != nil {
+		t.Fatalf("bob: %v", err)
+	}
+	h.sessions.dispose(ctx, "alice", first.SessionID)
+	if err := alice.Call(ctx, wire.MethodCreateSession, nil, nil); err != nil {
+		t.Fatalf("after a dispose: %v", err)
+	}
 }
