@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/google/jsonschema-go/jsonschema"
 )
 
 // deepSchema is an inputSchema nesting n objects by properties.
@@ -316,5 +318,122 @@ func TestUnknownNamesListOnce(t *testing.T) {
 	defer log.mu.Unlock()
 	if n := len(log.tools); n != 1 || log.tools[0] != "tools/list" {
 		t.Errorf("the backend listed its tools %d times for 20 unknown names, want once", n)
+	}
+}
+
+// TestArgumentPath: a schema location names the argument it checks as a
+// caller writes it (the -32602 of bad arguments).
+func TestArgumentPath(t *testing.T) {
+	for loc, want := range map[string]string{
+		"/properties/title":                            "title",
+		"/properties/edits/items/properties/oldText":   "edits[].oldText",
+		"/properties/pair/prefixItems/1":               "pair[1]",
+		"/properties/tags/additionalProperties":        "tags.*",
+		"/properties/env/patternProperties/^A~1B$":     "env.*",
+		"/properties/a~1b/anyOf/1/properties/c":        "a/b.c",
+		"/$defs/point/properties/x":                    "x",
+		"/allOf/0":                                     "arguments",
+		"/properties/m~0n/items/items/properties/deep": "m~n[][].deep",
+	} {
+		if got := argumentPath([]string{loc}, argumentWalk{}); got != want {
+			t.Errorf("argumentPath(%q) = %q, want %q", loc, got, want)
+		}
+	}
+}
+
+// TestArgumentPathNamesTheElement: with the schema and the arguments, the
+// -32602 message names the element an array's items schema refused, at
+// every level, as a caller would look it up.
+func TestArgumentPathNamesTheElement(t *testing.T) {
+	checkArgumentPaths(t, `{"type": "object", "properties": {
+		"edits": {"type": "array", "items": {"type": "object", "properties": {"oldText": {"type": "string"}}, "required": ["oldText"]}},
+		"m": {"type": "array", "items": {"type": "array", "items": {"type": "object", "properties": {"deep": {"type": "integer"}}}}},
+		"pair": {"type": "array", "prefixItems": [{"type": "string"}, {"type": "array", "items": {"type": "integer"}}]},
+		"any": {"anyOf": [{"type": "array", "items": {"type": "integer"}}, {"type": "string"}]},
+		"refd": {"type": "array", "items": {"$ref": "#/$defs/p"}},
+		"self": {"type": "array", "items": {"type": "object", "properties": {"kids": {"$ref": "#/properties/self"}, "n": {"type": "integer"}}}}},
+		"$defs": {"p": {"type": "object", "properties": {"x": {"type": "integer"}}}}}`, map[string]string{
+		`{"edits": [{"oldText": "a"}, {"oldText": "b"}, {}]}`:  "argument edits[2] (schema /properties/edits/items)",
+		`{"edits": [{"oldText": "a"}, {"oldText": 5}]}`:        "argument edits[1].oldText (schema /properties/edits/items/properties/oldText)",
+		`{"m": [[{"deep": 1}], [{"deep": 1}, {"deep": "x"}]]}`: "argument m[1][1].deep (schema /properties/m/items/items/properties/deep)",
+		`{"pair": ["a", [1, 2, "x"]]}`:                         "argument pair[1][2] (schema /properties/pair/prefixItems/1/items)",
+		// Items that refer to a definition, and to the schema above them (a
+		// tree): the path goes on through the $ref, though jsonschema-go
+		// reports the location the $ref led to.
+		`{"refd": [{"x": 1}, {"x": "y"}]}`:                         "argument refd[1].x (schema /$defs/p/properties/x)",
+		`{"self": [{"n": 1}, {"n": 2, "kids": [{"n": "three"}]}]}`: "argument self[1].kids[0].n (schema /properties/self/items/properties/n)",
+		// Past maxElementSearch elements the element is not looked for.
+		`{"edits": [` + strings.Repeat(`{"oldText": "a"}, `, maxElementSearch) + `{}]}`:   "argument edits[] (schema /properties/edits/items)",
+		`{"edits": [` + strings.Repeat(`{"oldText": "a"}, `, maxElementSearch-1) + `{}]}`: "argument edits[4095] (schema /properties/edits/items)",
+	})
+}
+
+// TestArgumentPathThroughDefinitions: a Python MCP server's inputSchema
+// (FastMCP turns a tool's pydantic arguments into $defs and $refs) names
+// the argument inside the model, not the definition. The schema is
+// complex_arguments_fn's, from modelcontextprotocol/python-sdk
+// tests/server/fastmcp/test_func_metadata.py at 06681d6 (shortened), with
+// a list of models as pydantic writes list[InnerModel].
+func TestArgumentPathThroughDefinitions(t *testing.T) {
+	valid := `"an_int": 1, "list_of_ints": [1, 2], "my_model_b": {"how_many_shrimp": 3, "ok": {"x": 1}, "y": null}`
+	checkArgumentPaths(t, `{
+		"$defs": {
+			"InnerModel": {"properties": {"x": {"title": "X", "type": "integer"}}, "required": ["x"], "title": "InnerModel", "type": "object"},
+			"SomeModelB": {"properties": {
+				"how_many_shrimp": {"description": "How many shrimp in the tank???", "title": "How Many Shrimp", "type": "integer"},
+				"ok": {"$ref": "#/$defs/InnerModel"},
+				"y": {"title": "Y", "type": "null"}},
+				"required": ["how_many_shrimp", "ok", "y"], "title": "SomeModelB", "type": "object"}},
+		"properties": {
+			"an_int": {"title": "An Int", "type": "integer"},
+			"list_of_ints": {"items": {"type": "integer"}, "title": "List Of Ints", "type": "array"},
+			"my_model_b": {"$ref": "#/$defs/SomeModelB"},
+			"inners": {"items": {"$ref": "#/$defs/InnerModel"}, "title": "Inners", "type": "array"}},
+		"required": ["an_int", "list_of_ints", "my_model_b"],
+		"title": "complex_arguments_fnArguments", "type": "object"}`, map[string]string{
+		`{"an_int": 1, "list_of_ints": [1, 2], "my_model_b": {"how_many_shrimp": 3, "ok": {"x": "1"}, "y": null}}`: "argument my_model_b.ok.x (schema /$defs/InnerModel/properties/x)",
+		`{"an_int": 1, "list_of_ints": [1, 2], "my_model_b": {"how_many_shrimp": 3, "ok": {}, "y": null}}`:         "argument my_model_b.ok (schema /$defs/InnerModel)",
+		`{"an_int": 1, "list_of_ints": [1, "2"], "my_model_b": {"how_many_shrimp": 3, "ok": {"x": 1}, "y": null}}`: "argument list_of_ints[1] (schema /properties/list_of_ints/items)",
+		`{` + valid + `, "inners": [{"x": 1}, {"x": 2}, {"x": 2.5}]}`:                                              "argument inners[2].x (schema /$defs/InnerModel/properties/x)",
+	})
+}
+
+// TestArgumentPathDraft07: a schema of draft-07, as zod-to-json-schema
+// writes for the TypeScript SDK's servers (with a $ref back up the schema
+// where a zod schema is used twice), names the element too.
+func TestArgumentPathDraft07(t *testing.T) {
+	checkArgumentPaths(t, `{"$schema": "http://json-schema.org/draft-07/schema#", "type": "object", "properties": {
+		"from": {"type": "array", "items": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}},
+		"to": {"$ref": "#/properties/from"}}, "additionalProperties": false}`, map[string]string{
+		`{"from": [{"name": "a"}, {"name": 1}]}`:     "argument from[1].name (schema /properties/from/items/properties/name)",
+		`{"to": [{"name": "a"}, {"name": "b"}, {}]}`: "argument to[2] (schema /properties/from/items)",
+	})
+}
+
+// checkArgumentPaths validates each arguments (JSON) against schema (an
+// inputSchema, JSON), which must refuse them, and checks the -32602 text
+// begins with want.
+func checkArgumentPaths(t *testing.T, schemaJSON string, cases map[string]string) {
+	t.Helper()
+	var schema jsonschema.Schema
+	if err := json.Unmarshal([]byte(schemaJSON), &schema); err != nil {
+		t.Fatal(err)
+	}
+	res, err := schema.Resolve(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for args, want := range cases {
+		var v any
+		if err := json.Unmarshal([]byte(args), &v); err != nil {
+			t.Fatal(err)
+		}
+		err := res.Validate(v)
+		if err == nil {
+			t.Fatalf("%s: valid", args)
+		}
+		if got := schemaError(err, res, v); !strings.HasPrefix(got, want) {
+			t.Errorf("%s:\n got %s\nwant %s…", args, got, want)
+		}
 	}
 }
